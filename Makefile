@@ -1,0 +1,95 @@
+# oomlab build: one make for the binary, the CUDA plugin (when nvcc is found), tests and benchmarks.
+#   make                 build/oomlab (and build/oomlab-cuda.so if CUDA=auto finds nvcc, or CUDA=1)
+#   make run             run every scenario on the simulated RTX 5090
+#   make test            build and run the TAP suite with prove   (SANITIZE=1: ASan + UBSan build)
+#   make bench           Google Benchmark microbenchmarks
+CC       ?= gcc
+CXX      ?= g++
+CUDA     ?= auto
+SANITIZE ?=
+PKGS     := yaml-0.1 hwloc jansson libbsd openblas
+SHARED   ?= $(abspath ../shared)
+
+ifeq ($(SANITIZE),1)
+BUILD    := build/san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT      := -O1
+else
+BUILD    := build
+SANFLAGS :=
+OPT      := -O2
+endif
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS   += -std=gnu11 $(OPT) -g -Wall -Wextra -Wno-unused-parameter -Wshadow -MMD -MP \
+            -Iharness -Ikernels $(PKG_CFLAGS) $(SANFLAGS) -DOOMLAB_CUDA_PLUGIN_NAME='"oomlab-cuda.so"'
+LDLIBS   += $(PKG_LIBS) -ldl -lm -lpthread
+LDFLAGS  += $(SANFLAGS)
+
+NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+ifeq ($(CUDA),0)
+  WANT_CUDA :=
+else ifeq ($(CUDA),1)
+  WANT_CUDA := 1
+  ifeq ($(NVCC),)
+    $(error CUDA=1 but nvcc was not found (looked on PATH and in /usr/local/cuda/bin))
+  endif
+else
+  WANT_CUDA := $(if $(NVCC),1,)
+endif
+
+LIB_SRCS  := $(filter-out harness/main.c,$(shell find harness kernels -name '*.c' | sort))
+LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+TEST_SRCS := $(sort $(wildcard tests/*_test.c))
+TESTS     := $(TEST_SRCS:tests/%_test.c=$(BUILD)/tests/%.t)
+BENCH_SRCS := $(sort $(wildcard bench/*.cc))
+CUDA_SRCS := $(shell find harness kernels -name '*.cu' | sort)
+CUDA_OBJS := $(CUDA_SRCS:%.cu=$(BUILD)/obj/%.cu.o)
+
+.PHONY: all deps run test bench clean cuda
+all: deps $(BUILD)/oomlab $(if $(WANT_CUDA),$(BUILD)/oomlab-cuda.so)
+
+deps:
+	@pkg-config --exists $(PKGS) && command -v prove >/dev/null || scripts/install-deps
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/liboomlab.a: $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/oomlab: $(BUILD)/obj/harness/main.o $(BUILD)/liboomlab.a
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/tests/%.t: tests/%_test.c tests/tap.h $(BUILD)/liboomlab.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests $< $(BUILD)/liboomlab.a $(LDFLAGS) $(LDLIBS) -o $@
+
+# The CUDA plugin: device code and host glue compiled by nvcc, linked against cudart, cuBLAS, cuDNN.
+$(BUILD)/obj/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -std=c++17 -O2 -Xcompiler -fPIC -Iharness -Ikernels -c $< -o $@
+
+$(BUILD)/oomlab-cuda.so: $(CUDA_OBJS)
+	$(NVCC) -shared $^ -o $@ -lcudart -lcublas -lcudnn
+
+run: all
+	$(BUILD)/oomlab run scenarios/
+
+test: all $(TESTS)
+	OOMLAB_SHARED=$(SHARED) OOMLAB_BIN=$(abspath $(BUILD)/oomlab) prove --exec '' -j2 $(TESTS) tests/*.sh
+
+$(BUILD)/bench/%: bench/%.cc $(BUILD)/liboomlab.a
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -O2 -g -Iharness -Ikernels $(PKG_CFLAGS) $< $(BUILD)/liboomlab.a $(PKG_LIBS) -lbenchmark -lpthread -ldl -lm -o $@
+
+bench: all $(BENCH_SRCS:bench/%.cc=$(BUILD)/bench/%)
+	@for b in $(BENCH_SRCS:bench/%.cc=$(BUILD)/bench/%); do OOMLAB_SHARED=$(SHARED) $$b || exit 1; done
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

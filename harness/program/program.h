@@ -1,0 +1,74 @@
+/* program.h: the op program, oomlab's one intermediate form.
+ * Scenarios (via the workload generator), replays of PyTorch snapshots and text traces all become
+ * a flat stream of these ops; one runner feeds them through the allocator model to a device. */
+#ifndef OOMLAB_PROGRAM_H
+#define OOMLAB_PROGRAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+enum op_kind {
+    OP_ALLOC,       /* id, bytes, stream, category, name = module tag */
+    OP_FREE,        /* id */
+    OP_KERNEL,      /* kernel (see kernels/kernels.h), name = module tag */
+    OP_EMPTY_CACHE, /* torch.cuda.empty_cache() */
+    OP_PHASE,       /* name = phase ("load", "forward", "backward", "optimizer", "eval", ...) */
+    OP_STEP,        /* id = training step number */
+    OP_MARK,        /* name = free-form label */
+};
+
+enum category {
+    CAT_PARAM,
+    CAT_GRAD,
+    CAT_OPTIMIZER_STATE,
+    CAT_EMA,
+    CAT_ACTIVATION,
+    CAT_TEMP,
+    CAT_WORKSPACE,
+    CAT_INPUT,
+    CAT_OUTPUT,
+    CAT_OTHER,
+    CAT_COUNT
+};
+
+/* dtypes of tensors that kernels read and write */
+enum dtype { DT_F32, DT_BF16, DT_F16, DT_U8, DT_I64, DT_COUNT };
+
+#define KERNEL_MAX_DIMS 8
+#define KERNEL_MAX_TENSORS 6
+
+/* One kernel launch: which op, its dimensions (meaning per op, documented in kernels/kernels.h),
+ * the compute dtype and the tensors it reads and writes (by op-program tensor id). */
+struct kernel_call {
+    uint16_t kernel;
+    uint8_t dtype;
+    uint8_t ntensors;
+    int64_t dims[KERNEL_MAX_DIMS];
+    uint64_t tensors[KERNEL_MAX_TENSORS];
+    float fparam[4]; /* scalar parameters (lr, beta1, eps, dropout p, ...) */
+};
+
+struct op {
+    enum op_kind kind;
+    uint8_t category; /* enum category, for OP_ALLOC */
+    int32_t stream;
+    uint64_t id;      /* tensor id (ALLOC, FREE, and the tensor ids a kernel names); step number (STEP) */
+    uint64_t bytes;   /* requested bytes (ALLOC) */
+    const char *name; /* interned: module tag, phase or label; valid while the producer lives */
+    struct kernel_call kernel;
+};
+
+/* Where ops go: the runner (executes them) or a recorder (keeps them, for `oomlab program`). */
+struct op_sink {
+    int (*emit)(struct op_sink *sink, const struct op *op, struct err *e);
+};
+
+const char *category_name(enum category c);
+int category_from_name(const char *s); /* -1 if unknown */
+const char *dtype_name(enum dtype d);
+int dtype_from_name(const char *s);    /* accepts fp32/float32, bf16/bfloat16, fp16/float16, u8, i64; -1 if unknown */
+unsigned dtype_size(enum dtype d);
+
+#endif

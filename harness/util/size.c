@@ -1,0 +1,69 @@
+/* size.c: parsing human-written sizes and formatting sizes exactly as c10::format_size does. */
+#include "util/size.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const struct {
+    const char *suffix;
+    double mult;
+} units[] = {
+    {"", 1},
+    {"B", 1},
+    {"KiB", 1024.0},
+    {"MiB", 1048576.0},
+    {"GiB", 1073741824.0},
+    {"TiB", 1099511627776.0},
+    {"KB", 1e3},
+    {"MB", 1e6},
+    {"GB", 1e9},
+    {"TB", 1e12},
+};
+
+int size_parse(const char *s, uint64_t *out, struct err *e)
+{
+    if (!s || !*s)
+        return err_set(e, ERR_INPUT, "empty size");
+    const char *p = s;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (*p == '-')
+        return err_set(e, ERR_INPUT, "size '%s' is negative", s);
+    if (!isdigit((unsigned char)*p) && *p != '.')
+        return err_set(e, ERR_INPUT, "size '%s' does not start with a number", s);
+    errno = 0;
+    char *end;
+    double v = strtod(p, &end);
+    if (errno || end == p || !isfinite(v) || v < 0)
+        return err_set(e, ERR_INPUT, "size '%s' is not a number", s);
+    while (isspace((unsigned char)*end))
+        end++;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(end, units[i].suffix) == 0) {
+            double bytes = v * units[i].mult;
+            if (bytes >= 18446744073709551615.0)
+                return err_set(e, ERR_INPUT, "size '%s' is too large", s);
+            *out = (uint64_t)bytes;
+            return 0;
+        }
+    }
+    return err_set(e, ERR_INPUT, "size '%s' has an unknown unit '%s' (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)", s,
+                   end);
+}
+
+void size_format_pytorch(uint64_t n, char *buf, size_t len)
+{
+    if (n <= 1024)
+        snprintf(buf, len, "%llu bytes", (unsigned long long)n);
+    else if (n <= MiB)
+        snprintf(buf, len, "%.2f KiB", (double)n / 1024.0);
+    else if (n <= GiB)
+        snprintf(buf, len, "%.2f MiB", (double)n / 1048576.0);
+    else
+        snprintf(buf, len, "%.2f GiB", (double)n / 1073741824.0);
+}
