@@ -1,0 +1,307 @@
+/* spec.h: the complete description of a training job as plain C structs, for the workload generator.
+ *
+ * Contract: call job_spec_init() first (it sets every default below), then set fields directly or
+ * through the name tables (family_from_name, ..., fault_enable, fix_enable, *_param_set), then
+ * job_spec_validate(). A model is either a preset (model.preset, expanded by preset_apply) or a
+ * family with its dimensions. Faults and fixes are bit sets with their parameters; fixes that only
+ * change allocator settings contribute an alloc_conf fragment (fixes_alloc_conf). Every string is
+ * a fixed-size array, so a spec can be copied with `=`; nothing in it owns memory.
+ * C++-includable. */
+#ifndef OOMLAB_WORKLOAD_SPEC_H
+#define OOMLAB_WORKLOAD_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "program/program.h"
+#include "util/err.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SPEC_NAME_MAX 64
+#define SPEC_MAX_LEVELS 8   /* UNet / VAE / CNN resolution levels; MLP hidden layers */
+#define SPEC_MAX_EXTRAS 4   /* frozen extra modules resident beside the trained model */
+
+enum model_family {
+    FAMILY_DECODER,    /* decoder-only transformer: GPT-2, Llama */
+    FAMILY_ENCODER,    /* encoder-only transformer: BERT */
+    FAMILY_T5,         /* T5 encoder-decoder */
+    FAMILY_UNET,       /* diffusers UNet2DConditionModel (SD 1.x, SDXL) */
+    FAMILY_VAE,        /* diffusers AutoencoderKL */
+    FAMILY_CLIP_TEXT,  /* CLIPTextModel(WithProjection) */
+    FAMILY_MLP,        /* stack of Linear + activation */
+    FAMILY_CNN,        /* conv + BatchNorm-free GroupNorm + ReLU stages, global pool, linear head */
+    FAMILY_COUNT
+};
+
+enum norm_kind { NORM_LAYERNORM, NORM_RMSNORM, NORM_GROUPNORM, NORM_COUNT };
+enum norm_place { NORM_PRE, NORM_POST, NORM_PLACE_COUNT };          /* pre-LN (GPT) / post-LN (BERT) */
+enum ffn_kind { FFN_MLP, FFN_GATED, FFN_COUNT };                    /* up-act-down / act(gate)*up-down */
+enum act_kind { ACT_GELU, ACT_GELU_TANH, ACT_QUICK_GELU, ACT_SILU, ACT_RELU, ACT_COUNT };
+enum pos_kind { POS_LEARNED, POS_ROTARY, POS_RELATIVE_BIAS, POS_NONE, POS_COUNT };
+enum attn_impl { ATTN_EAGER, ATTN_SDPA, ATTN_COUNT };  /* unfused matmuls + materialized mask / fused SDPA */
+
+/* The model: a preset name, or a family with its dimensions (preset_apply fills these from a preset). */
+struct model_spec {
+    char preset[SPEC_NAME_MAX];  /* "" = described by the fields below */
+    enum model_family family;
+
+    /* transformers (decoder, encoder, T5, CLIP text) */
+    int layers;             /* blocks; T5: encoder layers */
+    int decoder_layers;     /* T5 decoder layers (0 = same as layers) */
+    int hidden;             /* d_model */
+    int heads;
+    int kv_heads;           /* GQA key/value heads (0 = heads) */
+    int head_dim;           /* 0 = hidden / heads; T5 d_kv */
+    int ffn;                /* intermediate size */
+    int vocab;
+    int max_positions;      /* learned position table rows */
+    int type_vocab;         /* BERT token types (0 = none) */
+    enum norm_kind norm;
+    enum norm_place norm_place;
+    bool norm_bias;         /* LayerNorm with bias (RMSNorm never has one) */
+    enum ffn_kind ffn_kind;
+    enum act_kind act;
+    bool bias;              /* biases on linear layers */
+    bool tied_embeddings;   /* LM head shares the token embedding */
+    enum pos_kind pos;
+    int rel_buckets;        /* relative-position buckets (T5: 32) */
+    bool causal;            /* causal mask (decoder, CLIP text) */
+    bool pooler;            /* BERT pooler dense + tanh */
+    int projection_dim;     /* CLIP text_projection output (0 = none) */
+    bool lm_head;           /* decoder / T5: produce vocabulary logits and a cross-entropy loss */
+    enum attn_impl attn;
+    float dropout;          /* dropout probability (0 = no dropout masks) */
+
+    /* convolutional families (UNet, VAE, CNN) */
+    int in_channels;
+    int out_channels;       /* CNN: classes */
+    int nlevels;
+    int channels[SPEC_MAX_LEVELS];          /* block_out_channels */
+    int layers_per_block;
+    int groups;                             /* GroupNorm groups */
+    int transformer_depth[SPEC_MAX_LEVELS]; /* UNet: transformer blocks per attention, per level (0 = none) */
+    int attn_heads[SPEC_MAX_LEVELS];        /* UNet: heads per level (diffusers' attention_head_dim) */
+    int mid_transformer_depth;              /* UNet mid block */
+    int cross_attention_dim;                /* UNet: text-embedding width */
+    bool linear_projection;                 /* UNet: proj_in/out linear (SDXL) instead of 1x1 conv */
+    int time_embed_input;                   /* UNet: sinusoidal time projection width (= channels[0]) */
+    int add_time_embed_dim;                 /* SDXL add-embedding: per-value time projection (0 = none) */
+    int add_embed_input;                    /* SDXL: projection_class_embeddings_input_dim */
+    int latent_channels;                    /* VAE latent channels; UNet in/out channels */
+    int vae_scale;                          /* pixels per latent (8) */
+
+    /* MLP */
+    int mlp_in;
+    int mlp_hidden[SPEC_MAX_LEVELS];
+    int mlp_depth;          /* hidden layers used in mlp_hidden */
+    int mlp_out;
+};
+
+enum optimizer_kind { OPT_SGD, OPT_ADAMW, OPT_ADAMW_8BIT, OPT_ADAFACTOR, OPT_COUNT };
+enum trainable_kind { TRAIN_FULL, TRAIN_LORA, TRAIN_LINEAR_PROBE, TRAIN_COUNT };
+enum ema_place { EMA_OFF, EMA_GPU, EMA_CPU, EMA_COUNT };
+enum extra_role { EXTRA_TEXT_ENCODER, EXTRA_VAE, EXTRA_ROLE_COUNT };
+
+/* What an eval does. */
+struct eval_spec {
+    int every;              /* eval after every N steps (0 = never) */
+    bool before_training;   /* one eval before the first step */
+    int batch;              /* eval batch (0 = training batch) */
+    int batches;            /* eval batches per eval (default 1) */
+    int sampling_steps;     /* diffusion: denoising steps per sample batch (0 = one no_grad forward) */
+    bool vae_decode;        /* decode the generated latents with the VAE extra */
+    bool use_ema;           /* eval inside the EMA context (store, copy_to, restore) when EMA is on */
+};
+
+/* A frozen module resident on the device beside the trained model (not trained, no grads). */
+struct extra_spec {
+    char preset[SPEC_NAME_MAX];  /* "clip-l-text", "sd-vae", ... */
+    enum extra_role role;
+    enum dtype dtype;
+    bool on_device;              /* false: kept on the CPU (its outputs still reach the device) */
+};
+
+/* Faults: each changes what the generator emits (see faults.c for the table). */
+enum fault_id {
+    FAULT_DUPLICATE_DTYPE_CONVERSION,
+    FAULT_EMA_CONTEXT_SPIKE,
+    FAULT_UNRELEASED_GRADIENTS,
+    FAULT_VAE_DECODE_BURST,
+    FAULT_ACTIVATION_GROWTH,
+    FAULT_DEBUG_ACTIVATION_CAPTURE,
+    FAULT_EVAL_SAMPLES_ON_DEVICE,
+    FAULT_RESIDENT_TEXT_ENCODER,
+    FAULT_VARIABLE_LENGTH_FRAGMENTATION,
+    FAULT_COUNT
+};
+
+struct fault_params {
+    int growth_batch_every;    /* activation_growth: batch += 1 every N steps (0 = no batch growth) */
+    int growth_seq_step;       /* activation_growth: sequence += this each step */
+    int max_length;            /* activation_growth: pad every batch to this (0 = model.max_positions or seq_len) */
+    int capture_batches;       /* debug_activation_capture: forwards the hook keeps (0 = every one) */
+    uint64_t varlen_seed;      /* variable_length_fragmentation: seed of the length sequence */
+    int varlen_min;            /* shortest sequence (0 = seq_len / 4) */
+};
+
+/* Fixes: generator changes or allocator settings (see fixes.c for the table). */
+enum fix_id {
+    FIX_CONVERT_ONCE,
+    FIX_GRADIENT_CHECKPOINTING,
+    FIX_CHUNKED_DECODE,
+    FIX_ZERO_GRAD_SET_TO_NONE,
+    FIX_EXPANDABLE_SEGMENTS,
+    FIX_MAX_SPLIT_SIZE_MB,
+    FIX_GARBAGE_COLLECTION_THRESHOLD,
+    FIX_SKIP_EMA_EVAL,
+    FIX_EMA_ON_CPU,
+    FIX_ADAMW_8BIT,
+    FIX_MIXED_PRECISION,
+    FIX_GRADIENT_ACCUMULATION,
+    FIX_SDPA_ATTENTION,
+    FIX_SAMPLES_TO_CPU,
+    FIX_OFFLOAD_TEXT_ENCODER,
+    FIX_PAD_TO_LONGEST,
+    FIX_COUNT
+};
+
+struct fix_params {
+    int checkpoint_every;      /* gradient_checkpointing: checkpoint every k layers (default 1) */
+    int decode_chunk;          /* chunked_decode: images per VAE decode (default 1) */
+    int micro_batch;           /* gradient_accumulation: micro-batch (default batch / 4, at least 1) */
+    int max_split_size_mb;     /* max_split_size_mb (default 128) */
+    double gc_threshold;       /* garbage_collection_threshold (default 0.7) */
+    enum dtype mp_dtype;       /* mixed_precision: autocast dtype (default bf16) */
+};
+
+/* The training job. */
+struct job_spec {
+    char name[SPEC_NAME_MAX];   /* scenario or variant name (for tags and reports) */
+    struct model_spec model;
+
+    int batch;                  /* per optimizer step (before gradient accumulation) */
+    int seq_len;                /* transformers: tokens per sample (T5: encoder input) */
+    int target_len;             /* T5: decoder tokens (0 = seq_len) */
+    int image_size;             /* UNet / VAE / CNN: pixels per side (UNet latent = image_size / vae_scale) */
+    int context_len;            /* UNet: text tokens for cross-attention (77) */
+
+    enum dtype load_dtype;      /* from_pretrained torch_dtype */
+    bool load_on_device;        /* device_map="cuda": weights land on the device at load */
+    enum dtype param_dtype;     /* dtype of the trained weights after .to(dtype) */
+    bool autocast;              /* forward under torch.autocast */
+    enum dtype autocast_dtype;
+    bool master_weights;        /* fp32 master copy of 16-bit weights, kept by the optimizer */
+    bool loss_scaling;          /* fp16 GradScaler: scaled loss, unscale before the step */
+
+    enum optimizer_kind optimizer;
+    bool foreach;               /* multi-tensor optimizer step (default on) */
+    bool set_to_none;           /* zero_grad(set_to_none=True), the default since PyTorch 2.0 */
+    int grad_accum;             /* micro-batches per optimizer step (1 = none) */
+    int steps;                  /* optimizer steps */
+
+    enum ema_place ema;
+    struct eval_spec eval;
+
+    enum trainable_kind trainable;
+    int lora_rank;              /* TRAIN_LORA: rank r on every attention projection */
+
+    int nextras;
+    struct extra_spec extras[SPEC_MAX_EXTRAS];
+
+    uint32_t faults;            /* bit (1u << enum fault_id) */
+    struct fault_params fault;
+    uint32_t fixes;             /* bit (1u << enum fix_id) */
+    struct fix_params fix;
+
+    uint64_t cublas_workspace_bytes; /* per stream, allocated at its first GEMM, never freed */
+    int streams;                /* CUDA streams: stream 0 trains; with 2+, eval runs on stream 1 */
+};
+
+#define CUBLAS_WORKSPACE_HOPPER_BYTES (32ULL * 1024 * 1024) /* sm_90, sm_100, sm_120 (RTX 5090) */
+#define CUBLAS_WORKSPACE_DEFAULT_BYTES 8519680ULL          /* :4096:2:16:8 on other cards */
+
+/* Defaults: tiny-transformer, batch 8, seq 128, fp32 everywhere, AdamW foreach, set_to_none,
+ * 1 step, no EMA, no eval, full training, no extras, no faults or fixes, 8,519,680 B workspace,
+ * 1 stream; fault and fix parameters at the defaults written beside them above. */
+void job_spec_init(struct job_spec *spec);
+/* Expands model.preset (if set) and checks the job is coherent; messages name the field. */
+int job_spec_validate(struct job_spec *spec, struct err *e);
+
+/* Name tables for the loader: *_name returns "?" when out of range, *_from_name -1 when unknown. */
+const char *family_name(enum model_family f);
+int family_from_name(const char *s);
+const char *norm_name(enum norm_kind n);
+int norm_from_name(const char *s);
+const char *norm_place_name(enum norm_place p);
+int norm_place_from_name(const char *s);
+const char *ffn_name(enum ffn_kind f);
+int ffn_from_name(const char *s);
+const char *act_name(enum act_kind a);
+int act_from_name(const char *s);
+const char *pos_name(enum pos_kind p);
+int pos_from_name(const char *s);
+const char *attn_name(enum attn_impl a);
+int attn_from_name(const char *s);
+const char *optimizer_name(enum optimizer_kind o);
+int optimizer_from_name(const char *s);
+const char *trainable_name(enum trainable_kind t);
+int trainable_from_name(const char *s);
+const char *ema_place_name(enum ema_place p);
+int ema_place_from_name(const char *s);
+const char *extra_role_name(enum extra_role r);
+int extra_role_from_name(const char *s);
+
+/* Presets (presets.c). */
+int preset_apply(struct model_spec *m, const char *name, struct err *e); /* -1 if unknown */
+int64_t preset_param_count(const char *name);                              /* -1 if unknown */
+void presets_print(FILE *out);
+/* Parameters of a model as the generator enumerates them (-1 and e set on a bad spec). */
+int64_t model_param_count(const struct model_spec *m, struct err *e);
+
+/* Fault and fix tables (faults.c, fixes.c). */
+enum switch_param_type { SWITCH_INT, SWITCH_U64, SWITCH_DOUBLE, SWITCH_DTYPE };
+
+struct switch_param {
+    const char *name;          /* YAML key under the fault or fix */
+    enum switch_param_type type;
+    size_t offset;             /* into struct fault_params or struct fix_params */
+    const char *def;           /* default, as text */
+    const char *help;
+};
+
+struct switch_info {
+    int id;                    /* enum fault_id or enum fix_id */
+    const char *name;
+    const char *help;          /* one line for `oomlab list` */
+    const struct switch_param *params;
+    int nparams;
+    const char *alloc_conf;    /* fixes only: PYTORCH_CUDA_ALLOC_CONF fragment ("%d"/"%g" take the one param), or NULL */
+};
+
+const struct switch_info *fault_table(int *count);
+const struct switch_info *fault_find(const char *name);   /* NULL if unknown */
+int fault_enable(struct job_spec *spec, const char *name, struct err *e);
+int fault_param_set(struct job_spec *spec, const char *fault, const char *param, const char *value,
+                    struct err *e);
+
+const struct switch_info *fix_table(int *count);
+const struct switch_info *fix_find(const char *name);     /* NULL if unknown */
+int fix_enable(struct job_spec *spec, const char *name, struct err *e);
+int fix_param_set(struct job_spec *spec, const char *fix, const char *param, const char *value,
+                  struct err *e);
+/* The comma-joined PYTORCH_CUDA_ALLOC_CONF fragment contributed by the enabled fixes ("" if none). */
+void fixes_alloc_conf(const struct job_spec *spec, char *buf, size_t len);
+
+static inline bool spec_has_fault(const struct job_spec *s, enum fault_id f) { return (s->faults >> f) & 1u; }
+static inline bool spec_has_fix(const struct job_spec *s, enum fix_id f) { return (s->fixes >> f) & 1u; }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
