@@ -1,0 +1,241 @@
+/* kernels.h: oomlab's one table of kernels (ops a training step launches).
+ *
+ * Each kernel_call (harness/program/program.h) names a kernel, the compute dtype, up to 8 dims,
+ * up to 6 tensors (op-program tensor ids; inputs first, then outputs) and 4 float parameters.
+ * This header fixes, per kernel, what those slots mean. For every kernel the table gives the
+ * FLOP and byte counts a roofline model uses, the size of each tensor, a CPU implementation (used
+ * by the host device and as the reference) and the tolerance of that kernel against a naive
+ * reference per input dtype. CUDA twins live in kernels/cuda/ and run through the cuda plugin.
+ *
+ * Conventions for every kernel:
+ *   - "T" tensors have the call's dtype (DT_F32, DT_BF16 or DT_F16); arithmetic is in fp32.
+ *     Tensors marked f32, u8 or i64 always have that dtype, whatever the call's dtype.
+ *   - Shapes are row-major and contiguous; the last index varies fastest.
+ *   - Outputs are overwritten (no accumulation) unless the kernel says "in place".
+ *   - Gradients are named dX for input X; backward kernels have the same dims as their forward.
+ *   - Scalars that must be exact integers (seeds, steps, flags) go in dims, never in fparam.
+ *
+ * The kernels, their dims, tensors and fparam:
+ *
+ * K_GEMM            C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b]   (fp32 accumulation)
+ *     dims   {M, N, K, transA, transB, batch}      batch 0 counts as 1
+ *     tensors{A: T [batch, M, K] ([batch, K, M] if transA),
+ *             B: T [batch, K, N] ([batch, N, K] if transB), C: T [batch, M, N] (read if beta != 0)}
+ *     fparam {alpha, beta}
+ *     A linear layer y = x W^T is M = rows, N = out features, K = in features, transB = 1.
+ *
+ * K_CONV2D_FWD      y = conv2d(x, w), NCHW, square R x R filter, groups = 1, no bias (K_BIAS_ADD)
+ *     dims   {N, C, H, W, K, R, stride, pad}       P = (H + 2 pad - R) / stride + 1, Q likewise from W
+ *     tensors{x: T [N, C, H, W], w: T [K, C, R, R], y: T [N, K, P, Q]}
+ * K_CONV2D_BWD_DATA     tensors{dy: T [N, K, P, Q], w, dx: T [N, C, H, W]}        dims as forward
+ * K_CONV2D_BWD_FILTER   tensors{x, dy, dw: T [K, C, R, R]}                         dims as forward
+ *
+ * Attention (scaled dot product). Layouts are token-major, as linear layers produce them and as
+ * flash-attention takes them: q [B, Tq, H, D]; k and v packed in one tensor kv [B, Tk, 2, Hkv, D]
+ * (the output of a fused k/v projection with N = 2 * Hkv * D); o [B, Tq, H, D]. Query head h
+ * uses key/value head h / (H / Hkv) (grouped-query attention; Hkv = 0 means Hkv = H).
+ * With packed = 1, q, k and v are ONE tensor qkv [B, T, H + 2 Hkv, D] (a fused qkv projection,
+ * Tq == Tk): pass its id as both q and kv, and the gradient's id as both dq and dkv.
+ * Causal masking keeps key j for query i iff j <= i + (Tk - Tq) (aligned to the bottom right).
+ *     dims   {B, H, Tq, Tk, D, causal, Hkv, packed}
+ *     fparam {scale}    0 means 1 / sqrt(D)
+ * K_ATTN_FWD        unfused: S = scale q k^T (masked), P = softmax(S), o = P v
+ *     tensors{q, kv, p: T [B, H, Tq, Tk] (saved for backward), o}
+ * K_ATTN_BWD        tensors{q, kv, p, do, dq, dkv}
+ *     (PyTorch's math path also materialises dP and dS of p's size; a generator modelling it
+ *      allocates and frees those around this call. This kernel needs no workspace.)
+ * K_FLASH_FWD       fused, memory-efficient: online softmax, never materialises S or P
+ *     tensors{q, kv, o, lse: f32 [B, H, Tq] (log-sum-exp of each scaled, masked score row)}
+ * K_FLASH_BWD_PREP  stats = (lse, rowsum(do * o)) per query row; flash-attention's dot(dO, O) pass
+ *     tensors{o, do, lse, stats: f32 [B, H, Tq, 2]}
+ * K_FLASH_BWD       recomputes P block by block from q, kv and stats
+ *     tensors{q, kv, stats, do, dq, dkv}
+ *
+ * K_SOFTMAX_FWD     y = softmax(x) along rows;   dims {rows, cols}; tensors{x: T [rows, cols], y}
+ * K_SOFTMAX_BWD     dx = y * (dy - sum(y * dy)); dims {rows, cols}; tensors{y, dy, dx}
+ *
+ * K_LAYERNORM_FWD   y = (x - mean) * rstd * gamma + beta over the last dim C
+ *     dims {rows, C}; tensors{x: T [rows, C], gamma: T [C], beta: T [C], y, mean: f32 [rows],
+ *     rstd: f32 [rows]}; fparam {eps}
+ * K_LAYERNORM_BWD_DX      tensors{dy, x, gamma, mean, rstd, dx}
+ * K_LAYERNORM_BWD_PARAMS  tensors{dy, x, mean, rstd, dgamma: T [C], dbeta: T [C]}
+ * K_RMSNORM_FWD     y = x * rstd * gamma, rstd = 1 / sqrt(mean(x^2) + eps)
+ *     dims {rows, C}; tensors{x, gamma, y, rstd: f32 [rows]}; fparam {eps}
+ * K_RMSNORM_BWD     tensors{dy, x, gamma, rstd, dx, dgamma}
+ * K_GROUPNORM_FWD   normalises each of G channel groups of each sample, then per-channel affine
+ *     dims {N, C, HW, G}; tensors{x: T [N, C, HW], gamma: T [C], beta: T [C], y,
+ *     mean: f32 [N, G], rstd: f32 [N, G]}; fparam {eps}
+ * K_GROUPNORM_BWD_DX      tensors{dy, x, gamma, mean, rstd, dx}
+ * K_GROUPNORM_BWD_PARAMS  tensors{dy, x, mean, rstd, dgamma, dbeta}
+ *
+ * K_GELU_FWD        y = gelu(x);  dims {n, approx}  approx 1 = tanh approximation, 0 = erf
+ *     tensors{x: T [n], y}
+ * K_GELU_BWD        dims {n, approx}; tensors{x, dy, dx}
+ * K_SILU_FWD        y = x * sigmoid(x); dims {n}; tensors{x, y}
+ * K_SILU_BWD        dims {n}; tensors{x, dy, dx}
+ * K_GEGLU_FWD       y = gelu(gate) * up
+ *     dims {rows, F, packed, approx}; tensors{gate: T [rows, F], up: T [rows, F], y: T [rows, F]}
+ *     packed = 1: gate and up are ONE tensor [rows, 2F], each row [up | gate] (diffusers' GEGLU
+ *     chunk order); pass its id as both gate and up, and the gradient's id as both dgate and dup.
+ * K_GEGLU_BWD       dims as forward; tensors{gate, up, dy, dgate, dup}
+ * K_SWIGLU_FWD      y = silu(gate) * up (Llama's MLP); dims {rows, F, packed}; tensors as GEGLU
+ * K_SWIGLU_BWD      tensors{gate, up, dy, dgate, dup}
+ *
+ * K_DROPOUT_FWD     mask[i] = keep with probability 1 - p (counter-based RNG: splitmix64 of
+ *     seed and i, so any device draws the same mask); y = x * mask / (1 - p)
+ *     dims {n, seed}; tensors{x: T [n], y: T [n], mask: u8 [n] (1 = kept)}; fparam {p}
+ * K_DROPOUT_BWD     dx = dy * mask / (1 - p); dims {n}; tensors{dy, mask, dx}; fparam {p}
+ *
+ * K_CAST            y = x converted to dims[1]; the call's dtype is x's (round to nearest even)
+ *     dims {n, dst_dtype}; tensors{x: [n] call dtype, y: [n] dst_dtype}
+ * K_ADD             y = alpha * a + beta * b (y may be a or b: residuals, grad accumulation)
+ *     dims {n}; tensors{a: T [n], b: T [n], y: T [n]}; fparam {alpha, beta}
+ * K_SCALE           y = alpha * x (y may be x); dims {n}; tensors{x, y}; fparam {alpha}
+ * K_FILL            y = value (zero_grad(set_to_none=False)); dims {n}; tensors{y}; fparam {value}
+ * K_BIAS_ADD        y[o, c, i] = x[o, c, i] + bias[c]  (y may be x)
+ *     dims {outer, C, inner}; tensors{x: T [outer, C, inner], bias: T [C], y}
+ *     a linear layer's bias: outer = rows, inner = 1; a conv's: outer = N, inner = P * Q
+ * K_BIAS_BWD        dbias[c] = sum over o, i of dy[o, c, i]; dims as forward; tensors{dy, dbias}
+ *
+ * K_ADAMW           in place on param, m, v (PyTorch AdamW, bias-corrected, decoupled decay)
+ *     dims {n, step (1-based), eps_bits}; tensors{param: T [n] (in place), grad: T [n],
+ *     m: f32 [n] (in place), v: f32 [n] (in place)}; fparam {lr, beta1, beta2, weight_decay}
+ *     eps_bits: eps as the bit pattern of an fp32 (kernel_f32_bits); 0 means 1e-8
+ * K_ADAMW8          8-bit block-wise AdamW (bitsandbytes): m and v stored as u8 codes of a
+ *     dynamic (tree) quantization map, scaled by the absmax of each block of `block` elements
+ *     dims {n, step, eps_bits, block (2048 or 256)}; tensors{param (in place), grad,
+ *     m: u8 [n] (in place), v: u8 [n] (in place), m_absmax: f32 [nblocks] (in place),
+ *     v_absmax: f32 [nblocks] (in place)}; fparam as K_ADAMW; nblocks = ceil(n / block)
+ * K_EMA             shadow = decay * shadow + (1 - decay) * param
+ *     dims {n}; tensors{param: T [n], shadow: T [n] (in place)}; fparam {decay}
+ *
+ * K_UPSAMPLE2X_FWD  nearest-neighbour 2x: y[n, c, h, w] = x[n, c, h / 2, w / 2]
+ *     dims {N, C, H, W} (of x); tensors{x: T [N, C, H, W], y: T [N, C, 2H, 2W]}
+ * K_UPSAMPLE2X_BWD  dx = sum of the 4 dy it fed; tensors{dy, dx}
+ *
+ * K_CROSS_ENTROPY_FWD   loss[r] = lse(logits[r]) - logits[r, target[r]]; 0 where target < 0
+ *     dims {rows, V}; tensors{logits: T [rows, V] (fp32 in practice), target: i64 [rows],
+ *     loss: f32 [rows], lse: f32 [rows]}
+ * K_CROSS_ENTROPY_BWD   dlogits = scale * (softmax(logits) - onehot(target)); 0 rows where target < 0
+ *     tensors{logits, target, lse, dlogits}; fparam {scale} (dloss / valid rows for a mean)
+ *
+ * K_EMBEDDING_FWD   y[r] = table[ids[r]]; dims {rows, V, C}
+ *     tensors{ids: i64 [rows], table: T [V, C], y: T [rows, C]}
+ * K_EMBEDDING_BWD   dtable = scatter-add of dy by ids (zeroed first); tensors{ids, dy, dtable}
+ */
+#ifndef OOMLAB_KERNELS_H
+#define OOMLAB_KERNELS_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "program/program.h"
+#include "util/err.h"
+
+enum kernel_id {
+    K_GEMM,
+    K_CONV2D_FWD,
+    K_CONV2D_BWD_DATA,
+    K_CONV2D_BWD_FILTER,
+    K_ATTN_FWD,
+    K_ATTN_BWD,
+    K_FLASH_FWD,
+    K_FLASH_BWD_PREP,
+    K_FLASH_BWD,
+    K_SOFTMAX_FWD,
+    K_SOFTMAX_BWD,
+    K_LAYERNORM_FWD,
+    K_LAYERNORM_BWD_DX,
+    K_LAYERNORM_BWD_PARAMS,
+    K_RMSNORM_FWD,
+    K_RMSNORM_BWD,
+    K_GROUPNORM_FWD,
+    K_GROUPNORM_BWD_DX,
+    K_GROUPNORM_BWD_PARAMS,
+    K_GELU_FWD,
+    K_GELU_BWD,
+    K_SILU_FWD,
+    K_SILU_BWD,
+    K_GEGLU_FWD,
+    K_GEGLU_BWD,
+    K_SWIGLU_FWD,
+    K_SWIGLU_BWD,
+    K_DROPOUT_FWD,
+    K_DROPOUT_BWD,
+    K_CAST,
+    K_ADD,
+    K_SCALE,
+    K_FILL,
+    K_BIAS_ADD,
+    K_BIAS_BWD,
+    K_ADAMW,
+    K_ADAMW8,
+    K_EMA,
+    K_UPSAMPLE2X_FWD,
+    K_UPSAMPLE2X_BWD,
+    K_CROSS_ENTROPY_FWD,
+    K_CROSS_ENTROPY_BWD,
+    K_EMBEDDING_FWD,
+    K_EMBEDDING_BWD,
+    K_COUNT
+};
+
+/* How a kernel uses a tensor; in-place tensors are read and written (they count twice in bytes). */
+enum tensor_role { TR_IN, TR_OUT, TR_INOUT };
+
+/* A tensor's dtype in the table: a fixed dtype, the call's dtype, or (K_CAST) the one in dims[1]. */
+enum { TD_CALL = DT_COUNT, TD_DIMS1 };
+
+struct kernel_desc {
+    const char *name;    /* "gemm", "flash_bwd", ... (lower case, as in op-program text) */
+    const char *summary; /* one line */
+    uint8_t ntensors;
+    const char *tensor_names[KERNEL_MAX_TENSORS];
+    uint8_t roles[KERNEL_MAX_TENSORS];  /* enum tensor_role */
+    uint8_t dtypes[KERNEL_MAX_TENSORS]; /* enum dtype, TD_CALL or TD_DIMS1 */
+    /* Elements of tensor i for this call. */
+    uint64_t (*elems)(const struct kernel_call *k, unsigned i);
+    /* Floating-point operations (multiply-add = 2) the kernel performs. */
+    double (*flops)(const struct kernel_call *k);
+    /* Bytes the kernel must move to and from memory at least (each tensor once; in place twice). */
+    double (*bytes)(const struct kernel_call *k);
+    /* Runs on the CPU on host pointers, tensors[i] for tensor i; 0 or -1 with e set. */
+    int (*run_cpu)(const struct kernel_call *k, void *const *tensors, struct err *e);
+    /* Allowed error against an fp64/fp32 naive reference with inputs in each dtype:
+     * |got - ref| <= tol * (1 + |ref|). Zero for dtypes the kernel does not take. */
+    double tol[DT_COUNT];
+};
+
+/* The descriptor of kernel id, or NULL if id >= K_COUNT. */
+const struct kernel_desc *kernel_get(unsigned id);
+/* The id of the kernel named s ("gemm"), or -1. */
+int kernel_from_name(const char *s);
+unsigned kernel_count(void);
+
+/* Checks a call against the table: known kernel, tensor count, dtype, positive dims, shape rules.
+ * Returns 0, or -1 with an ERR_INPUT message naming the kernel. */
+int kernel_validate(const struct kernel_call *k, struct err *e);
+/* Bytes of tensor i of a call (elements times its dtype's size). */
+uint64_t kernel_tensor_bytes(const struct kernel_call *k, unsigned i);
+/* The dtype of tensor i of a call. */
+enum dtype kernel_tensor_dtype(const struct kernel_call *k, unsigned i);
+/* Validates the call and runs its CPU implementation. */
+int kernel_run_cpu(const struct kernel_call *k, void *const *tensors, struct err *e);
+
+/* fp32 <-> the bit pattern stored in dims (K_ADAMW's eps). */
+static inline int64_t kernel_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return (int64_t)u;
+}
+
+static inline float kernel_bits_f32(int64_t bits)
+{
+    uint32_t u = (uint32_t)bits;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+#endif
