@@ -20,6 +20,16 @@ SANFLAGS :=
 OPT      := -O2
 endif
 
+# A fresh machine gets its build dependencies installed before anything else is evaluated.
+DEPS_OK := $(shell pkg-config --exists $(PKGS) benchmark && test -f /usr/include/uthash.h && command -v prove >/dev/null && echo yes)
+ifneq ($(DEPS_OK),yes)
+$(info make: build dependencies missing; running scripts/install-deps)
+DEPS_LOG := $(shell scripts/install-deps >&2 || echo failed)
+ifeq ($(DEPS_LOG),failed)
+$(error scripts/install-deps failed; install the packages it names and retry)
+endif
+endif
+
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS   += -std=gnu11 $(OPT) -g -Wall -Wextra -Wno-unused-parameter -Wshadow -MMD -MP \
@@ -47,11 +57,8 @@ BENCH_SRCS := $(sort $(wildcard bench/*.cc))
 CUDA_SRCS := $(shell find harness kernels -name '*.cu' | sort)
 CUDA_OBJS := $(CUDA_SRCS:%.cu=$(BUILD)/obj/%.cu.o)
 
-.PHONY: all deps run test bench clean cuda
-all: deps $(BUILD)/oomlab $(if $(WANT_CUDA),$(BUILD)/oomlab-cuda.so)
-
-deps:
-	@pkg-config --exists $(PKGS) && command -v prove >/dev/null || scripts/install-deps
+.PHONY: all run test bench clean
+all: $(BUILD)/oomlab $(if $(WANT_CUDA),$(BUILD)/oomlab-cuda.so)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -74,7 +81,7 @@ $(BUILD)/obj/%.cu.o: %.cu
 	$(NVCC) -std=c++17 -O2 -Xcompiler -fPIC -Iharness -Ikernels -c $< -o $@
 
 $(BUILD)/oomlab-cuda.so: $(CUDA_OBJS)
-	$(NVCC) -shared $^ -o $@ -lcudart -lcublas -lcudnn
+	$(NVCC) -shared $^ -o $@ -L/usr/local/cuda/lib64 -Xlinker -rpath -Xlinker /usr/local/cuda/lib64 -lcudart -lcublas -lcudnn
 
 run: all
 	$(BUILD)/oomlab run scenarios/

@@ -21,12 +21,17 @@ int err_prefix(struct err *e, const char *fmt, ...)
 {
     if (!e)
         return -1;
-    char prefix[512], old[sizeof e->msg];
+    char joined[2 * sizeof e->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    int n = vsnprintf(joined, sizeof e->msg, fmt, ap);
     va_end(ap);
-    memcpy(old, e->msg, sizeof old);
-    snprintf(e->msg, sizeof e->msg, "%s%s", prefix, old);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n >= sizeof e->msg)
+        n = sizeof e->msg - 1;
+    memcpy(joined + n, e->msg, sizeof e->msg);
+    memcpy(e->msg, joined, sizeof e->msg - 1);
+    e->msg[sizeof e->msg - 1] = '\0';
     return -1;
 }

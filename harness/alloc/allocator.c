@@ -1,0 +1,303 @@
+/* allocator.c: DeviceCachingAllocator::malloc and free: the free-block search (get_free_block), the chain
+ * of fallbacks before an OOM, splitting a found block (alloc_found_block), and new cudaMalloc segments
+ * (alloc_block). Release paths are in release.c, expandable segments in expandable.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/internal.h"
+#include "util/size.h"
+
+#define ONE_EB (1ULL << 60)
+
+struct allocator *allocator_create(struct device *dev, const struct alloc_config *cfg)
+{
+    struct allocator *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->dev = dev;
+    a->cfg = *cfg;
+    RB_INIT(&a->large.blocks);
+    RB_INIT(&a->large.unmapped);
+    RB_INIT(&a->small.blocks);
+    RB_INIT(&a->small.unmapped);
+    a->small.small = true;
+    a->stats.max_split_size = cfg->max_split_size == UINT64_MAX ? -1 : (int64_t)cfg->max_split_size;
+    allocator_set_memory_fraction(a, cfg->per_process_memory_fraction);
+    return a;
+}
+
+void allocator_destroy(struct allocator *a)
+{
+    if (!a)
+        return;
+    /* Return every segment to the device, then the bookkeeping to the host. */
+    while (a->segments) {
+        struct segment *s = a->segments;
+        struct alloc_block *b = s->head;
+        while (b) {
+            struct alloc_block *next = b->next;
+            if (s->expandable && b->mapped)
+                a->dev->ops->unmap(a->dev, b->addr, b->size);
+            block_delete(a, b);
+            b = next;
+        }
+        if (s->expandable)
+            a->dev->ops->va_release(a->dev, s->addr, s->size);
+        else
+            a->dev->ops->seg_free(a->dev, s->addr, s->size);
+        segment_delete(a, s);
+    }
+    while (a->free_structs) {
+        struct alloc_block *b = a->free_structs;
+        a->free_structs = b->next;
+        free(b);
+    }
+    free(a);
+}
+
+void allocator_set_config(struct allocator *a, const struct alloc_config *cfg)
+{
+    a->cfg = *cfg;
+    allocator_set_memory_fraction(a, cfg->per_process_memory_fraction);
+}
+
+const struct alloc_config *allocator_config(const struct allocator *a)
+{
+    return &a->cfg;
+}
+
+void allocator_set_memory_fraction(struct allocator *a, double fraction)
+{
+    a->has_allowed = fraction < 1.0;
+    a->allowed_memory_maximum = a->has_allowed ? (uint64_t)(fraction * (double)a->dev->total) : 0;
+}
+
+void allocator_set_trace(struct allocator *a, alloc_trace_fn fn, void *ctx)
+{
+    a->trace = fn;
+    a->trace_ctx = ctx;
+}
+
+uint64_t alloc_block_addr(const struct alloc_block *b)
+{
+    return b->addr;
+}
+
+uint64_t alloc_block_size(const struct alloc_block *b)
+{
+    return b->size;
+}
+
+const struct alloc_stats *allocator_stats(const struct allocator *a)
+{
+    return &a->stats;
+}
+
+void allocator_reset_peak_stats(struct allocator *a)
+{
+    alloc_stats_reset_peak(&a->stats);
+}
+
+void allocator_reset_accumulated_stats(struct allocator *a)
+{
+    alloc_stats_reset_accumulated(&a->stats);
+}
+
+static bool gc_enabled(const struct allocator *a)
+{
+    return a->has_allowed && a->cfg.garbage_collection_threshold > 0.0;
+}
+
+static struct alloc_block *get_free_block(struct allocator *a, struct pool *p, uint64_t size, uint64_t stream)
+{
+    if (gc_enabled(a))
+        p->get_free_blocks_call_count++;
+    struct alloc_block key = {.stream = stream, .size = size, .addr = 0};
+    struct alloc_block *b = RB_NFIND(size_tree, &p->blocks, &key);
+    if (!b || b->stream != stream)
+        return NULL;
+    if (b->expandable) {
+        if (a->cfg.expandable_segments) {
+            /* Best fit counts an expandable block as the size it can grow to (its unmapped successor). */
+#define EXPANDABLE_SIZE(x) ((x)->size + ((x)->next && !(x)->next->mapped ? (x)->next->size : 0))
+            struct alloc_block *next = RB_NEXT(size_tree, &p->blocks, b);
+            while (b->expandable && next && next->stream == stream && EXPANDABLE_SIZE(next) < EXPANDABLE_SIZE(b)) {
+                b = next;
+                next = RB_NEXT(size_tree, &p->blocks, b);
+            }
+#undef EXPANDABLE_SIZE
+        } else {
+            do
+                b = RB_NEXT(size_tree, &p->blocks, b);
+            while (b && b->expandable && b->stream == stream);
+            if (!b || b->stream != stream)
+                return NULL;
+        }
+    }
+    uint64_t max_split = a->cfg.max_split_size;
+    if (size < max_split && b->size >= max_split)
+        return NULL; /* an oversize cached block never serves a normal request */
+    if (size >= max_split && b->size >= size + a->cfg.max_non_split_rounding)
+        return NULL;
+    RB_REMOVE(size_tree, &p->blocks, b);
+    return b;
+}
+
+/* alloc_block: a new segment from the device (or mapped pages, with expandable segments).
+ * Returns the block, or NULL with *device_error set when the device failed for another reason than OOM. */
+static struct alloc_block *alloc_block(struct allocator *a, struct pool *p, uint64_t size, uint64_t alloc_size,
+                                       uint64_t stream, bool is_retry, int *device_error)
+{
+    if (is_retry)
+        a->stats.num_alloc_retries++;
+    if (a->has_allowed && a->total_allocated_memory + alloc_size > a->allowed_memory_maximum)
+        return NULL;
+    if (a->cfg.expandable_segments)
+        return try_allocate_expandable_block(a, stream, p, size, device_error);
+    uint64_t addr;
+    enum dev_status st = a->dev->ops->seg_alloc(a->dev, alloc_size, 0, &addr, a->err);
+    if (st != DEV_OK) {
+        *device_error = st == DEV_ERROR;
+        return NULL;
+    }
+    a->total_allocated_memory += alloc_size;
+    struct alloc_block *b = block_new(a, stream, alloc_size, p, addr);
+    b->seg = segment_new(a, addr, alloc_size, stream, p->small);
+    b->seg->head = b;
+    stat_array_increase(a->stats.segment, p->small, 1);
+    stat_array_increase(a->stats.reserved_bytes, p->small, (int64_t)alloc_size);
+    if (alloc_size >= a->cfg.max_split_size)
+        stat_increase(&a->stats.oversize_segments, 1);
+    a->stats.num_device_alloc++;
+    record_trace(a, ACT_SEGMENT_ALLOC, addr, alloc_size, stream);
+    return b;
+}
+
+static bool should_split(const struct allocator *a, const struct alloc_block *b, uint64_t size)
+{
+    uint64_t remaining = b->size - size;
+    if (b->pool->small || a->cfg.expandable_segments)
+        return remaining >= 512;
+    return size < a->cfg.max_split_size && remaining > MiB;
+}
+
+static struct alloc_block *alloc_found_block(struct allocator *a, struct alloc_block *b, uint64_t size,
+                                             uint64_t orig_size, uint64_t stream)
+{
+    struct pool *p = b->pool;
+    struct alloc_stats *s = &a->stats;
+    bool already_split = block_is_split(b);
+    if (should_split(a, b, size)) {
+        struct alloc_block *remaining = b;
+        b = block_new(a, stream, size, p, remaining->addr);
+        b->seg = remaining->seg;
+        b->expandable = remaining->expandable;
+        b->prev = remaining->prev;
+        if (b->prev)
+            b->prev->next = b;
+        b->next = remaining;
+        block_fix_head(b);
+        remaining->prev = b;
+        remaining->addr += size;
+        remaining->size -= size;
+        pool_insert(p, remaining);
+        if (already_split && !b->expandable) {
+            stat_array_decrease(s->inactive_split_bytes, p->small, (int64_t)b->size);
+        } else if (!b->expandable) {
+            stat_array_increase(s->inactive_split_bytes, p->small, (int64_t)remaining->size);
+            stat_array_increase(s->inactive_split, p->small, 1);
+        }
+    } else if (already_split && !b->expandable) {
+        stat_array_decrease(s->inactive_split_bytes, p->small, (int64_t)b->size);
+        stat_array_decrease(s->inactive_split, p->small, 1);
+    }
+    b->allocated = true;
+    b->requested_size = orig_size;
+    record_trace(a, ACT_ALLOC, b->addr, orig_size, b->stream);
+    stat_array_increase(s->allocation, p->small, 1);
+    stat_array_increase(s->allocated_bytes, p->small, (int64_t)b->size);
+    stat_array_increase(s->active, p->small, 1);
+    stat_array_increase(s->active_bytes, p->small, (int64_t)b->size);
+    stat_array_increase(s->requested_bytes, p->small, (int64_t)orig_size);
+    if (b->size >= a->cfg.max_split_size)
+        stat_increase(&s->oversize_allocations, 1);
+    return b;
+}
+
+static void fill_oom(struct allocator *a, struct alloc_oom *oom, uint64_t orig, uint64_t size, uint64_t alloc_size,
+                     uint64_t stream)
+{
+    uint64_t free_bytes = 0, total = 0;
+    a->dev->ops->mem_info(a->dev, &free_bytes, &total);
+    *oom = (struct alloc_oom){
+        .requested = orig,
+        .rounded = size,
+        .alloc_size = alloc_size,
+        .stream = stream,
+        .device_free = free_bytes,
+        .device_total = total,
+        .has_allowed = a->has_allowed,
+        .allowed = a->allowed_memory_maximum,
+        .allocated = (uint64_t)a->stats.allocated_bytes[STAT_ALL].current,
+        .reserved = (uint64_t)a->stats.reserved_bytes[STAT_ALL].current,
+    };
+    record_trace(a, ACT_OOM, free_bytes, size, stream);
+    a->stats.num_ooms++;
+}
+
+int allocator_malloc(struct allocator *a, uint64_t orig_size, uint64_t stream, struct alloc_block **out,
+                     struct alloc_oom *oom, struct err *e)
+{
+    *out = NULL;
+    if (orig_size == 0)
+        return 0;
+    if (orig_size >= ONE_EB) {
+        *oom = (struct alloc_oom){.requested = orig_size, .stream = stream, .too_large = true};
+        return 1;
+    }
+    a->err = e;
+    uint64_t size = alloc_round_size(&a->cfg, orig_size);
+    struct pool *p = alloc_is_small(size) ? &a->small : &a->large;
+    uint64_t alloc_size = alloc_segment_size(size);
+    int device_error = 0;
+
+    struct alloc_block *b = get_free_block(a, p, size, stream);
+    if (!b) {
+        if (gc_enabled(a))
+            garbage_collect_cached_blocks(a);
+        b = alloc_block(a, p, size, alloc_size, stream, false, &device_error);
+        if (!b && !device_error && release_available_cached_blocks(a, size, stream, p))
+            b = alloc_block(a, p, size, alloc_size, stream, false, &device_error);
+        if (!b && !device_error) {
+            release_cached_blocks(a);
+            b = alloc_block(a, p, size, alloc_size, stream, true, &device_error);
+        }
+    }
+    if (device_error)
+        return -1;
+    if (!b) {
+        fill_oom(a, oom, orig_size, size, alloc_size, stream);
+        return 1;
+    }
+    *out = alloc_found_block(a, b, size, orig_size, stream);
+    return 0;
+}
+
+void allocator_free(struct allocator *a, struct alloc_block *b)
+{
+    if (!b)
+        return;
+    struct pool *p = b->pool;
+    b->allocated = false;
+    stat_array_decrease(a->stats.allocation, p->small, 1);
+    stat_array_decrease(a->stats.allocated_bytes, p->small, (int64_t)b->size);
+    record_trace(a, ACT_FREE_REQUESTED, b->addr, b->requested_size, b->stream);
+    if (b->size >= a->cfg.max_split_size)
+        stat_decrease(&a->stats.oversize_allocations, 1);
+    free_block(a, b);
+}
+
+void allocator_empty_cache(struct allocator *a)
+{
+    release_cached_blocks(a);
+}

@@ -1,0 +1,88 @@
+/* allocator.h: a model of PyTorch's native CUDA caching allocator (DeviceCachingAllocator), rule for
+ * rule: rounding, small and large pools, best fit by (stream, size, address), splitting and merging,
+ * the free-block search -> GC -> new segment -> release -> retry chain before an OOM, memory fraction,
+ * max_split_size, expandable segments, memory_stats, snapshots and the OOM message.
+ * It runs on any device (device/device.h): sim, host or cuda. Not modelled: CUDA-graph private pools,
+ * record_stream events, cudaMallocAsync. */
+#ifndef OOMLAB_ALLOCATOR_H
+#define OOMLAB_ALLOCATOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc/config.h"
+#include "alloc/stats.h"
+#include "device/device.h"
+#include "util/err.h"
+
+struct allocator;
+struct alloc_block; /* a live allocation */
+
+enum alloc_action {
+    ACT_ALLOC,
+    ACT_FREE_REQUESTED,
+    ACT_FREE_COMPLETED,
+    ACT_SEGMENT_ALLOC,
+    ACT_SEGMENT_FREE,
+    ACT_SEGMENT_MAP,
+    ACT_SEGMENT_UNMAP,
+    ACT_OOM,
+};
+
+/* A trace entry, as PyTorch records them (sizes: alloc = unrounded request, segment ops = bytes,
+ * oom: addr = device free bytes, size = rounded request). */
+struct alloc_trace_event {
+    enum alloc_action action;
+    uint64_t addr, size, stream;
+};
+typedef void (*alloc_trace_fn)(void *ctx, const struct alloc_trace_event *ev);
+
+/* Everything the OOM message and OOM observers are given. */
+struct alloc_oom {
+    uint64_t requested;  /* the caller's byte count */
+    uint64_t rounded;    /* round_size(requested) */
+    uint64_t alloc_size; /* the would-be segment size: "Tried to allocate" */
+    uint64_t stream;
+    uint64_t device_free, device_total;
+    bool has_allowed;
+    uint64_t allowed; /* allowed_memory_maximum */
+    uint64_t allocated, reserved;
+    bool too_large;   /* >= 1 EB: rejected before the allocator runs */
+};
+
+struct allocator *allocator_create(struct device *dev, const struct alloc_config *cfg);
+void allocator_destroy(struct allocator *a);
+
+/* torch.cuda.memory._set_allocator_settings: new settings for later calls (stats.max_split_size keeps its
+ * construction-time value, as in PyTorch). */
+void allocator_set_config(struct allocator *a, const struct alloc_config *cfg);
+const struct alloc_config *allocator_config(const struct allocator *a);
+/* torch.cuda.set_per_process_memory_fraction (newest rule: a limit only when fraction < 1). */
+void allocator_set_memory_fraction(struct allocator *a, double fraction);
+void allocator_set_trace(struct allocator *a, alloc_trace_fn fn, void *ctx);
+
+/* Returns 0 with *out set, 1 on an out-of-memory error (oom filled; nothing allocated), or -1 on a device
+ * error. A zero-byte request succeeds with *out = NULL and touches nothing. */
+int allocator_malloc(struct allocator *a, uint64_t size, uint64_t stream, struct alloc_block **out,
+                     struct alloc_oom *oom, struct err *e);
+void allocator_free(struct allocator *a, struct alloc_block *b);
+/* torch.cuda.empty_cache() */
+void allocator_empty_cache(struct allocator *a);
+
+uint64_t alloc_block_addr(const struct alloc_block *b);
+uint64_t alloc_block_size(const struct alloc_block *b);
+
+const struct alloc_stats *allocator_stats(const struct allocator *a);
+void allocator_reset_peak_stats(struct allocator *a);
+void allocator_reset_accumulated_stats(struct allocator *a);
+
+/* PyTorch's OOM text, byte for byte (the NVML per-process part is omitted: oomlab is the only process). */
+void alloc_oom_message(const struct alloc_oom *oom, int device_index, char *buf, size_t len);
+
+/* Rounding rules, exposed for tests and reports. */
+uint64_t alloc_round_size(const struct alloc_config *cfg, uint64_t size);
+uint64_t alloc_segment_size(uint64_t rounded);
+bool alloc_is_small(uint64_t rounded);
+
+#endif

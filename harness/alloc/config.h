@@ -1,0 +1,39 @@
+/* config.h: PYTORCH_CUDA_ALLOC_CONF, parsed with PyTorch's tokenizer, grammar, validation and wording
+ * (reference/pytorch-allocator.md section 7, newest behaviour). */
+#ifndef OOMLAB_ALLOC_CONFIG_H
+#define OOMLAB_ALLOC_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+#define ALLOC_ROUNDUP_INTERVALS 16
+
+struct alloc_config {
+    uint64_t max_split_size;         /* bytes; UINT64_MAX = unlimited (default) */
+    uint64_t max_non_split_rounding; /* bytes; default 20 MiB */
+    uint32_t roundup_power2_divisions[ALLOC_ROUNDUP_INTERVALS];
+    double garbage_collection_threshold; /* 0 = off */
+    double per_process_memory_fraction;  /* 1.0 = no limit */
+    bool expandable_segments;
+    bool release_lock_on_cudamalloc;     /* accepted; no effect on a single-threaded model */
+    bool pinned_use_cuda_host_register;  /* accepted; host pinned memory is outside the model */
+    uint32_t pinned_num_register_threads;
+    bool pinned_use_background_threads;
+    bool graph_capture_record_stream_reuse;
+    bool backend_async;                  /* backend:cudaMallocAsync (not modelled: rejected by users of the config) */
+    char text[512];                      /* the string as given (last_allocator_settings) */
+};
+
+void alloc_config_default(struct alloc_config *c);
+
+/* Parses a PYTORCH_CUDA_ALLOC_CONF string into c (which keeps PyTorch's reset rules: max_split_size,
+ * roundup_power2_divisions and garbage_collection_threshold return to their defaults unless given).
+ * Errors use PyTorch's wording, prefixed with the offending token's position. */
+int alloc_config_parse(struct alloc_config *c, const char *s, struct err *e);
+
+/* The divisions that apply to a request of `size` bytes (bucket clamp(floor(log2 size) - 20, 0, 15)). */
+uint32_t alloc_config_divisions(const struct alloc_config *c, uint64_t size);
+
+#endif

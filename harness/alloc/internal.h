@@ -1,0 +1,98 @@
+/* internal.h: the allocator model's data structures, shared by its source files only.
+ * Free blocks live in red-black trees (libbsd's sys/tree.h) ordered like PyTorch's std::sets:
+ * pool.blocks by (stream, size, address), pool.unmapped by (stream, address). */
+#ifndef OOMLAB_ALLOC_INTERNAL_H
+#define OOMLAB_ALLOC_INTERNAL_H
+
+#include <bsd/sys/tree.h>
+
+#include "alloc/allocator.h"
+
+struct segment;
+
+struct alloc_block {
+    RB_ENTRY(alloc_block) node; /* in pool.blocks (free, mapped) or pool.unmapped (never both) */
+    uint64_t stream;
+    uint64_t size;
+    uint64_t requested_size;
+    uint64_t addr;
+    struct pool *pool;
+    struct alloc_block *prev, *next; /* neighbours inside the segment */
+    struct segment *seg;
+    int64_t gc_count_base;
+    bool allocated;
+    bool mapped;     /* false only for unmapped ranges of expandable segments */
+    bool expandable; /* belongs to an expandable segment */
+};
+
+RB_HEAD(size_tree, alloc_block);
+RB_HEAD(addr_tree, alloc_block);
+RB_PROTOTYPE(size_tree, alloc_block, node, cmp_size)
+RB_PROTOTYPE(addr_tree, alloc_block, node, cmp_addr)
+
+struct pool {
+    struct size_tree blocks;   /* free mapped blocks */
+    struct addr_tree unmapped; /* unmapped expandable ranges */
+    bool small;
+    int64_t get_free_blocks_call_count;
+};
+
+/* A cudaMalloc'd segment, or an expandable segment's VA reservation. */
+struct segment {
+    struct segment *prev_seg, *next_seg;
+    uint64_t addr, size; /* for expandable: the whole reservation */
+    uint64_t stream;
+    uint64_t page;       /* expandable page size (2 MiB small, 20 MiB large) */
+    bool small;
+    bool expandable;
+    struct alloc_block *head; /* the block at addr */
+};
+
+struct allocator {
+    struct device *dev;
+    struct alloc_config cfg;
+    struct alloc_stats stats;
+    struct pool large, small;
+    struct segment *segments; /* list of live segments */
+    uint64_t total_allocated_memory; /* every reserved byte (segments + mapped pages) */
+    bool has_allowed;
+    uint64_t allowed_memory_maximum;
+    alloc_trace_fn trace;
+    void *trace_ctx;
+    struct alloc_block *free_structs; /* recycled block structs */
+    struct err *err;                   /* where device errors go during one call */
+};
+
+/* blocks.c */
+struct alloc_block *block_new(struct allocator *a, uint64_t stream, uint64_t size, struct pool *pool, uint64_t addr);
+void block_delete(struct allocator *a, struct alloc_block *b);
+void pool_insert(struct pool *p, struct alloc_block *b); /* into blocks, stamping gc_count_base */
+static inline bool block_is_split(const struct alloc_block *b)
+{
+    return b->prev || b->next;
+}
+/* b is now first in its segment if it has no prev */
+static inline void block_fix_head(struct alloc_block *b)
+{
+    if (!b->prev)
+        b->seg->head = b;
+}
+uint64_t try_merge_blocks(struct allocator *a, struct alloc_block *dst, struct alloc_block *src, struct pool *p);
+void free_block(struct allocator *a, struct alloc_block *b);
+void record_trace(struct allocator *a, enum alloc_action act, uint64_t addr, uint64_t size, uint64_t stream);
+struct segment *segment_new(struct allocator *a, uint64_t addr, uint64_t size, uint64_t stream, bool small);
+void segment_delete(struct allocator *a, struct segment *s);
+
+/* expandable.c */
+struct alloc_block *try_allocate_expandable_block(struct allocator *a, uint64_t stream, struct pool *p,
+                                                  uint64_t size, int *device_error);
+void unmap_block(struct allocator *a, struct alloc_block *b);
+void release_expandable_segment(struct allocator *a, struct alloc_block *b);
+
+/* release.c */
+void release_block(struct allocator *a, struct alloc_block *b);
+bool release_available_cached_blocks(struct allocator *a, uint64_t size, uint64_t stream, struct pool *p);
+void release_cached_blocks(struct allocator *a);
+void garbage_collect_cached_blocks(struct allocator *a);
+
+#endif

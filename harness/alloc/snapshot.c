@@ -1,0 +1,192 @@
+/* snapshot.c: building PyTorch-shaped snapshots of the allocator model and checking its statistics
+ * against them. */
+#include "alloc/snapshot.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "alloc/internal.h"
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : 16;
+    while (ncap < need)
+        ncap *= 2;
+    void *np = realloc(*p, ncap * elem);
+    if (!np)
+        return -1;
+    *p = np;
+    *cap = ncap;
+    return 0;
+}
+
+static struct segment_info *open_segment(struct alloc_snapshot *s, size_t *cap, const struct segment *seg,
+                                         uint64_t addr)
+{
+    if (grow((void **)&s->segments, cap, s->nsegments + 1, sizeof *s->segments))
+        return NULL;
+    struct segment_info *si = &s->segments[s->nsegments++];
+    *si = (struct segment_info){.address = addr, .stream = seg->stream, .small = seg->small,
+                                .is_expandable = seg->expandable};
+    return si;
+}
+
+static int add_block(struct segment_info *si, size_t *cap, const struct alloc_block *b)
+{
+    if (grow((void **)&si->blocks, cap, si->nblocks + 1, sizeof *si->blocks))
+        return -1;
+    enum block_state st = b->allocated ? BLOCK_ACTIVE_ALLOCATED : BLOCK_INACTIVE;
+    si->blocks[si->nblocks++] = (struct block_info){b->addr, b->size, b->requested_size, st};
+    si->total_size += b->size;
+    if (b->allocated) {
+        si->allocated_size += b->size;
+        si->active_size += b->size;
+        si->requested_size += b->requested_size;
+    }
+    return 0;
+}
+
+static int by_address(const void *x, const void *y)
+{
+    uint64_t a = ((const struct segment_info *)x)->address, b = ((const struct segment_info *)y)->address;
+    return a < b ? -1 : a > b;
+}
+
+int allocator_snapshot(const struct allocator *a, struct alloc_snapshot *out)
+{
+    *out = (struct alloc_snapshot){0};
+    size_t seg_cap = 0;
+    for (const struct segment *seg = a->segments; seg; seg = seg->next_seg) {
+        struct segment_info *si = NULL;
+        size_t block_cap = 0;
+        for (const struct alloc_block *b = seg->head; b; b = b->next) {
+            if (!b->mapped) { /* an unmapped gap ends an expandable segment's mapped range */
+                si = NULL;
+                continue;
+            }
+            if (!si) {
+                if (!(si = open_segment(out, &seg_cap, seg, b->addr)))
+                    goto fail;
+                block_cap = 0;
+            }
+            if (add_block(si, &block_cap, b))
+                goto fail;
+        }
+    }
+    if (out->nsegments)
+        qsort(out->segments, out->nsegments, sizeof *out->segments, by_address);
+    return 0;
+fail:
+    alloc_snapshot_free(out);
+    return -1;
+}
+
+void alloc_snapshot_free(struct alloc_snapshot *s)
+{
+    for (size_t i = 0; i < s->nsegments; i++)
+        free(s->segments[i].blocks);
+    free(s->segments);
+    *s = (struct alloc_snapshot){0};
+}
+
+struct totals {
+    int64_t segment, reserved, allocated, active_bytes, requested, allocation, active, inactive_split,
+        inactive_split_bytes;
+};
+
+static void tally(struct totals *t, const struct segment_info *si)
+{
+    if (!si->is_expandable)
+        t->segment++;
+    t->reserved += (int64_t)si->total_size;
+    t->allocated += (int64_t)si->allocated_size;
+    t->active_bytes += (int64_t)si->active_size;
+    t->requested += (int64_t)si->requested_size;
+    for (size_t k = 0; k < si->nblocks; k++) {
+        const struct block_info *bi = &si->blocks[k];
+        if (bi->state == BLOCK_ACTIVE_ALLOCATED)
+            t->allocation++;
+        if (bi->state != BLOCK_INACTIVE)
+            t->active++;
+        else if (si->nblocks > 1 && !si->is_expandable) {
+            t->inactive_split++;
+            t->inactive_split_bytes += (int64_t)bi->size;
+        }
+    }
+}
+
+#define CHECK_STAT(name, field, type_name)                                                                  \
+    if (s->name[type].current != t->field) {                                                                 \
+        snprintf(why, len, "%s.%s.current = %" PRId64 " but the snapshot gives %" PRId64, #name, type_name,   \
+                 s->name[type].current, t->field);                                                           \
+        return -1;                                                                                           \
+    }
+
+static int compare(const struct alloc_stats *s, int type, const struct totals *t, const char *type_name, char *why,
+                   size_t len)
+{
+    CHECK_STAT(segment, segment, type_name)
+    CHECK_STAT(reserved_bytes, reserved, type_name)
+    CHECK_STAT(allocated_bytes, allocated, type_name)
+    CHECK_STAT(active_bytes, active_bytes, type_name)
+    CHECK_STAT(requested_bytes, requested, type_name)
+    CHECK_STAT(allocation, allocation, type_name)
+    CHECK_STAT(active, active, type_name)
+    CHECK_STAT(inactive_split, inactive_split, type_name)
+    CHECK_STAT(inactive_split_bytes, inactive_split_bytes, type_name)
+    return 0;
+}
+
+static int check_tiling(const struct allocator *a, char *why, size_t len)
+{
+    for (const struct segment *seg = a->segments; seg; seg = seg->next_seg) {
+        uint64_t at = seg->addr;
+        const struct alloc_block *prev = NULL;
+        for (const struct alloc_block *b = seg->head; b; prev = b, b = b->next) {
+            if (b->addr != at || b->prev != prev || b->seg != seg) {
+                snprintf(why, len, "segment 0x%" PRIx64 ": block at 0x%" PRIx64 " does not follow its neighbour",
+                         seg->addr, b->addr);
+                return -1;
+            }
+            if (prev && !b->allocated && !prev->allocated && b->mapped == prev->mapped) {
+                snprintf(why, len, "segment 0x%" PRIx64 ": free neighbours at 0x%" PRIx64 " were not merged",
+                         seg->addr, b->addr);
+                return -1;
+            }
+            at += b->size;
+        }
+        if (at != seg->addr + seg->size) {
+            snprintf(why, len, "segment 0x%" PRIx64 ": blocks cover %" PRIu64 " of %" PRIu64 " bytes", seg->addr,
+                     at - seg->addr, seg->size);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int alloc_check_consistency(const struct allocator *a, char *why, size_t len)
+{
+    struct alloc_snapshot snap;
+    if (allocator_snapshot(a, &snap)) {
+        snprintf(why, len, "out of memory building the snapshot");
+        return -1;
+    }
+    struct totals t[STAT_TYPES] = {0};
+    for (size_t i = 0; i < snap.nsegments; i++) {
+        tally(&t[STAT_ALL], &snap.segments[i]);
+        tally(&t[snap.segments[i].small ? STAT_SMALL_POOL : STAT_LARGE_POOL], &snap.segments[i]);
+    }
+    alloc_snapshot_free(&snap);
+    static const char *const names[STAT_TYPES] = {"all", "small_pool", "large_pool"};
+    for (int type = 0; type < STAT_TYPES; type++)
+        if (compare(&a->stats, type, &t[type], names[type], why, len))
+            return -1;
+    if ((uint64_t)a->stats.reserved_bytes[STAT_ALL].current != a->total_allocated_memory) {
+        snprintf(why, len, "reserved_bytes.all.current differs from the device bytes held");
+        return -1;
+    }
+    return check_tiling(a, why, len);
+}

@@ -1,0 +1,108 @@
+/* stats.c: resetting DeviceStats and flattening them into memory_stats()'s sorted key space. */
+#include "alloc/stats.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const type_names[STAT_TYPES] = {"all", "small_pool", "large_pool"};
+
+#define STAT_ARRAYS(X)                                                                                      \
+    X(allocation) X(segment) X(active) X(inactive_split) X(allocated_bytes) X(reserved_bytes) X(active_bytes) \
+        X(inactive_split_bytes) X(requested_bytes)
+
+static void for_each_stat(struct alloc_stats *s, void (*fn)(struct stat *))
+{
+#define APPLY(name)                                                                                          \
+    for (int t = 0; t < STAT_TYPES; t++)                                                                     \
+        fn(&s->name[t]);
+    STAT_ARRAYS(APPLY)
+#undef APPLY
+    fn(&s->oversize_allocations);
+    fn(&s->oversize_segments);
+}
+
+static void reset_peak(struct stat *st)
+{
+    st->peak = st->current;
+}
+
+static void reset_accumulated(struct stat *st)
+{
+    st->allocated = 0;
+    st->freed = 0;
+}
+
+void alloc_stats_reset_peak(struct alloc_stats *s)
+{
+    for_each_stat(s, reset_peak);
+}
+
+void alloc_stats_reset_accumulated(struct alloc_stats *s)
+{
+    for_each_stat(s, reset_accumulated);
+    s->num_alloc_retries = 0;
+    s->num_ooms = 0;
+    s->num_sync_all_streams = 0;
+    s->num_device_alloc = 0;
+    s->num_device_free = 0;
+}
+
+static size_t add_stat(struct stat_entry *out, size_t n, const char *prefix, const struct stat *st)
+{
+    static const char *const fields[4] = {"current", "peak", "allocated", "freed"};
+    const int64_t values[4] = {st->current, st->peak, st->allocated, st->freed};
+    for (int f = 0; f < 4; f++) {
+        snprintf(out[n].key, sizeof out[n].key, "%s.%s", prefix, fields[f]);
+        out[n++].value = values[f];
+    }
+    return n;
+}
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(((const struct stat_entry *)a)->key, ((const struct stat_entry *)b)->key);
+}
+
+size_t alloc_stats_flatten(const struct alloc_stats *s, struct stat_entry *out)
+{
+    size_t n = 0;
+    char prefix[40];
+#define FLAT(name)                                                                                           \
+    for (int t = 0; t < STAT_TYPES; t++) {                                                                   \
+        snprintf(prefix, sizeof prefix, "%s.%s", #name, type_names[t]);                                      \
+        n = add_stat(out, n, prefix, &s->name[t]);                                                           \
+    }
+    STAT_ARRAYS(FLAT)
+#undef FLAT
+    n = add_stat(out, n, "oversize_allocations", &s->oversize_allocations);
+    n = add_stat(out, n, "oversize_segments", &s->oversize_segments);
+    const struct {
+        const char *key;
+        int64_t value;
+    } plain[] = {
+        {"num_alloc_retries", s->num_alloc_retries}, {"num_ooms", s->num_ooms},
+        {"num_sync_all_streams", s->num_sync_all_streams}, {"num_device_alloc", s->num_device_alloc},
+        {"num_device_free", s->num_device_free}, {"max_split_size", s->max_split_size},
+    };
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+        snprintf(out[n].key, sizeof out[n].key, "%s", plain[i].key);
+        out[n++].value = plain[i].value;
+    }
+    qsort(out, n, sizeof *out, by_key);
+    return n;
+}
+
+int64_t alloc_stats_get(const struct alloc_stats *s, const char *key, int *found)
+{
+    struct stat_entry all[ALLOC_STATS_NKEYS];
+    size_t n = alloc_stats_flatten(s, all);
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(all[i].key, key)) {
+            *found = 1;
+            return all[i].value;
+        }
+    }
+    *found = 0;
+    return -1;
+}

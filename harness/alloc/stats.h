@@ -1,0 +1,76 @@
+/* stats.h: PyTorch's DeviceStats (memory_stats) with its exact key names and update rules. */
+#ifndef OOMLAB_ALLOC_STATS_H
+#define OOMLAB_ALLOC_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One Stat: current, peak, allocated (cumulative increases), freed (cumulative decreases). */
+struct stat {
+    int64_t current, peak, allocated, freed;
+};
+
+enum stat_type { STAT_ALL, STAT_SMALL_POOL, STAT_LARGE_POOL, STAT_TYPES };
+
+struct alloc_stats {
+    struct stat allocation[STAT_TYPES];
+    struct stat segment[STAT_TYPES];
+    struct stat active[STAT_TYPES];
+    struct stat inactive_split[STAT_TYPES];
+    struct stat allocated_bytes[STAT_TYPES];
+    struct stat reserved_bytes[STAT_TYPES];
+    struct stat active_bytes[STAT_TYPES];
+    struct stat inactive_split_bytes[STAT_TYPES];
+    struct stat requested_bytes[STAT_TYPES];
+    int64_t num_alloc_retries;
+    int64_t num_ooms;
+    int64_t num_sync_all_streams;
+    int64_t num_device_alloc;
+    int64_t num_device_free;
+    struct stat oversize_allocations;
+    struct stat oversize_segments;
+    int64_t max_split_size; /* captured at construction; -1 = unlimited */
+};
+
+static inline void stat_increase(struct stat *s, int64_t n)
+{
+    s->current += n;
+    s->allocated += n;
+    if (s->current > s->peak)
+        s->peak = s->current;
+}
+
+static inline void stat_decrease(struct stat *s, int64_t n)
+{
+    s->current -= n;
+    s->freed += n;
+}
+
+/* Updates the aggregate entry and the pool's entry, like for_each_selected_stat_type. */
+static inline void stat_array_increase(struct stat *a, int small, int64_t n)
+{
+    stat_increase(&a[STAT_ALL], n);
+    stat_increase(&a[small ? STAT_SMALL_POOL : STAT_LARGE_POOL], n);
+}
+
+static inline void stat_array_decrease(struct stat *a, int small, int64_t n)
+{
+    stat_decrease(&a[STAT_ALL], n);
+    stat_decrease(&a[small ? STAT_SMALL_POOL : STAT_LARGE_POOL], n);
+}
+
+void alloc_stats_reset_peak(struct alloc_stats *s);
+void alloc_stats_reset_accumulated(struct alloc_stats *s);
+
+/* torch.cuda.memory_stats() flattened and sorted by key, e.g. "reserved_bytes.all.peak". */
+struct stat_entry {
+    char key[48];
+    int64_t value;
+};
+#define ALLOC_STATS_NKEYS (9 * STAT_TYPES * 4 + 5 + 1 + 2 * 4)
+/* Fills out[ALLOC_STATS_NKEYS] in Python's sorted order and returns the count. */
+size_t alloc_stats_flatten(const struct alloc_stats *s, struct stat_entry *out);
+/* Value of one key, or -1 with *found = 0 if no such key. */
+int64_t alloc_stats_get(const struct alloc_stats *s, const char *key, int *found);
+
+#endif

@@ -1,0 +1,50 @@
+/* device_open.c: device construction from the command line's --device and --capacity. */
+#include "device/device_open.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "device/profiles.h"
+#include "device/sim.h"
+#include "util/size.h"
+
+static struct device *open_sim(const char *spec, const char *arg, uint64_t capacity, struct err *e)
+{
+    const struct gpu_profile *p = gpu_profile_find(*arg ? arg : "rtx5090");
+    uint64_t total, context = 0;
+    char name[64];
+    if (p) {
+        total = p->total_bytes;
+        context = p->context_bytes;
+        snprintf(name, sizeof name, "sim:%s", p->name);
+    } else {
+        if (size_parse(arg, &total, e)) {
+            err_prefix(e, "--device %s: not a GPU profile (see `oomlab list profiles`) nor a size: ", spec);
+            return NULL;
+        }
+        snprintf(name, sizeof name, "sim:%s", arg);
+    }
+    if (capacity) {
+        total = capacity;
+        context = 0;
+        snprintf(name + strlen(name), sizeof name - strlen(name), "@%llu", (unsigned long long)capacity);
+    }
+    if (total == 0) {
+        err_set(e, ERR_INPUT, "--device %s: capacity must be positive", spec);
+        return NULL;
+    }
+    struct device *d = sim_device_create(name, total, context, p);
+    if (!d)
+        err_set(e, ERR_INTERNAL, "out of host memory creating device %s", spec);
+    return d;
+}
+
+struct device *device_open(const char *spec, uint64_t capacity, struct err *e)
+{
+    if (!spec || !strcmp(spec, "sim"))
+        return open_sim("sim", "", capacity, e);
+    if (!strncmp(spec, "sim:", 4))
+        return open_sim(spec, spec + 4, capacity, e);
+    err_set(e, ERR_INPUT, "unknown device '%s' (devices: sim, sim:PROFILE, sim:SIZE)", spec);
+    return NULL;
+}

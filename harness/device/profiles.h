@@ -1,0 +1,24 @@
+/* profiles.h: GPU profiles for the simulated device: the capacity CUDA reports, a typical CUDA context,
+ * memory bandwidth and dense 16-bit tensor throughput, the cuBLAS workspace PyTorch uses on that
+ * architecture. Figures and their sources: reference/workload-memory.md section 6. */
+#ifndef OOMLAB_PROFILES_H
+#define OOMLAB_PROFILES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gpu_profile {
+    const char *name;         /* "rtx5090" */
+    const char *description;  /* "NVIDIA GeForce RTX 5090 (32 GB GDDR7, sm_120)" */
+    uint64_t total_bytes;     /* cudaMemGetInfo total */
+    uint64_t context_bytes;   /* memory the CUDA context and kernels take before PyTorch allocates */
+    double bandwidth_gbs;     /* GB/s */
+    double tflops_16bit;      /* dense bf16/fp16 tensor TFLOP/s with fp32 accumulation */
+    uint64_t cublas_workspace_bytes;
+};
+
+const struct gpu_profile *gpu_profile_find(const char *name);
+size_t gpu_profile_count(void);
+const struct gpu_profile *gpu_profile_at(size_t i);
+
+#endif
