@@ -97,23 +97,26 @@ struct totals {
         inactive_split_bytes;
 };
 
-static void tally(struct totals *t, const struct segment_info *si)
+/* Adds one segment's blocks to the totals the snapshot would give (walking the chain directly, so the
+ * check costs no allocation and can run after every operation). */
+static void tally_segment(struct totals *t, const struct segment *seg)
 {
-    if (!si->is_expandable)
+    bool whole_split = !seg->expandable && block_is_split(seg->head);
+    if (!seg->expandable)
         t->segment++;
-    t->reserved += (int64_t)si->total_size;
-    t->allocated += (int64_t)si->allocated_size;
-    t->active_bytes += (int64_t)si->active_size;
-    t->requested += (int64_t)si->requested_size;
-    for (size_t k = 0; k < si->nblocks; k++) {
-        const struct block_info *bi = &si->blocks[k];
-        if (bi->state == BLOCK_ACTIVE_ALLOCATED)
+    for (const struct alloc_block *b = seg->head; b; b = b->next) {
+        if (!b->mapped)
+            continue;
+        t->reserved += (int64_t)b->size;
+        if (b->allocated) {
+            t->allocated += (int64_t)b->size;
+            t->active_bytes += (int64_t)b->size;
+            t->requested += (int64_t)b->requested_size;
             t->allocation++;
-        if (bi->state != BLOCK_INACTIVE)
             t->active++;
-        else if (si->nblocks > 1 && !si->is_expandable) {
+        } else if (whole_split) {
             t->inactive_split++;
-            t->inactive_split_bytes += (int64_t)bi->size;
+            t->inactive_split_bytes += (int64_t)b->size;
         }
     }
 }
@@ -169,17 +172,11 @@ static int check_tiling(const struct allocator *a, char *why, size_t len)
 
 int alloc_check_consistency(const struct allocator *a, char *why, size_t len)
 {
-    struct alloc_snapshot snap;
-    if (allocator_snapshot(a, &snap)) {
-        snprintf(why, len, "out of memory building the snapshot");
-        return -1;
-    }
     struct totals t[STAT_TYPES] = {0};
-    for (size_t i = 0; i < snap.nsegments; i++) {
-        tally(&t[STAT_ALL], &snap.segments[i]);
-        tally(&t[snap.segments[i].small ? STAT_SMALL_POOL : STAT_LARGE_POOL], &snap.segments[i]);
+    for (const struct segment *seg = a->segments; seg; seg = seg->next_seg) {
+        tally_segment(&t[STAT_ALL], seg);
+        tally_segment(&t[seg->small ? STAT_SMALL_POOL : STAT_LARGE_POOL], seg);
     }
-    alloc_snapshot_free(&snap);
     static const char *const names[STAT_TYPES] = {"all", "small_pool", "large_pool"};
     for (int type = 0; type < STAT_TYPES; type++)
         if (compare(&a->stats, type, &t[type], names[type], why, len))
