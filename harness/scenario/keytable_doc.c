@@ -1,0 +1,229 @@
+/* keytable_doc.c: Markdown reference of a key table and the tables under it, defaults included
+ * (read from the table's own init(), the same one the loader starts from). */
+#include "scenario/keytable.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DOC_MAX_TABLES 32
+
+static long long read_integer(const void *field, size_t size, bool is_signed)
+{
+    if (size == 1) {
+        int8_t s;
+        uint8_t u;
+        memcpy(&s, field, 1);
+        memcpy(&u, field, 1);
+        return is_signed ? (long long)s : (long long)u;
+    }
+    if (size == 2) {
+        int16_t s;
+        uint16_t u;
+        memcpy(&s, field, 2);
+        memcpy(&u, field, 2);
+        return is_signed ? (long long)s : (long long)u;
+    }
+    if (size == 4) {
+        int32_t s;
+        uint32_t u;
+        memcpy(&s, field, 4);
+        memcpy(&u, field, 4);
+        return is_signed ? (long long)s : (long long)u;
+    }
+    int64_t s;
+    memcpy(&s, field, 8);
+    return s;
+}
+
+/* "30GiB" when a binary unit divides the size exactly, otherwise bytes. */
+static void format_size(uint64_t n, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    size_t u = 0;
+    while (n && u + 1 < sizeof units / sizeof units[0] && n % 1024 == 0) {
+        n /= 1024;
+        u++;
+    }
+    snprintf(buf, len, "%llu%s", (unsigned long long)n, units[u]);
+}
+
+static void range_text(const char *what, const struct key *k, char *buf, size_t len)
+{
+    if (k->imax == LLONG_MAX)
+        snprintf(buf, len, "%s >= %lld", what, k->imin);
+    else
+        snprintf(buf, len, "%s %lld..%lld", what, k->imin, k->imax);
+}
+
+static void type_text(const struct key *k, char *buf, size_t len)
+{
+    size_t used;
+    switch (k->type) {
+    case KEY_INT:
+    case KEY_UINT:
+        range_text("integer", k, buf, len);
+        return;
+    case KEY_SIZE:
+        snprintf(buf, len, "size (`30GiB`, `512MiB`, `1.5GB`, bytes)");
+        return;
+    case KEY_FLOAT:
+        snprintf(buf, len, "number %g..%g", k->fmin, k->fmax);
+        return;
+    case KEY_BOOL:
+        snprintf(buf, len, "`true` or `false`");
+        return;
+    case KEY_ENUM:
+        buf[0] = 0;
+        used = 0;
+        for (int i = 0; i < k->nnames && used < len; i++) {
+            const char *sep = i == 0 ? "" : i + 1 == k->nnames ? " or " : ", ";
+            used += (size_t)snprintf(buf + used, len - used, "%s`%s`", sep, k->name_of(i));
+        }
+        return;
+    case KEY_STRING:
+        snprintf(buf, len, "string (up to %zu characters)", k->size - 1);
+        return;
+    case KEY_INT_LIST: {
+        char range[64];
+        range_text("integers", k, range, sizeof range);
+        snprintf(buf, len, "list of up to %zu %s", k->size / sizeof(int), range);
+        return;
+    }
+    case KEY_TABLE:
+        snprintf(buf, len, "mapping, see [`%s`](#%s)", k->sub->name, k->sub->name);
+        /* GitHub anchors drop the dots of the heading */
+        for (char *p = strchr(buf, '#'); p && *p && *p != ')'; p++)
+            if (*p == '.')
+                memmove(p, p + 1, strlen(p));
+        return;
+    case KEY_CUSTOM:
+        snprintf(buf, len, "%s", k->doc_type);
+        return;
+    }
+}
+
+static void default_text(const struct key *k, const void *obj, char *buf, size_t len)
+{
+    const char *field = (const char *)obj + k->offset;
+    long long v;
+    if (k->required) {
+        snprintf(buf, len, "required");
+        return;
+    }
+    switch (k->type) {
+    case KEY_INT:
+    case KEY_UINT:
+    case KEY_ENUM:
+        v = read_integer(field, k->size, k->type != KEY_UINT);
+        if (k->type == KEY_ENUM)
+            snprintf(buf, len, "`%s`", k->name_of((int)v));
+        else if (v == 0 && k->zero_means)
+            snprintf(buf, len, "0 (%s)", k->zero_means);
+        else
+            snprintf(buf, len, "%lld", v);
+        return;
+    case KEY_SIZE: {
+        uint64_t n;
+        memcpy(&n, field, sizeof n);
+        if (n == 0 && k->zero_means)
+            snprintf(buf, len, "%s", k->zero_means);
+        else
+            format_size(n, buf, len);
+        return;
+    }
+    case KEY_FLOAT: {
+        double d;
+        if (k->size == sizeof(float)) {
+            float f;
+            memcpy(&f, field, sizeof f);
+            d = f;
+        } else {
+            memcpy(&d, field, sizeof d);
+        }
+        if (d == 0 && k->zero_means)
+            snprintf(buf, len, "0 (%s)", k->zero_means);
+        else
+            snprintf(buf, len, "%g", d);
+        return;
+    }
+    case KEY_BOOL: {
+        bool b;
+        memcpy(&b, field, sizeof b);
+        snprintf(buf, len, "`%s`", b ? "true" : "false");
+        return;
+    }
+    case KEY_STRING:
+        if (!*field)
+            snprintf(buf, len, "%s", k->zero_means ? k->zero_means : "empty");
+        else
+            snprintf(buf, len, "`%s`", field);
+        return;
+    case KEY_INT_LIST: {
+        int count, x;
+        memcpy(&count, (const char *)obj + k->count_offset, sizeof count);
+        if (count == 0) {
+            snprintf(buf, len, "%s", k->zero_means ? k->zero_means : "none");
+            return;
+        }
+        size_t used = (size_t)snprintf(buf, len, "[");
+        for (int i = 0; i < count && used < len; i++) {
+            memcpy(&x, field + (size_t)i * sizeof x, sizeof x);
+            used += (size_t)snprintf(buf + used, len - used, "%s%d", i ? ", " : "", x);
+        }
+        if (used < len)
+            snprintf(buf + used, len - used, "]");
+        return;
+    }
+    case KEY_TABLE:
+        snprintf(buf, len, "-");
+        return;
+    case KEY_CUSTOM:
+        if (k->format)
+            k->format(k, field, buf, len);
+        else
+            snprintf(buf, len, "%s", k->zero_means ? k->zero_means : "-");
+        return;
+    }
+}
+
+static void print_table(FILE *f, const struct key_table *t)
+{
+    void *obj = calloc(1, t->obj_size ? t->obj_size : 1);
+    if (!obj)
+        return;
+    if (t->init)
+        t->init(obj);
+    fprintf(f, "## `%s`\n\n%s\n\n", t->name, t->help);
+    fprintf(f, "| Key | Type | Default | Meaning |\n|---|---|---|---|\n");
+    for (size_t i = 0; i < t->nkeys; i++) {
+        const struct key *k = &t->keys[i];
+        char type[640], def[256];
+        type_text(k, type, sizeof type);
+        default_text(k, obj, def, sizeof def);
+        fprintf(f, "| `%s` | %s | %s | %s |\n", k->name, type, def, k->help);
+    }
+    fprintf(f, "\n");
+    free(obj);
+}
+
+static void print_tree(FILE *f, const struct key_table *t, const struct key_table **seen, size_t *nseen)
+{
+    for (size_t i = 0; i < *nseen; i++)
+        if (seen[i] == t)
+            return;
+    if (*nseen == DOC_MAX_TABLES)
+        return;
+    seen[(*nseen)++] = t;
+    print_table(f, t);
+    for (size_t i = 0; i < t->nkeys; i++)
+        if (t->keys[i].sub)
+            print_tree(f, t->keys[i].sub, seen, nseen);
+}
+
+void keytable_print_markdown(FILE *f, const struct key_table *t)
+{
+    const struct key_table *seen[DOC_MAX_TABLES];
+    size_t nseen = 0;
+    print_tree(f, t, seen, &nseen);
+}

@@ -1,0 +1,45 @@
+/* scenario_file.h: internal to the scenario loader. What the top-level key table fills, the key
+ * tables themselves, and the steps that turn a parsed file into variants. */
+#ifndef OOMLAB_SCENARIO_FILE_H
+#define OOMLAB_SCENARIO_FILE_H
+
+#include "scenario/keytable.h"
+#include "scenario/scenario.h"
+
+#define SCENARIO_MAX_VARIANTS 16
+
+/* The model mapping: the spec plus how many per-level values the lists held, checked against the
+ * number of levels once the mapping is read. */
+struct model_input {
+    struct model_spec spec;
+    int ntransformer_depth;
+    int nattn_heads;
+};
+
+/* Everything the top-level mapping says; the variants are built from it once it is all read. */
+struct scenario_file {
+    struct scenario head;       /* name, title, source, device, alloc_conf; variants built last */
+    struct model_input model;
+    struct job_spec base;       /* the job with its faults (model copied in from `model`) */
+    yaml_node_t *variants_node; /* the `variants:` mapping */
+};
+
+extern const struct key_table scenario_top_table;
+extern const struct key_table scenario_variant_table;
+
+/* Custom keys (switch_list.c): faults and fixes with their parameters, and the faults a variant keeps. */
+int parse_fault_list(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e);
+int parse_fix_list(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e);
+int parse_keep_faults(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e);
+
+/* Custom keys (value_checks.c): device names and allocator settings, checked as they are read. */
+int parse_device(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e);
+int parse_alloc_conf(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e);
+int parse_preset(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e);
+
+/* variants.c: the top-level check that builds every variant from the base job (root is a scenario_file). */
+int build_variants(const struct key_ctx *c, yaml_node_t *top, void *obj, struct err *e);
+/* Appends a PYTORCH_CUDA_ALLOC_CONF fragment: "a" + "b" -> "a,b"; fails if it does not fit. */
+int alloc_conf_append(char *conf, size_t len, const char *fragment);
+
+#endif

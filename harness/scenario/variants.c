@@ -1,0 +1,128 @@
+/* variants.c: after the top level is read, the base job is completed and checked, and each variant
+ * is built from it: a copy of the base job, the variant's keys (kept faults, fixes, job changes,
+ * expectation), the workload's own validation, and the allocator settings its fixes add. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/config.h"
+#include "scenario/scenario_file.h"
+
+int alloc_conf_append(char *conf, size_t len, const char *fragment)
+{
+    size_t used = strlen(conf);
+    if (!*fragment)
+        return 0;
+    int w = snprintf(conf + used, len - used, "%s%s", used ? "," : "", fragment);
+    return w < 0 || (size_t)w >= len - used ? -1 : 0;
+}
+
+/* Names become file names of results: lower-case letters, digits, '-', '_', '.', starting with a letter
+ * or digit. */
+static bool is_slug(const char *s)
+{
+    if (!isalnum((unsigned char)*s))
+        return false;
+    for (; *s; s++)
+        if (!(islower((unsigned char)*s) || isdigit((unsigned char)*s) || strchr("-_.", *s)))
+            return false;
+    return true;
+}
+
+static int check_name(const struct key_ctx *c, yaml_node_t *top, const char *name, size_t max, struct err *e)
+{
+    yaml_node_t *node = yaml_mapping_get(c->doc, top, "name", NULL);
+    if (strlen(name) > max)
+        return yaml_doc_error(c->doc, node, e, "name is longer than %zu characters", max);
+    if (!is_slug(name))
+        return yaml_doc_error(c->doc, node, e,
+                              "name must be lower-case letters, digits, '-', '_' or '.', starting with a letter or "
+                              "digit, got '%s'",
+                              name);
+    return 0;
+}
+
+/* The workload's own check of a job; its message names the field, the position is the mapping it
+ * came from. */
+static int validate_job(const struct key_ctx *c, yaml_node_t *at, const char *what, struct job_spec *job,
+                        struct err *e)
+{
+    struct err why = {0};
+    if (job_spec_validate(job, &why))
+        return yaml_doc_error(c->doc, at, e, "%s: %s", what, why.msg);
+    return 0;
+}
+
+static bool is_variant_name(const char *s)
+{
+    return !strcmp(s, "before") || !strcmp(s, "after") || (!strncmp(s, "after-", 6) && s[6] && is_slug(s + 6));
+}
+
+static int build_one(const struct key_ctx *c, const struct scenario_file *f, yaml_node_t *key, yaml_node_t *value,
+                     struct variant *v, struct err *e)
+{
+    const char *name = yaml_scalar_text(key);
+    char where[128], got[96];
+    if (!name)
+        return yaml_doc_error(c->doc, key, e, "a variant name must be a string, got %s",
+                              yaml_node_describe(key, got, sizeof got));
+    if (!is_variant_name(name) || strlen(name) >= sizeof v->name)
+        return yaml_doc_error(c->doc, key, e,
+                              "variant name '%s' must be 'before', 'after' or 'after-' followed by a name of "
+                              "lower-case letters, digits, '-', '_' or '.'",
+                              name);
+    snprintf(v->name, sizeof v->name, "%s", name);
+    v->job = f->base;
+    snprintf(v->alloc_conf, sizeof v->alloc_conf, "%s", f->head.alloc_conf);
+    snprintf(where, sizeof where, "variants.%s", name);
+    struct key_ctx sub = {c->doc, c->root, where};
+    if (keytable_expect_mapping(c, value, where, e) || keytable_apply(&scenario_variant_table, &sub, value, v, e))
+        return -1;
+    if (validate_job(c, value, where, &v->job, e))
+        return -1;
+    char fragment[256];
+    fixes_alloc_conf(&v->job, fragment, sizeof fragment);
+    if (alloc_conf_append(v->alloc_conf, sizeof v->alloc_conf, fragment))
+        return yaml_doc_error(c->doc, value, e, "%s: alloc_conf with the fixes' settings is longer than %zu characters",
+                              where, sizeof v->alloc_conf - 1);
+    struct alloc_config cfg;
+    struct err why = {0};
+    alloc_config_default(&cfg);
+    if (alloc_config_parse(&cfg, v->alloc_conf, &why))
+        return yaml_doc_error(c->doc, value, e, "%s: alloc_conf with the fixes' settings '%s': %s", where,
+                              v->alloc_conf, why.msg);
+    return 0;
+}
+
+int build_variants(const struct key_ctx *c, yaml_node_t *top, void *obj, struct err *e)
+{
+    struct scenario_file *f = obj;
+    if (check_name(c, top, f->head.name, sizeof f->base.name - 1, e))
+        return -1;
+    f->base.model = f->model.spec;
+    memcpy(f->base.name, f->head.name, strlen(f->head.name) + 1);
+    yaml_node_t *job_node = yaml_mapping_get(c->doc, top, "job", NULL);
+    struct job_spec checked = f->base;
+    if (validate_job(c, job_node ? job_node : yaml_mapping_get(c->doc, top, "model", NULL), "job", &checked, e))
+        return -1;
+
+    yaml_node_t *vs = f->variants_node;
+    size_t n = (size_t)(vs->data.mapping.pairs.top - vs->data.mapping.pairs.start);
+    if (n > SCENARIO_MAX_VARIANTS)
+        return yaml_doc_error(c->doc, vs, e, "variants: %zu variants, at most %d", n, SCENARIO_MAX_VARIANTS);
+    f->head.variants = calloc(n, sizeof *f->head.variants);
+    if (!f->head.variants)
+        return err_set(e, ERR_INTERNAL, "%s: out of memory for %zu variants", c->doc->path, n);
+    for (yaml_node_pair_t *p = vs->data.mapping.pairs.start; p < vs->data.mapping.pairs.top; p++) {
+        yaml_node_t *key = yaml_doc_node(c->doc, p->key);
+        yaml_node_t *earlier = key->type == YAML_SCALAR_NODE
+                                   ? yaml_mapping_earlier(c->doc, vs, p, yaml_scalar_text(key)) : NULL;
+        if (earlier)
+            return yaml_doc_error(c->doc, key, e, "duplicate variant '%s' (first at line %zu)", yaml_scalar_text(key),
+                                  earlier->start_mark.line + 1);
+        if (build_one(c, f, key, yaml_doc_node(c->doc, p->value), &f->head.variants[f->head.nvariants], e))
+            return -1;
+        f->head.nvariants++;
+    }
+    return 0;
+}
