@@ -69,6 +69,9 @@ int allocator_malloc(struct allocator *a, uint64_t size, uint64_t stream, struct
 void allocator_free(struct allocator *a, struct alloc_block *b);
 /* torch.cuda.empty_cache() */
 void allocator_empty_cache(struct allocator *a);
+/* cudaFree of one whole cached segment at addr (what a recorded segment_free shows); false if the segment
+ * does not exist or is not entirely free. */
+bool allocator_release_segment(struct allocator *a, uint64_t addr);
 
 uint64_t alloc_block_addr(const struct alloc_block *b);
 uint64_t alloc_block_size(const struct alloc_block *b);
@@ -84,5 +87,15 @@ void alloc_oom_message(const struct alloc_oom *oom, int device_index, char *buf,
 uint64_t alloc_round_size(const struct alloc_config *cfg, uint64_t size);
 uint64_t alloc_segment_size(uint64_t rounded);
 bool alloc_is_small(uint64_t rounded);
+
+/* Rebuilding a state that existed before a trace started (replay of a snapshot recorded mid-run):
+ * one segment at the address the device gives (sim: force it first), with its live blocks; the gaps
+ * between them become free blocks. Stats are updated as if the blocks had been allocated normally. */
+struct restore_block {
+    uint64_t offset, size, requested_size;
+};
+int allocator_restore_segment(struct allocator *a, uint64_t size, uint64_t stream, bool small,
+                              const struct restore_block *blocks, size_t n, struct alloc_block **handles,
+                              uint64_t *addr, struct err *e);
 
 #endif

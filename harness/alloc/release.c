@@ -118,3 +118,17 @@ void garbage_collect_cached_blocks(struct allocator *a)
         }
     }
 }
+
+bool allocator_release_segment(struct allocator *a, uint64_t addr)
+{
+    for (struct segment *s = a->segments; s; s = s->next_seg) {
+        if (s->addr == addr && !s->expandable) {
+            struct alloc_block *b = s->head;
+            if (b->allocated || block_is_split(b))
+                return false;
+            release_block(a, b);
+            return true;
+        }
+    }
+    return false;
+}

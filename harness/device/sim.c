@@ -144,3 +144,8 @@ const struct gpu_profile *sim_device_profile(const struct device *d)
 {
     return ((const struct sim *)d->impl)->profile;
 }
+
+bool device_is_sim(const struct device *d)
+{
+    return d->ops == &sim_ops;
+}

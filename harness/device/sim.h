@@ -13,5 +13,6 @@ struct device *sim_device_create(const char *name, uint64_t total, uint64_t cont
 /* The next n segment allocations take these addresses (replay --same-addresses), then the policy resumes. */
 void sim_device_force_addresses(struct device *d, const uint64_t *addrs, size_t n);
 const struct gpu_profile *sim_device_profile(const struct device *d);
+bool device_is_sim(const struct device *d);
 
 #endif

@@ -1,0 +1,72 @@
+/* restore.c: rebuilding a pre-existing segment with live blocks (for replays of traces that start mid-run). */
+#include "alloc/internal.h"
+
+static struct alloc_block *append(struct allocator *a, struct segment *seg, struct pool *p, struct alloc_block *prev,
+                                  uint64_t addr, uint64_t size)
+{
+    struct alloc_block *b = block_new(a, seg->stream, size, p, addr);
+    b->seg = seg;
+    b->prev = prev;
+    if (prev)
+        prev->next = b;
+    else
+        seg->head = b;
+    return b;
+}
+
+int allocator_restore_segment(struct allocator *a, uint64_t size, uint64_t stream, bool small,
+                              const struct restore_block *blocks, size_t n, struct alloc_block **handles,
+                              uint64_t *addr, struct err *e)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t prev_end = i ? blocks[i - 1].offset + blocks[i - 1].size : 0;
+        if (blocks[i].size == 0 || blocks[i].offset < prev_end || blocks[i].offset + blocks[i].size > size)
+            return err_set(e, ERR_INPUT, "restored block %zu (offset %llu, %llu bytes) overlaps or leaves its %llu-byte segment",
+                           i, (unsigned long long)blocks[i].offset, (unsigned long long)blocks[i].size,
+                           (unsigned long long)size);
+    }
+    struct pool *p = small ? &a->small : &a->large;
+    enum dev_status st = a->dev->ops->seg_alloc(a->dev, size, 0, addr, e);
+    if (st == DEV_OOM)
+        return err_set(e, ERR_INPUT, "the device cannot hold the restored %llu-byte segment", (unsigned long long)size);
+    if (st != DEV_OK)
+        return -1;
+    struct alloc_stats *s = &a->stats;
+    a->total_allocated_memory += size;
+    struct segment *seg = segment_new(a, *addr, size, stream, small);
+    stat_array_increase(s->segment, small, 1);
+    stat_array_increase(s->reserved_bytes, small, (int64_t)size);
+    if (size >= a->cfg.max_split_size)
+        stat_increase(&s->oversize_segments, 1);
+    a->stats.num_device_alloc++;
+
+    struct alloc_block *prev = NULL;
+    uint64_t at = 0;
+    bool split = !(n == 0 || (n == 1 && blocks[0].offset == 0 && blocks[0].size == size));
+    for (size_t i = 0; i <= n; i++) {
+        uint64_t gap_end = i < n ? blocks[i].offset : size;
+        if (gap_end > at) {
+            prev = append(a, seg, p, prev, *addr + at, gap_end - at);
+            pool_insert(p, prev);
+            if (split) {
+                stat_array_increase(s->inactive_split, small, 1);
+                stat_array_increase(s->inactive_split_bytes, small, (int64_t)prev->size);
+            }
+        }
+        if (i == n)
+            break;
+        prev = append(a, seg, p, prev, *addr + blocks[i].offset, blocks[i].size);
+        prev->allocated = true;
+        prev->requested_size = blocks[i].requested_size;
+        handles[i] = prev;
+        stat_array_increase(s->allocation, small, 1);
+        stat_array_increase(s->allocated_bytes, small, (int64_t)prev->size);
+        stat_array_increase(s->active, small, 1);
+        stat_array_increase(s->active_bytes, small, (int64_t)prev->size);
+        stat_array_increase(s->requested_bytes, small, (int64_t)prev->requested_size);
+        if (prev->size >= a->cfg.max_split_size)
+            stat_increase(&s->oversize_allocations, 1);
+        at = blocks[i].offset + blocks[i].size;
+    }
+    return 0;
+}

@@ -1,0 +1,69 @@
+/* json_out.c: memory_stats and replay results as JSON (see json_out.h). */
+#include "report/json_out.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+json_t *json_memory_stats(const struct alloc_stats *s)
+{
+    struct stat_entry all[ALLOC_STATS_NKEYS];
+    size_t n = alloc_stats_flatten(s, all);
+    json_t *o = json_object();
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(o, all[i].key, json_integer(all[i].value));
+    return o;
+}
+
+int json_write_file(const char *path, json_t *root, struct err *e)
+{
+    if (!root)
+        return err_set(e, ERR_INTERNAL, "out of host memory building JSON");
+    int flags = JSON_INDENT(2) | JSON_PRESERVE_ORDER;
+    if (!strcmp(path, "-")) {
+        int rc = json_dumpf(root, stdout, flags);
+        fputc('\n', stdout);
+        json_decref(root);
+        return rc ? err_set(e, ERR_INTERNAL, "cannot write JSON to standard output") : 0;
+    }
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    int rc = json_dump_file(root, tmp, flags);
+    json_decref(root);
+    if (rc) {
+        unlink(tmp);
+        return err_set(e, ERR_INPUT, "%s: cannot write: %s", path, strerror(errno));
+    }
+    if (rename(tmp, path)) {
+        int saved = errno;
+        unlink(tmp);
+        return err_set(e, ERR_INPUT, "%s: cannot write: %s", path, strerror(saved));
+    }
+    return 0;
+}
+
+int json_write_replay(const char *path, const struct replay_input *in, const struct device *dev,
+                      const struct replay_result *res, struct err *e)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "device", json_pack("{s:s, s:s}", "name", dev->name, "figures", "modelled"));
+    json_object_set_new(root, "stats", json_memory_stats(&res->stats));
+    json_t *ooms = json_array();
+    for (size_t i = 0; i < res->nooms; i++)
+        json_array_append_new(ooms, json_pack("{s:I, s:s}", "event", (json_int_t)res->ooms[i].event, "message",
+                                              res->ooms[i].message));
+    json_object_set_new(root, "ooms", ooms);
+    if (in->is_snapshot) {
+        const struct replay_check *c = &res->check;
+        json_object_set_new(root, "check",
+                            json_pack("{s:I, s:I, s:b, s:I, s:I, s:s?}", "segment_allocs_recorded",
+                                      (json_int_t)c->segment_allocs_recorded, "segment_allocs_matched",
+                                      (json_int_t)c->segment_allocs_matched, "final_layout_matched",
+                                      c->final_layout_matched, "allocs", (json_int_t)c->allocs, "addresses_matched",
+                                      (json_int_t)c->addresses_matched, "first_mismatch",
+                                      c->first_mismatch[0] ? c->first_mismatch : NULL));
+    }
+    return json_write_file(path, root, e);
+}

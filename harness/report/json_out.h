@@ -1,0 +1,20 @@
+/* json_out.h: JSON reports (jansson), written whole to a temporary file and renamed into place, so a
+ * failed run never leaves a half-written result. Stats keep PyTorch's memory_stats key names. */
+#ifndef OOMLAB_JSON_OUT_H
+#define OOMLAB_JSON_OUT_H
+
+#include <jansson.h>
+
+#include "alloc/stats.h"
+#include "device/device.h"
+#include "replay/replay.h"
+#include "util/err.h"
+
+/* {"reserved_bytes.all.peak": N, ...} in Python's sorted key order */
+json_t *json_memory_stats(const struct alloc_stats *s);
+/* Writes root to path ("-" = stdout) atomically; steals the reference. */
+int json_write_file(const char *path, json_t *root, struct err *e);
+int json_write_replay(const char *path, const struct replay_input *in, const struct device *dev,
+                      const struct replay_result *res, struct err *e);
+
+#endif
