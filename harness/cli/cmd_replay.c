@@ -77,11 +77,17 @@ static void print_summary(const char *path, const struct replay_input *in, const
     printf("check against the snapshot:\n");
     printf("  segment_allocs   %zu/%zu matched (size and place in the event order)\n", c->segment_allocs_matched,
            c->segment_allocs_recorded);
-    printf("  final layout     %s\n", c->final_layout_matched ? "every segment's blocks match" : "differs");
+    if (c->final_layout_matched)
+        printf("  final layout     every segment's blocks match\n");
+    else
+        printf("  final layout     %zu/%zu segments laid out alike\n", c->final_segments_matched, c->final_segments);
     printf("  alloc addresses  %zu/%zu matched (%s)\n", c->addresses_matched, c->allocs,
            opt->same_addresses ? "recorded segment addresses" : "segment-relative");
     if (c->first_mismatch[0])
         printf("  first mismatch   %s\n", c->first_mismatch);
+    if (c->first_mismatch[0] && !opt->same_addresses)
+        printf("  note: best fit breaks ties between equal free blocks by address, so simulated addresses can\n"
+               "        change which block is reused; --same-addresses places segments where the driver did\n");
 }
 
 int cmd_replay(int argc, char **argv)

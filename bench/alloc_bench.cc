@@ -1,0 +1,101 @@
+// alloc_bench.cc: allocator-model throughput (target: >= 5 million operations per second on one core for a
+// realistic mix) and `oomlab replay` of the DeComFL snapshot, parse plus replay (target: < 0.2 s).
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "alloc/allocator.h"
+#include "device/sim.h"
+#include "replay/replay.h"
+#include "util/size.h"
+}
+
+namespace {
+
+uint64_t rng = 12345;
+uint64_t next_random()
+{
+    uint64_t z = (rng += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+// A training-like mix: mostly activation-sized tensors, many small ones, a few large, one stream mostly.
+uint64_t mixed_size()
+{
+    uint64_t r = next_random() % 100;
+    if (r < 40) return 512 + next_random() % (256 * 1024);
+    if (r < 80) return MiB + next_random() % (16 * MiB);
+    if (r < 97) return 16 * MiB + next_random() % (64 * MiB);
+    return 100 * MiB + next_random() % (200 * MiB);
+}
+
+void run_mix(benchmark::State &state, const char *conf)
+{
+    alloc_config cfg;
+    err e{};
+    alloc_config_default(&cfg);
+    alloc_config_parse(&cfg, conf, &e);
+    device *dev = sim_device_create("sim:bench", 80 * GiB, 0, nullptr);
+    allocator *a = allocator_create(dev, &cfg);
+    std::vector<alloc_block *> live(1024, nullptr);
+    std::vector<uint64_t> sizes(1 << 16);
+    for (auto &s : sizes) s = mixed_size();
+    size_t k = 0;
+    for (auto _ : state) {
+        size_t slot = next_random() & 1023;
+        if (live[slot]) {
+            allocator_free(a, live[slot]);
+            live[slot] = nullptr;
+        } else {
+            alloc_oom oom;
+            allocator_malloc(a, sizes[k++ & 0xffff], next_random() % 100 < 95 ? 0 : 1, &live[slot], &oom, &e);
+        }
+    }
+    state.SetItemsProcessed(state.iterations());
+    state.counters["reserved_GiB"] = (double)allocator_stats(a)->reserved_bytes[STAT_ALL].current / (double)GiB;
+    for (auto b : live) allocator_free(a, b);
+    allocator_destroy(a);
+    dev->ops->destroy(dev);
+}
+
+void BM_AllocatorMix(benchmark::State &state) { run_mix(state, ""); }
+void BM_AllocatorMixExpandable(benchmark::State &state) { run_mix(state, "expandable_segments:True"); }
+void BM_AllocatorMixMaxSplit(benchmark::State &state) { run_mix(state, "max_split_size_mb:128"); }
+
+void BM_ReplayDeComFL(benchmark::State &state)
+{
+    const char *root = getenv("OOMLAB_SHARED");
+    std::string path = std::string(root ? root : "../shared") + "/data/pytorch-snapshots/ZidongLiu_DeComFL__memory.pickle";
+    for (auto _ : state) {
+        replay_input in;
+        replay_result res;
+        err e{};
+        if (snapshot_replay_load(path.c_str(), &in, &e)) {
+            state.SkipWithError(e.msg);
+            return;
+        }
+        alloc_config cfg;
+        alloc_config_default(&cfg);
+        device *dev = sim_device_create("sim:bench", 80 * GiB, 0, nullptr);
+        replay_options opt{};
+        opt.same_addresses = true;
+        if (replay_run(&in, dev, &cfg, &opt, &res, &e) == 0)
+            replay_result_free(&res);
+        dev->ops->destroy(dev);
+        replay_input_free(&in);
+    }
+}
+
+} // namespace
+
+BENCHMARK(BM_AllocatorMix);
+BENCHMARK(BM_AllocatorMixExpandable);
+BENCHMARK(BM_AllocatorMixMaxSplit);
+BENCHMARK(BM_ReplayDeComFL)->Unit(benchmark::kMillisecond);
+BENCHMARK_MAIN();
