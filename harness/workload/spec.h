@@ -115,7 +115,6 @@ struct eval_spec {
     int batches;            /* eval batches per eval (default 1) */
     int sampling_steps;     /* diffusion: denoising steps per sample batch (0 = one no_grad forward) */
     bool vae_decode;        /* decode the generated latents with the VAE extra */
-    bool use_ema;           /* eval inside the EMA context (store, copy_to, restore) when EMA is on */
 };
 
 /* A frozen module resident on the device beside the trained model (not trained, no grads). */
@@ -126,7 +125,8 @@ struct extra_spec {
     bool on_device;              /* false: kept on the CPU (its outputs still reach the device) */
 };
 
-/* Faults: each changes what the generator emits (see faults.c for the table). */
+/* Faults: each changes what the generator emits (see faults.c for the table). Eval runs inside the
+ * EMA context (store, copy_to, restore) only under ema_context_spike. */
 enum fault_id {
     FAULT_DUPLICATE_DTYPE_CONVERSION,
     FAULT_EMA_CONTEXT_SPIKE,

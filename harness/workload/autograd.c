@@ -1,0 +1,186 @@
+/* autograd.c: the tape of autograd nodes recorded by the forward, and backward: nodes run in reverse,
+ * each consuming its output's gradient, allocating its inputs' gradients, accumulating .grad, and
+ * freeing what it saved. Checkpointed segments run their forward again here, then their backward. */
+#include "workload/gen.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct node *tape_push(struct gen *g, enum node_kind kind, tref out, const char *tag)
+{
+    if (g->ntape == g->cap_tape) {
+        int32_t cap = g->cap_tape ? g->cap_tape * 2 : 1024;
+        struct node *nt = realloc(g->tape, (size_t)cap * sizeof *nt);
+        if (!nt) {
+            if (!g->failed)
+                err_set(g->e, ERR_INTERNAL, "workload: out of host memory for the autograd tape");
+            g->failed = 1;
+            return NULL;
+        }
+        g->tape = nt;
+        g->cap_tape = cap;
+    }
+    struct node *n = &g->tape[g->ntape++];
+    memset(n, 0, sizeof *n);
+    n->kind = (uint8_t)kind;
+    n->out = out;
+    n->tag = tag;
+    n->param[0] = n->param[1] = -1;
+    for (int i = 0; i < 4; i++)
+        n->in[i] = TNONE;
+    for (int i = 0; i < NODE_MAX_SAVED; i++)
+        n->saved[i] = TNONE;
+    n->ck.extra[0] = n->ck.extra[1] = TNONE;
+    g->t[out].holds++;
+    g->t[out].requires_grad = true;
+    return n;
+}
+
+void node_save(struct gen *g, struct node *n, int slot, tref x)
+{
+    n->saved[slot] = t_ref(g, x);
+}
+
+void node_input(struct gen *g, struct node *n, int slot, tref x)
+{
+    if (x == TNONE || !g->t[x].requires_grad)
+        return;
+    n->in[slot] = x;
+    g->t[x].holds++;
+}
+
+static void node_release(struct gen *g, const struct node *n)
+{
+    for (int i = 0; i < NODE_MAX_SAVED; i++)
+        t_release(g, n->saved[i]);
+    for (int i = 0; i < 4; i++)
+        t_unhold(g, n->in[i]);
+    t_unhold(g, n->out);
+}
+
+void tape_drop(struct gen *g, int32_t base)
+{
+    while (g->ntape > base) {
+        struct node n = g->tape[--g->ntape];
+        tref gy = g->t[n.out].grad;
+        g->t[n.out].grad = TNONE;
+        t_release(g, gy);
+        node_release(g, &n);
+    }
+}
+
+void grad_accumulate(struct gen *g, tref x, tref gx)
+{
+    if (gx == TNONE)
+        return;
+    if (x == TNONE || !g->t[x].requires_grad) {
+        t_release(g, gx);
+        return;
+    }
+    struct tensor *t = &g->t[x];
+    if (t->grad == TNONE) {
+        t->grad = gx;
+        return;
+    }
+    tref cur = t->grad;
+    int64_t d[1] = {t_numel(g, cur)};
+    if (g->t[cur].refs > 1) { /* shared with another branch: sum out of place */
+        tref sum = t_like(g, cur, (enum dtype)g->t[cur].dtype, CAT_TEMP, gen_intern(g, "autograd.grad_sum"));
+        tref ts[3] = {cur, gx, sum};
+        kern(g, WK_ADD, (enum dtype)g->t[cur].dtype, d, 1, ts, 3, 0, gen_intern(g, "autograd.grad_sum"));
+        t_release(g, cur);
+        g->t[x].grad = sum;
+    } else {
+        tref ts[3] = {cur, gx, cur};
+        kern(g, WK_ADD, (enum dtype)g->t[cur].dtype, d, 1, ts, 3, 0, gen_intern(g, "autograd.grad_sum"));
+    }
+    t_release(g, gx);
+}
+
+tref pgrad_begin(struct gen *g, int32_t p, enum dtype computed)
+{
+    struct param *pp = &g->params[p];
+    enum dtype gd = (enum dtype)g->t[pp->data].dtype;
+    if (pp->grad == TNONE && computed == gd) {
+        pp->grad = t_new2(g, pp->dims[0], pp->dims[1], gd, CAT_GRAD, pp->tag);
+        return pp->grad;
+    }
+    return t_new2(g, pp->dims[0], pp->dims[1], computed, CAT_TEMP, pp->tag);
+}
+
+void pgrad_end(struct gen *g, int32_t p, tref dst)
+{
+    struct param *pp = &g->params[p];
+    if (dst == pp->grad)
+        return;
+    enum dtype gd = (enum dtype)g->t[pp->data].dtype;
+    int64_t d[2] = {pp->numel, g->t[dst].dtype};
+    if (pp->grad == TNONE) { /* computed in another dtype (autocast): the cast becomes .grad */
+        pp->grad = t_new2(g, pp->dims[0], pp->dims[1], gd, CAT_GRAD, pp->tag);
+        tref ts[2] = {dst, pp->grad};
+        kern(g, WK_CAST, gd, d, 2, ts, 2, 0, pp->tag);
+    } else {
+        tref ts[3] = {pp->grad, dst, pp->grad};
+        kern(g, WK_ADD, gd, d, 1, ts, 3, 0, pp->tag);
+    }
+    t_release(g, dst);
+}
+
+static int run_backward(struct gen *g, int32_t base);
+
+static void checkpoint_backward(struct gen *g, const struct node *n, tref gy)
+{
+    int32_t base = g->ntape, cursor = g->cursor;
+    bool grad = g->grad_enabled;
+    g->grad_enabled = true;
+    g->recomputing = true;
+    g->cursor = n->ck.cursor;
+    tref out = n->ck.fn(g, &n->ck, n->saved[0]);
+    g->cursor = cursor;
+    g->recomputing = false;
+    g->grad_enabled = grad;
+    if (out == TNONE || g->failed)
+        return;
+    if (g->t[out].requires_grad && g->t[out].grad == TNONE)
+        g->t[out].grad = t_ref(g, gy);
+    g->t[out].holds++; /* keep its identity until the recomputed nodes are done */
+    t_release(g, out);
+    run_backward(g, base);
+    g->t[out].holds--;
+    if (g->t[out].holds == 0) {
+        g->t[out].holds = 1;
+        t_unhold(g, out);
+    }
+}
+
+static int run_backward(struct gen *g, int32_t base)
+{
+    while (g->ntape > base && !g->failed) {
+        struct node n = g->tape[--g->ntape];
+        tref gy = g->t[n.out].grad;
+        g->t[n.out].grad = TNONE;
+        if (gy != TNONE) {
+            if (n.kind == N_CKPT)
+                checkpoint_backward(g, &n, gy);
+            else
+                nn_backward(g, &n, gy);
+            t_release(g, gy);
+        }
+        node_release(g, &n);
+    }
+    return g->failed ? -1 : 0;
+}
+
+int backward(struct gen *g, tref loss, int32_t base)
+{
+    if (!g->t[loss].requires_grad) {
+        tape_drop(g, base);
+        return 0;
+    }
+    int64_t d[1] = {1};
+    tref one = t_like(g, loss, (enum dtype)g->t[loss].dtype, CAT_TEMP, gen_intern(g, "loss.grad"));
+    tref ts[1] = {one};
+    kern(g, WK_FILL, (enum dtype)g->t[loss].dtype, d, 1, ts, 1, 1.0f, gen_intern(g, "loss.grad"));
+    g->t[loss].grad = one;
+    return run_backward(g, base);
+}

@@ -1,0 +1,195 @@
+/* gen.c: the generator context's plumbing: interned tag strings, module scopes, the tensor slab with
+ * reference counts, and the emission of ALLOC / FREE / KERNEL / PHASE / MARK ops to the sink. */
+#include "workload/gen.h"
+#include "workload/strpool.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *gen_intern(struct gen *g, const char *s)
+{
+    const char *r = strpool_intern(g->pool, s);
+    if (!r && !g->failed) {
+        g->failed = 1;
+        err_set(g->e, ERR_INTERNAL, "workload: out of host memory interning a tag");
+    }
+    return r ? r : "?";
+}
+
+const char *gen_tag(struct gen *g, const char *leaf)
+{
+    char buf[640];
+    if (!leaf || !*leaf)
+        return gen_intern(g, g->scope);
+    if (g->scope_len)
+        snprintf(buf, sizeof buf, "%s.%s", g->scope, leaf);
+    else
+        snprintf(buf, sizeof buf, "%s", leaf);
+    return gen_intern(g, buf);
+}
+
+void gen_push(struct gen *g, const char *fmt, ...)
+{
+    char part[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(part, sizeof part, fmt, ap);
+    va_end(ap);
+    int n = snprintf(g->scope + g->scope_len, sizeof g->scope - (size_t)g->scope_len, "%s%s",
+                     g->scope_len ? "." : "", part);
+    if (n > 0 && g->scope_len + n < (int)sizeof g->scope)
+        g->scope_len += n;
+}
+
+void gen_pop(struct gen *g)
+{
+    while (g->scope_len > 0 && g->scope[g->scope_len - 1] != '.')
+        g->scope_len--;
+    if (g->scope_len > 0)
+        g->scope_len--;
+    g->scope[g->scope_len] = 0;
+}
+
+int gen_emit(struct gen *g, const struct op *op)
+{
+    if (g->failed || g->mode != GEN_RUN)
+        return g->failed ? -1 : 0;
+    if (g->sink->emit(g->sink, op, g->e) < 0) {
+        g->failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+int gen_phase(struct gen *g, const char *name)
+{
+    struct op op = {.kind = OP_PHASE, .stream = g->stream, .name = name};
+    return gen_emit(g, &op);
+}
+
+int gen_mark(struct gen *g, const char *label)
+{
+    struct op op = {.kind = OP_MARK, .stream = g->stream, .name = gen_intern(g, label)};
+    return gen_emit(g, &op);
+}
+
+static tref slab_get(struct gen *g)
+{
+    if (g->free_t >= 0) {
+        tref x = g->free_t;
+        g->free_t = g->t[x].next_free;
+        return x;
+    }
+    if (g->nt == g->cap_t) {
+        int32_t cap = g->cap_t ? g->cap_t * 2 : 1024;
+        struct tensor *nt = realloc(g->t, (size_t)cap * sizeof *nt);
+        if (!nt) {
+            if (!g->failed)
+                err_set(g->e, ERR_INTERNAL, "workload: out of host memory for tensors");
+            g->failed = 1;
+            return TNONE;
+        }
+        g->t = nt;
+        g->cap_t = cap;
+    }
+    return g->nt++;
+}
+
+tref t_new(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, enum category cat, const char *tag)
+{
+    tref x = slab_get(g);
+    if (x == TNONE)
+        return TNONE;
+    struct tensor *t = &g->t[x];
+    memset(t, 0, sizeof *t);
+    int64_t n = 1;
+    for (int i = 0; i < ndim && i < TMAX_DIMS; i++) {
+        t->dims[i] = dims[i];
+        n *= dims[i];
+    }
+    t->ndim = (uint8_t)(ndim < TMAX_DIMS ? ndim : TMAX_DIMS);
+    t->dtype = (uint8_t)dt;
+    t->category = (uint8_t)cat;
+    t->bytes = (uint64_t)n * dtype_size(dt);
+    t->refs = 1;
+    t->grad = TNONE;
+    t->param = -1;
+    t->next_free = -1;
+    t->id = ++g->next_id;
+    g->live_bytes += (int64_t)t->bytes;
+    struct op op = {.kind = OP_ALLOC, .category = (uint8_t)cat, .stream = g->stream, .id = t->id,
+                    .bytes = t->bytes, .name = tag};
+    gen_emit(g, &op);
+    return x;
+}
+
+tref t_new2(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category cat, const char *tag)
+{
+    int64_t d[2] = {a, b};
+    return t_new(g, d, 2, dt, cat, tag);
+}
+
+tref t_like(struct gen *g, tref x, enum dtype dt, enum category cat, const char *tag)
+{
+    int64_t d[TMAX_DIMS];
+    memcpy(d, g->t[x].dims, sizeof d);
+    return t_new(g, d, g->t[x].ndim, dt, cat, tag);
+}
+
+tref t_ref(struct gen *g, tref x)
+{
+    if (x != TNONE)
+        g->t[x].refs++;
+    return x;
+}
+
+static void slab_put(struct gen *g, tref x)
+{
+    g->t[x].next_free = g->free_t;
+    g->t[x].refs = -1;
+    g->free_t = x;
+}
+
+void t_release(struct gen *g, tref x)
+{
+    if (x == TNONE)
+        return;
+    struct tensor *t = &g->t[x];
+    if (--t->refs > 0)
+        return;
+    struct op op = {.kind = OP_FREE, .stream = g->stream, .id = t->id};
+    gen_emit(g, &op);
+    g->live_bytes -= (int64_t)t->bytes;
+    if (t->holds == 0 && t->grad == TNONE)
+        slab_put(g, x);
+}
+
+/* Called by the tape when it lets go of a tensor's identity: recycles the slot once nothing names it. */
+void t_unhold(struct gen *g, tref x)
+{
+    if (x == TNONE)
+        return;
+    struct tensor *t = &g->t[x];
+    if (--t->holds == 0 && t->refs == 0 && t->grad == TNONE)
+        slab_put(g, x);
+}
+
+int64_t t_numel(const struct gen *g, tref x)
+{
+    const struct tensor *t = &g->t[x];
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++)
+        n *= t->dims[i];
+    return n;
+}
+
+enum dtype gen_promote(enum dtype a, enum dtype b)
+{
+    if (a == b)
+        return a;
+    if (a == DT_F32 || b == DT_F32)
+        return DT_F32;
+    return a == DT_U8 || a == DT_I64 ? b : a;
+}

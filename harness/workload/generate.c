@@ -1,0 +1,616 @@
+/* generate.c: the training job as phases: load (from_pretrained, .to(device), .to(dtype), master
+ * weights, EMA shadow, frozen extras), then per step forward / backward per micro-batch, optimizer,
+ * zero_grad, EMA update, and eval (no_grad forward, or diffusion sampling and VAE decode, optionally
+ * inside the EMA context). Faults and fixes are folded in here or in the resolved spec. */
+#include "workload/generate.h"
+#include "workload/gen.h"
+#include "workload/models/models.h"
+#include "workload/optimizer.h"
+#include "workload/strpool.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_MODULES (1 + SPEC_MAX_EXTRAS)
+#define MAX_KEPT 4096
+
+struct module {
+    struct model_spec m;
+    const char *prefix;      /* "" for the trained model, "text_encoder", "vae" */
+    int32_t first, count;    /* parameter range */
+    bool on_device;
+    enum dtype dtype;
+    int role;                /* -1 trained model, else enum extra_role */
+};
+
+struct workload {
+    struct gen g;
+    struct module mod[MAX_MODULES];
+    int nmod;
+    tref kept[MAX_KEPT];     /* tensors a fault keeps alive (losses, samples) */
+    int nkept;
+    int captured;            /* debug_activation_capture forwards kept */
+};
+
+/* ---- spec resolution: fixes and faults that are settings ---- */
+
+static void resolve(struct job_spec *s)
+{
+    if (spec_has_fault(s, FAULT_UNRELEASED_GRADIENTS))
+        s->set_to_none = false;
+    if (spec_has_fix(s, FIX_ZERO_GRAD_SET_TO_NONE))
+        s->set_to_none = true;
+    if (spec_has_fix(s, FIX_MIXED_PRECISION) && !s->autocast) {
+        s->autocast = true;
+        s->autocast_dtype = s->fix.mp_dtype;
+        if (s->fix.mp_dtype == DT_F16)
+            s->loss_scaling = true;
+    }
+    if (spec_has_fix(s, FIX_ADAMW_8BIT))
+        s->optimizer = OPT_ADAMW_8BIT;
+    if (spec_has_fix(s, FIX_SDPA_ATTENTION))
+        s->model.attn = ATTN_SDPA;
+    if (spec_has_fix(s, FIX_EMA_ON_CPU) && s->ema != EMA_OFF)
+        s->ema = EMA_CPU;
+    if (spec_has_fix(s, FIX_GRADIENT_ACCUMULATION)) {
+        int micro = s->fix.micro_batch > 0 ? s->fix.micro_batch : (s->batch / 4 > 0 ? s->batch / 4 : 1);
+        if (micro < s->batch) {
+            s->grad_accum *= (s->batch + micro - 1) / micro;
+            s->batch = micro;
+        }
+    }
+    for (int i = 0; i < s->nextras; i++) {
+        if (s->extras[i].role != EXTRA_TEXT_ENCODER)
+            continue;
+        if (spec_has_fault(s, FAULT_RESIDENT_TEXT_ENCODER))
+            s->extras[i].on_device = true;
+        if (spec_has_fix(s, FIX_OFFLOAD_TEXT_ENCODER))
+            s->extras[i].on_device = false;
+    }
+    if (spec_has_fault(s, FAULT_VAE_DECODE_BURST))
+        s->eval.vae_decode = true;
+}
+
+/* ---- parameter enumeration ---- */
+
+static void mark_trainable(struct gen *g, const struct module *md)
+{
+    for (int32_t i = md->first; i < md->first + md->count; i++) {
+        struct param *p = &g->params[i];
+        if (md->role >= 0)
+            p->trainable = false;
+        else if (g->spec.trainable == TRAIN_LORA)
+            p->trainable = p->lora;
+        else if (g->spec.trainable == TRAIN_LINEAR_PROBE)
+            p->trainable = p->head;
+        else
+            p->trainable = true;
+    }
+}
+
+static void enumerate(struct workload *w, struct module *md)
+{
+    struct gen *g = &w->g;
+    struct batch bt = {1, 1, 1, 64, 1};
+    g->mode = GEN_PARAMS;
+    g->module_id = (int32_t)(md - w->mod);
+    md->first = g->nparams;
+    if (md->prefix[0])
+        gen_push(g, "%s", md->prefix);
+    model_forward(g, &md->m, &bt, true);
+    if (md->prefix[0])
+        gen_pop(g);
+    md->count = g->nparams - md->first;
+    mark_trainable(g, md);
+}
+
+static int gen_init(struct gen *g, const struct job_spec *spec, struct err *e)
+{
+    memset(g, 0, sizeof *g);
+    g->spec = *spec;
+    g->e = e;
+    g->free_t = -1;
+    g->ctx_override = TNONE;
+    g->pool = strpool_create();
+    if (!g->pool)
+        return err_set(e, ERR_INTERNAL, "workload: out of host memory");
+    return 0;
+}
+
+static void gen_fini(struct gen *g)
+{
+    strpool_destroy(g->pool);
+    free(g->params);
+    free(g->t);
+    free(g->tape);
+}
+
+int64_t model_param_count(const struct model_spec *m, struct err *e)
+{
+    struct job_spec s;
+    job_spec_init(&s);
+    s.model = *m;
+    s.model.preset[0] = 0;
+    struct workload *w = calloc(1, sizeof *w);
+    if (!w)
+        return err_set(e, ERR_INTERNAL, "workload: out of host memory");
+    int64_t n = -1;
+    if (gen_init(&w->g, &s, e) == 0) {
+        w->mod[0] = (struct module){.m = *m, .prefix = "", .role = -1};
+        enumerate(w, &w->mod[0]);
+        n = 0;
+        for (int32_t i = 0; i < w->g.nparams; i++)
+            n += w->g.params[i].numel;
+        if (w->g.failed)
+            n = -1;
+    }
+    gen_fini(&w->g);
+    free(w);
+    return n;
+}
+
+struct workload *workload_create(const struct job_spec *spec, struct err *e)
+{
+    struct job_spec s = *spec;
+    if (job_spec_validate(&s, e) < 0)
+        return NULL;
+    resolve(&s);
+    struct workload *w = calloc(1, sizeof *w);
+    if (!w) {
+        err_set(e, ERR_INTERNAL, "workload: out of host memory");
+        return NULL;
+    }
+    if (gen_init(&w->g, &s, e) < 0) {
+        free(w);
+        return NULL;
+    }
+    w->mod[0] = (struct module){.m = s.model, .prefix = "", .on_device = true, .dtype = s.param_dtype, .role = -1};
+    w->nmod = 1;
+    for (int i = 0; i < s.nextras; i++) {
+        struct module *md = &w->mod[w->nmod++];
+        md->prefix = extra_role_name(s.extras[i].role);
+        md->on_device = s.extras[i].on_device;
+        md->dtype = s.extras[i].dtype;
+        md->role = s.extras[i].role;
+        preset_apply(&md->m, s.extras[i].preset, e);
+    }
+    for (int i = 0; i < w->nmod; i++)
+        enumerate(w, &w->mod[i]);
+    if (w->g.failed) {
+        workload_destroy(w);
+        return NULL;
+    }
+    return w;
+}
+
+void workload_destroy(struct workload *w)
+{
+    if (!w)
+        return;
+    gen_fini(&w->g);
+    free(w);
+}
+
+size_t workload_host_bytes(const struct workload *w)
+{
+    const struct gen *g = &w->g;
+    return sizeof *w + strpool_bytes(g->pool) + (size_t)g->cap_params * sizeof(struct param) +
+           (size_t)g->cap_t * sizeof(struct tensor) + (size_t)g->cap_tape * sizeof(struct node);
+}
+
+/* ---- load ---- */
+
+static tref param_tensor(struct gen *g, const struct param *p, enum dtype dt, enum category cat)
+{
+    return t_new2(g, p->dims[0], p->dims[1], dt, cat, p->tag);
+}
+
+static void load_module(struct workload *w, const struct module *md)
+{
+    struct gen *g = &w->g;
+    const struct job_spec *s = &g->spec;
+    bool main = md->role < 0;
+    bool convert = main && s->load_dtype != s->param_dtype && !spec_has_fix(s, FIX_CONVERT_ONCE);
+    bool dup = main && spec_has_fault(s, FAULT_DUPLICATE_DTYPE_CONVERSION) && !spec_has_fix(s, FIX_CONVERT_ONCE);
+    enum dtype first = convert ? s->load_dtype : md->dtype;
+    for (int32_t i = md->first; i < md->first + md->count; i++) {
+        struct param *p = &g->params[i];
+        p->data = param_tensor(g, p, first, CAT_PARAM);
+    }
+    if (convert) { /* model.to(dtype): each parameter swapped in place, the old storage freed at once */
+        for (int32_t i = md->first; i < md->first + md->count; i++) {
+            struct param *p = &g->params[i];
+            tref nw = param_tensor(g, p, s->param_dtype, CAT_PARAM);
+            int64_t d[2] = {p->numel, first};
+            tref ts[2] = {p->data, nw};
+            kern(g, WK_CAST, s->param_dtype, d, 2, ts, 2, 0, p->module);
+            if (dup)
+                p->stale = p->data; /* a reference to the fp32 weights lives on */
+            else
+                t_release(g, p->data);
+            p->data = nw;
+        }
+    }
+    if (dup) { /* a state dict moved to the device a second time and kept */
+        for (int32_t i = md->first; i < md->first + md->count; i++) {
+            struct param *p = &g->params[i];
+            tref sd = param_tensor(g, p, s->load_dtype, CAT_OTHER);
+            if (w->nkept < MAX_KEPT)
+                w->kept[w->nkept++] = sd;
+        }
+    }
+}
+
+static void load(struct workload *w)
+{
+    struct gen *g = &w->g;
+    const struct job_spec *s = &g->spec;
+    gen_phase(g, gen_intern(g, "load"));
+    for (int i = 0; i < w->nmod; i++)
+        if (w->mod[i].on_device)
+            load_module(w, &w->mod[i]);
+    const struct module *md = &w->mod[0];
+    for (int32_t i = md->first; i < md->first + md->count; i++) {
+        struct param *p = &g->params[i];
+        if (!p->trainable)
+            continue;
+        if (s->master_weights && g->t[p->data].dtype != DT_F32) {
+            p->master = param_tensor(g, p, DT_F32, CAT_OPTIMIZER_STATE);
+            int64_t d[2] = {p->numel, g->t[p->data].dtype};
+            tref ts[2] = {p->data, p->master};
+            kern(g, WK_CAST, DT_F32, d, 2, ts, 2, 0, p->module);
+        }
+        if (s->ema == EMA_GPU) {
+            p->ema = param_tensor(g, p, DT_F32, CAT_EMA);
+            int64_t d[2] = {p->numel, g->t[p->data].dtype};
+            tref ts[2] = {p->data, p->ema};
+            kern(g, WK_CAST, DT_F32, d, 2, ts, 2, 0, p->module);
+        }
+    }
+}
+
+/* ---- forward helpers ---- */
+
+static const struct module *extra(const struct workload *w, enum extra_role role)
+{
+    for (int i = 1; i < w->nmod; i++)
+        if (w->mod[i].role == (int)role)
+            return &w->mod[i];
+    return NULL;
+}
+
+static void end_autocast(struct gen *g)
+{
+    for (int32_t i = 0; i < g->nparams; i++) {
+        if (g->params[i].cast != TNONE) {
+            t_release(g, g->params[i].cast);
+            g->params[i].cast = TNONE;
+        }
+    }
+}
+
+/* Runs an extra (frozen) module under no_grad; returns its output. */
+static tref run_extra(struct workload *w, const struct module *md, const struct batch *bt, bool encode)
+{
+    struct gen *g = &w->g;
+    bool grad = g->grad_enabled, train = g->training;
+    int32_t cursor = g->cursor;
+    enum dtype act = g->act_dtype;
+    g->grad_enabled = false;
+    g->training = false;
+    g->cursor = md->first;
+    g->act_dtype = md->dtype;
+    gen_push(g, "%s", md->prefix);
+    tref out;
+    if (md->m.family == FAMILY_VAE && encode) {
+        int64_t d[4] = {bt->b, md->m.in_channels, bt->image, bt->image};
+        tref img = nn_input(g, d, 4, md->dtype, "pixel_values");
+        out = vae_encode(g, &md->m, img);
+        t_release(g, img);
+    } else {
+        out = model_forward(g, &md->m, bt, false);
+    }
+    gen_pop(g);
+    g->cursor = cursor;
+    g->grad_enabled = grad;
+    g->training = train;
+    g->act_dtype = act;
+    return out;
+}
+
+/* The text-conditioning tensor for a UNet step: the text encoder's output when it is on the device. */
+static void conditioning(struct workload *w, const struct batch *bt)
+{
+    struct gen *g = &w->g;
+    const struct module *te = extra(w, EXTRA_TEXT_ENCODER);
+    g->ctx_override = TNONE;
+    if (w->mod[0].m.family != FAMILY_UNET || !te || !te->on_device)
+        return;
+    struct batch tb = {bt->b, bt->context, 0, 0, bt->context};
+    tref hs = run_extra(w, te, &tb, false);
+    if (g->t[hs].dtype != g->act_dtype) {
+        tref c = nn_cast(g, "encoder_hidden_states", hs, g->act_dtype);
+        t_release(g, hs);
+        hs = c;
+    }
+    g->ctx_override = hs;
+}
+
+static void release_conditioning(struct gen *g)
+{
+    t_release(g, g->ctx_override);
+    g->ctx_override = TNONE;
+}
+
+static tref main_forward(struct workload *w, const struct batch *bt, bool loss)
+{
+    struct gen *g = &w->g;
+    g->cursor = w->mod[0].first;
+    g->act_dtype = g->spec.param_dtype;
+    g->autocast = g->spec.autocast;
+    tref out = model_forward(g, &w->mod[0].m, bt, loss);
+    g->autocast = false;
+    end_autocast(g);
+    return out;
+}
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    return x ^ (x >> 33);
+}
+
+/* Shapes of a training step's micro-batch, after activation growth, padding and varying lengths. */
+static struct batch step_batch(const struct gen *g, int step)
+{
+    const struct job_spec *s = &g->spec;
+    struct batch bt = {s->batch, s->seq_len, s->target_len, s->image_size, s->context_len};
+    if (spec_has_fault(s, FAULT_ACTIVATION_GROWTH)) {
+        if (s->fault.growth_batch_every > 0)
+            bt.b += (step - 1) / s->fault.growth_batch_every;
+        bt.s += (int64_t)(step - 1) * s->fault.growth_seq_step;
+        if (!spec_has_fix(s, FIX_PAD_TO_LONGEST)) {
+            int64_t max = s->fault.max_length ? s->fault.max_length
+                                              : (s->model.max_positions ? s->model.max_positions : bt.s);
+            if (max > bt.s)
+                bt.s = max;
+        }
+    }
+    if (spec_has_fault(s, FAULT_VARIABLE_LENGTH_FRAGMENTATION)) {
+        int64_t lo = s->fault.varlen_min > 0 ? s->fault.varlen_min : (s->seq_len / 4 > 0 ? s->seq_len / 4 : 1);
+        int64_t hi = s->seq_len;
+        if (lo > hi)
+            lo = hi;
+        bt.s = lo + (int64_t)(mix(s->fault.varlen_seed * 1000003ULL + (uint64_t)step) % (uint64_t)(hi - lo + 1));
+    }
+    if (bt.t == 0)
+        bt.t = bt.s;
+    return bt;
+}
+
+/* ---- training step ---- */
+
+static void keep(struct workload *w, tref x)
+{
+    if (w->nkept < MAX_KEPT)
+        w->kept[w->nkept++] = x;
+    else
+        t_release(&w->g, x);
+}
+
+static void train_micro_batch(struct workload *w, const struct batch *bt)
+{
+    struct gen *g = &w->g;
+    gen_phase(g, gen_intern(g, "forward"));
+    g->grad_enabled = true;
+    g->training = true;
+    g->checkpointing = spec_has_fix(&g->spec, FIX_GRADIENT_CHECKPOINTING);
+    const struct module *vae = extra(w, EXTRA_VAE);
+    if (w->mod[0].m.family == FAMILY_UNET && vae && vae->on_device) { /* latents of the batch, no_grad */
+        tref lat = run_extra(w, vae, bt, true);
+        t_release(g, lat);
+    }
+    conditioning(w, bt);
+    int32_t base = g->ntape;
+    tref loss = main_forward(w, bt, true);
+    release_conditioning(g);
+    if (g->spec.loss_scaling) {
+        tref scaled = nn_scale(g, "grad_scaler.scale", loss);
+        t_release(g, loss);
+        loss = scaled;
+    }
+    gen_phase(g, gen_intern(g, "backward"));
+    backward(g, loss, base);
+    if (spec_has_fault(&g->spec, FAULT_UNRELEASED_GRADIENTS))
+        keep(w, loss); /* total_loss += loss: the loss tensor of every step stays referenced */
+    else
+        t_release(g, loss);
+}
+
+static void ema_update(struct workload *w)
+{
+    struct gen *g = &w->g;
+    if (g->spec.ema != EMA_GPU)
+        return;
+    gen_phase(g, gen_intern(g, "ema"));
+    for (int32_t i = 0; i < g->nparams; i++) {
+        struct param *p = &g->params[i];
+        if (p->ema == TNONE)
+            continue;
+        tref diff = param_tensor(g, p, DT_F32, CAT_TEMP); /* s_param - param */
+        int64_t d[1] = {p->numel};
+        tref ts[3] = {p->ema, p->data, diff};
+        kern(g, WK_EMA, DT_F32, d, 1, ts, 3, 0.9999f, p->module);
+        t_release(g, diff);
+    }
+}
+
+static void debug_capture(struct workload *w, const struct batch *bt)
+{
+    struct gen *g = &w->g;
+    int limit = g->spec.fault.capture_batches;
+    if (limit > 0 && w->captured >= limit)
+        return;
+    w->captured++;
+    gen_phase(g, gen_intern(g, "debug"));
+    g->grad_enabled = true; /* the analysis forward runs outside no_grad */
+    g->training = false;
+    tref out = main_forward(w, bt, false);
+    keep(w, out); /* the hook keeps the output, and with it the graph and everything it saved */
+}
+
+/* ---- eval ---- */
+
+static void ema_store(struct workload *w, tref *stored)
+{
+    struct gen *g = &w->g;
+    for (int32_t i = 0; i < w->mod[0].count; i++) {
+        struct param *p = &g->params[w->mod[0].first + i];
+        stored[i] = TNONE;
+        if (!p->trainable)
+            continue;
+        if (g->spec.ema == EMA_GPU) /* store(): clone; copy_to(): EMA weights in */
+            stored[i] = param_tensor(g, p, (enum dtype)g->t[p->data].dtype, CAT_EMA);
+        int64_t d[2] = {p->numel, g->t[p->data].dtype};
+        tref ts[2] = {p->data, stored[i]};
+        kern(g, WK_COPY, (enum dtype)g->t[p->data].dtype, d, 2, ts, 2, 0, p->module);
+    }
+}
+
+static void ema_restore(struct workload *w, tref *stored)
+{
+    struct gen *g = &w->g;
+    for (int32_t i = 0; i < w->mod[0].count; i++) {
+        struct param *p = &g->params[w->mod[0].first + i];
+        if (stored[i] == TNONE)
+            continue;
+        int64_t d[2] = {p->numel, g->t[p->data].dtype};
+        tref ts[2] = {stored[i], p->data};
+        kern(g, WK_COPY, (enum dtype)g->t[p->data].dtype, d, 2, ts, 2, 0, p->module);
+        t_release(g, stored[i]);
+    }
+}
+
+static void decode_samples(struct workload *w, tref latents, const struct batch *bt)
+{
+    struct gen *g = &w->g;
+    const struct module *vae = extra(w, EXTRA_VAE);
+    bool on_device = spec_has_fault(&g->spec, FAULT_EVAL_SAMPLES_ON_DEVICE) && !spec_has_fix(&g->spec, FIX_SAMPLES_TO_CPU);
+    if (!g->spec.eval.vae_decode || !vae || !vae->on_device) {
+        if (on_device)
+            keep(w, t_ref(g, latents));
+        return;
+    }
+    int64_t chunk = spec_has_fix(&g->spec, FIX_CHUNKED_DECODE) ? g->spec.fix.decode_chunk : bt->b;
+    for (int64_t at = 0; at < bt->b; at += chunk) {
+        int64_t n = at + chunk <= bt->b ? chunk : bt->b - at;
+        int64_t d[4] = {n, vae->m.latent_channels, T(g, latents)->dims[2], T(g, latents)->dims[3]};
+        tref part = nn_reshape(g, "latents.chunk", latents, d, 4);
+        if (T(g, part)->dtype != vae->dtype) {
+            tref c = nn_cast(g, "latents.to_vae", part, vae->dtype);
+            t_release(g, part);
+            part = c;
+        }
+        bool grad = g->grad_enabled;
+        int32_t cursor = g->cursor;
+        g->grad_enabled = false;
+        g->cursor = vae->first;
+        gen_push(g, "%s", vae->prefix);
+        tref img = vae_decode(g, &vae->m, part);
+        gen_pop(g);
+        g->cursor = cursor;
+        g->grad_enabled = grad;
+        t_release(g, part);
+        if (on_device)
+            keep(w, img); /* samples appended to a list on the device */
+        else
+            t_release(g, img); /* .cpu() */
+    }
+}
+
+static void eval(struct workload *w)
+{
+    struct gen *g = &w->g;
+    const struct job_spec *s = &g->spec;
+    int stream = g->stream;
+    g->stream = s->streams > 1 ? 1 : 0;
+    gen_phase(g, gen_intern(g, "eval"));
+    bool ema_ctx = spec_has_fault(s, FAULT_EMA_CONTEXT_SPIKE) && s->ema != EMA_OFF && !spec_has_fix(s, FIX_SKIP_EMA_EVAL);
+    tref *stored = NULL;
+    if (ema_ctx && (stored = calloc((size_t)w->mod[0].count + 1, sizeof *stored)))
+        ema_store(w, stored);
+    struct batch bt = step_batch(g, 1);
+    if (s->eval.batch)
+        bt.b = s->eval.batch;
+    g->grad_enabled = false;
+    g->training = false;
+    for (int b = 0; b < (s->eval.batches ? s->eval.batches : 1) && !g->failed; b++) {
+        if (w->mod[0].m.family == FAMILY_UNET && s->eval.sampling_steps > 0) {
+            int64_t lat = bt.image / (w->mod[0].m.vae_scale ? w->mod[0].m.vae_scale : 8);
+            int64_t d[4] = {bt.b, w->mod[0].m.latent_channels, lat, lat};
+            tref latents = nn_input(g, d, 4, g->spec.param_dtype, "latents");
+            conditioning(w, &bt);
+            for (int k = 0; k < s->eval.sampling_steps && !g->failed; k++) {
+                tref eps = main_forward(w, &bt, false);
+                tref next = nn_add(g, "scheduler.step", latents, eps);
+                t_release(g, eps);
+                t_release(g, latents);
+                latents = next;
+            }
+            release_conditioning(g);
+            decode_samples(w, latents, &bt);
+            t_release(g, latents);
+        } else {
+            conditioning(w, &bt);
+            tref out = main_forward(w, &bt, true);
+            release_conditioning(g);
+            t_release(g, out);
+        }
+    }
+    if (stored) {
+        ema_restore(w, stored);
+        free(stored);
+    }
+    g->stream = stream;
+}
+
+int workload_run(struct workload *w, struct op_sink *sink, struct err *e)
+{
+    struct gen *g = &w->g;
+    const struct job_spec *s = &g->spec;
+    g->sink = sink;
+    g->e = e;
+    g->mode = GEN_RUN;
+    load(w);
+    if (s->eval.before_training)
+        eval(w);
+    for (int step = 1; step <= s->steps && !g->failed; step++) {
+        struct op op = {.kind = OP_STEP, .id = (uint64_t)step};
+        gen_emit(g, &op);
+        struct batch bt = step_batch(g, step);
+        for (int k = 0; k < s->grad_accum && !g->failed; k++)
+            train_micro_batch(w, &bt);
+        optimizer_step(g);
+        optimizer_zero_grad(g, s->set_to_none);
+        ema_update(w);
+        if (spec_has_fault(s, FAULT_DEBUG_ACTIVATION_CAPTURE))
+            debug_capture(w, &bt);
+        if (s->eval.every > 0 && step % s->eval.every == 0)
+            eval(w);
+    }
+    gen_mark(g, "end");
+    return g->failed ? -1 : 0;
+}
+
+int workload_generate(const struct job_spec *spec, struct op_sink *sink, struct err *e)
+{
+    struct workload *w = workload_create(spec, e);
+    if (!w)
+        return -1;
+    int rc = workload_run(w, sink, e);
+    workload_destroy(w);
+    return rc;
+}

@@ -1,0 +1,67 @@
+/* clip_text.c: CLIP text encoders (CLIPTextModel / WithProjection): token + learned position
+ * embeddings, pre-LayerNorm blocks with quick_gelu MLPs and a causal mask, final LayerNorm and an
+ * optional text projection. Used mostly as a frozen extra beside a UNet. */
+#include "workload/models/models.h"
+
+static const struct tf_names clip_names = {
+    .attn = "self_attn", .q = "q_proj", .k = "k_proj", .v = "v_proj", .o = "out_proj",
+    .attn_norm = "layer_norm1", .ffn = "mlp", .up = "fc1", .down = "fc2", .ffn_norm = "layer_norm2",
+};
+
+static tref clip_layers(struct gen *g, const struct ckpt *c, tref x)
+{
+    const struct model_spec *m = c->model;
+    struct tf_cfg cfg = {.m = m, .nm = &clip_names, .causal = true, .ffn_bias = m->bias,
+                         .dropout = m->dropout, .attn_dropout = m->dropout};
+    tref h = t_ref(g, x);
+    for (int i = c->layer; i < c->layer + c->count; i++) {
+        gen_push(g, "layers.%d", i);
+        tref a = tf_attention(g, &cfg, h, TNONE, c->extra[0], 0);
+        t_release(g, h);
+        h = tf_ffn(g, &cfg, a);
+        t_release(g, a);
+        gen_pop(g);
+    }
+    return h;
+}
+
+tref clip_text_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
+{
+    int64_t s = bt->context ? bt->context : m->max_positions;
+    tref ids = tf_ids(g, bt->b, s, "input_ids");
+    tref pos = tf_ids(g, 1, s, "position_ids");
+    gen_push(g, "text_model");
+    gen_push(g, "embeddings");
+    tref x = nn_embedding(g, "token_embedding", ids, m->vocab, m->hidden, -1);
+    tref pe = nn_embedding(g, "position_embedding", pos, m->max_positions, m->hidden, -1);
+    tref h = nn_add(g, "sum", x, pe);
+    t_release(g, x);
+    t_release(g, pe);
+    gen_pop(g);
+    tref mask = m->attn == ATTN_EAGER && g->mode == GEN_RUN ? tf_mask(g, bt->b, s, true, (enum dtype)g->t[h].dtype)
+                                                           : TNONE;
+    gen_push(g, "encoder");
+    struct ckpt c = {.fn = clip_layers, .model = m, .layer = 0, .count = m->layers, .extra = {mask, TNONE, TNONE}};
+    tref y = nn_checkpoint(g, &c, h);
+    t_release(g, h);
+    gen_pop(g);
+    t_release(g, mask);
+    tref out = nn_norm(g, "final_layer_norm", y, m->hidden, m->norm, m->norm_bias, 0);
+    t_release(g, y);
+    gen_pop(g);
+    if (m->projection_dim) {
+        tref p = nn_linear(g, "text_projection", out, m->hidden, m->projection_dim, false);
+        t_release(g, out);
+        out = p;
+    }
+    t_release(g, ids);
+    t_release(g, pos);
+    if (!loss)
+        return out;
+    int64_t d[2] = {bt->b, s};
+    tref labels = nn_input(g, d, 2, DT_I64, "labels");
+    tref l = nn_cross_entropy(g, "loss", out, labels);
+    t_release(g, out);
+    t_release(g, labels);
+    return l;
+}

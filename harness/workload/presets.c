@@ -1,0 +1,267 @@
+/* presets.c: named models with the published configurations, whose parameter counts (as the
+ * generator enumerates them) match the published ones exactly; tiny ones for quick tests. */
+#include "workload/gen.h"
+#include "workload/spec.h"
+
+#include <string.h>
+
+struct preset {
+    const char *name;
+    void (*fill)(struct model_spec *m, int variant);
+    int variant;
+    const char *about;
+};
+
+static void transformer_defaults(struct model_spec *m)
+{
+    m->norm = NORM_LAYERNORM;
+    m->norm_bias = true;
+    m->ffn_kind = FFN_MLP;
+    m->act = ACT_GELU;
+    m->bias = true;
+    m->pos = POS_LEARNED;
+    m->attn = ATTN_SDPA;
+    m->lm_head = true;
+}
+
+static void gpt2(struct model_spec *m, int v)
+{
+    static const int dims[4][3] = {{768, 12, 12}, {1024, 24, 16}, {1280, 36, 20}, {1600, 48, 25}};
+    m->family = FAMILY_DECODER;
+    transformer_defaults(m);
+    m->act = ACT_GELU_TANH;
+    m->hidden = dims[v][0];
+    m->layers = dims[v][1];
+    m->heads = dims[v][2];
+    m->ffn = 4 * m->hidden;
+    m->vocab = 50257;
+    m->max_positions = 1024;
+    m->tied_embeddings = true;
+    m->causal = true;
+    m->dropout = 0.1f;
+}
+
+static void llama(struct model_spec *m, int v)
+{
+    m->family = FAMILY_DECODER;
+    transformer_defaults(m);
+    m->norm = NORM_RMSNORM;
+    m->norm_bias = false;
+    m->ffn_kind = FFN_GATED;
+    m->act = ACT_SILU;
+    m->bias = false;
+    m->pos = POS_ROTARY;
+    m->hidden = 4096;
+    m->layers = 32;
+    m->heads = 32;
+    m->kv_heads = v ? 8 : 32;
+    m->ffn = v ? 14336 : 11008;
+    m->vocab = v ? 128256 : 32000;
+    m->max_positions = v ? 8192 : 4096;
+    m->causal = true;
+}
+
+static void t5(struct model_spec *m, int v)
+{
+    static const int dims[3][4] = {{768, 2048, 12, 12}, {1024, 2816, 24, 16}, {2048, 5120, 24, 32}};
+    m->family = FAMILY_T5;
+    transformer_defaults(m);
+    m->norm = NORM_RMSNORM;
+    m->norm_bias = false;
+    m->ffn_kind = FFN_GATED;
+    m->act = ACT_GELU_TANH;
+    m->bias = false;
+    m->pos = POS_RELATIVE_BIAS;
+    m->rel_buckets = 32;
+    m->attn = ATTN_EAGER;
+    m->hidden = dims[v][0];
+    m->ffn = dims[v][1];
+    m->layers = m->decoder_layers = dims[v][2];
+    m->heads = dims[v][3];
+    m->head_dim = 64;
+    m->vocab = 32128;
+    m->max_positions = 512;
+    m->dropout = 0.1f;
+}
+
+static void bert_large(struct model_spec *m, int v)
+{
+    (void)v;
+    m->family = FAMILY_ENCODER;
+    transformer_defaults(m);
+    m->norm_place = NORM_POST;
+    m->hidden = 1024;
+    m->layers = 24;
+    m->heads = 16;
+    m->ffn = 4096;
+    m->vocab = 30522;
+    m->max_positions = 512;
+    m->type_vocab = 2;
+    m->pooler = true;
+    m->lm_head = false;
+    m->dropout = 0.1f;
+}
+
+static void clip_l(struct model_spec *m, int v)
+{
+    (void)v;
+    m->family = FAMILY_CLIP_TEXT;
+    transformer_defaults(m);
+    m->act = ACT_QUICK_GELU;
+    m->hidden = 768;
+    m->layers = 12;
+    m->heads = 12;
+    m->ffn = 3072;
+    m->vocab = 49408;
+    m->max_positions = 77;
+    m->causal = true;
+    m->lm_head = false;
+}
+
+static void unet(struct model_spec *m, int xl)
+{
+    m->family = FAMILY_UNET;
+    m->attn = ATTN_SDPA;
+    m->latent_channels = m->in_channels = m->out_channels = 4;
+    m->layers_per_block = 2;
+    m->groups = 32;
+    m->vae_scale = 8;
+    if (!xl) {
+        static const int ch[4] = {320, 640, 1280, 1280}, depth[4] = {1, 1, 1, 0};
+        m->nlevels = 4;
+        for (int i = 0; i < 4; i++) {
+            m->channels[i] = ch[i];
+            m->transformer_depth[i] = depth[i];
+            m->attn_heads[i] = 8;
+        }
+        m->mid_transformer_depth = 1;
+        m->cross_attention_dim = 768;
+    } else {
+        static const int ch[3] = {320, 640, 1280}, depth[3] = {0, 2, 10}, heads[3] = {5, 10, 20};
+        m->nlevels = 3;
+        for (int i = 0; i < 3; i++) {
+            m->channels[i] = ch[i];
+            m->transformer_depth[i] = depth[i];
+            m->attn_heads[i] = heads[i];
+        }
+        m->mid_transformer_depth = 10;
+        m->cross_attention_dim = 2048;
+        m->linear_projection = true;
+        m->add_time_embed_dim = 256;
+        m->add_embed_input = 2816;
+    }
+    m->time_embed_input = m->channels[0];
+}
+
+static void sd_vae(struct model_spec *m, int v)
+{
+    static const int ch[4] = {128, 256, 512, 512};
+    (void)v;
+    m->family = FAMILY_VAE;
+    m->attn = ATTN_SDPA;
+    m->in_channels = m->out_channels = 3;
+    m->latent_channels = 4;
+    m->nlevels = 4;
+    for (int i = 0; i < 4; i++)
+        m->channels[i] = ch[i];
+    m->layers_per_block = 2;
+    m->groups = 32;
+    m->vae_scale = 8;
+}
+
+static void tiny(struct model_spec *m, int v)
+{
+    if (v == 0) {
+        m->family = FAMILY_MLP;
+        m->act = ACT_RELU;
+        m->bias = true;
+        m->mlp_in = 256;
+        m->mlp_depth = 2;
+        m->mlp_hidden[0] = m->mlp_hidden[1] = 512;
+        m->mlp_out = 10;
+    } else if (v == 1) {
+        static const int ch[3] = {32, 64, 128};
+        m->family = FAMILY_CNN;
+        m->in_channels = 3;
+        m->out_channels = 10;
+        m->nlevels = 3;
+        for (int i = 0; i < 3; i++)
+            m->channels[i] = ch[i];
+        m->layers_per_block = 2;
+        m->groups = 8;
+        m->bias = true;
+    } else {
+        m->family = FAMILY_DECODER;
+        transformer_defaults(m);
+        m->hidden = 256;
+        m->layers = 4;
+        m->heads = 4;
+        m->ffn = 1024;
+        m->vocab = 8192;
+        m->max_positions = 512;
+        m->causal = true;
+        m->tied_embeddings = true;
+        m->dropout = 0.1f;
+    }
+}
+
+static const struct preset presets[] = {
+    {"flan-t5-base", t5, 0, "google/flan-t5-base"},
+    {"flan-t5-large", t5, 1, "google/flan-t5-large"},
+    {"flan-t5-xl", t5, 2, "google/flan-t5-xl"},
+    {"gpt2", gpt2, 0, "openai-community/gpt2"},
+    {"gpt2-medium", gpt2, 1, "openai-community/gpt2-medium"},
+    {"gpt2-large", gpt2, 2, "openai-community/gpt2-large"},
+    {"gpt2-xl", gpt2, 3, "openai-community/gpt2-xl"},
+    {"llama-2-7b", llama, 0, "meta-llama/Llama-2-7b-hf"},
+    {"llama-3-8b", llama, 1, "meta-llama/Meta-Llama-3-8B"},
+    {"bert-large-uncased", bert_large, 0, "google-bert/bert-large-uncased (BertModel)"},
+    {"sd15-unet", unet, 0, "runwayml/stable-diffusion-v1-5 unet"},
+    {"sdxl-unet", unet, 1, "stabilityai/stable-diffusion-xl-base-1.0 unet"},
+    {"sd-vae", sd_vae, 0, "AutoencoderKL of SD 1.x/2.x/XL"},
+    {"clip-l-text", clip_l, 0, "openai/clip-vit-large-patch14 text encoder"},
+    {"tiny-mlp", tiny, 0, "2 hidden layers of 512"},
+    {"tiny-cnn", tiny, 1, "3 levels of 32/64/128 channels"},
+    {"tiny-transformer", tiny, 2, "GPT-2 style, 4 layers, hidden 256"},
+};
+
+static const struct preset *preset_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (strcmp(presets[i].name, name) == 0)
+            return &presets[i];
+    return NULL;
+}
+
+int preset_apply(struct model_spec *m, const char *name, struct err *e)
+{
+    const struct preset *p = preset_find(name);
+    if (!p)
+        return err_set(e, ERR_INPUT, "unknown model preset '%s' (see `oomlab list`)", name);
+    char keep[SPEC_NAME_MAX];
+    snprintf(keep, sizeof keep, "%s", name);
+    memset(m, 0, sizeof *m);
+    snprintf(m->preset, sizeof m->preset, "%s", keep);
+    p->fill(m, p->variant);
+    return 0;
+}
+
+int64_t preset_param_count(const char *name)
+{
+    struct model_spec m;
+    struct err e = {0};
+    if (preset_apply(&m, name, &e) < 0)
+        return -1;
+    return model_param_count(&m, &e);
+}
+
+void presets_print(FILE *out)
+{
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        struct model_spec m;
+        struct err e = {0};
+        preset_apply(&m, presets[i].name, &e);
+        long long n = (long long)model_param_count(&m, &e);
+        fprintf(out, "%-20s %-10s %15lld params  %s\n", presets[i].name, family_name(m.family), n, presets[i].about);
+    }
+}

@@ -1,0 +1,121 @@
+/* spec.c: job_spec defaults, validation, and the name <-> enum tables the scenario loader uses. */
+#include "workload/spec.h"
+
+#include <string.h>
+
+#define NAME_TABLE(fn, type, count, ...)                                     \
+    static const char *const fn##_names[count] = {__VA_ARGS__};            \
+    const char *fn##_name(type v)                                          \
+    {                                                                      \
+        return (unsigned)v < (unsigned)(count) ? fn##_names[v] : "?";      \
+    }                                                                      \
+    int fn##_from_name(const char *s)                                      \
+    {                                                                      \
+        for (int i = 0; i < (int)(count); i++)                             \
+            if (strcmp(s, fn##_names[i]) == 0)                             \
+                return i;                                                  \
+        return -1;                                                         \
+    }
+
+NAME_TABLE(family, enum model_family, FAMILY_COUNT, "decoder", "encoder", "t5", "unet", "vae", "clip_text", "mlp",
+           "cnn")
+NAME_TABLE(norm, enum norm_kind, NORM_COUNT, "layernorm", "rmsnorm", "groupnorm")
+NAME_TABLE(norm_place, enum norm_place, NORM_PLACE_COUNT, "pre", "post")
+NAME_TABLE(ffn, enum ffn_kind, FFN_COUNT, "mlp", "gated")
+NAME_TABLE(act, enum act_kind, ACT_COUNT, "gelu", "gelu_tanh", "quick_gelu", "silu", "relu")
+NAME_TABLE(pos, enum pos_kind, POS_COUNT, "learned", "rotary", "relative_bias", "none")
+NAME_TABLE(attn, enum attn_impl, ATTN_COUNT, "eager", "sdpa")
+NAME_TABLE(optimizer, enum optimizer_kind, OPT_COUNT, "sgd", "adamw", "adamw_8bit", "adafactor")
+NAME_TABLE(trainable, enum trainable_kind, TRAIN_COUNT, "full", "lora", "linear_probe")
+NAME_TABLE(ema_place, enum ema_place, EMA_COUNT, "off", "gpu", "cpu")
+NAME_TABLE(extra_role, enum extra_role, EXTRA_ROLE_COUNT, "text_encoder", "vae")
+
+void job_spec_init(struct job_spec *s)
+{
+    struct err e = {0};
+    memset(s, 0, sizeof *s);
+    snprintf(s->model.preset, sizeof s->model.preset, "tiny-transformer");
+    preset_apply(&s->model, "tiny-transformer", &e);
+    s->batch = 8;
+    s->seq_len = 128;
+    s->image_size = 512;
+    s->context_len = 77;
+    s->load_dtype = s->param_dtype = DT_F32;
+    s->autocast_dtype = DT_BF16;
+    s->optimizer = OPT_ADAMW;
+    s->foreach = true;
+    s->set_to_none = true;
+    s->grad_accum = 1;
+    s->steps = 1;
+    s->eval.batches = 1;
+    s->lora_rank = 8;
+    s->fix.checkpoint_every = 1;
+    s->fix.decode_chunk = 1;
+    s->fix.max_split_size_mb = 128;
+    s->fix.gc_threshold = 0.7;
+    s->fix.mp_dtype = DT_BF16;
+    s->fault.varlen_seed = 1;
+    s->cublas_workspace_bytes = CUBLAS_WORKSPACE_DEFAULT_BYTES;
+    s->streams = 1;
+}
+
+static bool is_float(enum dtype d)
+{
+    return d == DT_F32 || d == DT_BF16 || d == DT_F16;
+}
+
+int job_spec_validate(struct job_spec *s, struct err *e)
+{
+    if (s->model.preset[0]) {
+        char name[SPEC_NAME_MAX];
+        snprintf(name, sizeof name, "%s", s->model.preset);
+        if (preset_apply(&s->model, name, e) < 0)
+            return -1;
+    }
+    const struct model_spec *m = &s->model;
+    if ((unsigned)m->family >= FAMILY_COUNT)
+        return err_set(e, ERR_INPUT, "model.family: unknown family");
+    if (s->batch < 1)
+        return err_set(e, ERR_INPUT, "batch: must be at least 1 (got %d)", s->batch);
+    if (s->steps < 0 || s->grad_accum < 1)
+        return err_set(e, ERR_INPUT, "steps/grad_accum: steps >= 0 and grad_accum >= 1");
+    if (!is_float(s->load_dtype) || !is_float(s->param_dtype) || !is_float(s->autocast_dtype))
+        return err_set(e, ERR_INPUT, "dtypes: load, param and autocast dtypes must be fp32, bf16 or fp16");
+    bool tf = m->family == FAMILY_DECODER || m->family == FAMILY_ENCODER || m->family == FAMILY_T5 ||
+              m->family == FAMILY_CLIP_TEXT;
+    if (tf) {
+        if (m->hidden < 1 || m->heads < 1 || m->layers < 1 || m->vocab < 1)
+            return err_set(e, ERR_INPUT, "model: hidden, heads, layers and vocab must be positive");
+        if (!m->head_dim && m->hidden % m->heads)
+            return err_set(e, ERR_INPUT, "model.hidden %d is not a multiple of model.heads %d", m->hidden, m->heads);
+        if (m->kv_heads && m->heads % m->kv_heads)
+            return err_set(e, ERR_INPUT, "model.heads %d is not a multiple of model.kv_heads %d", m->heads,
+                           m->kv_heads);
+        if (s->seq_len < 1)
+            return err_set(e, ERR_INPUT, "seq_len: must be at least 1");
+        if (m->pos == POS_LEARNED && s->seq_len > m->max_positions && m->family != FAMILY_CLIP_TEXT)
+            return err_set(e, ERR_INPUT, "seq_len %d exceeds the model's %d learned positions", s->seq_len,
+                           m->max_positions);
+    }
+    if ((m->family == FAMILY_UNET || m->family == FAMILY_VAE || m->family == FAMILY_CNN) &&
+        (m->nlevels < 1 || m->nlevels > SPEC_MAX_LEVELS || s->image_size < 8))
+        return err_set(e, ERR_INPUT, "model: conv families need 1..%d levels and image_size >= 8", SPEC_MAX_LEVELS);
+    if (m->family == FAMILY_MLP && (m->mlp_depth < 0 || m->mlp_depth > SPEC_MAX_LEVELS || m->mlp_in < 1))
+        return err_set(e, ERR_INPUT, "model: mlp needs mlp_in >= 1 and 0..%d hidden layers", SPEC_MAX_LEVELS);
+    if (s->trainable == TRAIN_LORA && s->lora_rank < 1)
+        return err_set(e, ERR_INPUT, "lora_rank: must be at least 1");
+    if (s->nextras < 0 || s->nextras > SPEC_MAX_EXTRAS)
+        return err_set(e, ERR_INPUT, "extras: at most %d", SPEC_MAX_EXTRAS);
+    for (int i = 0; i < s->nextras; i++) {
+        struct model_spec tmp;
+        if (preset_apply(&tmp, s->extras[i].preset, e) < 0)
+            return err_prefix(e, "extras[%d]: ", i);
+    }
+    if (s->streams < 1 || s->streams > 8)
+        return err_set(e, ERR_INPUT, "streams: 1..8 (got %d)", s->streams);
+    if (s->eval.every < 0 || s->eval.batches < 0 || s->eval.sampling_steps < 0)
+        return err_set(e, ERR_INPUT, "eval: every, batches and sampling_steps must be >= 0");
+    if (s->fix.checkpoint_every < 1 || s->fix.decode_chunk < 1 || s->fix.micro_batch < 0)
+        return err_set(e, ERR_INPUT, "fix parameters: checkpoint_every and decode_chunk >= 1, micro_batch >= 0");
+    return 0;
+}

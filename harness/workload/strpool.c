@@ -1,0 +1,120 @@
+/* strpool.c: interning string pool: an open-addressing hash table over strings kept in big chunks. */
+#include "workload/strpool.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_BYTES (64 * 1024)
+
+struct chunk {
+    struct chunk *next;
+    size_t used, cap;
+    char data[];
+};
+
+struct strpool {
+    const char **slots;
+    size_t nslots, count, bytes;
+    struct chunk *chunks;
+};
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+struct strpool *strpool_create(void)
+{
+    struct strpool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->nslots = 1024;
+    p->slots = calloc(p->nslots, sizeof *p->slots);
+    if (!p->slots) {
+        free(p);
+        return NULL;
+    }
+    p->bytes = sizeof *p + p->nslots * sizeof *p->slots;
+    return p;
+}
+
+void strpool_destroy(struct strpool *p)
+{
+    if (!p)
+        return;
+    while (p->chunks) {
+        struct chunk *c = p->chunks;
+        p->chunks = c->next;
+        free(c);
+    }
+    free(p->slots);
+    free(p);
+}
+
+static int grow(struct strpool *p)
+{
+    size_t n = p->nslots * 2;
+    const char **s = calloc(n, sizeof *s);
+    if (!s)
+        return -1;
+    for (size_t i = 0; i < p->nslots; i++) {
+        if (!p->slots[i])
+            continue;
+        size_t j = hash_str(p->slots[i]) & (n - 1);
+        while (s[j])
+            j = (j + 1) & (n - 1);
+        s[j] = p->slots[i];
+    }
+    free(p->slots);
+    p->bytes += (n - p->nslots) * sizeof *s;
+    p->slots = s;
+    p->nslots = n;
+    return 0;
+}
+
+static char *store(struct strpool *p, const char *s, size_t len)
+{
+    struct chunk *c = p->chunks;
+    if (!c || c->cap - c->used < len + 1) {
+        size_t cap = len + 1 > CHUNK_BYTES ? len + 1 : CHUNK_BYTES;
+        c = malloc(sizeof *c + cap);
+        if (!c)
+            return NULL;
+        c->used = 0;
+        c->cap = cap;
+        c->next = p->chunks;
+        p->chunks = c;
+        p->bytes += sizeof *c + cap;
+    }
+    char *r = c->data + c->used;
+    memcpy(r, s, len + 1);
+    c->used += len + 1;
+    return r;
+}
+
+const char *strpool_intern(struct strpool *p, const char *s)
+{
+    if (2 * (p->count + 1) > p->nslots && grow(p) < 0)
+        return NULL;
+    size_t j = hash_str(s) & (p->nslots - 1);
+    while (p->slots[j]) {
+        if (strcmp(p->slots[j], s) == 0)
+            return p->slots[j];
+        j = (j + 1) & (p->nslots - 1);
+    }
+    char *r = store(p, s, strlen(s));
+    if (!r)
+        return NULL;
+    p->slots[j] = r;
+    p->count++;
+    return r;
+}
+
+size_t strpool_bytes(const struct strpool *p)
+{
+    return p->bytes;
+}
