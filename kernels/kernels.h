@@ -189,6 +189,8 @@ enum { TD_CALL = DT_COUNT, TD_DIMS1 };
 struct kernel_desc {
     const char *name;    /* "gemm", "flash_bwd", ... (lower case, as in op-program text) */
     const char *summary; /* one line */
+    const char *dim_names[KERNEL_MAX_DIMS]; /* NULL after the last dim the kernel uses */
+    uint8_t positive_dims;                  /* bit i set: dims[i] must be >= 1 */
     uint8_t ntensors;
     const char *tensor_names[KERNEL_MAX_TENSORS];
     uint8_t roles[KERNEL_MAX_TENSORS];  /* enum tensor_role */
@@ -197,8 +199,11 @@ struct kernel_desc {
     uint64_t (*elems)(const struct kernel_call *k, unsigned i);
     /* Floating-point operations (multiply-add = 2) the kernel performs. */
     double (*flops)(const struct kernel_call *k);
-    /* Bytes the kernel must move to and from memory at least (each tensor once; in place twice). */
+    /* Bytes the kernel must move at least: each distinct tensor once, twice if read and written
+     * (a tensor id given twice, as packed qkv or y == x, counts once). */
     double (*bytes)(const struct kernel_call *k);
+    /* Shape rules beyond positive dims (divisibility, output size > 0); NULL if none. */
+    int (*check)(const struct kernel_call *k, struct err *e);
     /* Runs on the CPU on host pointers, tensors[i] for tensor i; 0 or -1 with e set. */
     int (*run_cpu)(const struct kernel_call *k, void *const *tensors, struct err *e);
     /* Allowed error against an fp64/fp32 naive reference with inputs in each dtype:

@@ -1,0 +1,203 @@
+/* kernels_activation_test.c: GELU (tanh, erf), SiLU, GEGLU and SwiGLU (separate and packed) and
+ * dropout against naive double references in every dtype; backward kernels against finite
+ * differences; dropout's mask deterministic, at the right rate and reused by its backward. */
+#include "kernels_test_util.h"
+
+static double gelu_ref(double x, int tanh_approx)
+{
+    if (tanh_approx)
+        return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+}
+
+static double silu_ref(double x)
+{
+    return x / (1.0 + exp(-x));
+}
+
+/* ---- unary: gelu (approx 0/1), silu ---- */
+
+struct unary {
+    unsigned fwd;
+    int64_t n, approx;
+    float *x, *w;
+};
+
+static double unary_loss(void *arg)
+{
+    struct unary *u = arg;
+    float *y = zeros((size_t)u->n);
+    struct kernel_call k = KCALL(u->fwd, DT_F32, u->n, u->approx);
+    run(&k, (void *[]){u->x, y});
+    double l = wsum(u->w, y, (size_t)u->n);
+    free(y);
+    return l;
+}
+
+static void unary_case(unsigned fwd, int64_t approx, int dt)
+{
+    struct unary u = {fwd, 101, approx, rnd_vec(101, 4.0f), rnd_vec(101, 1.0f)};
+    size_t n = (size_t)u.n;
+    round_to(u.x, n, dt);
+    round_to(u.w, n, dt);
+    double *ref = malloc(n * sizeof *ref);
+    for (size_t i = 0; i < n; i++)
+        ref[i] = fwd == K_GELU_FWD ? gelu_ref(u.x[i], (int)approx) : silu_ref(u.x[i]);
+    void *tx = typed(u.x, n, dt), *ty = malloc(n * 4), *tdy = typed(u.w, n, dt), *tdx = malloc(n * 4);
+    struct kernel_call k = KCALL(fwd, dt, u.n, approx);
+    char msg[64];
+    snprintf(msg, sizeof msg, "%s approx=%lld", kernel_get(fwd)->name, (long long)approx);
+    run(&k, (void *[]){tx, ty});
+    check_close(ty, dt, ref, n, kernel_get(fwd)->tol[dt], msg);
+    k.kernel = fwd + 1;
+    k.ntensors = 3;
+    run(&k, (void *[]){tx, tdy, tdx});
+    if (dt == DT_F32)
+        fd_check(u.x, n, unary_loss, &u, tdx, FD_TOL, kernel_get(fwd + 1)->name);
+    free(u.x);
+    free(u.w);
+    free(ref);
+    free(tx);
+    free(ty);
+    free(tdy);
+    free(tdx);
+}
+
+/* ---- gated: geglu, swiglu; separate or packed [up | gate] rows ---- */
+
+struct gated {
+    unsigned fwd;
+    int64_t rows, F, packed, approx;
+    float *gate, *up, *w;
+};
+
+/* Packs separate gate and up into rows [up | gate]. */
+static float *pack(const struct gated *g)
+{
+    float *p = zeros((size_t)(g->rows * 2 * g->F));
+    for (int64_t r = 0; r < g->rows; r++)
+        for (int64_t f = 0; f < g->F; f++) {
+            p[r * 2 * g->F + f] = g->up[r * g->F + f];
+            p[r * 2 * g->F + g->F + f] = g->gate[r * g->F + f];
+        }
+    return p;
+}
+
+static double gated_loss(void *arg)
+{
+    struct gated *g = arg;
+    size_t n = (size_t)(g->rows * g->F);
+    float *y = zeros(n);
+    struct kernel_call k = KCALL(g->fwd, DT_F32, g->rows, g->F, 0, g->approx);
+    run(&k, (void *[]){g->gate, g->up, y});
+    double l = wsum(g->w, y, n);
+    free(y);
+    return l;
+}
+
+static void gated_case(unsigned fwd, int64_t approx, int dt)
+{
+    struct gated g = {fwd, 4, 13, 0, approx, rnd_vec(52, 3.0f), rnd_vec(52, 1.0f), rnd_vec(52, 1.0f)};
+    size_t n = 52;
+    round_to(g.gate, n, dt);
+    round_to(g.up, n, dt);
+    round_to(g.w, n, dt);
+    double *ref = malloc(n * sizeof *ref);
+    for (size_t i = 0; i < n; i++)
+        ref[i] = (fwd == K_GEGLU_FWD ? gelu_ref(g.gate[i], (int)approx) : silu_ref(g.gate[i])) * g.up[i];
+    const char *name = kernel_get(fwd)->name;
+    double tol = kernel_get(fwd)->tol[dt];
+    char msg[80];
+    void *tg = typed(g.gate, n, dt), *tu = typed(g.up, n, dt), *ty = malloc(n * 4);
+    void *tdy = typed(g.w, n, dt), *tdg = malloc(n * 4), *tdu = malloc(n * 4);
+    struct kernel_call k = KCALL(fwd, dt, g.rows, g.F, 0, approx);
+    run(&k, (void *[]){tg, tu, ty});
+    snprintf(msg, sizeof msg, "%s approx=%lld", name, (long long)approx);
+    check_close(ty, dt, ref, n, tol, msg);
+    struct kernel_call kb = KCALL(fwd + 1, dt, g.rows, g.F, 0, approx);
+    run(&kb, (void *[]){tg, tu, tdy, tdg, tdu});
+
+    /* packed layout: same y, and dgate/dup land in the packed gradient */
+    float *packed = pack(&g);
+    void *tp = typed(packed, 2 * n, dt), *ty2 = malloc(n * 4), *tdp = malloc(2 * n * 4);
+    k.dims[2] = kb.dims[2] = 1;
+    k.tensors[1] = k.tensors[0];
+    kb.tensors[1] = kb.tensors[0];
+    kb.tensors[4] = kb.tensors[3];
+    run(&k, (void *[]){tp, tp, ty2});
+    float *y1 = as_float(ty, n, dt);
+    double *y1d = dvec(y1, n);
+    snprintf(msg, sizeof msg, "%s packed equals separate", name);
+    check_close(ty2, dt, y1d, n, 0, msg);
+    run(&kb, (void *[]){tp, tp, tdy, tdp, tdp});
+    struct gated sep = g;
+    sep.gate = as_float(tdg, n, dt);
+    sep.up = as_float(tdu, n, dt);
+    float *dpacked = pack(&sep), *got = as_float(tdp, 2 * n, dt);
+    double *dref = dvec(dpacked, 2 * n);
+    snprintf(msg, sizeof msg, "%s packed gradient equals separate", kernel_get(fwd + 1)->name);
+    ok(rel_err(got, dref, 2 * n) == 0, "%s", msg);
+    if (dt == DT_F32) {
+        snprintf(msg, sizeof msg, "%s dgate", kernel_get(fwd + 1)->name);
+        fd_check(g.gate, n, gated_loss, &g, sep.gate, FD_TOL, msg);
+        snprintf(msg, sizeof msg, "%s dup", kernel_get(fwd + 1)->name);
+        fd_check(g.up, n, gated_loss, &g, sep.up, FD_TOL, msg);
+    }
+    void *all[] = {g.gate, g.up, g.w, ref, tg, tu, ty, tdy, tdg, tdu, packed, tp, ty2, tdp, y1, y1d,
+                   sep.gate, sep.up, dpacked, got, dref};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        free(all[i]);
+}
+
+static void dropout_case(int dt)
+{
+    const size_t n = 20000;
+    const float p = 0.25f;
+    float *x = rnd_vec(n, 1.0f);
+    round_to(x, n, dt);
+    void *tx = typed(x, n, dt), *ty = malloc(n * 4), *tdx = malloc(n * 4);
+    uint8_t *mask = malloc(n), *mask2 = malloc(n);
+    struct kernel_call k = KCALL(K_DROPOUT_FWD, dt, (int64_t)n, 42);
+    k.fparam[0] = p;
+    run(&k, (void *[]){tx, ty, mask});
+    run(&k, (void *[]){tx, tdx, mask2});
+    ok(memcmp(mask, mask2, n) == 0, "dropout (%s): same seed, same mask", dtype_name((enum dtype)dt));
+    size_t kept = 0;
+    double *ref = malloc(n * sizeof *ref);
+    for (size_t i = 0; i < n; i++) {
+        kept += mask[i];
+        ref[i] = mask[i] ? x[i] / (1.0 - p) : 0.0;
+    }
+    ok(fabs((double)kept / n - (1 - p)) < 0.02, "dropout keeps %.3f of elements (want %.2f)", (double)kept / n, 1 - p);
+    check_close(ty, dt, ref, n, kernel_get(K_DROPOUT_FWD)->tol[dt], "dropout_fwd y");
+    k.dims[1] = 43;
+    run(&k, (void *[]){tx, tdx, mask2});
+    ok(memcmp(mask, mask2, n) != 0, "another seed, another mask");
+    /* backward: dx = dy * mask / (1 - p), i.e. the forward applied to dy with the same mask */
+    struct kernel_call kb = KCALL(K_DROPOUT_BWD, dt, (int64_t)n);
+    kb.fparam[0] = p;
+    run(&kb, (void *[]){tx, mask, tdx});
+    check_close(tdx, dt, ref, n, kernel_get(K_DROPOUT_BWD)->tol[dt], "dropout_bwd dx");
+    free(x);
+    free(tx);
+    free(ty);
+    free(tdx);
+    free(mask);
+    free(mask2);
+    free(ref);
+}
+
+int main(void)
+{
+    for (unsigned d = 0; d < 3; d++) {
+        int dt = test_dtypes[d];
+        unary_case(K_GELU_FWD, 1, dt);
+        unary_case(K_GELU_FWD, 0, dt);
+        unary_case(K_SILU_FWD, 0, dt);
+        gated_case(K_GEGLU_FWD, 1, dt);
+        gated_case(K_GEGLU_FWD, 0, dt);
+        gated_case(K_SWIGLU_FWD, 0, dt);
+        dropout_case(dt);
+    }
+    return done_testing();
+}

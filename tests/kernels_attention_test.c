@@ -1,0 +1,205 @@
+/* kernels_attention_test.c: unfused and fused attention against naive attention (causal, GQA,
+ * Tq != Tk, packed qkv) in every dtype; fused equals unfused; both backward kernels against
+ * finite differences of the forward and against each other. */
+#include "kernels_test_util.h"
+
+struct cfg {
+    int64_t B, H, Tq, Tk, D, causal, Hkv;
+};
+
+static size_t nq(struct cfg c) { return (size_t)(c.B * c.Tq * c.H * c.D); }
+static size_t nkv(struct cfg c) { return (size_t)(c.B * c.Tk * 2 * c.Hkv * c.D); }
+static size_t np(struct cfg c) { return (size_t)(c.B * c.H * c.Tq * c.Tk); }
+static size_t nrows(struct cfg c) { return (size_t)(c.B * c.H * c.Tq); }
+
+static struct kernel_call call(unsigned kernel, int dt, struct cfg c)
+{
+    return KCALL(kernel, dt, c.B, c.H, c.Tq, c.Tk, c.D, c.causal, c.Hkv, 0);
+}
+
+/* Naive attention in double: q [B,Tq,H,D], kv [B,Tk,2,Hkv,D] -> o, p, lse. */
+static void attn_ref(struct cfg c, const float *q, const float *kv, double *o, double *p, double *lse)
+{
+    double scale = 1.0 / sqrt((double)c.D);
+    double *s = malloc((size_t)c.Tk * sizeof *s);
+    for (int64_t b = 0; b < c.B; b++)
+        for (int64_t h = 0; h < c.H; h++)
+            for (int64_t i = 0; i < c.Tq; i++) {
+                int64_t g = h / (c.H / c.Hkv);
+                double mx = -INFINITY, sum = 0.0;
+                for (int64_t j = 0; j < c.Tk; j++) {
+                    int masked = c.causal && j > i + (c.Tk - c.Tq);
+                    double d = 0.0;
+                    for (int64_t x = 0; x < c.D; x++)
+                        d += (double)q[((b * c.Tq + i) * c.H + h) * c.D + x] *
+                             kv[(((b * c.Tk + j) * 2 + 0) * c.Hkv + g) * c.D + x];
+                    s[j] = masked ? -INFINITY : d * scale;
+                    mx = fmax(mx, s[j]);
+                }
+                for (int64_t j = 0; j < c.Tk; j++)
+                    sum += s[j] = exp(s[j] - mx);
+                size_t row = (size_t)((b * c.H + h) * c.Tq + i);
+                lse[row] = mx + log(sum);
+                for (int64_t x = 0; x < c.D; x++) {
+                    double acc = 0.0;
+                    for (int64_t j = 0; j < c.Tk; j++)
+                        acc += s[j] / sum * kv[(((b * c.Tk + j) * 2 + 1) * c.Hkv + g) * c.D + x];
+                    o[((b * c.Tq + i) * c.H + h) * c.D + x] = acc;
+                }
+                for (int64_t j = 0; j < c.Tk; j++)
+                    p[row * c.Tk + j] = s[j] / sum;
+            }
+    free(s);
+}
+
+struct fd_ctx {
+    struct cfg c;
+    float *q, *kv, *w;
+};
+
+static double attn_loss(void *arg)
+{
+    struct fd_ctx *f = arg;
+    float *p = zeros(np(f->c)), *o = zeros(nq(f->c));
+    struct kernel_call k = call(K_ATTN_FWD, DT_F32, f->c);
+    run(&k, (void *[]){f->q, f->kv, p, o});
+    double l = wsum(f->w, o, nq(f->c));
+    free(p);
+    free(o);
+    return l;
+}
+
+static void attn_case(int dt, struct cfg c)
+{
+    char what[128], msg[192];
+    snprintf(what, sizeof what, "B%lld H%lld/%lld Tq%lld Tk%lld D%lld%s", (long long)c.B, (long long)c.H,
+             (long long)c.Hkv, (long long)c.Tq, (long long)c.Tk, (long long)c.D, c.causal ? " causal" : "");
+    float *q = rnd_vec(nq(c), 1.0f), *kv = rnd_vec(nkv(c), 1.0f), *dout = rnd_vec(nq(c), 1.0f);
+    round_to(q, nq(c), dt);
+    round_to(kv, nkv(c), dt);
+    round_to(dout, nq(c), dt);
+    double *o_ref = malloc(nq(c) * sizeof(double)), *p_ref = malloc(np(c) * sizeof(double));
+    double *lse_ref = malloc(nrows(c) * sizeof(double));
+    attn_ref(c, q, kv, o_ref, p_ref, lse_ref);
+    double tol = kernel_get(K_ATTN_FWD)->tol[dt];
+
+    void *tq = typed(q, nq(c), dt), *tkv = typed(kv, nkv(c), dt), *tdo = typed(dout, nq(c), dt);
+    void *tp = malloc(np(c) * 4), *to = malloc(nq(c) * 4);
+    struct kernel_call k = call(K_ATTN_FWD, dt, c);
+    snprintf(msg, sizeof msg, "attn_fwd o %s", what);
+    run(&k, (void *[]){tq, tkv, tp, to});
+    check_close(to, dt, o_ref, nq(c), tol, msg);
+    snprintf(msg, sizeof msg, "attn_fwd p %s", what);
+    check_close(tp, dt, p_ref, np(c), tol, msg);
+
+    void *fo = malloc(nq(c) * 4);
+    float *lse = zeros(nrows(c)), *stats = zeros(2 * nrows(c));
+    k = call(K_FLASH_FWD, dt, c);
+    run(&k, (void *[]){tq, tkv, fo, lse});
+    snprintf(msg, sizeof msg, "flash_fwd o %s", what);
+    check_close(fo, dt, o_ref, nq(c), tol, msg);
+    snprintf(msg, sizeof msg, "flash_fwd lse %s", what);
+    check_close(lse, DT_F32, lse_ref, nrows(c), 1e-5, msg);
+    float *uo = as_float(to, nq(c), dt), *fof = as_float(fo, nq(c), dt);
+    double *uod = dvec(uo, nq(c));
+    snprintf(msg, sizeof msg, "flash_fwd equals attn_fwd %s", what);
+    check_close(fo, dt, uod, nq(c), tol, msg);
+
+    /* backward: unfused from p, fused from (lse, delta) */
+    void *udq = malloc(nq(c) * 4), *udkv = malloc(nkv(c) * 4), *fdq = malloc(nq(c) * 4), *fdkv = malloc(nkv(c) * 4);
+    k = call(K_ATTN_BWD, dt, c);
+    run(&k, (void *[]){tq, tkv, tp, tdo, udq, udkv});
+    k = call(K_FLASH_BWD_PREP, dt, c);
+    run(&k, (void *[]){fo, tdo, lse, stats});
+    k = call(K_FLASH_BWD, dt, c);
+    run(&k, (void *[]){tq, tkv, stats, tdo, fdq, fdkv});
+    float *dq = as_float(udq, nq(c), dt), *dkv = as_float(udkv, nkv(c), dt);
+    double *dqd = dvec(dq, nq(c)), *dkvd = dvec(dkv, nkv(c));
+    snprintf(msg, sizeof msg, "flash_bwd dq equals attn_bwd %s", what);
+    check_close(fdq, dt, dqd, nq(c), 2 * tol, msg);
+    snprintf(msg, sizeof msg, "flash_bwd dkv equals attn_bwd %s", what);
+    check_close(fdkv, dt, dkvd, nkv(c), 2 * tol, msg);
+    if (dt == DT_F32) {
+        struct fd_ctx f = {c, q, kv, dout};
+        snprintf(msg, sizeof msg, "attn_bwd dq %s", what);
+        fd_check(q, nq(c), attn_loss, &f, dq, FD_TOL, msg);
+        snprintf(msg, sizeof msg, "attn_bwd dkv %s", what);
+        fd_check(kv, nkv(c), attn_loss, &f, dkv, FD_TOL, msg);
+    }
+    void *all[] = {q, kv, dout, o_ref, p_ref, lse_ref, tq, tkv, tdo, tp, to, fo, lse, stats, uo, fof, uod,
+                   udq, udkv, fdq, fdkv, dq, dkv, dqd, dkvd};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        free(all[i]);
+}
+
+/* Packed qkv [B, T, H + 2 Hkv, D] gives the same o, dq, dk, dv as separate q and kv. */
+static void packed_case(unsigned fwd, unsigned bwd)
+{
+    struct cfg c = {2, 4, 6, 6, 8, 1, 2};
+    int64_t row = (c.H + 2 * c.Hkv) * c.D;
+    size_t n = (size_t)(c.B * c.Tq * row);
+    float *qkv = rnd_vec(n, 1.0f), *q = zeros(nq(c)), *kv = zeros(nkv(c)), *dout = rnd_vec(nq(c), 1.0f);
+    for (int64_t bt = 0; bt < c.B * c.Tq; bt++) {
+        memcpy(q + bt * c.H * c.D, qkv + bt * row, (size_t)(c.H * c.D) * 4);
+        memcpy(kv + bt * 2 * c.Hkv * c.D, qkv + bt * row + c.H * c.D, (size_t)(2 * c.Hkv * c.D) * 4);
+    }
+    float *o1 = zeros(nq(c)), *o2 = zeros(nq(c)), *aux1 = zeros(np(c)), *aux2 = zeros(np(c));
+    float *stats = zeros(2 * nrows(c)), *dq = zeros(nq(c)), *dkv = zeros(nkv(c)), *dqkv = zeros(n);
+    struct kernel_call k = call(fwd, DT_F32, c);
+    if (fwd == K_FLASH_FWD)
+        run(&k, (void *[]){q, kv, o1, aux1});
+    else
+        run(&k, (void *[]){q, kv, aux1, o1});
+    struct kernel_call kp = k;
+    kp.dims[7] = 1;
+    kp.tensors[1] = kp.tensors[0];
+    if (fwd == K_FLASH_FWD)
+        run(&kp, (void *[]){qkv, qkv, o2, aux2});
+    else
+        run(&kp, (void *[]){qkv, qkv, aux2, o2});
+    double *o1d = dvec(o1, nq(c));
+    check_close(o2, DT_F32, o1d, nq(c), 1e-6, kernel_get(fwd)->name);
+
+    void *aux = aux1;
+    if (bwd == K_FLASH_BWD) {
+        k = call(K_FLASH_BWD_PREP, DT_F32, c);
+        run(&k, (void *[]){o1, dout, aux1, stats});
+        aux = stats;
+    }
+    k = call(bwd, DT_F32, c);
+    run(&k, (void *[]){q, kv, aux, dout, dq, dkv});
+    kp = k;
+    kp.dims[7] = 1;
+    kp.tensors[1] = kp.tensors[0];
+    kp.tensors[5] = kp.tensors[4];
+    struct err e = {0};
+    ok(kernel_run_cpu(&kp, (void *[]){qkv, qkv, aux, dout, dqkv, dqkv}, &e) == 0, "%s packed runs %s",
+       kernel_get(bwd)->name, e.msg);
+    float *dq2 = zeros(nq(c)), *dkv2 = zeros(nkv(c));
+    for (int64_t bt = 0; bt < c.B * c.Tq; bt++) {
+        memcpy(dq2 + bt * c.H * c.D, dqkv + bt * row, (size_t)(c.H * c.D) * 4);
+        memcpy(dkv2 + bt * 2 * c.Hkv * c.D, dqkv + bt * row + c.H * c.D, (size_t)(2 * c.Hkv * c.D) * 4);
+    }
+    double *dqd = dvec(dq, nq(c)), *dkvd = dvec(dkv, nkv(c));
+    char msg[96];
+    snprintf(msg, sizeof msg, "%s packed dq", kernel_get(bwd)->name);
+    check_close(dq2, DT_F32, dqd, nq(c), 1e-6, msg);
+    snprintf(msg, sizeof msg, "%s packed dkv", kernel_get(bwd)->name);
+    check_close(dkv2, DT_F32, dkvd, nkv(c), 1e-6, msg);
+    void *all[] = {qkv, q, kv, dout, o1, o2, aux1, aux2, stats, dq, dkv, dqkv, o1d, dq2, dkv2, dqd, dkvd};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        free(all[i]);
+}
+
+int main(void)
+{
+    for (unsigned d = 0; d < 3; d++) {
+        attn_case(test_dtypes[d], (struct cfg){2, 2, 5, 5, 8, 0, 2});
+        attn_case(test_dtypes[d], (struct cfg){1, 4, 7, 7, 16, 1, 2});
+        attn_case(test_dtypes[d], (struct cfg){1, 2, 3, 9, 8, 1, 1});
+        attn_case(test_dtypes[d], (struct cfg){1, 2, 70, 150, 4, 0, 2});
+    }
+    packed_case(K_ATTN_FWD, K_ATTN_BWD);
+    packed_case(K_FLASH_FWD, K_FLASH_BWD);
+    return done_testing();
+}

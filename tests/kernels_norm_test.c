@@ -1,0 +1,192 @@
+/* kernels_norm_test.c: softmax, LayerNorm, RMSNorm and GroupNorm against naive references in every
+ * dtype (outputs and saved statistics), and every backward kernel against finite differences. */
+#include "kernels_test_util.h"
+
+/* A normalisation problem: groups of `len` elements; channel of element i of group g is chan(). */
+struct norm {
+    unsigned fwd;
+    int64_t rows, C, HW, G; /* LN/RMS/softmax: rows x C; GN: N = rows, C, HW, G */
+    float eps;
+    float *x, *gamma, *beta, *w; /* w: loss weights on y */
+};
+
+static size_t n_x(const struct norm *n) { return (size_t)(n->rows * n->C * (n->fwd == K_GROUPNORM_FWD ? n->HW : 1)); }
+static size_t n_stats(const struct norm *n) { return (size_t)(n->rows * (n->fwd == K_GROUPNORM_FWD ? n->G : 1)); }
+
+static struct kernel_call fwd_call(const struct norm *n, int dt)
+{
+    struct kernel_call k = n->fwd == K_GROUPNORM_FWD ? KCALL(n->fwd, dt, n->rows, n->C, n->HW, n->G)
+                                                     : KCALL(n->fwd, dt, n->rows, n->C);
+    k.fparam[0] = n->eps;
+    return k;
+}
+
+/* Runs the forward in fp32 on the problem's data; y and stats (mean, rstd) get the results. */
+static void run_fwd(const struct norm *n, float *y, float *mean, float *rstd)
+{
+    struct kernel_call k = fwd_call(n, DT_F32);
+    if (n->fwd == K_SOFTMAX_FWD)
+        run(&k, (void *[]){n->x, y});
+    else if (n->fwd == K_RMSNORM_FWD)
+        run(&k, (void *[]){n->x, n->gamma, y, rstd});
+    else
+        run(&k, (void *[]){n->x, n->gamma, n->beta, y, mean, rstd});
+}
+
+static double norm_loss(void *arg)
+{
+    struct norm *n = arg;
+    float *y = zeros(n_x(n)), *mean = zeros(n_stats(n)), *rstd = zeros(n_stats(n));
+    run_fwd(n, y, mean, rstd);
+    double l = wsum(n->w, y, n_x(n));
+    free(y);
+    free(mean);
+    free(rstd);
+    return l;
+}
+
+/* Reference forward in double: y, mean and rstd per group (softmax: y only). */
+static void ref_fwd(const struct norm *n, double *y, double *mean, double *rstd)
+{
+    int gn = n->fwd == K_GROUPNORM_FWD;
+    int64_t groups = gn ? n->rows * n->G : n->rows, len = gn ? n->C / n->G * n->HW : n->C;
+    for (int64_t g = 0; g < groups; g++) {
+        const float *x = n->x + g * len;
+        double s = 0, s2 = 0, mx = -INFINITY;
+        for (int64_t i = 0; i < len; i++) {
+            s += x[i];
+            s2 += (double)x[i] * x[i];
+            mx = fmax(mx, x[i]);
+        }
+        double m = s / len, var = s2 / len - m * m;
+        if (n->fwd == K_SOFTMAX_FWD) {
+            double z = 0;
+            for (int64_t i = 0; i < len; i++)
+                z += exp(x[i] - mx);
+            for (int64_t i = 0; i < len; i++)
+                y[g * len + i] = exp(x[i] - mx) / z;
+            continue;
+        }
+        if (n->fwd == K_RMSNORM_FWD) {
+            m = 0;
+            var = s2 / len;
+        }
+        mean[g] = m;
+        rstd[g] = 1.0 / sqrt(var + n->eps);
+        for (int64_t i = 0; i < len; i++) {
+            int64_t c = gn ? (g % n->G) * (n->C / n->G) + i / n->HW : i;
+            double b = n->fwd == K_RMSNORM_FWD ? 0.0 : n->beta[c];
+            y[g * len + i] = (x[i] - m) * rstd[g] * n->gamma[c] + b;
+        }
+    }
+}
+
+static void norm_case(unsigned fwd, int dt, int64_t rows, int64_t C, int64_t HW, int64_t G)
+{
+    struct norm n = {fwd, rows, C, HW, G, 1e-5f, NULL, NULL, NULL, NULL};
+    size_t nx = n_x(&n), ns = n_stats(&n);
+    n.x = rnd_vec(nx, 2.0f);
+    for (size_t i = 0; i < nx; i++)
+        n.x[i] += 0.5f;
+    n.gamma = rnd_vec((size_t)C, 1.0f);
+    n.beta = rnd_vec((size_t)C, 1.0f);
+    n.w = rnd_vec(nx, 1.0f);
+    round_to(n.x, nx, dt);
+    round_to(n.gamma, (size_t)C, dt);
+    round_to(n.beta, (size_t)C, dt);
+    round_to(n.w, nx, dt);
+    double *y_ref = malloc(nx * sizeof(double)), *m_ref = malloc(ns * sizeof(double)), *r_ref = malloc(ns * sizeof(double));
+    ref_fwd(&n, y_ref, m_ref, r_ref);
+    const char *name = kernel_get(fwd)->name;
+    double tol = kernel_get(fwd)->tol[dt];
+    char msg[96];
+
+    void *tx = typed(n.x, nx, dt), *tg = typed(n.gamma, (size_t)C, dt), *tb = typed(n.beta, (size_t)C, dt);
+    void *ty = malloc(nx * 4), *tdy = typed(n.w, nx, dt), *tdx = malloc(nx * 4), *tdg = malloc((size_t)C * 4);
+    void *tdb = malloc((size_t)C * 4);
+    float *mean = zeros(ns), *rstd = zeros(ns);
+    struct kernel_call k = fwd_call(&n, dt);
+    if (fwd == K_SOFTMAX_FWD)
+        run(&k, (void *[]){tx, ty});
+    else if (fwd == K_RMSNORM_FWD)
+        run(&k, (void *[]){tx, tg, ty, rstd});
+    else
+        run(&k, (void *[]){tx, tg, tb, ty, mean, rstd});
+    snprintf(msg, sizeof msg, "%s y", name);
+    check_close(ty, dt, y_ref, nx, tol, msg);
+    if (fwd != K_SOFTMAX_FWD) {
+        snprintf(msg, sizeof msg, "%s rstd", name);
+        check_close(rstd, DT_F32, r_ref, ns, 1e-5, msg);
+    }
+    if (fwd == K_LAYERNORM_FWD || fwd == K_GROUPNORM_FWD) {
+        snprintf(msg, sizeof msg, "%s mean", name);
+        check_close(mean, DT_F32, m_ref, ns, 1e-5, msg);
+    }
+
+    /* backward kernels, checked by finite differences in fp32 */
+    k = fwd_call(&n, dt);
+    if (fwd == K_SOFTMAX_FWD) {
+        k.kernel = K_SOFTMAX_BWD;
+        k.ntensors = 3;
+        run(&k, (void *[]){ty, tdy, tdx});
+    } else if (fwd == K_RMSNORM_FWD) {
+        k.kernel = K_RMSNORM_BWD;
+        k.ntensors = 6;
+        run(&k, (void *[]){tdy, tx, tg, rstd, tdx, tdg});
+    } else {
+        k.kernel = fwd + 1; /* *_BWD_DX, then *_BWD_PARAMS */
+        run(&k, (void *[]){tdy, tx, tg, mean, rstd, tdx});
+        k.kernel = fwd + 2;
+        run(&k, (void *[]){tdy, tx, mean, rstd, tdg, tdb});
+    }
+    if (dt == DT_F32) {
+        snprintf(msg, sizeof msg, "%s dx", name);
+        fd_check(n.x, nx, norm_loss, &n, tdx, FD_TOL, msg);
+        if (fwd != K_SOFTMAX_FWD) {
+            snprintf(msg, sizeof msg, "%s dgamma", name);
+            fd_check(n.gamma, (size_t)C, norm_loss, &n, tdg, FD_TOL, msg);
+        }
+        if (fwd == K_LAYERNORM_FWD || fwd == K_GROUPNORM_FWD) {
+            snprintf(msg, sizeof msg, "%s dbeta", name);
+            fd_check(n.beta, (size_t)C, norm_loss, &n, tdb, FD_TOL, msg);
+        }
+    } else {
+        /* low precision backward: against the fp32 backward on the same rounded inputs */
+        struct kernel_call k32 = k;
+        void *dx32 = malloc(nx * 4);
+        float *x32 = n.x, *dy32 = n.w, *g32 = n.gamma;
+        k32.dtype = DT_F32;
+        if (fwd == K_SOFTMAX_FWD) {
+            float *y32 = as_float(ty, nx, dt);
+            run(&k32, (void *[]){y32, dy32, dx32});
+            free(y32);
+        } else if (fwd == K_RMSNORM_FWD) {
+            float *dg32 = zeros((size_t)C);
+            run(&k32, (void *[]){dy32, x32, g32, rstd, dx32, dg32});
+            free(dg32);
+        } else {
+            k32.kernel = fwd + 1;
+            run(&k32, (void *[]){dy32, x32, g32, mean, rstd, dx32});
+        }
+        double *ref = dvec(dx32, nx);
+        snprintf(msg, sizeof msg, "%s dx vs fp32", name);
+        check_close(tdx, dt, ref, nx, 2 * tol, msg);
+        free(ref);
+        free(dx32);
+    }
+    void *all[] = {n.x, n.gamma, n.beta, n.w, y_ref, m_ref, r_ref, tx, tg, tb, ty, tdy, tdx, tdg, tdb, mean, rstd};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        free(all[i]);
+}
+
+int main(void)
+{
+    for (unsigned d = 0; d < 3; d++) {
+        int dt = test_dtypes[d];
+        norm_case(K_SOFTMAX_FWD, dt, 6, 37, 0, 0);
+        norm_case(K_LAYERNORM_FWD, dt, 5, 48, 0, 0);
+        norm_case(K_RMSNORM_FWD, dt, 5, 40, 0, 0);
+        norm_case(K_GROUPNORM_FWD, dt, 2, 8, 9, 4);
+    }
+    return done_testing();
+}

@@ -1,0 +1,147 @@
+/* kernels_optim_test.c: AdamW against PyTorch's formula in double over several steps (fp32 and
+ * low-precision params), 8-bit block-wise AdamW tracking fp32 AdamW, the dynamic 8-bit map, and
+ * the EMA update. */
+#include "kernels_test_util.h"
+
+#define LR 1e-3f
+#define B1 0.9f
+#define B2 0.999f
+#define WD 0.01f
+
+static struct kernel_call adamw_call(unsigned kernel, int dt, int64_t n, int64_t step, int64_t block)
+{
+    struct kernel_call k = KCALL(kernel, dt, n, step, 0, block);
+    k.fparam[0] = LR;
+    k.fparam[1] = B1;
+    k.fparam[2] = B2;
+    k.fparam[3] = WD;
+    return k;
+}
+
+static void adamw_case(int dt)
+{
+    const size_t n = 300;
+    const int steps = 5;
+    float *p0 = rnd_vec(n, 1.0f), *m = zeros(n), *v = zeros(n);
+    round_to(p0, n, dt);
+    double *p = dvec(p0, n), *mr = calloc(n, sizeof(double)), *vr = calloc(n, sizeof(double));
+    void *tp = typed(p0, n, dt);
+    for (int s = 1; s <= steps; s++) {
+        float *g = rnd_vec(n, 0.1f);
+        round_to(g, n, dt);
+        void *tg = typed(g, n, dt);
+        struct kernel_call k = adamw_call(K_ADAMW, dt, (int64_t)n, s, 0);
+        run(&k, (void *[]){tp, tg, m, v});
+        for (size_t i = 0; i < n; i++) {
+            p[i] *= 1.0 - (double)LR * WD;
+            mr[i] = B1 * mr[i] + (1.0 - B1) * g[i];
+            vr[i] = B2 * vr[i] + (1.0 - B2) * (double)g[i] * g[i];
+            double mh = mr[i] / (1.0 - pow(B1, s)), vh = vr[i] / (1.0 - pow(B2, s));
+            p[i] -= LR * mh / (sqrt(vh) + 1e-8);
+        }
+        free(g);
+        free(tg);
+    }
+    /* low precision: each step rounds the param, so the error grows with the steps */
+    double tol = kernel_get(K_ADAMW)->tol[dt] * (dt == DT_F32 ? 1 : steps);
+    check_close(tp, dt, p, n, tol, "adamw 5 steps vs PyTorch's formula");
+    check_close(m, DT_F32, mr, n, 1e-6, "adamw m");
+    check_close(v, DT_F32, vr, n, 1e-6, "adamw v");
+    free(p0);
+    free(m);
+    free(v);
+    free(p);
+    free(mr);
+    free(vr);
+    free(tp);
+}
+
+static void qmap_checks(void)
+{
+    float s[OOM_QMAP_SIZE], u[OOM_QMAP_SIZE];
+    oom_qmap_fill(1, s);
+    oom_qmap_fill(0, u);
+    int sorted = 1;
+    for (int i = 1; i < OOM_QMAP_SIZE; i++)
+        sorted &= s[i - 1] < s[i] && u[i - 1] < u[i];
+    ok(sorted, "dynamic maps strictly increasing");
+    ok(s[OOM_QMAP_SIZE - 1] == 1.0f && s[0] > -1.0f && s[0] < -0.99f, "signed map spans (-1, 1]: %g .. %g", s[0],
+       s[OOM_QMAP_SIZE - 1]);
+    ok(u[0] == 0.0f && u[OOM_QMAP_SIZE - 1] == 1.0f, "unsigned map spans [0, 1]");
+    ok(s[oom_qmap_encode(s, 0.0f)] == 0.0f && u[oom_qmap_encode(u, 1.0f)] == 1.0f, "0 and 1 encode exactly");
+    ok(fabsf(s[oom_qmap_encode(s, 0.3f)] - 0.3f) < 0.02f, "0.3 encodes to %g", s[oom_qmap_encode(s, 0.3f)]);
+}
+
+/* 8-bit AdamW against fp32 AdamW on the same gradients: params must stay within tol of the fp32
+ * path's total movement (tol[dt] of the 8-bit entry is that fraction). */
+static void adamw8_case(int64_t block)
+{
+    const size_t n = 5000;
+    const int steps = 20;
+    float *p0 = rnd_vec(n, 1.0f), *p32 = malloc(n * 4), *p8 = malloc(n * 4), *m = zeros(n), *v = zeros(n);
+    memcpy(p32, p0, n * 4);
+    memcpy(p8, p0, n * 4);
+    size_t nb = (n + (size_t)block - 1) / (size_t)block;
+    uint8_t *mq = calloc(n, 1), *vq = calloc(n, 1);
+    float *mabs = zeros(nb), *vabs = zeros(nb);
+    for (int s = 1; s <= steps; s++) {
+        float *g = rnd_vec(n, 0.1f);
+        for (size_t i = 0; i < n; i++)
+            g[i] += 0.02f * (float)(i % 7) - 0.06f; /* a persistent direction, as real gradients have */
+        struct kernel_call k = adamw_call(K_ADAMW, DT_F32, (int64_t)n, s, 0);
+        run(&k, (void *[]){p32, g, m, v});
+        k = adamw_call(K_ADAMW8, DT_F32, (int64_t)n, s, block);
+        run(&k, (void *[]){p8, g, mq, vq, mabs, vabs});
+        free(g);
+    }
+    double moved = 0.0, dev = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        moved = fmax(moved, fabs((double)p32[i] - p0[i]));
+        dev = fmax(dev, fabs((double)p8[i] - p32[i]));
+    }
+    double tol = kernel_get(K_ADAMW8)->tol[DT_F32];
+    ok(dev <= tol * moved, "adamw8 block %lld tracks adamw over %d steps: deviation %.3g <= %.2g * movement %.3g",
+       (long long)block, steps, dev, tol, moved);
+    free(p0);
+    free(p32);
+    free(p8);
+    free(m);
+    free(v);
+    free(mq);
+    free(vq);
+    free(mabs);
+    free(vabs);
+}
+
+static void ema_case(int dt)
+{
+    const size_t n = 257;
+    float *p = rnd_vec(n, 1.0f), *s = rnd_vec(n, 1.0f);
+    round_to(p, n, dt);
+    round_to(s, n, dt);
+    double *ref = malloc(n * sizeof *ref);
+    for (size_t i = 0; i < n; i++)
+        ref[i] = 0.999 * s[i] + 0.001 * (double)p[i];
+    void *tp = typed(p, n, dt), *ts = typed(s, n, dt);
+    struct kernel_call k = KCALL(K_EMA, dt, (int64_t)n);
+    k.fparam[0] = 0.999f;
+    run(&k, (void *[]){tp, ts});
+    check_close(ts, dt, ref, n, kernel_get(K_EMA)->tol[dt], "ema");
+    free(p);
+    free(s);
+    free(ref);
+    free(tp);
+    free(ts);
+}
+
+int main(void)
+{
+    for (unsigned d = 0; d < 3; d++) {
+        adamw_case(test_dtypes[d]);
+        ema_case(test_dtypes[d]);
+    }
+    qmap_checks();
+    adamw8_case(2048);
+    adamw8_case(256);
+    return done_testing();
+}
