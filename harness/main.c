@@ -9,7 +9,10 @@ static const struct {
     int (*fn)(int argc, char **argv);
     const char *help;
 } commands[] = {
+    {"run", cmd_run, "every variant of each scenario: before/after table; exit 1 if an expect: fails"},
     {"replay", cmd_replay, "replay a PyTorch snapshot or text trace under any allocator settings"},
+    {"program", cmd_program, "print a scenario variant's op program"},
+    {"list", cmd_list, "presets, faults, fixes, kernels, GPU profiles, scenarios"},
 };
 
 static void usage(FILE *f)

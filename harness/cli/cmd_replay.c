@@ -25,6 +25,7 @@ static void usage(FILE *f)
             "  --capacity SIZE      device capacity instead of the profile's (e.g. 100MiB, 31.5GiB)\n"
             "  --same-addresses     new segments take the addresses recorded in the snapshot's segment_alloc events\n"
             "  --json FILE          write stats, OOMs and the check as JSON\n"
+            "  --snapshot FILE      write the model's final segments and blocks as JSON, in memory_snapshot()'s structure\n"
             "All figures are modelled by the allocator model on a simulated device.\n");
 }
 
@@ -96,12 +97,13 @@ int cmd_replay(int argc, char **argv)
         {"alloc-conf", required_argument, 0, 'a'}, {"device", required_argument, 0, 'd'},
         {"capacity", required_argument, 0, 'c'},   {"json", required_argument, 0, 'j'},
         {"same-addresses", no_argument, 0, 's'},   {"help", no_argument, 0, 'h'},
+        {"snapshot", required_argument, 0, 'S'},
         {0, 0, 0, 0},
     };
     const char *conf = getenv("PYTORCH_ALLOC_CONF");
     if (!conf)
         conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
-    const char *device = "sim:rtx5090", *capacity_s = NULL, *json_path = NULL;
+    const char *device = "sim:rtx5090", *capacity_s = NULL, *json_path = NULL, *snapshot_path = NULL;
     struct replay_options opt = {0};
     struct err e = {0};
     int c;
@@ -113,6 +115,7 @@ int cmd_replay(int argc, char **argv)
         case 'c': capacity_s = optarg; break;
         case 'j': json_path = optarg; break;
         case 's': opt.same_addresses = true; break;
+        case 'S': snapshot_path = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -148,11 +151,12 @@ int cmd_replay(int argc, char **argv)
         fprintf(stderr, "oomlab replay: %s\n", e.msg);
         rc = e.code == ERR_INPUT ? 2 : 3;
     } else {
-        if (json_path && json_write_replay(json_path, &in, dev, &res, &e)) {
+        if ((json_path && json_write_replay(json_path, &in, dev, &res, &e)) ||
+            (snapshot_path && json_write_file(snapshot_path, json_alloc_snapshot(&res.final), &e))) {
             fprintf(stderr, "oomlab replay: %s\n", e.msg);
             rc = e.code == ERR_INPUT ? 2 : 3;
         }
-        if (!json_path || strcmp(json_path, "-"))
+        if ((!json_path || strcmp(json_path, "-")) && (!snapshot_path || strcmp(snapshot_path, "-")))
             print_summary(path, &in, dev, &cfg, &opt, &res);
         replay_result_free(&res);
     }

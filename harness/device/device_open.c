@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "device/host.h"
 #include "device/profiles.h"
 #include "device/sim.h"
 #include "util/size.h"
@@ -45,6 +46,8 @@ struct device *device_open(const char *spec, uint64_t capacity, struct err *e)
         return open_sim("sim", "", capacity, e);
     if (!strncmp(spec, "sim:", 4))
         return open_sim(spec, spec + 4, capacity, e);
-    err_set(e, ERR_INPUT, "unknown device '%s' (devices: sim, sim:PROFILE, sim:SIZE)", spec);
+    if (!strcmp(spec, "host"))
+        return host_device_create(capacity, e);
+    err_set(e, ERR_INPUT, "unknown device '%s' (devices: sim, sim:PROFILE, sim:SIZE, host)", spec);
     return NULL;
 }

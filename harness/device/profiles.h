@@ -14,6 +14,7 @@ struct gpu_profile {
     uint64_t context_bytes;   /* memory the CUDA context and kernels take before PyTorch allocates */
     double bandwidth_gbs;     /* GB/s */
     double tflops_16bit;      /* dense bf16/fp16 tensor TFLOP/s with fp32 accumulation */
+    double tflops_fp32;       /* plain fp32 (PyTorch leaves TF32 off for matmuls by default) */
     uint64_t cublas_workspace_bytes;
 };
 

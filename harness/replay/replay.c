@@ -356,6 +356,8 @@ int replay_run(const struct replay_input *in, struct device *dev, const struct a
         check_final(&r);
     }
     res->stats = *allocator_stats(r.a);
+    if (rc == 0 && allocator_snapshot(r.a, &res->final))
+        rc = err_set(e, ERR_INTERNAL, "out of host memory taking the final snapshot");
     struct live *l, *tmp;
     HASH_ITER(hh, r.live, l, tmp) {
         HASH_DEL(r.live, l);
@@ -375,4 +377,5 @@ void replay_result_free(struct replay_result *res)
     free(res->ooms);
     res->ooms = NULL;
     res->nooms = 0;
+    alloc_snapshot_free(&res->final);
 }

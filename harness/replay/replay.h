@@ -77,6 +77,7 @@ struct replay_result {
     size_t frees_of_unknown; /* frees of allocations that failed or never existed (warned about) */
     size_t events_replayed;
     struct replay_check check; /* snapshots only */
+    struct alloc_snapshot final; /* the model's segments at the end */
     char warnings[4][256];
     size_t nwarnings;
 };

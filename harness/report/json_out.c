@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/atomic_file.h"
+
 json_t *json_memory_stats(const struct alloc_stats *s)
 {
     struct stat_entry all[ALLOC_STATS_NKEYS];
@@ -15,6 +17,31 @@ json_t *json_memory_stats(const struct alloc_stats *s)
     for (size_t i = 0; i < n; i++)
         json_object_set_new(o, all[i].key, json_integer(all[i].value));
     return o;
+}
+
+json_t *json_alloc_snapshot(const struct alloc_snapshot *snap)
+{
+    static const char *const states[] = {"active_allocated", "active_pending_free", "inactive"};
+    json_t *segs = json_array();
+    for (size_t i = 0; i < snap->nsegments; i++) {
+        const struct segment_info *s = &snap->segments[i];
+        json_t *blocks = json_array();
+        for (size_t k = 0; k < s->nblocks; k++) {
+            const struct block_info *b = &s->blocks[k];
+            json_array_append_new(blocks, json_pack("{s:I, s:I, s:I, s:s, s:[]}", "address", (json_int_t)b->address,
+                                                    "size", (json_int_t)b->size, "requested_size",
+                                                    (json_int_t)b->requested_size, "state", states[b->state],
+                                                    "frames"));
+        }
+        json_array_append_new(
+            segs, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:[i,i], s:b, s:[], s:o}", "device", 0,
+                            "address", (json_int_t)s->address, "total_size", (json_int_t)s->total_size,
+                            "allocated_size", (json_int_t)s->allocated_size, "active_size",
+                            (json_int_t)s->active_size, "requested_size", (json_int_t)s->requested_size, "stream",
+                            (json_int_t)s->stream, "segment_type", s->small ? "small" : "large", "segment_pool_id",
+                            0, 0, "is_expandable", s->is_expandable, "frames", "blocks", blocks));
+    }
+    return segs;
 }
 
 int json_write_file(const char *path, json_t *root, struct err *e)
@@ -28,20 +55,19 @@ int json_write_file(const char *path, json_t *root, struct err *e)
         json_decref(root);
         return rc ? err_set(e, ERR_INTERNAL, "cannot write JSON to standard output") : 0;
     }
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    int rc = json_dump_file(root, tmp, flags);
+    struct atomic_file af;
+    if (atomic_open(&af, path, e)) {
+        json_decref(root);
+        return -1;
+    }
+    int rc = json_dumpf(root, af.f, flags);
     json_decref(root);
     if (rc) {
-        unlink(tmp);
-        return err_set(e, ERR_INPUT, "%s: cannot write: %s", path, strerror(errno));
+        atomic_abort(&af);
+        return err_set(e, ERR_INPUT, "%s: cannot write JSON", path);
     }
-    if (rename(tmp, path)) {
-        int saved = errno;
-        unlink(tmp);
-        return err_set(e, ERR_INPUT, "%s: cannot write: %s", path, strerror(saved));
-    }
-    return 0;
+    fputc('\n', af.f);
+    return atomic_commit(&af, e);
 }
 
 int json_write_replay(const char *path, const struct replay_input *in, const struct device *dev,

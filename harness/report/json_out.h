@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 
+#include "alloc/snapshot.h"
 #include "alloc/stats.h"
 #include "device/device.h"
 #include "replay/replay.h"
@@ -12,6 +13,8 @@
 
 /* {"reserved_bytes.all.peak": N, ...} in Python's sorted key order */
 json_t *json_memory_stats(const struct alloc_stats *s);
+/* torch.cuda.memory_snapshot()'s list of segment dicts, keys as PyTorch names them. */
+json_t *json_alloc_snapshot(const struct alloc_snapshot *snap);
 /* Writes root to path ("-" = stdout) atomically; steals the reference. */
 int json_write_file(const char *path, json_t *root, struct err *e);
 int json_write_replay(const char *path, const struct replay_input *in, const struct device *dev,

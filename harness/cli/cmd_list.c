@@ -1,0 +1,96 @@
+/* cmd_list.c: `oomlab list [presets|faults|fixes|kernels|profiles|scenarios [DIR]]`: what oomlab knows. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "device/profiles.h"
+#include "kernels.h"
+#include "scenario/scenario.h"
+#include "util/size.h"
+#include "workload/spec.h"
+
+static void list_switches(const char *what, const struct switch_info *t, int n)
+{
+    printf("%s:\n", what);
+    for (int i = 0; i < n; i++) {
+        printf("  %-32s %s\n", t[i].name, t[i].help);
+        for (int p = 0; p < t[i].nparams; p++)
+            printf("  %-32s   %s (default %s): %s\n", "", t[i].params[p].name, t[i].params[p].def, t[i].params[p].help);
+        if (t[i].alloc_conf)
+            printf("  %-32s   sets PYTORCH_CUDA_ALLOC_CONF %s\n", "", t[i].alloc_conf);
+    }
+}
+
+static void list_profiles(void)
+{
+    printf("GPU profiles for the simulated device (--device sim:NAME):\n");
+    for (size_t i = 0; i < gpu_profile_count(); i++) {
+        const struct gpu_profile *p = gpu_profile_at(i);
+        char total[32];
+        size_format_pytorch(p->total_bytes, total, sizeof total);
+        printf("  %-8s %10s total, %4.0f GB/s, %6.1f TFLOP/s 16-bit, %5.1f fp32, cuBLAS workspace %llu B\n"
+               "           %s\n",
+               p->name, total, p->bandwidth_gbs, p->tflops_16bit, p->tflops_fp32,
+               (unsigned long long)p->cublas_workspace_bytes, p->description);
+    }
+}
+
+static void list_kernels(void)
+{
+    printf("kernels (CPU implementations in kernels/cpu, CUDA twins in kernels/cuda):\n");
+    for (unsigned i = 0; i < kernel_count(); i++) {
+        const struct kernel_desc *d = kernel_get(i);
+        printf("  %-22s %s\n", d->name, d->summary);
+    }
+}
+
+static int list_scenarios(const char *dir)
+{
+    struct scenario *sc;
+    size_t n;
+    struct err e = {0};
+    if (scenario_load_dir_or_file(dir, &sc, &n, &e)) {
+        fprintf(stderr, "oomlab list: %s\n", e.msg);
+        return 2;
+    }
+    printf("scenarios in %s:\n", dir);
+    for (size_t i = 0; i < n; i++)
+        printf("  %-40s %s (%zu variants)\n", sc[i].name, sc[i].title, sc[i].nvariants);
+    scenario_free_all(sc, n);
+    return 0;
+}
+
+int cmd_list(int argc, char **argv)
+{
+    const char *what = argc > 1 ? argv[1] : "all";
+    bool all = !strcmp(what, "all");
+    int n;
+    if (!strcmp(what, "--help") || !strcmp(what, "-h")) {
+        printf("usage: oomlab list [presets|faults|fixes|kernels|profiles|scenarios [DIR]]\n");
+        return 0;
+    }
+    if (all || !strcmp(what, "presets")) {
+        printf("model presets (exact parameter counts):\n");
+        presets_print(stdout);
+    }
+    if (all || !strcmp(what, "faults")) {
+        const struct switch_info *t = fault_table(&n);
+        list_switches("faults (what a scenario switches on)", t, n);
+    }
+    if (all || !strcmp(what, "fixes")) {
+        const struct switch_info *t = fix_table(&n);
+        list_switches("fixes (what an after variant adds)", t, n);
+    }
+    if (all || !strcmp(what, "kernels"))
+        list_kernels();
+    if (all || !strcmp(what, "profiles"))
+        list_profiles();
+    if (!strcmp(what, "scenarios"))
+        return list_scenarios(argc > 2 ? argv[2] : "scenarios");
+    if (!all && strcmp(what, "presets") && strcmp(what, "faults") && strcmp(what, "fixes") &&
+        strcmp(what, "kernels") && strcmp(what, "profiles")) {
+        fprintf(stderr, "oomlab list: unknown list '%s' (presets, faults, fixes, kernels, profiles, scenarios)\n", what);
+        return 2;
+    }
+    return 0;
+}

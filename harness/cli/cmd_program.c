@@ -1,0 +1,63 @@
+/* cmd_program.c: `oomlab program SCENARIO [--variant NAME]`: prints the op program the workload generator
+ * emits for one variant, one op per line. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "device/profiles.h"
+#include "program/program_text.h"
+#include "scenario/scenario.h"
+#include "workload/generate.h"
+
+int cmd_program(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"variant", required_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *want = "before";
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == 'v')
+            want = optarg;
+        else {
+            fprintf(c == 'h' ? stdout : stderr,
+                    "usage: oomlab program [--variant NAME] SCENARIO.yaml\n"
+                    "  prints the op program of one variant (default: before)\n");
+            return c == 'h' ? 0 : 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "oomlab program: expected one scenario file\n");
+        return 2;
+    }
+    struct scenario sc;
+    struct err e = {0};
+    if (scenario_load(argv[optind], &sc, &e)) {
+        fprintf(stderr, "oomlab program: %s\n", e.msg);
+        return 2;
+    }
+    const struct variant *v = NULL;
+    for (size_t i = 0; i < sc.nvariants && !v; i++)
+        if (!strcmp(sc.variants[i].name, want))
+            v = &sc.variants[i];
+    int rc = 0;
+    if (!v) {
+        fprintf(stderr, "oomlab program: %s has no variant '%s'\n", argv[optind], want);
+        rc = 2;
+    } else {
+        struct job_spec job = v->job;
+        const struct gpu_profile *p = !strncmp(sc.device, "sim:", 4) ? gpu_profile_find(sc.device + 4) : NULL;
+        if (p)
+            job.cublas_workspace_bytes = p->cublas_workspace_bytes;
+        struct text_sink sink;
+        text_sink_init(&sink, stdout);
+        printf("# op program of %s, variant %s, alloc_conf '%s'\n", sc.name, v->name, v->alloc_conf);
+        if (workload_generate(&job, &sink.sink, &e)) {
+            fprintf(stderr, "oomlab program: %s\n", e.msg);
+            rc = e.code == ERR_INPUT ? 2 : 3;
+        }
+    }
+    scenario_free(&sc);
+    return rc;
+}

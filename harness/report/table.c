@@ -1,0 +1,83 @@
+/* table.c: the human-readable before/after table of one scenario. */
+#include <string.h>
+
+#include "report/run_report.h"
+#include "util/size.h"
+
+static const char *figures(const struct variant_result *r)
+{
+    return r->run.measured ? "measured" : "modelled";
+}
+
+void report_outcome(const struct variant_result *r, char *buf, size_t len)
+{
+    const struct run_oom *o = &r->run.oom;
+    if (!o->happened)
+        snprintf(buf, len, "fits");
+    else
+        snprintf(buf, len, "OOM in %s, step %lld (%s)", o->phase, (long long)o->step,
+                 o->tag);
+}
+
+static void gib(uint64_t n, char *buf, size_t len)
+{
+    snprintf(buf, len, "%.2f GiB", (double)n / (double)GiB);
+}
+
+static void print_breakdown(FILE *f, const struct variant_result *r)
+{
+    fprintf(f, "    %-10s at peak allocated (%s):", r->variant->name, figures(r));
+    int printed = 0;
+    for (int c = 0; c < CAT_COUNT; c++) {
+        uint64_t b = r->run.category_at_peak[c];
+        if (!b)
+            continue;
+        char s[32];
+        gib(b, s, sizeof s);
+        fprintf(f, "%s %s %s", printed++ ? "," : "", category_name((enum category)c), s);
+    }
+    fprintf(f, "%s\n", printed ? "" : " nothing allocated");
+}
+
+void report_table(FILE *f, const struct scenario *sc, const struct variant_result *r, size_t n)
+{
+    char total[32];
+    size_format_pytorch(n ? r[0].device_total : 0, total, sizeof total);
+    fprintf(f, "== %s: %s\n", sc->name, sc->title);
+    fprintf(f, "   source: %s\n", sc->source);
+    fprintf(f, "   device: %s (%s total, %s)\n", n ? r[0].device : sc->device, total,
+            n && r[0].run.measured ? "measured" : "modelled by the allocator model");
+    fprintf(f, "   %-22s %-44s %10s %10s %10s %7s  %-10s %s\n", "variant", "fixes", "peak alloc", "peak resv",
+            "unalloc@pk", "retries", "expect", "result");
+    for (size_t i = 0; i < n; i++) {
+        char fixes[256], a[32], b[32], u[32], outcome[256];
+        variant_fixes_text(r[i].variant, fixes, sizeof fixes);
+        gib(r[i].run.peak_allocated, a, sizeof a);
+        gib(r[i].run.peak_reserved, b, sizeof b);
+        gib(r[i].run.unallocated_at_peak, u, sizeof u);
+        report_outcome(&r[i], outcome, sizeof outcome);
+        fprintf(f, "   %-22s %-44s %10s %10s %10s %7lld  %-10s %s\n", r[i].variant->name, fixes, a, b, u,
+                (long long)r[i].run.stats.num_alloc_retries, r[i].expect_ok ? "ok" : "FAILED", outcome);
+        if (!r[i].expect_ok)
+            fprintf(f, "   %-22s expectation failed: %s\n", "", r[i].expect_why);
+    }
+    fprintf(f, "   breakdown by category:\n");
+    for (size_t i = 0; i < n; i++)
+        print_breakdown(f, &r[i]);
+    fprintf(f, "   throughput:\n");
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].run.oom.happened)
+            fprintf(f, "    %-10s none: the job OOMs\n", r[i].variant->name);
+        else if (r[i].run.measured)
+            fprintf(f, "    %-10s %.3f steps/s, %.2f samples/s (measured, training phases)\n", r[i].variant->name,
+                    r[i].steps_per_s, r[i].samples_per_s);
+        else
+            fprintf(f, "    %-10s %.3f steps/s, %.2f samples/s (modelled: roofline of %s, %.2f TFLOP per step)\n",
+                    r[i].variant->name, r[i].steps_per_s, r[i].samples_per_s, r[i].rates_from,
+                    r[i].variant->job.steps ? r[i].run.flops / 1e12 / r[i].variant->job.steps : 0.0);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (r[i].run.oom.happened)
+            fprintf(f, "   %s: %s\n", r[i].variant->name, r[i].run.oom.message);
+    fprintf(f, "\n");
+}

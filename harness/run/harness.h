@@ -1,0 +1,36 @@
+/* harness.h: running every variant of a scenario (before = the faults; each after = faults plus fixes)
+ * through the workload generator and the runner on its device, and judging each against its expect:. */
+#ifndef OOMLAB_HARNESS_H
+#define OOMLAB_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "run/runner.h"
+#include "scenario/scenario.h"
+
+struct harness_options {
+    const char *device;  /* overrides every scenario's device ("sim:a100-80", "host", ...); NULL = the file's */
+    uint64_t capacity;   /* overrides the device capacity; 0 = the device's */
+};
+
+struct variant_result {
+    const struct scenario *scenario;
+    const struct variant *variant;
+    char device[64];
+    uint64_t device_total;
+    const char *rates_from;   /* profile whose roofline timed a sim run */
+    struct run_result run;
+    double train_seconds;     /* kernel time outside load and eval */
+    double steps_per_s, samples_per_s;
+    bool expect_ok;
+    char expect_why[256];     /* what differed, when !expect_ok */
+};
+
+/* Runs every variant of sc; *out receives nvariants results (free with free()). */
+int harness_run_scenario(const struct scenario *sc, const struct harness_options *opt, struct variant_result **out,
+                         struct err *e);
+/* "convert_once,gradient_checkpointing" or "-" */
+void variant_fixes_text(const struct variant *v, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,240 @@
+/* runner.c: the op-program executor (see runner.h). */
+#include "run/runner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <uthash.h>
+
+#include "kernels.h"
+
+struct live_tensor {
+    uint64_t id;
+    struct alloc_block *block;
+    uint8_t category;
+    UT_hash_handle hh;
+};
+
+struct runner {
+    struct op_sink sink; /* first: the sink pointer is the runner */
+    struct device *dev;
+    struct allocator *a;
+    const struct gpu_profile *profile;
+    struct live_tensor *live;
+    struct live_tensor *spare; /* recycled entries */
+    uint64_t category_live[CAT_COUNT];
+    struct run_result res;
+    size_t phase; /* index into res.phases of the current phase */
+    const char *phase_name;
+    struct timespec started;
+};
+
+static struct phase_peak *current_phase(struct runner *r)
+{
+    return r->res.nphases ? &r->res.phases[r->phase] : NULL;
+}
+
+static void enter_phase(struct runner *r, const char *name)
+{
+    r->phase_name = name ? name : "?";
+    name = r->phase_name;
+    for (size_t i = 0; i < r->res.nphases; i++) {
+        if (!strcmp(r->res.phases[i].name, name)) {
+            r->phase = i;
+            return;
+        }
+    }
+    if (r->res.nphases == RUN_MAX_PHASES) {
+        r->phase = RUN_MAX_PHASES - 1; /* more phases than columns: the last one collects the rest */
+        return;
+    }
+    r->phase = r->res.nphases++;
+    r->res.phases[r->phase] = (struct phase_peak){0};
+    snprintf(r->res.phases[r->phase].name, sizeof r->res.phases[r->phase].name, "%s", name);
+}
+
+static void track_peaks(struct runner *r)
+{
+    const struct alloc_stats *s = allocator_stats(r->a);
+    uint64_t allocated = (uint64_t)s->allocated_bytes[STAT_ALL].current;
+    uint64_t reserved = (uint64_t)s->reserved_bytes[STAT_ALL].current;
+    if (allocated > r->res.peak_allocated) {
+        r->res.peak_allocated = allocated;
+        memcpy(r->res.category_at_peak, r->category_live, sizeof r->category_live);
+    }
+    if (reserved > r->res.peak_reserved) {
+        r->res.peak_reserved = reserved;
+        r->res.unallocated_at_peak = reserved - allocated;
+    }
+    struct phase_peak *p = current_phase(r);
+    if (p) {
+        if (allocated > p->peak_allocated)
+            p->peak_allocated = allocated;
+        if (reserved > p->peak_reserved)
+            p->peak_reserved = reserved;
+    }
+}
+
+static int do_alloc(struct runner *r, const struct op *op, struct err *e)
+{
+    struct alloc_block *b = NULL;
+    struct alloc_oom oom;
+    int rc = allocator_malloc(r->a, op->bytes, (uint64_t)op->stream, &b, &oom, e);
+    if (rc < 0)
+        return -1;
+    r->res.allocs++;
+    if (rc == 1) {
+        struct run_oom *o = &r->res.oom;
+        *o = (struct run_oom){.happened = true, .step = r->res.steps, .category = (enum category)op->category,
+                              .bytes = op->bytes};
+        snprintf(o->phase, sizeof o->phase, "%s", r->phase_name);
+        snprintf(o->tag, sizeof o->tag, "%s", op->name ? op->name : "-");
+        alloc_oom_message(&oom, 0, o->message, sizeof o->message);
+        return -1;
+    }
+    struct live_tensor *t = r->spare;
+    if (t)
+        r->spare = (struct live_tensor *)t->hh.next;
+    else if (!(t = malloc(sizeof *t)))
+        return err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
+    t->id = op->id;
+    t->block = b;
+    t->category = op->category < CAT_COUNT ? op->category : CAT_OTHER;
+    HASH_ADD(hh, r->live, id, sizeof t->id, t);
+    if (b)
+        r->category_live[t->category] += alloc_block_size(b);
+    track_peaks(r);
+    return 0;
+}
+
+static int do_free(struct runner *r, const struct op *op, struct err *e)
+{
+    struct live_tensor *t;
+    HASH_FIND(hh, r->live, &op->id, sizeof op->id, t);
+    if (!t)
+        return err_set(e, ERR_INTERNAL, "op program frees tensor %llu, which is not live",
+                       (unsigned long long)op->id);
+    if (t->block)
+        r->category_live[t->category] -= alloc_block_size(t->block);
+    allocator_free(r->a, t->block);
+    HASH_DEL(r->live, t);
+    t->hh.next = r->spare;
+    r->spare = t;
+    r->res.frees++;
+    return 0;
+}
+
+static int do_kernel(struct runner *r, const struct op *op, struct err *e)
+{
+    const struct kernel_desc *k = kernel_get(op->kernel.kernel);
+    if (!k)
+        return err_set(e, ERR_INTERNAL, "op program launches unknown kernel %u", op->kernel.kernel);
+    double flops = k->flops(&op->kernel), bytes = k->bytes(&op->kernel);
+    r->res.kernels++;
+    r->res.flops += flops;
+    r->res.bytes_moved += bytes;
+    if (r->profile) {
+        double rate = (op->kernel.dtype == DT_F32 ? r->profile->tflops_fp32 : r->profile->tflops_16bit) * 1e12;
+        double t_compute = flops / rate, t_memory = bytes / (r->profile->bandwidth_gbs * 1e9);
+        double t = t_compute > t_memory ? t_compute : t_memory;
+        r->res.seconds += t;
+        if (current_phase(r))
+            current_phase(r)->seconds += t;
+        return 0;
+    }
+    if (!r->dev->ops->launch)
+        return 0;
+    uint64_t addrs[KERNEL_MAX_TENSORS] = {0};
+    for (unsigned i = 0; i < op->kernel.ntensors && i < KERNEL_MAX_TENSORS; i++) {
+        struct live_tensor *t;
+        HASH_FIND(hh, r->live, &op->kernel.tensors[i], sizeof op->kernel.tensors[i], t);
+        if (!t)
+            return err_set(e, ERR_INTERNAL, "kernel %s names tensor %llu, which is not live", k->name,
+                           (unsigned long long)op->kernel.tensors[i]);
+        addrs[i] = t->block ? alloc_block_addr(t->block) : 0;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = r->dev->ops->launch(r->dev, &op->kernel, addrs, e);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (current_phase(r))
+        current_phase(r)->seconds += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    return rc;
+}
+
+static int emit(struct op_sink *sink, const struct op *op, struct err *e)
+{
+    struct runner *r = (struct runner *)sink;
+    if (r->res.oom.happened)
+        return -1;
+    switch (op->kind) {
+    case OP_ALLOC: return do_alloc(r, op, e);
+    case OP_FREE: return do_free(r, op, e);
+    case OP_KERNEL: return do_kernel(r, op, e);
+    case OP_EMPTY_CACHE: allocator_empty_cache(r->a); return 0;
+    case OP_PHASE: enter_phase(r, op->name); return 0;
+    case OP_STEP: r->res.steps = (int64_t)op->id; return 0;
+    case OP_MARK: return 0;
+    }
+    return err_set(e, ERR_INTERNAL, "op program has an op of unknown kind %d", (int)op->kind);
+}
+
+struct runner *runner_create(struct device *dev, const struct alloc_config *cfg, const struct gpu_profile *profile)
+{
+    struct runner *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->sink.emit = emit;
+    r->dev = dev;
+    r->profile = profile;
+    r->phase_name = "start";
+    r->res.measured = profile == NULL;
+    if (!(r->a = allocator_create(dev, cfg))) {
+        free(r);
+        return NULL;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &r->started);
+    return r;
+}
+
+struct op_sink *runner_sink(struct runner *r)
+{
+    return &r->sink;
+}
+
+bool runner_stopped_by_oom(const struct runner *r)
+{
+    return r->res.oom.happened;
+}
+
+void runner_finish(struct runner *r, struct run_result *out)
+{
+    if (!r->profile) {
+        if (r->dev->ops->sync)
+            r->dev->ops->sync(r->dev);
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        r->res.seconds = (double)(now.tv_sec - r->started.tv_sec) + 1e-9 * (double)(now.tv_nsec - r->started.tv_nsec);
+    }
+    r->res.stats = *allocator_stats(r->a);
+    *out = r->res;
+}
+
+void runner_destroy(struct runner *r)
+{
+    if (!r)
+        return;
+    struct live_tensor *t, *tmp;
+    HASH_ITER(hh, r->live, t, tmp) {
+        HASH_DEL(r->live, t);
+        free(t);
+    }
+    while (r->spare) {
+        t = r->spare;
+        r->spare = (struct live_tensor *)t->hh.next;
+        free(t);
+    }
+    allocator_destroy(r->a);
+    free(r);
+}

@@ -1,0 +1,58 @@
+/* runner.h: executes an op program: every ALLOC and FREE goes through the allocator model on a device,
+ * kernels are timed (modelled by a roofline from the device profile on sim, run and measured on real
+ * devices), and the run's memory figures are collected: peaks, the reserved-but-unallocated memory at the
+ * reserved peak, the live bytes per category at the allocated peak, per-phase peaks, and the OOM with the
+ * phase, step and module tag it happened in. */
+#ifndef OOMLAB_RUNNER_H
+#define OOMLAB_RUNNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "alloc/allocator.h"
+#include "device/profiles.h"
+#include "program/program.h"
+
+#define RUN_MAX_PHASES 24
+
+struct phase_peak {
+    char name[32];
+    uint64_t peak_allocated, peak_reserved;
+    double seconds; /* kernel time in this phase (modelled on sim) */
+};
+
+struct run_oom {
+    bool happened;
+    char phase[32], tag[192];
+    int64_t step;
+    enum category category;
+    uint64_t bytes;
+    char message[1024];
+};
+
+struct run_result {
+    struct alloc_stats stats;
+    uint64_t peak_allocated, peak_reserved;
+    uint64_t unallocated_at_peak;          /* reserved - allocated when reserved peaked */
+    uint64_t category_at_peak[CAT_COUNT];  /* allocated block bytes per category when allocated peaked */
+    struct phase_peak phases[RUN_MAX_PHASES];
+    size_t nphases;
+    struct run_oom oom;
+    uint64_t allocs, frees, kernels;
+    int64_t steps;                         /* training steps begun */
+    double flops, bytes_moved;
+    double seconds;                        /* modelled (roofline) or measured */
+    bool measured;
+};
+
+struct runner;
+
+/* profile: roofline parameters for sim (NULL on devices that measure). */
+struct runner *runner_create(struct device *dev, const struct alloc_config *cfg, const struct gpu_profile *profile);
+struct op_sink *runner_sink(struct runner *r);
+/* True once an allocation hit an OOM: the sink refuses further ops, as the training script would crash. */
+bool runner_stopped_by_oom(const struct runner *r);
+void runner_finish(struct runner *r, struct run_result *out);
+void runner_destroy(struct runner *r);
+
+#endif
