@@ -504,6 +504,7 @@ static void decode_samples(struct workload *w, tref latents, const struct batch 
             keep(w, t_ref(g, latents));
         return;
     }
+    gen_phase(g, gen_intern(g, "decode"));
     int64_t chunk = spec_has_fix(&g->spec, FIX_CHUNKED_DECODE) ? g->spec.fix.decode_chunk : bt->b;
     for (int64_t at = 0; at < bt->b; at += chunk) {
         int64_t n = at + chunk <= bt->b ? chunk : bt->b - at;

@@ -1,0 +1,175 @@
+/* workload_generate_test.c: the generator's op program checked against numbers derived here from
+ * the formulas (workload-memory.md 1.2, failure-modes.md): ALLOC/FREE/KERNEL consistency, what is
+ * live after a step, Korthikanti's sbh(34 + 5as/h) per layer, SDPA and checkpointing, and the
+ * generation time of one FLAN-T5-XL step. Uses a sink that sums live ALLOC bytes (no allocator). */
+#include <time.h>
+
+#include "tap.h"
+#include "workload/generate.h"
+#include "workload_sink.h"
+
+static int run(const struct job_spec *s, struct wsink *k)
+{
+    struct err e = {0};
+    ws_init(k);
+    int rc = workload_generate(s, &k->base, &e);
+    if (rc < 0)
+        diag("generate failed: %s", e.msg);
+    return rc;
+}
+
+/* A GPT-2 style model configured like Korthikanti et al.: 16-bit, dropout, unfused attention,
+ * GELU MLP of 4h, LayerNorm, biases. */
+static void korthikanti(struct job_spec *s, int layers, enum attn_impl attn)
+{
+    job_spec_init(s);
+    s->model.preset[0] = 0;
+    s->model.family = FAMILY_DECODER;
+    s->model.hidden = 256;
+    s->model.heads = 8;
+    s->model.layers = layers;
+    s->model.ffn = 1024;
+    s->model.vocab = 512;
+    s->model.max_positions = 512;
+    s->model.attn = attn;
+    s->model.dropout = 0.1f;
+    s->load_dtype = s->param_dtype = DT_BF16;
+    s->batch = 4;
+    s->seq_len = 128;
+    s->steps = 1;
+}
+
+/* Activation bytes the forward leaves for backward: live CAT_ACTIVATION at the backward phase. */
+static int64_t saved_activations(const struct job_spec *s)
+{
+    struct wsink k;
+    run(s, &k);
+    const struct ws_mark *m = ws_mark(&k, "backward", 0);
+    int64_t v = m ? m->cat[CAT_ACTIVATION] : -1;
+    ws_fini(&k);
+    return v;
+}
+
+static void test_consistency(void)
+{
+    static const char *models[] = {"tiny-transformer", "tiny-mlp", "tiny-cnn", "gpt2", "flan-t5-base",
+                                   "bert-large-uncased", "clip-l-text", "llama-2-7b"};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        struct job_spec s;
+        struct wsink k;
+        job_spec_init(&s);
+        snprintf(s.model.preset, sizeof s.model.preset, "%s", models[i]);
+        s.batch = 2;
+        s.seq_len = 64;
+        s.image_size = 32;
+        s.steps = 2;
+        s.eval.every = 1;
+        if (i == 7)
+            s.param_dtype = s.load_dtype = DT_BF16;
+        ok(run(&s, &k) == 0 && ws_consistent(&k), "%s: every FREE names a live id, every kernel tensor is live, ids unique",
+           models[i]);
+        int64_t rest = k.live - k.cat[CAT_PARAM] - k.cat[CAT_OPTIMIZER_STATE] - k.cat[CAT_WORKSPACE];
+        is_int(rest, 0, "%s: only params, optimizer state and the workspace are live after the steps", models[i]);
+        is_int(k.cat[CAT_WORKSPACE], CUBLAS_WORKSPACE_DEFAULT_BYTES, "%s: one cuBLAS workspace, never freed", models[i]);
+        ws_fini(&k);
+    }
+    struct job_spec s;
+    struct wsink k;
+    job_spec_init(&s);
+    snprintf(s.model.preset, sizeof s.model.preset, "sd15-unet");
+    s.batch = 1;
+    s.image_size = 64;
+    s.nextras = 2;
+    s.extras[0] = (struct extra_spec){"clip-l-text", EXTRA_TEXT_ENCODER, DT_F16, true};
+    s.extras[1] = (struct extra_spec){"sd-vae", EXTRA_VAE, DT_F16, true};
+    s.ema = EMA_GPU;
+    s.eval.every = 1;
+    s.eval.sampling_steps = 2;
+    s.eval.vae_decode = true;
+    s.streams = 2;
+    ok(run(&s, &k) == 0 && ws_consistent(&k), "sd15-unet with text encoder, VAE, EMA and eval: consistent");
+    is_int(k.cat[CAT_WORKSPACE], 2 * CUBLAS_WORKSPACE_DEFAULT_BYTES, "two streams, two workspaces");
+    is_int(k.cat[CAT_EMA], 859520964LL * 4, "fp32 EMA shadow of the UNet");
+    is_int(k.cat[CAT_PARAM], 859520964LL * 4 + (123060480LL + 83653863LL) * 2, "UNet fp32, extras fp16");
+    ws_fini(&k);
+}
+
+static void test_korthikanti(void)
+{
+    struct job_spec s1, s2;
+    korthikanti(&s1, 1, ATTN_EAGER);
+    korthikanti(&s2, 2, ATTN_EAGER);
+    int64_t s = 128, b = 4, h = 256, a = 8;
+    int64_t sbh = s * b * h;
+    /* sbh(34 + 5as/h) plus the fp32 mean and rstd per row of the two LayerNorms (16sb) */
+    int64_t want = sbh * 34 + 5 * a * s * s * b + 16 * s * b;
+    int64_t per_layer = saved_activations(&s2) - saved_activations(&s1);
+    is_int(per_layer, want, "eager, dropout, bf16: one layer saves sbh(34 + 5as/h) + 16sb = %lld B", (long long)want);
+
+    korthikanti(&s1, 1, ATTN_SDPA);
+    korthikanti(&s2, 2, ATTN_SDPA);
+    int64_t sdpa = saved_activations(&s2) - saved_activations(&s1);
+    /* SDPA drops probabilities, their dropout mask and dropped copy (5as^2b) and saves its output
+     * [b, a, s, d] (2sbh) and an fp32 log-sum-exp per row and head (4asb) */
+    is_int(per_layer - sdpa, 5 * a * s * s * b - 2 * sbh - 4 * a * s * b, "sdpa_attention removes the 5as^2b terms");
+
+    korthikanti(&s1, 1, ATTN_EAGER);
+    korthikanti(&s2, 2, ATTN_EAGER);
+    s1.fixes = s2.fixes = 1u << FIX_GRADIENT_CHECKPOINTING;
+    is_int(saved_activations(&s2) - saved_activations(&s1), 2 * sbh,
+           "gradient checkpointing keeps only the layer input, 2sbh per layer");
+    s1.fix.checkpoint_every = s2.fix.checkpoint_every = 2;
+    s1.model.layers = 2;
+    s2.model.layers = 4;
+    is_int(saved_activations(&s2) - saved_activations(&s1), 2 * sbh,
+           "checkpointing every 2 layers keeps one input per 2 layers");
+    struct wsink k;
+    korthikanti(&s1, 3, ATTN_EAGER);
+    s1.fixes = 1u << FIX_GRADIENT_CHECKPOINTING;
+    ok(run(&s1, &k) == 0 && ws_consistent(&k), "checkpointed backward (recompute) is consistent");
+    is_int(k.live - k.cat[CAT_PARAM] - k.cat[CAT_OPTIMIZER_STATE] - k.cat[CAT_WORKSPACE], 0, "and leaves nothing behind");
+    ws_fini(&k);
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static void test_flan_t5_xl_step(void)
+{
+    struct job_spec s;
+    job_spec_init(&s);
+    snprintf(s.model.preset, sizeof s.model.preset, "flan-t5-xl");
+    s.batch = 8;
+    s.seq_len = 512;
+    s.load_dtype = s.param_dtype = DT_BF16;
+    s.steps = 1;
+    struct err e = {0};
+    struct workload *w = workload_create(&s, &e);
+    ok(w != NULL, "flan-t5-xl workload created");
+    if (!w)
+        return;
+    struct wsink k;
+    ws_init(&k);
+    double t0 = now_ms();
+    int rc = workload_run(w, &k.base, &e);
+    double ms = now_ms() - t0;
+    ok(rc == 0 && ws_consistent(&k), "flan-t5-xl b8 s512 step: consistent (%llu ops)", (unsigned long long)k.ops);
+    diag("flan-t5-xl b8 s512: one step generated in %.1f ms; generator host memory %.2f MiB", ms,
+         workload_host_bytes(w) / 1048576.0);
+    ok(workload_host_bytes(w) < 100u << 20, "generator host memory stays under 100 MiB");
+    is_int(k.cat[CAT_PARAM], 2849757184LL * 2, "bf16 weights");
+    ws_fini(&k);
+    workload_destroy(w);
+}
+
+int main(void)
+{
+    test_consistency();
+    test_korthikanti();
+    test_flan_t5_xl_step();
+    return done_testing();
+}
