@@ -1,0 +1,797 @@
+/* pickle.c: a stack machine for the plain-data pickle opcodes (see pickle.h). It follows CPython's
+ * Unpickler: MARK opens a new stack frame whose items only the marked opcodes (LIST, TUPLE, DICT,
+ * APPENDS, SETITEMS) can reach, MEMOIZE stores under len(memo), and values are shared through the
+ * memo rather than copied. Values and container arrays come from an arena of chunks; the stack,
+ * mark and memo arrays are scratch space freed when parsing ends. */
+#include "replay/pickle.h"
+
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Values are 16 bytes; strings and containers keep their variable part in a second record. */
+struct pickle_string {
+    size_t len;
+    char data[];  /* NUL-terminated copy */
+};
+
+struct pickle_seq {
+    struct pickle_value **items;  /* a dict interleaves key, value, key, value, ... */
+    size_t len;                   /* items of a list or tuple; pairs of a dict */
+    size_t cap;                   /* slots in items */
+};
+
+struct pickle_value {
+    unsigned char type;  /* enum pickle_type */
+    bool negative;       /* int: bits holds a negative value in two's complement */
+    union {
+        bool b;
+        uint64_t bits;
+        double f;
+        struct pickle_string *s;
+        struct pickle_seq *seq;
+    } as;
+};
+
+#define ARENA_CHUNK (64 * 1024)
+#define ARENA_ALIGN 8  /* the strictest alignment of what the arena holds: pointers, uint64_t, double */
+
+struct arena_chunk {
+    struct arena_chunk *next;
+    size_t used, size;
+    alignas(max_align_t) unsigned char data[];
+};
+
+struct pickle_doc {
+    struct arena_chunk *chunks;  /* the head is the one being filled */
+    const struct pickle_value *root;
+};
+
+/* Allocates from the arena; a request larger than a quarter chunk gets a chunk of its own, linked
+ * behind the head so the head's free space is not abandoned. */
+static void *arena_alloc(struct pickle_doc *doc, size_t n)
+{
+    n = (n + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
+    struct arena_chunk *head = doc->chunks;
+    if (head && head->size - head->used >= n) {
+        void *p = head->data + head->used;
+        head->used += n;
+        return p;
+    }
+    bool own = n > ARENA_CHUNK / 4;
+    size_t size = own ? n : ARENA_CHUNK;
+    struct arena_chunk *c = malloc(sizeof *c + size);
+    if (!c)
+        return NULL;
+    c->size = size;
+    c->used = n;
+    if (own && head) {
+        c->next = head->next;
+        head->next = c;
+    } else {
+        c->next = head;
+        doc->chunks = c;
+    }
+    return c->data;
+}
+
+void pickle_free(struct pickle_doc *doc)
+{
+    if (!doc)
+        return;
+    struct arena_chunk *c = doc->chunks;
+    while (c) {
+        struct arena_chunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    free(doc);
+}
+
+/* ---- opcodes ---- */
+
+enum opcode {
+    OP_MARK = 0x28, OP_STOP = 0x2e, OP_EMPTY_TUPLE = 0x29, OP_BINBYTES = 0x42, OP_SHORT_BINBYTES = 0x43,
+    OP_BINFLOAT = 0x47, OP_BININT = 0x4a, OP_BININT1 = 0x4b, OP_BININT2 = 0x4d, OP_NONE = 0x4e,
+    OP_BINUNICODE = 0x58, OP_EMPTY_LIST = 0x5d, OP_APPEND = 0x61, OP_DICT = 0x64, OP_APPENDS = 0x65,
+    OP_GET = 0x67, OP_BINGET = 0x68, OP_LONG_BINGET = 0x6a, OP_LIST = 0x6c, OP_PUT = 0x70, OP_BINPUT = 0x71,
+    OP_LONG_BINPUT = 0x72, OP_SETITEM = 0x73, OP_TUPLE = 0x74, OP_SETITEMS = 0x75, OP_EMPTY_DICT = 0x7d,
+    OP_PROTO = 0x80, OP_TUPLE1 = 0x85, OP_TUPLE2 = 0x86, OP_TUPLE3 = 0x87, OP_NEWTRUE = 0x88,
+    OP_NEWFALSE = 0x89, OP_LONG1 = 0x8a, OP_LONG4 = 0x8b, OP_SHORT_BINUNICODE = 0x8c, OP_BINUNICODE8 = 0x8d,
+    OP_BINBYTES8 = 0x8e, OP_MEMOIZE = 0x94, OP_FRAME = 0x95,
+};
+
+/* Every opcode of pickle protocols 0-5 (Lib/pickletools.py), for messages. */
+static const char *const opcode_names[256] = {
+    ['('] = "MARK", ['.'] = "STOP", ['0'] = "POP", ['1'] = "POP_MARK", ['2'] = "DUP", ['F'] = "FLOAT",
+    ['I'] = "INT", ['J'] = "BININT", ['K'] = "BININT1", ['L'] = "LONG", ['M'] = "BININT2", ['N'] = "NONE",
+    ['P'] = "PERSID", ['Q'] = "BINPERSID", ['R'] = "REDUCE", ['S'] = "STRING", ['T'] = "BINSTRING",
+    ['U'] = "SHORT_BINSTRING", ['V'] = "UNICODE", ['X'] = "BINUNICODE", ['a'] = "APPEND", ['b'] = "BUILD",
+    ['c'] = "GLOBAL", ['d'] = "DICT", ['}'] = "EMPTY_DICT", ['e'] = "APPENDS", ['g'] = "GET",
+    ['h'] = "BINGET", ['i'] = "INST", ['j'] = "LONG_BINGET", ['l'] = "LIST", [']'] = "EMPTY_LIST",
+    ['o'] = "OBJ", ['p'] = "PUT", ['q'] = "BINPUT", ['r'] = "LONG_BINPUT", ['s'] = "SETITEM",
+    ['t'] = "TUPLE", [')'] = "EMPTY_TUPLE", ['u'] = "SETITEMS", ['G'] = "BINFLOAT", ['B'] = "BINBYTES",
+    ['C'] = "SHORT_BINBYTES", [0x80] = "PROTO", [0x81] = "NEWOBJ", [0x82] = "EXT1", [0x83] = "EXT2",
+    [0x84] = "EXT4", [0x85] = "TUPLE1", [0x86] = "TUPLE2", [0x87] = "TUPLE3", [0x88] = "NEWTRUE",
+    [0x89] = "NEWFALSE", [0x8a] = "LONG1", [0x8b] = "LONG4", [0x8c] = "SHORT_BINUNICODE",
+    [0x8d] = "BINUNICODE8", [0x8e] = "BINBYTES8", [0x8f] = "EMPTY_SET", [0x90] = "ADDITEMS",
+    [0x91] = "FROZENSET", [0x92] = "NEWOBJ_EX", [0x93] = "STACK_GLOBAL", [0x94] = "MEMOIZE",
+    [0x95] = "FRAME", [0x96] = "BYTEARRAY8", [0x97] = "NEXT_BUFFER", [0x98] = "READONLY_BUFFER",
+};
+
+/* ---- parser state and errors ---- */
+
+struct parser {
+    const char *name;
+    const unsigned char *data;
+    size_t len, pos;
+    size_t op_pos;         /* offset of the opcode being executed */
+    unsigned char op;
+    struct pickle_doc *doc;
+    struct pickle_value **stack;
+    size_t depth, stack_cap;
+    size_t *marks;         /* stack depths at each open MARK */
+    size_t nmarks, marks_cap;
+    struct pickle_value **memo;  /* NULL where nothing was stored */
+    size_t memo_cap, memo_count;
+    struct err *e;
+};
+
+static const char *op_name(const struct parser *p)
+{
+    return opcode_names[p->op];
+}
+
+static int out_of_memory(struct parser *p)
+{
+    return err_set(p->e, ERR_INTERNAL, "%s: out of memory at byte %zu of the pickle", p->name, p->op_pos);
+}
+
+static int malformed(struct parser *p, const char *what)
+{
+    return err_set(p->e, ERR_INPUT, "%s: byte %zu: malformed pickle: %s %s", p->name, p->op_pos, op_name(p), what);
+}
+
+static int truncated(struct parser *p, uint64_t needed)
+{
+    return err_set(p->e, ERR_INPUT, "%s: truncated pickle at byte %zu (%s at byte %zu needs %llu byte%s, %zu left)",
+                   p->name, p->len, op_name(p), p->op_pos, (unsigned long long)needed, needed == 1 ? "" : "s",
+                   p->len - p->pos);
+}
+
+/* The next n argument bytes, or NULL (error set) when the data ends first. */
+static const unsigned char *take(struct parser *p, uint64_t n)
+{
+    if (n > p->len - p->pos) {
+        truncated(p, n);
+        return NULL;
+    }
+    const unsigned char *b = p->data + p->pos;
+    p->pos += n;
+    return b;
+}
+
+static uint64_t little_endian(const unsigned char *b, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = n; i-- > 0;)
+        v = v << 8 | b[i];
+    return v;
+}
+
+static int take_uint(struct parser *p, size_t n, uint64_t *out)
+{
+    const unsigned char *b = take(p, n);
+    if (!b)
+        return -1;
+    *out = little_endian(b, n);
+    return 0;
+}
+
+/* ---- values ---- */
+
+/* A value of `type` followed in the same allocation by `extra` bytes for its string or container
+ * record; the record itself is left for the caller to fill. */
+static struct pickle_value *new_value_with(struct parser *p, enum pickle_type type, size_t extra)
+{
+    struct pickle_value *v = arena_alloc(p->doc, sizeof *v + extra);
+    if (!v) {
+        out_of_memory(p);
+        return NULL;
+    }
+    memset(v, 0, sizeof *v);
+    v->type = (unsigned char)type;
+    return v;
+}
+
+static struct pickle_value *new_value(struct parser *p, enum pickle_type type)
+{
+    return new_value_with(p, type, 0);
+}
+
+/* A str or bytes value holding a copy of the n bytes at `data`. */
+static struct pickle_value *new_string(struct parser *p, enum pickle_type type, const unsigned char *data, size_t n)
+{
+    struct pickle_value *v = new_value_with(p, type, sizeof(struct pickle_string) + n + 1);
+    if (!v)
+        return NULL;
+    v->as.s = (struct pickle_string *)(v + 1);
+    v->as.s->len = n;
+    memcpy(v->as.s->data, data, n);
+    v->as.s->data[n] = '\0';
+    return v;
+}
+
+/* A list, tuple or dict holding `slots` item pointers copied from `items`. */
+static struct pickle_value *new_container(struct parser *p, enum pickle_type type, struct pickle_value **items,
+                                          size_t slots)
+{
+    struct pickle_value *v = new_value_with(p, type, sizeof(struct pickle_seq));
+    if (!v)
+        return NULL;
+    struct pickle_seq *seq = (struct pickle_seq *)(v + 1);
+    v->as.seq = seq;
+    seq->items = NULL;
+    if (slots) {
+        seq->items = arena_alloc(p->doc, slots * sizeof *items);
+        if (!seq->items) {
+            out_of_memory(p);
+            return NULL;
+        }
+        memcpy(seq->items, items, slots * sizeof *items);
+    }
+    seq->cap = slots;
+    seq->len = type == PICKLE_DICT ? slots / 2 : slots;
+    return v;
+}
+
+/* Appends item pointers to a list or dict. The first batch (pickle writes up to 1000 items per
+ * APPENDS or SETITEMS) is stored exactly; later ones grow the arena array by doubling. */
+static int container_extend(struct parser *p, struct pickle_value *v, struct pickle_value **items, size_t n)
+{
+    if (n == 0)
+        return 0;
+    size_t used = v->type == PICKLE_DICT ? 2 * v->as.seq->len : v->as.seq->len;
+    if (used + n > v->as.seq->cap) {
+        size_t cap = used ? v->as.seq->cap : n;
+        while (cap < used + n)
+            cap = cap < 4 ? 8 : 2 * cap;
+        struct pickle_value **grown = arena_alloc(p->doc, cap * sizeof *grown);
+        if (!grown)
+            return out_of_memory(p);
+        if (used)
+            memcpy(grown, v->as.seq->items, used * sizeof *grown);
+        v->as.seq->items = grown;
+        v->as.seq->cap = cap;
+    }
+    memcpy(v->as.seq->items + used, items, n * sizeof *items);
+    v->as.seq->len += v->type == PICKLE_DICT ? n / 2 : n;
+    return 0;
+}
+
+/* ---- the stack ---- */
+
+static int grow_pointers(struct parser *p, struct pickle_value ***arr, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 256;
+    while (n < need)
+        n *= 2;
+    struct pickle_value **grown = realloc(*arr, n * sizeof *grown);
+    if (!grown)
+        return out_of_memory(p);
+    memset(grown + *cap, 0, (n - *cap) * sizeof *grown);
+    *arr = grown;
+    *cap = n;
+    return 0;
+}
+
+static int push(struct parser *p, struct pickle_value *v)
+{
+    if (!v || grow_pointers(p, &p->stack, &p->stack_cap, p->depth + 1))
+        return -1;
+    p->stack[p->depth++] = v;
+    return 0;
+}
+
+/* Depth of the innermost open MARK: items below it are out of reach until it is popped. */
+static size_t stack_base(const struct parser *p)
+{
+    return p->nmarks ? p->marks[p->nmarks - 1] : 0;
+}
+
+/* Checks that the current stack frame holds at least n values. */
+static int require(struct parser *p, size_t n)
+{
+    size_t have = p->depth - stack_base(p);
+    if (have >= n)
+        return 0;
+    return err_set(p->e, ERR_INPUT, "%s: byte %zu: malformed pickle: %s needs %zu value%s on the stack, found %zu",
+                   p->name, p->op_pos, op_name(p), n, n == 1 ? "" : "s", have);
+}
+
+static int push_mark(struct parser *p)
+{
+    if (p->nmarks == p->marks_cap) {
+        size_t n = p->marks_cap ? 2 * p->marks_cap : 64;
+        size_t *grown = realloc(p->marks, n * sizeof *grown);
+        if (!grown)
+            return out_of_memory(p);
+        p->marks = grown;
+        p->marks_cap = n;
+    }
+    p->marks[p->nmarks++] = p->depth;
+    return 0;
+}
+
+/* Closes the innermost MARK: *items and *n are the values pushed since, now popped (they stay in
+ * the stack array until the next push, long enough to be copied). */
+static int pop_mark(struct parser *p, struct pickle_value ***items, size_t *n)
+{
+    if (!p->nmarks)
+        return malformed(p, "without a preceding MARK");
+    size_t base = p->marks[--p->nmarks];
+    *items = p->stack + base;
+    *n = p->depth - base;
+    p->depth = base;
+    return 0;
+}
+
+/* The container right below the closed MARK, which APPENDS and SETITEMS extend. */
+static struct pickle_value *mark_target(struct parser *p, enum pickle_type want)
+{
+    if (p->depth == stack_base(p)) {
+        malformed(p, want == PICKLE_LIST ? "has no list below its MARK" : "has no dict below its MARK");
+        return NULL;
+    }
+    struct pickle_value *target = p->stack[p->depth - 1];
+    if (target->type != want) {
+        err_set(p->e, ERR_INPUT, "%s: byte %zu: malformed pickle: %s on a %s, expected a %s", p->name, p->op_pos,
+                op_name(p), pickle_type_name(pickle_type(target)), pickle_type_name(want));
+        return NULL;
+    }
+    return target;
+}
+
+/* ---- opcode handlers ---- */
+
+static int push_int(struct parser *p, uint64_t bits, bool negative)
+{
+    struct pickle_value *v = new_value(p, PICKLE_INT);
+    if (v) {
+        v->as.bits = bits;
+        v->negative = negative;
+    }
+    return push(p, v);
+}
+
+/* BININT (signed 32-bit), BININT1 and BININT2 (unsigned). */
+static int op_binint(struct parser *p, size_t width)
+{
+    uint64_t raw;
+    if (take_uint(p, width, &raw))
+        return -1;
+    if (width == 4) {
+        int64_t v = (int32_t)(uint32_t)raw;
+        return push_int(p, (uint64_t)v, v < 0);
+    }
+    return push_int(p, raw, false);
+}
+
+/* LONG1/LONG4: a little-endian two's complement integer of any length, accepted when it lies in
+ * [-2^63, 2^64-1]: bytes past the eighth must only extend the sign. */
+static int op_long(struct parser *p, size_t width)
+{
+    uint64_t n;
+    if (take_uint(p, width, &n))
+        return -1;
+    if (width == 4 && n > INT32_MAX)
+        return malformed(p, "has a negative byte count");
+    const unsigned char *b = take(p, n);
+    if (!b)
+        return -1;
+    bool negative = n && (b[n - 1] & 0x80);
+    size_t low = n < 8 ? n : 8;
+    uint64_t bits = little_endian(b, low);
+    if (negative && low < 8)
+        bits |= ~UINT64_C(0) << (8 * low);
+    bool fits = !negative || (bits >> 63);
+    for (size_t i = 8; i < n && fits; i++)
+        fits = b[i] == (negative ? 0xff : 0x00);
+    if (!fits)
+        return err_set(p->e, ERR_INPUT,
+                       "%s: byte %zu: integer does not fit in 64 bits (%s of %llu bytes): oomlab reads ints from -2^63 "
+                       "to 2^64-1",
+                       p->name, p->op_pos, op_name(p), (unsigned long long)n);
+    return push_int(p, bits, negative);
+}
+
+static int op_binfloat(struct parser *p)
+{
+    const unsigned char *b = take(p, 8);
+    if (!b)
+        return -1;
+    uint64_t bits = 0;
+    for (int i = 0; i < 8; i++)
+        bits = bits << 8 | b[i];
+    struct pickle_value *v = new_value(p, PICKLE_FLOAT);
+    if (v)
+        memcpy(&v->as.f, &bits, sizeof v->as.f);
+    return push(p, v);
+}
+
+static int op_bool(struct parser *p, bool b)
+{
+    struct pickle_value *v = new_value(p, PICKLE_BOOL);
+    if (v)
+        v->as.b = b;
+    return push(p, v);
+}
+
+/* str or bytes whose length is a `width`-byte little-endian prefix. */
+static int op_string(struct parser *p, enum pickle_type type, size_t width)
+{
+    uint64_t n;
+    if (take_uint(p, width, &n))
+        return -1;
+    const unsigned char *b = take(p, n);
+    return b ? push(p, new_string(p, type, b, n)) : -1;
+}
+
+static int op_empty(struct parser *p, enum pickle_type type)
+{
+    return push(p, new_container(p, type, NULL, 0));
+}
+
+/* LIST, TUPLE and DICT: a new container from the values since the last MARK. */
+static int op_from_mark(struct parser *p, enum pickle_type type)
+{
+    struct pickle_value **items = NULL;
+    size_t n = 0;
+    if (pop_mark(p, &items, &n))
+        return -1;
+    if (type == PICKLE_DICT && n % 2)
+        return malformed(p, "has an odd number of values after its MARK");
+    return push(p, new_container(p, type, items, n));
+}
+
+/* TUPLE1, TUPLE2, TUPLE3. */
+static int op_small_tuple(struct parser *p, size_t n)
+{
+    if (require(p, n))
+        return -1;
+    p->depth -= n;
+    return push(p, new_container(p, PICKLE_TUPLE, p->stack + p->depth, n));
+}
+
+static int op_append(struct parser *p)
+{
+    if (require(p, 2))
+        return -1;
+    struct pickle_value *list = p->stack[p->depth - 2];
+    if (list->type != PICKLE_LIST)
+        return err_set(p->e, ERR_INPUT, "%s: byte %zu: malformed pickle: APPEND to a %s, expected a list", p->name,
+                       p->op_pos, pickle_type_name(pickle_type(list)));
+    p->depth--;
+    return container_extend(p, list, p->stack + p->depth, 1);
+}
+
+static int op_setitem(struct parser *p)
+{
+    if (require(p, 3))
+        return -1;
+    struct pickle_value *dict = p->stack[p->depth - 3];
+    if (dict->type != PICKLE_DICT)
+        return err_set(p->e, ERR_INPUT, "%s: byte %zu: malformed pickle: SETITEM on a %s, expected a dict", p->name,
+                       p->op_pos, pickle_type_name(pickle_type(dict)));
+    p->depth -= 2;
+    return container_extend(p, dict, p->stack + p->depth, 2);
+}
+
+/* APPENDS and SETITEMS: extend the container below the MARK with the values above it. */
+static int op_extend(struct parser *p, enum pickle_type type)
+{
+    struct pickle_value **items = NULL;
+    size_t n = 0;
+    if (pop_mark(p, &items, &n))
+        return -1;
+    if (type == PICKLE_DICT && n % 2)
+        return malformed(p, "has an odd number of values after its MARK");
+    struct pickle_value *target = mark_target(p, type);
+    if (!target)
+        return -1;
+    return container_extend(p, target, items, n);
+}
+
+/* Memo indices are bounded by the input size (a pickle stores fewer objects than it has bytes),
+ * which keeps a hostile LONG_BINPUT from reserving gigabytes. */
+static int check_memo_index(struct parser *p, uint64_t index)
+{
+    if (index <= p->len)
+        return 0;
+    return err_set(p->e, ERR_INPUT, "%s: byte %zu: malformed pickle: %s index %llu is out of range", p->name,
+                   p->op_pos, op_name(p), (unsigned long long)index);
+}
+
+static int memo_put(struct parser *p, uint64_t index)
+{
+    if (check_memo_index(p, index) || require(p, 1) ||
+        grow_pointers(p, &p->memo, &p->memo_cap, (size_t)index + 1))
+        return -1;
+    if (!p->memo[index])
+        p->memo_count++;
+    p->memo[index] = p->stack[p->depth - 1];
+    return 0;
+}
+
+static int memo_get(struct parser *p, uint64_t index)
+{
+    if (check_memo_index(p, index))
+        return -1;
+    if (index >= p->memo_cap || !p->memo[index])
+        return err_set(p->e, ERR_INPUT, "%s: byte %zu: malformed pickle: %s of memo index %llu, which was never stored",
+                       p->name, p->op_pos, op_name(p), (unsigned long long)index);
+    return push(p, p->memo[index]);
+}
+
+/* The decimal argument of the text opcodes PUT and GET, ended by a newline. */
+static int take_decimal_line(struct parser *p, uint64_t *out)
+{
+    const unsigned char *start = p->data + p->pos;
+    const unsigned char *nl = memchr(start, '\n', p->len - p->pos);
+    if (!nl)
+        return err_set(p->e, ERR_INPUT, "%s: truncated pickle at byte %zu (%s at byte %zu has no ending newline)",
+                       p->name, p->len, op_name(p), p->op_pos);
+    uint64_t v = 0;
+    for (const unsigned char *c = start; c < nl; c++) {
+        if (*c < '0' || *c > '9' || v > p->len)
+            return malformed(p, "has an argument that is not a memo index");
+        v = v * 10 + (uint64_t)(*c - '0');
+    }
+    if (nl == start)
+        return malformed(p, "has an argument that is not a memo index");
+    p->pos = (size_t)(nl - p->data) + 1;
+    *out = v;
+    return 0;
+}
+
+/* PUT, BINPUT, LONG_BINPUT, GET, BINGET, LONG_BINGET: width 0 is the text form. */
+static int op_memo(struct parser *p, size_t width, bool put)
+{
+    uint64_t index = 0;
+    if (width ? take_uint(p, width, &index) : take_decimal_line(p, &index))
+        return -1;
+    return put ? memo_put(p, index) : memo_get(p, index);
+}
+
+static int op_proto(struct parser *p)
+{
+    uint64_t version;
+    if (take_uint(p, 1, &version))
+        return -1;
+    if (version > 5)
+        return err_set(p->e, ERR_INPUT, "%s: byte %zu: unsupported pickle protocol %llu (the highest is 5)", p->name,
+                       p->op_pos, (unsigned long long)version);
+    return 0;
+}
+
+/* FRAME only announces how many bytes follow; a frame longer than the data means truncation. */
+static int op_frame(struct parser *p)
+{
+    uint64_t size;
+    if (take_uint(p, 8, &size))
+        return -1;
+    if (size > p->len - p->pos)
+        return truncated(p, size);
+    return 0;
+}
+
+static int unsupported(struct parser *p)
+{
+    if (!op_name(p))
+        return err_set(p->e, ERR_INPUT, "%s: byte %zu: invalid pickle opcode 0x%02x (not a pickle, or a corrupt one)",
+                       p->name, p->op_pos, p->op);
+    return err_set(p->e, ERR_INPUT,
+                   "%s: byte %zu: unsupported pickle opcode 0x%02x (%s): oomlab reads only dicts, lists, tuples, "
+                   "strings, bytes, ints, floats, bools and None",
+                   p->name, p->op_pos, p->op, op_name(p));
+}
+
+static int run_opcode(struct parser *p)
+{
+    switch (p->op) {
+    case OP_PROTO: return op_proto(p);
+    case OP_FRAME: return op_frame(p);
+    case OP_MARK: return push_mark(p);
+    case OP_NONE: return push(p, new_value(p, PICKLE_NONE));
+    case OP_NEWTRUE: return op_bool(p, true);
+    case OP_NEWFALSE: return op_bool(p, false);
+    case OP_BININT: return op_binint(p, 4);
+    case OP_BININT1: return op_binint(p, 1);
+    case OP_BININT2: return op_binint(p, 2);
+    case OP_LONG1: return op_long(p, 1);
+    case OP_LONG4: return op_long(p, 4);
+    case OP_BINFLOAT: return op_binfloat(p);
+    case OP_SHORT_BINUNICODE: return op_string(p, PICKLE_STR, 1);
+    case OP_BINUNICODE: return op_string(p, PICKLE_STR, 4);
+    case OP_BINUNICODE8: return op_string(p, PICKLE_STR, 8);
+    case OP_SHORT_BINBYTES: return op_string(p, PICKLE_BYTES, 1);
+    case OP_BINBYTES: return op_string(p, PICKLE_BYTES, 4);
+    case OP_BINBYTES8: return op_string(p, PICKLE_BYTES, 8);
+    case OP_EMPTY_DICT: return op_empty(p, PICKLE_DICT);
+    case OP_EMPTY_LIST: return op_empty(p, PICKLE_LIST);
+    case OP_EMPTY_TUPLE: return op_empty(p, PICKLE_TUPLE);
+    case OP_DICT: return op_from_mark(p, PICKLE_DICT);
+    case OP_LIST: return op_from_mark(p, PICKLE_LIST);
+    case OP_TUPLE: return op_from_mark(p, PICKLE_TUPLE);
+    case OP_TUPLE1: return op_small_tuple(p, 1);
+    case OP_TUPLE2: return op_small_tuple(p, 2);
+    case OP_TUPLE3: return op_small_tuple(p, 3);
+    case OP_APPEND: return op_append(p);
+    case OP_APPENDS: return op_extend(p, PICKLE_LIST);
+    case OP_SETITEM: return op_setitem(p);
+    case OP_SETITEMS: return op_extend(p, PICKLE_DICT);
+    case OP_MEMOIZE: return memo_put(p, p->memo_count);
+    case OP_PUT: return op_memo(p, 0, true);
+    case OP_BINPUT: return op_memo(p, 1, true);
+    case OP_LONG_BINPUT: return op_memo(p, 4, true);
+    case OP_GET: return op_memo(p, 0, false);
+    case OP_BINGET: return op_memo(p, 1, false);
+    case OP_LONG_BINGET: return op_memo(p, 4, false);
+    default: return unsupported(p);
+    }
+}
+
+/* Runs opcodes up to STOP and leaves the value it pops in doc->root. */
+static int run(struct parser *p)
+{
+    while (p->pos < p->len) {
+        p->op_pos = p->pos;
+        p->op = p->data[p->pos++];
+        if (p->op == OP_STOP) {
+            if (require(p, 1))
+                return -1;
+            p->doc->root = p->stack[--p->depth];
+            return 0;
+        }
+        if (run_opcode(p))
+            return -1;
+    }
+    return err_set(p->e, ERR_INPUT, "%s: truncated pickle at byte %zu (no STOP opcode)", p->name, p->len);
+}
+
+int pickle_parse(const char *name, const unsigned char *data, size_t len, struct pickle_doc **out, struct err *e)
+{
+    *out = NULL;
+    struct parser p = {.name = name, .data = data, .len = len, .e = e};
+    p.doc = calloc(1, sizeof *p.doc);
+    if (!p.doc)
+        return err_set(e, ERR_INTERNAL, "%s: out of memory reading the pickle", name);
+    int rc = run(&p);
+    free(p.stack);
+    free(p.marks);
+    free(p.memo);
+    if (rc) {
+        pickle_free(p.doc);
+        return -1;
+    }
+    *out = p.doc;
+    return 0;
+}
+
+/* ---- the value API ---- */
+
+const struct pickle_value *pickle_root(const struct pickle_doc *doc)
+{
+    return doc->root;
+}
+
+enum pickle_type pickle_type(const struct pickle_value *v)
+{
+    return (enum pickle_type)v->type;
+}
+
+const char *pickle_type_name(enum pickle_type t)
+{
+    static const char *const names[] = {
+        [PICKLE_NONE] = "None", [PICKLE_BOOL] = "bool",   [PICKLE_INT] = "int",
+        [PICKLE_FLOAT] = "float", [PICKLE_STR] = "str",   [PICKLE_BYTES] = "bytes",
+        [PICKLE_LIST] = "list", [PICKLE_TUPLE] = "tuple", [PICKLE_DICT] = "dict",
+    };
+    return names[t];
+}
+
+bool pickle_get_bool(const struct pickle_value *v, bool *out)
+{
+    if (v->type != PICKLE_BOOL)
+        return false;
+    *out = v->as.b;
+    return true;
+}
+
+bool pickle_get_i64(const struct pickle_value *v, int64_t *out)
+{
+    if (v->type != PICKLE_INT || (!v->negative && v->as.bits > INT64_MAX))
+        return false;
+    *out = (int64_t)v->as.bits;
+    return true;
+}
+
+bool pickle_get_u64(const struct pickle_value *v, uint64_t *out)
+{
+    if (v->type != PICKLE_INT || v->negative)
+        return false;
+    *out = v->as.bits;
+    return true;
+}
+
+bool pickle_get_float(const struct pickle_value *v, double *out)
+{
+    if (v->type != PICKLE_FLOAT)
+        return false;
+    *out = v->as.f;
+    return true;
+}
+
+const char *pickle_str(const struct pickle_value *v, size_t *len)
+{
+    if (v->type != PICKLE_STR)
+        return NULL;
+    if (len)
+        *len = v->as.s->len;
+    return v->as.s->data;
+}
+
+const unsigned char *pickle_bytes(const struct pickle_value *v, size_t *len)
+{
+    if (v->type != PICKLE_BYTES)
+        return NULL;
+    if (len)
+        *len = v->as.s->len;
+    return (const unsigned char *)v->as.s->data;
+}
+
+static bool is_container(const struct pickle_value *v)
+{
+    return v->type == PICKLE_LIST || v->type == PICKLE_TUPLE || v->type == PICKLE_DICT;
+}
+
+size_t pickle_len(const struct pickle_value *v)
+{
+    return is_container(v) ? v->as.seq->len : 0;
+}
+
+const struct pickle_value *pickle_item(const struct pickle_value *v, size_t i)
+{
+    if ((v->type != PICKLE_LIST && v->type != PICKLE_TUPLE) || i >= v->as.seq->len)
+        return NULL;
+    return v->as.seq->items[i];
+}
+
+const struct pickle_value *pickle_dict_key(const struct pickle_value *dict, size_t i)
+{
+    if (dict->type != PICKLE_DICT || i >= dict->as.seq->len)
+        return NULL;
+    return dict->as.seq->items[2 * i];
+}
+
+const struct pickle_value *pickle_dict_value(const struct pickle_value *dict, size_t i)
+{
+    if (dict->type != PICKLE_DICT || i >= dict->as.seq->len)
+        return NULL;
+    return dict->as.seq->items[2 * i + 1];
+}
+
+const struct pickle_value *pickle_dict_get(const struct pickle_value *dict, const char *key)
+{
+    if (dict->type != PICKLE_DICT)
+        return NULL;
+    size_t klen = strlen(key);
+    for (size_t i = dict->as.seq->len; i-- > 0;) {
+        const struct pickle_value *k = dict->as.seq->items[2 * i];
+        if (k->type == PICKLE_STR && k->as.s->len == klen && memcmp(k->as.s->data, key, klen) == 0)
+            return dict->as.seq->items[2 * i + 1];
+    }
+    return NULL;
+}

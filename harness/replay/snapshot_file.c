@@ -1,0 +1,579 @@
+/* snapshot_file.c: walks the value tree of a snapshot pickle (replay/pickle.h) into struct snapshot.
+ * Every read goes through a typed getter that knows the path of the value inside the file, so a
+ * missing key or a wrong type is reported as "FILE: segments[3].blocks[2].size: ...". */
+#include "replay/snapshot_file.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay/pickle.h"
+
+/* One step of a path inside the file: a dict key, or (key NULL) a list index. */
+struct path_step {
+    const char *key;
+    size_t index;
+};
+
+#define PATH_DEPTH 8  /* more than the deepest path read: segments[i].blocks[j].size has 5 steps */
+
+struct reader {
+    const char *name;
+    struct err *e;
+    struct path_step path[PATH_DEPTH];  /* where the value being read sits; formatted only for messages */
+    size_t depth;
+    char where[256];
+    enum { BLOCKS_UNSEEN, BLOCKS_WITH_ADDRESS, BLOCKS_WITHOUT_ADDRESS } block_layout;
+};
+
+/* ---- paths and typed getters ---- */
+
+/* Steps into a key or index of the current value; returns the previous depth, for path_restore. */
+static size_t path_enter(struct reader *r, const char *key, size_t index)
+{
+    size_t saved = r->depth;
+    if (r->depth < PATH_DEPTH)
+        r->path[r->depth++] = (struct path_step){key, index};
+    return saved;
+}
+
+static size_t path_enter_key(struct reader *r, const char *key)
+{
+    return path_enter(r, key, 0);
+}
+
+static size_t path_enter_index(struct reader *r, size_t i)
+{
+    return path_enter(r, NULL, i);
+}
+
+static void path_restore(struct reader *r, size_t depth)
+{
+    r->depth = depth;
+}
+
+/* The current path as text ("segments[3].blocks[2].size"), or "top level". */
+static const char *where(struct reader *r)
+{
+    size_t used = 0;
+    r->where[0] = '\0';
+    for (size_t i = 0; i < r->depth && used < sizeof r->where; i++) {
+        const struct path_step *s = &r->path[i];
+        int n = s->key ? snprintf(r->where + used, sizeof r->where - used, "%s%s", i ? "." : "", s->key)
+                       : snprintf(r->where + used, sizeof r->where - used, "[%zu]", s->index);
+        used += n < 0 ? 0 : (size_t)n;
+    }
+    return r->depth ? r->where : "top level";
+}
+
+static int type_error(struct reader *r, const char *expected, const struct pickle_value *v)
+{
+    return err_set(r->e, ERR_INPUT, "%s: %s: expected %s, got %s", r->name, where(r), expected,
+                   pickle_type_name(pickle_type(v)));
+}
+
+/* The value under `key` of the dict at the current path, or NULL: with an error when `required`. */
+static const struct pickle_value *lookup(struct reader *r, const struct pickle_value *dict, const char *key,
+                                         bool required)
+{
+    const struct pickle_value *v = pickle_dict_get(dict, key);
+    if (!v && required)
+        err_set(r->e, ERR_INPUT, "%s: %s: missing key '%s'", r->name, where(r), key);
+    return v;
+}
+
+static int as_u64(struct reader *r, const struct pickle_value *v, uint64_t *out)
+{
+    if (pickle_get_u64(v, out))
+        return 0;
+    int64_t negative;
+    if (pickle_get_i64(v, &negative))
+        return err_set(r->e, ERR_INPUT, "%s: %s: expected a non-negative int, got %lld", r->name, where(r),
+                       (long long)negative);
+    return type_error(r, "an int", v);
+}
+
+static int as_i64(struct reader *r, const struct pickle_value *v, int64_t *out)
+{
+    if (pickle_get_i64(v, out))
+        return 0;
+    uint64_t big;
+    if (pickle_get_u64(v, &big))
+        return err_set(r->e, ERR_INPUT, "%s: %s: expected an int below 2^63, got %llu", r->name, where(r),
+                       (unsigned long long)big);
+    return type_error(r, "an int", v);
+}
+
+static int as_str(struct reader *r, const struct pickle_value *v, const char **out)
+{
+    *out = pickle_str(v, NULL);
+    return *out ? 0 : type_error(r, "a str", v);
+}
+
+static int as_bool(struct reader *r, const struct pickle_value *v, bool *out)
+{
+    return pickle_get_bool(v, out) ? 0 : type_error(r, "a bool", v);
+}
+
+/* A float, or an int standing for one. */
+static int as_float(struct reader *r, const struct pickle_value *v, double *out)
+{
+    int64_t i;
+    if (pickle_get_float(v, out))
+        return 0;
+    if (!pickle_get_i64(v, &i))
+        return type_error(r, "a float", v);
+    *out = (double)i;
+    return 0;
+}
+
+static int as_list(struct reader *r, const struct pickle_value *v)
+{
+    return pickle_type(v) == PICKLE_LIST ? 0 : type_error(r, "a list", v);
+}
+
+static int as_dict(struct reader *r, const struct pickle_value *v)
+{
+    return pickle_type(v) == PICKLE_DICT ? 0 : type_error(r, "a dict", v);
+}
+
+/* Finds `text` among `n` names: its index, or -1 with an error listing the accepted names. */
+static int as_name(struct reader *r, const char *text, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(text, names[i]) == 0)
+            return (int)i;
+    char list[256] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < n && used < sizeof list; i++) {
+        const char *sep = i == 0 ? "" : i + 1 == n ? " or " : ", ";
+        int w = snprintf(list + used, sizeof list - used, "%s'%s'", sep, names[i]);
+        used += w < 0 ? 0 : (size_t)w;
+    }
+    return err_set(r->e, ERR_INPUT, "%s: %s: unknown value '%s' (expected %s)", r->name, where(r), text, list);
+}
+
+/* Field getters: the value under `key` of the dict at the current path, converted by as_*. Required
+ * unless `optional`, in which case a missing key leaves *out alone. */
+#define FIELD_GETTER(fn, type, convert)                                                                   \
+    static int fn(struct reader *r, const struct pickle_value *dict, const char *key, bool optional,       \
+                  type *out)                                                                              \
+    {                                                                                                     \
+        const struct pickle_value *v = lookup(r, dict, key, !optional);                                   \
+        if (!v)                                                                                           \
+            return optional ? 0 : -1;                                                                     \
+        size_t saved = path_enter_key(r, key);                                                            \
+        int rc = convert(r, v, out);                                                                      \
+        path_restore(r, saved);                                                                           \
+        return rc;                                                                                        \
+    }
+
+FIELD_GETTER(field_u64, uint64_t, as_u64)
+FIELD_GETTER(field_i64, int64_t, as_i64)
+FIELD_GETTER(field_str, const char *, as_str)
+FIELD_GETTER(field_bool, bool, as_bool)
+FIELD_GETTER(field_float, double, as_float)
+
+/* A required field that must be a list. */
+static const struct pickle_value *field_list(struct reader *r, const struct pickle_value *dict, const char *key)
+{
+    const struct pickle_value *v = lookup(r, dict, key, true);
+    if (!v)
+        return NULL;
+    size_t saved = path_enter_key(r, key);
+    int rc = as_list(r, v);
+    path_restore(r, saved);
+    return rc ? NULL : v;
+}
+
+/* A required str field that must be one of `names`: its index, or -1. */
+static int field_name(struct reader *r, const struct pickle_value *dict, const char *key, const char *const *names,
+                      size_t n)
+{
+    const char *text;
+    if (field_str(r, dict, key, false, &text))
+        return -1;
+    size_t saved = path_enter_key(r, key);
+    int i = as_name(r, text, names, n);
+    path_restore(r, saved);
+    return i;
+}
+
+/* ---- blocks and segments ---- */
+
+static const char *const block_states[] = {[SNAP_ACTIVE_ALLOCATED] = "active_allocated",
+                                           [SNAP_ACTIVE_PENDING_FREE] = "active_pending_free",
+                                           [SNAP_INACTIVE] = "inactive"};
+
+/* torch 2.0 blocks carry `history` instead of `address` (inactive ones carry neither): the first
+ * block of the file decides whether blocks have addresses, and where they do not, a block starts
+ * where its predecessor ends, at `next_address`. */
+static int read_block(struct reader *r, const struct pickle_value *v, uint64_t next_address,
+                      struct snap_block *out)
+{
+    if (as_dict(r, v) || field_u64(r, v, "size", false, &out->size) ||
+        field_u64(r, v, "requested_size", true, &out->requested_size))
+        return -1;
+    int state = field_name(r, v, "state", block_states, sizeof block_states / sizeof block_states[0]);
+    if (state < 0)
+        return -1;
+    out->state = (enum snap_block_state)state;
+    if (r->block_layout == BLOCKS_UNSEEN)
+        r->block_layout = pickle_dict_get(v, "address") ? BLOCKS_WITH_ADDRESS : BLOCKS_WITHOUT_ADDRESS;
+    if (r->block_layout == BLOCKS_WITHOUT_ADDRESS) {
+        out->address = next_address;
+        return 0;
+    }
+    return field_u64(r, v, "address", false, &out->address);
+}
+
+static int read_blocks(struct reader *r, const struct pickle_value *seg, struct snap_segment *out)
+{
+    const struct pickle_value *list = field_list(r, seg, "blocks");
+    if (!list)
+        return -1;
+    size_t n = pickle_len(list);
+    out->blocks = n ? calloc(n, sizeof *out->blocks) : NULL;
+    if (n && !out->blocks)
+        return err_set(r->e, ERR_INTERNAL, "%s: out of memory for %zu blocks", r->name, n);
+    out->nblocks = n;
+    size_t saved = path_enter_key(r, "blocks");
+    uint64_t next = out->address;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        size_t in_list = path_enter_index(r, i);
+        rc = read_block(r, pickle_item(list, i), next, &out->blocks[i]);
+        path_restore(r, in_list);
+        next = out->blocks[i].address + out->blocks[i].size;
+    }
+    path_restore(r, saved);
+    return rc;
+}
+
+/* segment_pool_id, optional: a pair of ints (a tuple from Python; a list is accepted too). */
+static int read_pool_id(struct reader *r, const struct pickle_value *seg, int64_t pool_id[2])
+{
+    const struct pickle_value *v = lookup(r, seg, "segment_pool_id", false);
+    if (!v)
+        return 0;
+    size_t saved = path_enter_key(r, "segment_pool_id");
+    int rc = 0;
+    if ((pickle_type(v) != PICKLE_TUPLE && pickle_type(v) != PICKLE_LIST) || pickle_len(v) != 2)
+        rc = err_set(r->e, ERR_INPUT, "%s: %s: expected a tuple of two ints, got a %s of length %zu", r->name,
+                     where(r), pickle_type_name(pickle_type(v)), pickle_len(v));
+    for (size_t i = 0; i < 2 && rc == 0; i++) {
+        size_t in_pair = path_enter_index(r, i);
+        rc = as_i64(r, pickle_item(v, i), &pool_id[i]);
+        path_restore(r, in_pair);
+    }
+    path_restore(r, saved);
+    return rc;
+}
+
+static int read_segment(struct reader *r, const struct pickle_value *seg, struct snap_segment *out)
+{
+    static const char *const segment_types[] = {"large", "small"};
+    if (field_u64(r, seg, "address", false, &out->address) ||
+        field_u64(r, seg, "total_size", false, &out->total_size) ||
+        field_u64(r, seg, "allocated_size", false, &out->allocated_size) ||
+        field_u64(r, seg, "active_size", false, &out->active_size) ||
+        field_u64(r, seg, "requested_size", false, &out->requested_size) ||
+        field_u64(r, seg, "stream", false, &out->stream) ||
+        field_bool(r, seg, "is_expandable", true, &out->is_expandable) || read_pool_id(r, seg, out->pool_id))
+        return -1;
+    int type = field_name(r, seg, "segment_type", segment_types, 2);
+    if (type < 0)
+        return -1;
+    out->small = type == 1;
+    return read_blocks(r, seg, out);
+}
+
+static int compare_segment_address(const void *a, const void *b)
+{
+    const struct snap_segment *x = a, *y = b;
+    return x->address < y->address ? -1 : x->address > y->address;
+}
+
+/* ---- choosing the device ---- */
+
+/* The device of the segment at the current path, which must be a dict. */
+static int segment_device(struct reader *r, const struct pickle_value *seg, int *device)
+{
+    int64_t d;
+    if (as_dict(r, seg) || field_i64(r, seg, "device", false, &d))
+        return -1;
+    if (d < 0 || d > INT_MAX) {
+        size_t saved = path_enter_key(r, "device");
+        err_set(r->e, ERR_INPUT, "%s: %s: expected a device index, got %lld", r->name, where(r), (long long)d);
+        path_restore(r, saved);
+        return -1;
+    }
+    *device = (int)d;
+    return 0;
+}
+
+/* The device all segments share (0 when they disagree), at the path of the segment list. */
+static int segments_device(struct reader *r, const struct pickle_value *segs, int *device)
+{
+    int rc = 0;
+    for (size_t i = 0; i < pickle_len(segs) && rc == 0; i++) {
+        int d = 0;
+        size_t saved = path_enter_index(r, i);
+        rc = segment_device(r, pickle_item(segs, i), &d);
+        path_restore(r, saved);
+        if (i == 0)
+            *device = d;
+        else if (d != *device)
+            *device = 0;
+    }
+    return rc;
+}
+
+/* The first device with a non-empty trace, or 0. */
+static int traces_device(struct reader *r, const struct pickle_value *traces, int *device)
+{
+    size_t saved = path_enter_key(r, "device_traces");
+    int rc = 0;
+    for (size_t i = 0; i < pickle_len(traces) && i <= INT_MAX; i++) {
+        size_t in_list = path_enter_index(r, i);
+        rc = as_list(r, pickle_item(traces, i));
+        path_restore(r, in_list);
+        if (rc)
+            break;
+        if (pickle_len(pickle_item(traces, i))) {
+            *device = (int)i;
+            break;
+        }
+    }
+    path_restore(r, saved);
+    return rc;
+}
+
+/* Reads the segments on out->device, at the path of the segment list, sorted by address. */
+static int read_segments(struct reader *r, const struct pickle_value *segs, struct snapshot *out)
+{
+    size_t n = pickle_len(segs);
+    out->segments = n ? calloc(n, sizeof *out->segments) : NULL;
+    if (n && !out->segments)
+        return err_set(r->e, ERR_INTERNAL, "%s: out of memory for %zu segments", r->name, n);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        int d = 0;
+        size_t saved = path_enter_index(r, i);
+        rc = segment_device(r, pickle_item(segs, i), &d);
+        if (rc == 0 && d == out->device)
+            rc = read_segment(r, pickle_item(segs, i), &out->segments[out->nsegments++]);
+        path_restore(r, saved);
+    }
+    if (out->nsegments > 1)
+        qsort(out->segments, out->nsegments, sizeof *out->segments, compare_segment_address);
+    return rc;
+}
+
+/* ---- trace events ---- */
+
+static const char *const action_names[] = {
+    [SNAP_ALLOC] = "alloc",
+    [SNAP_FREE_REQUESTED] = "free_requested",
+    [SNAP_FREE_COMPLETED] = "free_completed",
+    [SNAP_SEGMENT_ALLOC] = "segment_alloc",
+    [SNAP_SEGMENT_FREE] = "segment_free",
+    [SNAP_SEGMENT_MAP] = "segment_map",
+    [SNAP_SEGMENT_UNMAP] = "segment_unmap",
+    [SNAP_SNAPSHOT] = "snapshot",
+    [SNAP_OOM] = "oom",
+};
+
+static enum snap_action action_of(const char *name)
+{
+    for (int a = 0; a < SNAP_OTHER; a++)
+        if (strcmp(name, action_names[a]) == 0)
+            return (enum snap_action)a;
+    return SNAP_OTHER;
+}
+
+static int read_event(struct reader *r, const struct pickle_value *ev, struct snap_event *out)
+{
+    const char *action;
+    if (as_dict(r, ev) || field_str(r, ev, "action", false, &action))
+        return -1;
+    out->action = action_of(action);
+    bool optional = out->action == SNAP_OTHER;
+    const char *addr_key = out->action == SNAP_OOM ? "device_free" : "addr";
+    if (field_u64(r, ev, addr_key, optional, &out->addr) || field_u64(r, ev, "size", optional, &out->size) ||
+        field_u64(r, ev, "stream", optional, &out->stream))
+        return -1;
+    return 0;
+}
+
+/* Reads device_traces[out->device], if there is one. */
+static int read_events(struct reader *r, const struct pickle_value *traces, struct snapshot *out)
+{
+    if ((size_t)out->device >= pickle_len(traces))
+        return 0;
+    const struct pickle_value *list = pickle_item(traces, (size_t)out->device);
+    size_t saved = path_enter_key(r, "device_traces");
+    path_enter_index(r, (size_t)out->device);
+    int rc = as_list(r, list);
+    size_t n = rc ? 0 : pickle_len(list);
+    out->events = n ? calloc(n, sizeof *out->events) : NULL;
+    if (n && !out->events)
+        rc = err_set(r->e, ERR_INTERNAL, "%s: out of memory for %zu events", r->name, n);
+    out->nevents = out->events ? n : 0;
+    for (size_t i = 0; i < out->nevents && rc == 0; i++) {
+        size_t in_list = path_enter_index(r, i);
+        rc = read_event(r, pickle_item(list, i), &out->events[i]);
+        path_restore(r, in_list);
+    }
+    path_restore(r, saved);
+    return rc;
+}
+
+/* ---- allocator settings ---- */
+
+static int read_settings(struct reader *r, const struct pickle_value *top, struct snapshot *out)
+{
+    const struct pickle_value *s = lookup(r, top, "allocator_settings", false);
+    if (!s)
+        return 0;
+    size_t saved = path_enter_key(r, "allocator_settings");
+    const char *conf = NULL;
+    int rc = 0;
+    if (as_dict(r, s) || field_bool(r, s, "expandable_segments", false, &out->expandable_segments) ||
+        field_i64(r, s, "max_split_size", false, &out->max_split_size) ||
+        field_float(r, s, "garbage_collection_threshold", false, &out->garbage_collection_threshold) ||
+        field_str(r, s, "PYTORCH_CUDA_ALLOC_CONF", true, &conf))
+        rc = -1;
+    path_restore(r, saved);
+    if (rc)
+        return -1;
+    out->has_settings = true;
+    if (conf && !(out->alloc_conf = strdup(conf)))
+        return err_set(r->e, ERR_INTERNAL, "%s: out of memory", r->name);
+    return 0;
+}
+
+/* ---- the whole file ---- */
+
+/* The path of the segment list: "segments" in the dict formats, the top level in the list one. */
+static size_t path_enter_segments(struct reader *r, bool in_dict)
+{
+    return in_dict ? path_enter_key(r, "segments") : r->depth;
+}
+
+/* The device all segments share (0 when they disagree); with no segments, the first device with
+ * a non-empty trace, or 0. */
+static int choose_device(struct reader *r, const struct pickle_value *segs, const struct pickle_value *traces,
+                         int *device)
+{
+    *device = 0;
+    size_t saved = path_enter_segments(r, traces != NULL);
+    int rc = segments_device(r, segs, device);
+    path_restore(r, saved);
+    if (rc == 0 && traces && pickle_len(segs) == 0)
+        rc = traces_device(r, traces, device);
+    return rc;
+}
+
+/* Chooses the device, then reads its segments and, in the dict formats, its trace. */
+static int read_device_state(struct reader *r, const struct pickle_value *segs, const struct pickle_value *traces,
+                             struct snapshot *out)
+{
+    if (choose_device(r, segs, traces, &out->device))
+        return -1;
+    size_t saved = path_enter_segments(r, traces != NULL);
+    int rc = read_segments(r, segs, out);
+    path_restore(r, saved);
+    if (rc || (traces && read_events(r, traces, out)))
+        return -1;
+    if (r->block_layout == BLOCKS_WITHOUT_ADDRESS && traces)
+        out->format = SNAP_FORMAT_TORCH20;
+    return 0;
+}
+
+static int read_snapshot(struct reader *r, const struct pickle_value *top, struct snapshot *out)
+{
+    if (pickle_type(top) == PICKLE_LIST) {
+        out->format = SNAP_FORMAT_SEGMENT_LIST;
+        return read_device_state(r, top, NULL, out);
+    }
+    if (pickle_type(top) != PICKLE_DICT)
+        return type_error(r, "a dict (from _dump_snapshot) or a list of segments", top);
+    out->format = SNAP_FORMAT_DICT;
+    const struct pickle_value *segs = field_list(r, top, "segments");
+    const struct pickle_value *traces = segs ? field_list(r, top, "device_traces") : NULL;
+    if (!traces || read_settings(r, top, out))
+        return -1;
+    return read_device_state(r, segs, traces, out);
+}
+
+int snapshot_parse(const char *name, const unsigned char *data, size_t len, struct snapshot *out, struct err *e)
+{
+    memset(out, 0, sizeof *out);
+    out->max_split_size = -1;
+    struct pickle_doc *doc;
+    if (pickle_parse(name, data, len, &doc, e))
+        return -1;
+    struct reader r = {.name = name, .e = e};
+    int rc = read_snapshot(&r, pickle_root(doc), out);
+    pickle_free(doc);
+    if (rc)
+        snapshot_free(out);
+    return rc;
+}
+
+static int read_whole_file(const char *path, unsigned char **data, size_t *len, struct err *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return err_set(e, ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 20, n = 0;
+    unsigned char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        unsigned char *grown = realloc(buf, cap *= 2);
+        if (!grown)
+            free(buf);
+        buf = grown;
+    }
+    int failed = !buf || ferror(f);
+    int saved = errno;
+    fclose(f);
+    if (!buf)
+        return err_set(e, ERR_INTERNAL, "%s: out of memory reading the file", path);
+    if (failed) {
+        free(buf);
+        return err_set(e, ERR_INPUT, "%s: cannot read: %s", path, strerror(saved));
+    }
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+int snapshot_load(const char *path, struct snapshot *out, struct err *e)
+{
+    unsigned char *data = NULL;
+    size_t len = 0;
+    memset(out, 0, sizeof *out);
+    if (read_whole_file(path, &data, &len, e))
+        return -1;
+    int rc = snapshot_parse(path, data, len, out, e);
+    free(data);
+    return rc;
+}
+
+void snapshot_free(struct snapshot *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->nsegments; i++)
+        free(s->segments[i].blocks);
+    free(s->segments);
+    free(s->events);
+    free(s->alloc_conf);
+    memset(s, 0, sizeof *s);
+}
