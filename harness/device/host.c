@@ -1,6 +1,9 @@
-/* host.c: the host device (see host.h). Segments are anonymous mmaps; expandable segments reserve address
- * space with PROT_NONE and map pages by making them readable and writable (and drop them with
- * MADV_DONTNEED), like cuMemAddressReserve/cuMemMap. Kernels run through the kernel table's CPU code. */
+/* host.c: the host device (see host.h). All memory lives in one large PROT_NONE address-space arena,
+ * and segments and expandable reservations are placed in it by the sim device's policy (each above every
+ * earlier one, 1 GiB apart, never reused), so the allocator model breaks best-fit ties exactly as on sim
+ * and a host run's memory figures equal the sim run's. Mapping makes pages readable and writable;
+ * unmapping drops them (MADV_DONTNEED) and makes them inaccessible again, like cuMemMap/cuMemUnmap.
+ * Kernels run through the kernel table's CPU code on the real data. */
 #include "device/host.h"
 
 #include <errno.h>
@@ -12,9 +15,29 @@
 
 #include "kernels.h"
 
+#define ARENA_BYTES (16ULL << 40) /* 16 TiB of address space, reserved, never committed as a whole */
+#define GAP (1ULL << 30)
+
 struct host {
     uint64_t used;
+    uint64_t arena, next; /* arena base; next placement */
 };
+
+/* The next placement (or 0 when the arena is exhausted). */
+static uint64_t place(struct host *h, uint64_t size)
+{
+    uint64_t at = h->next;
+    if (at + size > h->arena + ARENA_BYTES)
+        return 0;
+    h->next = at + size + GAP;
+    return at;
+}
+
+static int protect(uint64_t addr, uint64_t size, int prot)
+{
+    void *p = mmap((void *)(uintptr_t)addr, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    return p == MAP_FAILED ? -1 : 0;
+}
 
 static struct host *host_of(struct device *d)
 {
@@ -30,34 +53,35 @@ static enum dev_status host_seg_alloc(struct device *d, uint64_t size, int strea
 {
     if (!fits(d, size))
         return DEV_OOM;
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
-        return errno == ENOMEM ? DEV_OOM : (err_set(e, ERR_INTERNAL, "host: mmap of %llu bytes: %s",
+    uint64_t at = place(host_of(d), size);
+    if (!at)
+        return err_set(e, ERR_INTERNAL, "host: the 16 TiB address arena is exhausted"), DEV_ERROR;
+    if (protect(at, size, PROT_READ | PROT_WRITE))
+        return errno == ENOMEM ? DEV_OOM : (err_set(e, ERR_INTERNAL, "host: mapping %llu bytes: %s",
                                                     (unsigned long long)size, strerror(errno)), DEV_ERROR);
     host_of(d)->used += size;
-    *addr = (uint64_t)(uintptr_t)p;
+    *addr = at;
     return DEV_OK;
 }
 
 static void host_seg_free(struct device *d, uint64_t addr, uint64_t size)
 {
-    munmap((void *)(uintptr_t)addr, size);
+    protect(addr, size, PROT_NONE); /* back to reserved-only: the pages are returned to the OS */
     host_of(d)->used -= size;
 }
 
 static enum dev_status host_va_reserve(struct device *d, uint64_t size, uint64_t *addr, struct err *e)
 {
-    void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
-        return err_set(e, ERR_INTERNAL, "host: reserving %llu bytes of address space: %s", (unsigned long long)size,
-                       strerror(errno)), DEV_ERROR;
-    *addr = (uint64_t)(uintptr_t)p;
+    uint64_t at = place(host_of(d), size);
+    if (!at)
+        return err_set(e, ERR_INTERNAL, "host: the 16 TiB address arena is exhausted"), DEV_ERROR;
+    *addr = at; /* already reserved as part of the arena */
     return DEV_OK;
 }
 
 static void host_va_release(struct device *d, uint64_t addr, uint64_t size)
 {
-    munmap((void *)(uintptr_t)addr, size);
+    /* the range stays reserved in the arena and is never reused, as on sim */
 }
 
 static enum dev_status host_map(struct device *d, uint64_t addr, uint64_t size, struct err *e)
@@ -73,8 +97,7 @@ static enum dev_status host_map(struct device *d, uint64_t addr, uint64_t size, 
 
 static void host_unmap(struct device *d, uint64_t addr, uint64_t size)
 {
-    madvise((void *)(uintptr_t)addr, size, MADV_DONTNEED);
-    mprotect((void *)(uintptr_t)addr, size, PROT_NONE);
+    protect(addr, size, PROT_NONE);
     host_of(d)->used -= size;
 }
 
@@ -99,6 +122,7 @@ static void host_sync(struct device *d)
 static void host_destroy(struct device *d)
 {
     if (d) {
+        munmap((void *)(uintptr_t)host_of(d)->arena, ARENA_BYTES);
         free(d->impl);
         free(d);
     }
@@ -143,6 +167,15 @@ struct device *host_device_create(uint64_t capacity, struct err *e)
         err_set(e, ERR_INTERNAL, "out of host memory");
         return NULL;
     }
+    void *arena = mmap(NULL, ARENA_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (arena == MAP_FAILED) {
+        free(d);
+        free(h);
+        err_set(e, ERR_INTERNAL, "host: cannot reserve %llu bytes of address space: %s",
+                (unsigned long long)ARENA_BYTES, strerror(errno));
+        return NULL;
+    }
+    h->arena = h->next = (uint64_t)(uintptr_t)arena;
     d->ops = &host_ops;
     snprintf(d->name, sizeof d->name, "host");
     d->total = capacity;
