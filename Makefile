@@ -58,7 +58,7 @@ CUDA_SRCS := $(shell find harness kernels -name '*.cu' | sort)
 CUDA_OBJS := $(CUDA_SRCS:%.cu=$(BUILD)/obj/%.cu.o)
 
 .PHONY: all run test bench clean
-all: $(BUILD)/oomlab $(if $(WANT_CUDA),$(BUILD)/oomlab-cuda.so)
+all: $(BUILD)/oomlab $(if $(and $(WANT_CUDA),$(CUDA_SRCS)),$(BUILD)/oomlab-cuda.so)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
