@@ -6,12 +6,12 @@
 
 #include "tap.h"
 #include "workload/generate.h"
-#include "workload_sink.h"
+#include "workload/live_sink.h"
 
-static int run(const struct job_spec *s, struct wsink *k)
+static int run(const struct job_spec *s, struct live_sink *k)
 {
     struct err e = {0};
-    ws_init(k);
+    live_sink_init(k, &e);
     int rc = workload_generate(s, &k->base, &e);
     if (rc < 0)
         diag("generate failed: %s", e.msg);
@@ -42,11 +42,11 @@ static void korthikanti(struct job_spec *s, int layers, enum attn_impl attn)
 /* Activation bytes the forward leaves for backward: live CAT_ACTIVATION at the backward phase. */
 static int64_t saved_activations(const struct job_spec *s)
 {
-    struct wsink k;
+    struct live_sink k;
     run(s, &k);
-    const struct ws_mark *m = ws_mark(&k, "backward", 0);
+    const struct live_mark *m = live_sink_mark(&k, "backward", 0);
     int64_t v = m ? m->cat[CAT_ACTIVATION] : -1;
-    ws_fini(&k);
+    live_sink_fini(&k);
     return v;
 }
 
@@ -56,7 +56,7 @@ static void test_consistency(void)
                                    "bert-large-uncased", "clip-l-text", "llama-2-7b"};
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         struct job_spec s;
-        struct wsink k;
+        struct live_sink k;
         job_spec_init(&s);
         snprintf(s.model.preset, sizeof s.model.preset, "%s", models[i]);
         s.batch = 2;
@@ -66,15 +66,15 @@ static void test_consistency(void)
         s.eval.every = 1;
         if (i == 7)
             s.param_dtype = s.load_dtype = DT_BF16;
-        ok(run(&s, &k) == 0 && ws_consistent(&k), "%s: every FREE names a live id, every kernel tensor is live, ids unique",
+        ok(run(&s, &k) == 0 && live_sink_consistent(&k), "%s: every FREE names a live id, every kernel tensor is live, ids unique",
            models[i]);
         int64_t rest = k.live - k.cat[CAT_PARAM] - k.cat[CAT_OPTIMIZER_STATE] - k.cat[CAT_WORKSPACE];
         is_int(rest, 0, "%s: only params, optimizer state and the workspace are live after the steps", models[i]);
         is_int(k.cat[CAT_WORKSPACE], CUBLAS_WORKSPACE_DEFAULT_BYTES, "%s: one cuBLAS workspace, never freed", models[i]);
-        ws_fini(&k);
+        live_sink_fini(&k);
     }
     struct job_spec s;
-    struct wsink k;
+    struct live_sink k;
     job_spec_init(&s);
     snprintf(s.model.preset, sizeof s.model.preset, "sd15-unet");
     s.batch = 1;
@@ -87,11 +87,11 @@ static void test_consistency(void)
     s.eval.sampling_steps = 2;
     s.eval.vae_decode = true;
     s.streams = 2;
-    ok(run(&s, &k) == 0 && ws_consistent(&k), "sd15-unet with text encoder, VAE, EMA and eval: consistent");
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "sd15-unet with text encoder, VAE, EMA and eval: consistent");
     is_int(k.cat[CAT_WORKSPACE], 2 * CUBLAS_WORKSPACE_DEFAULT_BYTES, "two streams, two workspaces");
     is_int(k.cat[CAT_EMA], 859520964LL * 4, "fp32 EMA shadow of the UNet");
     is_int(k.cat[CAT_PARAM], 859520964LL * 4 + (123060480LL + 83653863LL) * 2, "UNet fp32, extras fp16");
-    ws_fini(&k);
+    live_sink_fini(&k);
 }
 
 static void test_korthikanti(void)
@@ -123,12 +123,12 @@ static void test_korthikanti(void)
     s2.model.layers = 4;
     is_int(saved_activations(&s2) - saved_activations(&s1), 2 * sbh,
            "checkpointing every 2 layers keeps one input per 2 layers");
-    struct wsink k;
+    struct live_sink k;
     korthikanti(&s1, 3, ATTN_EAGER);
     s1.fixes = 1u << FIX_GRADIENT_CHECKPOINTING;
-    ok(run(&s1, &k) == 0 && ws_consistent(&k), "checkpointed backward (recompute) is consistent");
+    ok(run(&s1, &k) == 0 && live_sink_consistent(&k), "checkpointed backward (recompute) is consistent");
     is_int(k.live - k.cat[CAT_PARAM] - k.cat[CAT_OPTIMIZER_STATE] - k.cat[CAT_WORKSPACE], 0, "and leaves nothing behind");
-    ws_fini(&k);
+    live_sink_fini(&k);
 }
 
 static double now_ms(void)
@@ -152,17 +152,17 @@ static void test_flan_t5_xl_step(void)
     ok(w != NULL, "flan-t5-xl workload created");
     if (!w)
         return;
-    struct wsink k;
-    ws_init(&k);
+    struct live_sink k;
+    live_sink_init(&k, &e);
     double t0 = now_ms();
     int rc = workload_run(w, &k.base, &e);
     double ms = now_ms() - t0;
-    ok(rc == 0 && ws_consistent(&k), "flan-t5-xl b8 s512 step: consistent (%llu ops)", (unsigned long long)k.ops);
+    ok(rc == 0 && live_sink_consistent(&k), "flan-t5-xl b8 s512 step: consistent (%llu ops)", (unsigned long long)k.ops);
     diag("flan-t5-xl b8 s512: one step generated in %.1f ms; generator host memory %.2f MiB", ms,
          workload_host_bytes(w) / 1048576.0);
     ok(workload_host_bytes(w) < 100u << 20, "generator host memory stays under 100 MiB");
     is_int(k.cat[CAT_PARAM], 2849757184LL * 2, "bf16 weights");
-    ws_fini(&k);
+    live_sink_fini(&k);
     workload_destroy(w);
 }
 
