@@ -11,6 +11,7 @@ static const struct {
 } commands[] = {
     {"run", cmd_run, "every variant of each scenario: before/after table; exit 1 if an expect: fails"},
     {"replay", cmd_replay, "replay a PyTorch snapshot or text trace under any allocator settings"},
+    {"fit", cmd_fit, "largest batch size (or sequence length) that fits, per variant"},
     {"program", cmd_program, "print a scenario variant's op program"},
     {"list", cmd_list, "presets, faults, fixes, kernels, GPU profiles, scenarios"},
 };

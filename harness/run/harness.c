@@ -64,8 +64,8 @@ static void throughput(struct variant_result *r)
     }
 }
 
-static int run_variant(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
-                       struct variant_result *r, struct err *e)
+int harness_run_variant(const struct scenario *sc, const struct variant *v, const struct job_spec *job_override,
+                        const struct harness_options *opt, struct variant_result *r, struct err *e)
 {
     *r = (struct variant_result){.scenario = sc, .variant = v};
     const char *device = opt->device ? opt->device : sc->device;
@@ -81,7 +81,7 @@ static int run_variant(const struct scenario *sc, const struct variant *v, const
             profile = gpu_profile_find("rtx5090"); /* a bare sim:SIZE is timed with the RTX 5090's rates */
         r->rates_from = profile->name;
     }
-    struct job_spec job = v->job;
+    struct job_spec job = job_override ? *job_override : v->job;
     if (profile)
         job.cublas_workspace_bytes = profile->cublas_workspace_bytes;
     struct alloc_config cfg;
@@ -117,7 +117,7 @@ int harness_run_scenario(const struct scenario *sc, const struct harness_options
     if (!res)
         return err_set(e, ERR_INTERNAL, "out of host memory");
     for (size_t i = 0; i < sc->nvariants; i++) {
-        if (run_variant(sc, &sc->variants[i], opt, &res[i], e)) {
+        if (harness_run_variant(sc, &sc->variants[i], NULL, opt, &res[i], e)) {
             free(res);
             return -1;
         }

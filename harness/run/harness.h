@@ -30,6 +30,9 @@ struct variant_result {
 /* Runs every variant of sc; *out receives nvariants results (free with free()). */
 int harness_run_scenario(const struct scenario *sc, const struct harness_options *opt, struct variant_result **out,
                          struct err *e);
+/* Runs one variant, with its job replaced by *job when job is not NULL. */
+int harness_run_variant(const struct scenario *sc, const struct variant *v, const struct job_spec *job,
+                        const struct harness_options *opt, struct variant_result *r, struct err *e);
 /* "convert_once,gradient_checkpointing" or "-" */
 void variant_fixes_text(const struct variant *v, char *buf, size_t len);
 
