@@ -3,33 +3,69 @@
 #include "cpu/cpu_kernels.h"
 #include "cpu/tensor_io.h"
 
+enum unary { U_GELU_TANH, U_GELU_ERF, U_SILU };
+
+#define CHUNK 1024
+
+/* The unary op of a call: GELU's dims[1] picks tanh or erf. */
+static enum unary unary_of(const struct kernel_call *k)
+{
+    if (k->kernel == K_SILU_FWD || k->kernel == K_SILU_BWD)
+        return U_SILU;
+    return k->dims[1] ? U_GELU_TANH : U_GELU_ERF;
+}
+
+/* y = f(x) (forward) or dx = dy * f'(x) (backward, dy given), on fp32 chunks so that each inner
+ * loop is one op over a float array, whatever the dtype. */
+static void map_unary(const struct kernel_call *k, const void *x, const void *dy, void *out)
+{
+    const enum unary op = unary_of(k);
+    const size_t n = (size_t)k->dims[0], esize = dtype_size((enum dtype)k->dtype);
+    float xb[CHUNK], gb[CHUNK];
+    for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
+        size_t len = n - i0 < CHUNK ? n - i0 : CHUNK;
+        tensor_to_f32(xb, (const char *)x + i0 * esize, k->dtype, len);
+        if (dy) {
+            tensor_to_f32(gb, (const char *)dy + i0 * esize, k->dtype, len);
+            for (size_t i = 0; i < len; i++)
+                xb[i] = gb[i] * (op == U_SILU       ? oom_silu_grad(xb[i])
+                                 : op == U_GELU_TANH ? oom_gelu_tanh_grad(xb[i])
+                                                     : oom_gelu_erf_grad(xb[i]));
+        } else if (op == U_SILU) {
+            for (size_t i = 0; i < len; i++)
+                xb[i] = oom_silu(xb[i]);
+        } else if (op == U_GELU_TANH) {
+            for (size_t i = 0; i < len; i++)
+                xb[i] = oom_gelu_tanh(xb[i]);
+        } else {
+            for (size_t i = 0; i < len; i++)
+                xb[i] = oom_gelu_erf(xb[i]);
+        }
+        tensor_from_f32((char *)out + i0 * esize, k->dtype, xb, len);
+    }
+}
+
 int cpu_gelu_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const int approx = k->dims[1] != 0;
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++)
-        st(t[1], k->dtype, i, oom_gelu(ld(t[0], k->dtype, i), approx));
+    map_unary(k, t[0], NULL, t[1]);
     return 0;
 }
 
 int cpu_gelu_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const int approx = k->dims[1] != 0;
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++)
-        st(t[2], k->dtype, i, ld(t[1], k->dtype, i) * oom_gelu_grad(ld(t[0], k->dtype, i), approx));
+    map_unary(k, t[0], t[1], t[2]);
     return 0;
 }
 
 int cpu_silu_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++)
-        st(t[1], k->dtype, i, oom_silu(ld(t[0], k->dtype, i)));
+    map_unary(k, t[0], NULL, t[1]);
     return 0;
 }
 
 int cpu_silu_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++)
-        st(t[2], k->dtype, i, ld(t[1], k->dtype, i) * oom_silu_grad(ld(t[0], k->dtype, i)));
+    map_unary(k, t[0], t[1], t[2]);
     return 0;
 }
 

@@ -54,9 +54,21 @@ int cpu_adamw8(const struct kernel_call *k, void *const *t, struct err *e)
     return 0;
 }
 
+#define CHUNK 1024
+
 int cpu_ema(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++)
-        st(t[1], k->dtype, i, oom_ema_elem(ld(t[1], k->dtype, i), ld(t[0], k->dtype, i), k->fparam[0]));
+    const size_t n = (size_t)k->dims[0], esize = dtype_size((enum dtype)k->dtype);
+    const float decay = k->fparam[0];
+    float pb[CHUNK], sb[CHUNK];
+    for (size_t i0 = 0; i0 < n; i0 += CHUNK) { /* fp32 chunks keep the inner loop dtype-free */
+        size_t len = n - i0 < CHUNK ? n - i0 : CHUNK;
+        char *shadow = (char *)t[1] + i0 * esize;
+        tensor_to_f32(pb, (const char *)t[0] + i0 * esize, k->dtype, len);
+        tensor_to_f32(sb, shadow, k->dtype, len);
+        for (size_t i = 0; i < len; i++)
+            sb[i] = oom_ema_elem(sb[i], pb[i], decay);
+        tensor_from_f32(shadow, k->dtype, sb, len);
+    }
     return 0;
 }
