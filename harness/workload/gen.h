@@ -19,7 +19,7 @@ typedef int32_t tref; /* tensor handle (slab index); TNONE = no tensor */
 #define TNONE (-1)
 #define TMAX_DIMS 4
 
-/* Kernels the generator launches; kernel_emit.c maps them to kernels/kernels.h ids. */
+/* Kernels the generator launches, emitted as WORKLOAD_KERNEL_BASE + this (not yet kernels.h ids). */
 enum wl_kernel {
     WK_GEMM,        /* dims M, N, K; tensors A, B, C */
     WK_BGEMM,       /* dims batch, M, N, K */

@@ -1,6 +1,8 @@
 /* kernel_emit.c: KERNEL ops: fills a kernel_call with the op's dims, dtype and the (live) tensors it
- * names, and allocates the cuBLAS workspace of a stream before that stream's first GEMM. */
+ * names, and allocates the cuBLAS workspace of a stream before that stream's first GEMM. Kernel
+ * numbers are the generator's own (WORKLOAD_KERNEL_BASE + enum wl_kernel), not kernels.h ids. */
 #include "workload/gen.h"
+#include "workload/generate.h"
 
 #include <string.h>
 
@@ -24,7 +26,7 @@ void kern(struct gen *g, enum wl_kernel k, enum dtype dt, const int64_t *dims, i
     if (k == WK_GEMM || k == WK_BGEMM)
         workspace_for_stream(g);
     struct op op = {.kind = OP_KERNEL, .stream = g->stream, .name = tag};
-    op.kernel.kernel = (uint16_t)k;
+    op.kernel.kernel = (uint16_t)(WORKLOAD_KERNEL_BASE + (unsigned)k);
     op.kernel.dtype = (uint8_t)dt;
     for (int i = 0; i < ndims && i < KERNEL_MAX_DIMS; i++)
         op.kernel.dims[i] = dims[i];

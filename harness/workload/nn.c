@@ -510,10 +510,10 @@ tref nn_conv(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout,
     enum dtype cd = compute_dtype(g, x);
     tref xin = as_dtype(g, "autocast", x, cd);
     tref w = weight_for(g, pw, cd);
-    struct tensor *xt = &g->t[xin];
+    const struct tensor *xt = &g->t[xin];
     int64_t dims[4] = {xt->dims[0], cout, xt->dims[2] / stride, xt->dims[3] / stride};
-    tref y = t_new(g, dims, 4, cd, CAT_ACTIVATION, tag);
     int64_t d[8] = {xt->dims[0], cin, xt->dims[2], xt->dims[3], cout, k, stride, k / 2};
+    tref y = t_new(g, dims, 4, cd, CAT_ACTIVATION, tag); /* may move the slab: xt is stale after this */
     tref ts[4] = {xin, w, pb >= 0 ? g->params[pb].data : TNONE, y};
     kern(g, WK_CONV2D, cd, d, 8, ts, 4, 0, tag);
     bool wt = param_trains(g, pw);
