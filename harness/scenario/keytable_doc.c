@@ -2,6 +2,7 @@
  * (read from the table's own init(), the same one the loader starts from). */
 #include "scenario/keytable.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,17 @@ static void range_text(const char *what, const struct key *k, char *buf, size_t 
         snprintf(buf, len, "%s %lld..%lld", what, k->imin, k->imax);
 }
 
+/* GitHub's anchor of a heading: lower case, punctuation other than '-' and '_' dropped. */
+static const char *heading_anchor(const char *heading, char *buf, size_t len)
+{
+    size_t n = 0;
+    for (const char *p = heading; *p && n + 1 < len; p++)
+        if (isalnum((unsigned char)*p) || *p == '-' || *p == '_')
+            buf[n++] = (char)tolower((unsigned char)*p);
+    buf[n] = 0;
+    return buf;
+}
+
 static void type_text(const struct key *k, char *buf, size_t len)
 {
     size_t used;
@@ -90,13 +102,11 @@ static void type_text(const struct key *k, char *buf, size_t len)
         snprintf(buf, len, "list of up to %zu %s", k->size / sizeof(int), range);
         return;
     }
-    case KEY_TABLE:
-        snprintf(buf, len, "mapping, see [`%s`](#%s)", k->sub->name, k->sub->name);
-        /* GitHub anchors drop the dots of the heading */
-        for (char *p = strchr(buf, '#'); p && *p && *p != ')'; p++)
-            if (*p == '.')
-                memmove(p, p + 1, strlen(p));
+    case KEY_TABLE: {
+        char anchor[128];
+        snprintf(buf, len, "mapping, see [`%s`](#%s)", k->sub->name, heading_anchor(k->sub->name, anchor, sizeof anchor));
         return;
+    }
     case KEY_CUSTOM:
         snprintf(buf, len, "%s", k->doc_type);
         return;

@@ -1,5 +1,5 @@
 /* scenario_docs.c: docs/scenario-keys.md, printed from the loader's key tables, the workload's fault
- * and fix tables and the GPU profiles, so the reference lists exactly what the loader accepts. */
+ * and fix tables, its presets and the GPU profiles, so the reference lists exactly what the loader accepts. */
 #include "scenario/scenario.h"
 
 #include "device/profiles.h"
@@ -69,6 +69,14 @@ static void print_switches(FILE *f, const char *title, const char *help, const s
     fprintf(f, "\n");
 }
 
+static void print_presets(FILE *f)
+{
+    fprintf(f, "## Presets\n\n`model: { preset: NAME }` and `job.extras[].preset` take these names (name, family, "
+               "parameters, source):\n\n```\n");
+    presets_print(f);
+    fprintf(f, "```\n\n");
+}
+
 static void print_profiles(FILE *f)
 {
     fprintf(f, "## Devices\n\n`device: sim:PROFILE` simulates one of these GPUs; `sim:SIZE` a GPU of that capacity.\n\n");
@@ -86,11 +94,12 @@ void scenario_keys_print_markdown(FILE *f)
     keytable_print_markdown(f, &scenario_top_table);
     print_switches(f, "Faults",
                    "Listed under `faults:`, bare (`- ema_context_spike`) or with parameters "
-                   "(`- activation_growth: {growth_seq_step: 64}`).",
+                   "(`- activation_growth: {seq_step: 64}`).",
                    faults, nfaults, false);
     print_switches(f, "Fixes",
                    "Listed under a variant's `fixes:`, bare or with parameters. A fix with an allocator setting "
                    "adds it to the variant's `alloc_conf`.",
                    fixes, nfixes, true);
+    print_presets(f);
     print_profiles(f);
 }

@@ -44,12 +44,10 @@ static void job_defaults(void *obj)
     job_spec_init(obj);
 }
 
+/* A model starts blank: a preset fills it all, a family takes exactly the dimensions written. */
 static void model_defaults(void *obj)
 {
-    struct job_spec j;
-    job_spec_init(&j);
     memset(obj, 0, sizeof(struct model_input));
-    ((struct model_input *)obj)->spec = j.model;
 }
 
 static void eval_defaults(void *obj)
@@ -80,13 +78,14 @@ static void top_defaults(void *obj)
     memset(f, 0, sizeof *f);
     snprintf(f->head.device, sizeof f->head.device, "sim:rtx5090");
     job_spec_init(&f->base);
-    f->model.spec = f->base.model;
+    model_defaults(&f->model);
 }
 
 /* ---- model ---- */
 
-/* A preset fixes every dimension, so it stands alone; without one the model is the family and
- * dimensions written, and the default preset is dropped. Per-level lists match the level count. */
+/* A preset fixes every dimension (the workload expands it when the job is validated), so it stands
+ * alone; without one the model is the family and the dimensions written. Per-level lists must match
+ * the number of levels. */
 static int check_model(const struct key_ctx *c, yaml_node_t *m, void *obj, struct err *e)
 {
     struct model_input *in = obj;
@@ -102,7 +101,6 @@ static int check_model(const struct key_ctx *c, yaml_node_t *m, void *obj, struc
         }
         return 0;
     }
-    in->spec.preset[0] = 0;
     yaml_node_t *key = NULL;
     if (!yaml_mapping_get(c->doc, m, "family", &key))
         return yaml_doc_error(c->doc, m, e, "%s needs a preset, or a family with its dimensions", c->where);
@@ -124,13 +122,13 @@ static int check_model(const struct key_ctx *c, yaml_node_t *m, void *obj, struc
 #define M struct model_input
 static const struct key model_keys[] = {
     {.name = "preset", .type = KEY_CUSTOM, FIELD(M, spec.preset), .parse = parse_preset,
-     .doc_type = "preset name (`oomlab list presets`)", .zero_means = "none",
+     .doc_type = "preset name, see [Presets](#presets)", .zero_means = "none",
      .help = "A published model; it sets every dimension, so no other model key may be given with it."},
     K_ENUM(M, "family", spec.family, family_at, FAMILY_COUNT, "Model family, when no preset is given."),
-    K_INT(M, "layers", spec.layers, 1, 4096, NULL, "Transformer blocks (T5: encoder layers)."),
+    K_INT(M, "layers", spec.layers, 1, 4096, "unset", "Transformer blocks (T5: encoder layers)."),
     K_INT(M, "decoder_layers", spec.decoder_layers, 0, 4096, "same as layers", "T5 decoder layers."),
-    K_INT(M, "hidden", spec.hidden, 1, BIG, NULL, "Model width (d_model)."),
-    K_INT(M, "heads", spec.heads, 1, 4096, NULL, "Attention heads."),
+    K_INT(M, "hidden", spec.hidden, 1, BIG, "unset", "Model width (d_model)."),
+    K_INT(M, "heads", spec.heads, 1, 4096, "unset", "Attention heads."),
     K_INT(M, "kv_heads", spec.kv_heads, 0, 4096, "same as heads", "Key/value heads (grouped-query attention)."),
     K_INT(M, "head_dim", spec.head_dim, 0, 65536, "hidden / heads", "Width of one head (T5: d_kv)."),
     K_INT(M, "ffn", spec.ffn, 0, BIG, NULL, "Feed-forward intermediate size."),
@@ -209,7 +207,7 @@ static const struct key_table eval_table = {
 #define X struct extra_spec
 static const struct key extra_keys[] = {
     {.name = "preset", .type = KEY_CUSTOM, FIELD(X, preset), .parse = parse_preset, .required = true,
-     .doc_type = "preset name (`oomlab list presets`)", .help = "The frozen module (`clip-l-text`, `sd-vae`, ...)."},
+     .doc_type = "preset name, see [Presets](#presets)", .help = "The frozen module (`clip-l-text`, `sd-vae`, ...)."},
     {.name = "role", .type = KEY_ENUM, FIELD(X, role), .name_of = extra_role_at, .nnames = EXTRA_ROLE_COUNT,
      .required = true, .help = "What the training loop uses it for."},
     K_ENUM(X, "dtype", dtype, dtype_at, FLOAT_DTYPES, "Dtype of its weights."),
@@ -338,13 +336,13 @@ static int check_variant(const struct key_ctx *c, yaml_node_t *m, void *obj, str
 #define V struct variant
 static const struct key variant_keys[] = {
     {.name = "fixes", .type = KEY_CUSTOM, FIELD(V, job), .parse = parse_fix_list, .zero_means = "none",
-     .doc_type = "list of fix names, each bare or with parameters (`- chunked_decode: {decode_chunk: 2}`)",
+     .doc_type = "list of fix names, each bare or with parameters (`- chunked_decode: {chunk: 2}`)",
      .help = "Fixes this variant adds; allocator-only fixes add to its `alloc_conf`. See [Fixes](#fixes)."},
     {.name = "keep_faults", .type = KEY_CUSTOM, FIELD(V, job.faults), .parse = parse_keep_faults,
-     .doc_type = "list of fault names from `faults`",
+     .doc_type = "list of fault names from `faults`", .zero_means = "all of `faults`",
      .help = "The faults this variant keeps (default: all of them); `[]` drops them all."},
     {.name = "alloc_conf", .type = KEY_CUSTOM, FIELD(V, alloc_conf), .parse = parse_alloc_conf,
-     .doc_type = "PYTORCH_CUDA_ALLOC_CONF string",
+     .doc_type = "PYTORCH_CUDA_ALLOC_CONF string", .zero_means = "the scenario's `alloc_conf`",
      .help = "Replaces the scenario's `alloc_conf` for this variant (the fixes' settings are still added)."},
     K_TABLE(V, "job", job, job_table, false, "Changes to the job for this variant only (same keys as `job`)."),
     K_TABLE(V, "expect", expect, expect_table, true, "What the run must show."),
@@ -394,7 +392,7 @@ static const struct key top_keys[] = {
     K_TABLE(F, "model", model, model_table, true, "The trained model."),
     K_TABLE(F, "job", base, job_table, false, "The training job."),
     {.name = "faults", .type = KEY_CUSTOM, FIELD(F, base), .parse = parse_fault_list, .zero_means = "none",
-     .doc_type = "list of fault names, each bare or with parameters (`- activation_growth: {growth_seq_step: 64}`)",
+     .doc_type = "list of fault names, each bare or with parameters (`- activation_growth: {seq_step: 64}`)",
      .help = "The mistakes switched on; see [Faults](#faults)."},
     {.name = "variants", .type = KEY_CUSTOM, FIELD(F, variants_node), .parse = record_variants,
      .sub = &scenario_variant_table, .required = true,

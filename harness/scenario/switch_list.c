@@ -62,16 +62,16 @@ static int unknown_param(const struct key_ctx *c, const struct switch_kind *kind
 {
     const char *near = suggest_closest(name, (size_t)sw->nparams, param_name_at, sw->params);
     if (near)
-        return yaml_doc_error(c->doc, at, e, "unknown parameter '%s' of %s '%s' (did you mean '%s'?)", name,
-                              kind->what, sw->name, near);
+        return yaml_doc_error(c->doc, at, e, "unknown parameter '%s' of %s '%s' in %s (did you mean '%s'?)", name,
+                              kind->what, sw->name, c->where, near);
     if (sw->nparams == 0)
-        return yaml_doc_error(c->doc, at, e, "unknown parameter '%s': %s '%s' takes none", name, kind->what,
-                              sw->name);
+        return yaml_doc_error(c->doc, at, e, "unknown parameter '%s' of %s '%s' in %s (it takes no parameters)", name,
+                              kind->what, sw->name, c->where);
     char known[256] = "";
     for (int i = 0; i < sw->nparams; i++)
         snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", sw->params[i].name);
-    return yaml_doc_error(c->doc, at, e, "unknown parameter '%s' of %s '%s' (it takes %s)", name, kind->what,
-                          sw->name, known);
+    return yaml_doc_error(c->doc, at, e, "unknown parameter '%s' of %s '%s' in %s (its parameters: %s)", name, kind->what,
+                          sw->name, c->where, known);
 }
 
 static int set_params(const struct key_ctx *c, const struct switch_kind *kind, const struct switch_info *sw,
@@ -102,7 +102,7 @@ static int set_params(const struct key_ctx *c, const struct switch_kind *kind, c
                                   yaml_is_quoted(value) ? " (quoted, so a string)" : "");
         struct err why = {0};
         if (kind->param_set(job, sw->name, name, yaml_scalar_text(value), &why))
-            return yaml_doc_error(c->doc, value, e, "%s.%s: %s", path, name, why.msg);
+            return yaml_doc_error(c->doc, value, e, "%s.%s", c->where, why.msg); /* why names fix.param */
     }
     return 0;
 }

@@ -1,6 +1,8 @@
 /* value_checks.c: string keys whose values are checked where they are read: the device, allocator
  * settings (with PyTorch's own rules, from alloc/config.h) and model presets. */
 #include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc/config.h"
@@ -100,13 +102,44 @@ int parse_alloc_conf(const struct key_ctx *c, const struct key *k, yaml_node_t *
     return 0;
 }
 
+/* The preset names, read from presets_print (one preset a line, its name first). */
+static size_t preset_names(char names[][SPEC_NAME_MAX], size_t max)
+{
+    char *text = NULL;
+    size_t len = 0, n = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return 0;
+    presets_print(f);
+    fclose(f);
+    for (char *line = text; line && *line && n < max; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        size_t w = strcspn(line, " \n");
+        if (w > 0 && w < SPEC_NAME_MAX) {
+            memcpy(names[n], line, w);
+            names[n++][w] = 0;
+        }
+    }
+    free(text);
+    return n;
+}
+
+static const char *name_row_at(const void *list, size_t i)
+{
+    return ((const char (*)[SPEC_NAME_MAX])list)[i];
+}
+
 int parse_preset(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e)
 {
     const char *s = string_value(c, k, v, false, e);
     if (!s)
         return -1;
-    if (preset_param_count(s) < 0)
-        return yaml_doc_error(c->doc, v, e, "%s: unknown preset '%s' (`oomlab list presets` shows them)", c->where, s);
+    if (preset_param_count(s) < 0) {
+        char names[64][SPEC_NAME_MAX];
+        const char *near = suggest_closest(s, preset_names(names, 64), name_row_at, names);
+        if (near)
+            return yaml_doc_error(c->doc, v, e, "%s: unknown preset '%s' (did you mean '%s'?)", c->where, s, near);
+        return yaml_doc_error(c->doc, v, e, "%s: unknown preset '%s' (`oomlab list` shows them)", c->where, s);
+    }
     memcpy(field, s, strlen(s) + 1);
     return 0;
 }

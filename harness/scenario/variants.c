@@ -42,15 +42,29 @@ static int check_name(const struct key_ctx *c, yaml_node_t *top, const char *nam
     return 0;
 }
 
-/* The workload's own check of a job; its message names the field, the position is the mapping it
- * came from. */
+/* The workload's own check of a job (cross-key rules such as heads dividing hidden); its message names
+ * the fields, the position is the mapping the job came from. */
 static int validate_job(const struct key_ctx *c, yaml_node_t *at, const char *what, struct job_spec *job,
                         struct err *e)
 {
     struct err why = {0};
     if (job_spec_validate(job, &why))
-        return yaml_doc_error(c->doc, at, e, "%s: %s", what, why.msg);
+        return yaml_doc_error(c->doc, at, e, "%s is not valid: %s", what, why.msg);
     return 0;
+}
+
+/* The base job is checked before any variant, where its error belongs: the model, or the job. */
+static int validate_base(const struct key_ctx *c, yaml_node_t *top, const struct job_spec *base, struct err *e)
+{
+    struct job_spec checked = *base;
+    struct err why = {0};
+    if (job_spec_validate(&checked, &why) == 0)
+        return 0;
+    yaml_node_t *model = yaml_mapping_get(c->doc, top, "model", NULL);
+    yaml_node_t *job = yaml_mapping_get(c->doc, top, "job", NULL);
+    bool about_model = !strncmp(why.msg, "model", 5) || !job;
+    return yaml_doc_error(c->doc, about_model ? model : job, e, "%s is not valid: %s", about_model ? "model" : "job",
+                          why.msg);
 }
 
 static bool is_variant_name(const char *s)
@@ -101,9 +115,7 @@ int build_variants(const struct key_ctx *c, yaml_node_t *top, void *obj, struct 
         return -1;
     f->base.model = f->model.spec;
     memcpy(f->base.name, f->head.name, strlen(f->head.name) + 1);
-    yaml_node_t *job_node = yaml_mapping_get(c->doc, top, "job", NULL);
-    struct job_spec checked = f->base;
-    if (validate_job(c, job_node ? job_node : yaml_mapping_get(c->doc, top, "model", NULL), "job", &checked, e))
+    if (validate_base(c, top, &f->base, e))
         return -1;
 
     yaml_node_t *vs = f->variants_node;
