@@ -37,6 +37,9 @@ void gen_push(struct gen *g, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(part, sizeof part, fmt, ap);
     va_end(ap);
+    if (g->scope_depth < (int)(sizeof g->scope_marks / sizeof g->scope_marks[0]))
+        g->scope_marks[g->scope_depth] = g->scope_len;
+    g->scope_depth++;
     int n = snprintf(g->scope + g->scope_len, sizeof g->scope - (size_t)g->scope_len, "%s%s",
                      g->scope_len ? "." : "", part);
     if (n > 0 && g->scope_len + n < (int)sizeof g->scope)
@@ -45,10 +48,11 @@ void gen_push(struct gen *g, const char *fmt, ...)
 
 void gen_pop(struct gen *g)
 {
-    while (g->scope_len > 0 && g->scope[g->scope_len - 1] != '.')
-        g->scope_len--;
-    if (g->scope_len > 0)
-        g->scope_len--;
+    if (g->scope_depth == 0)
+        return;
+    g->scope_depth--;
+    if (g->scope_depth < (int)(sizeof g->scope_marks / sizeof g->scope_marks[0]))
+        g->scope_len = g->scope_marks[g->scope_depth];
     g->scope[g->scope_len] = 0;
 }
 

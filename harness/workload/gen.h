@@ -135,6 +135,8 @@ struct gen {
     struct strpool *pool;
     char scope[512];
     int scope_len;
+    int scope_marks[32];       /* scope_len before each gen_push, so gen_pop undoes parts with dots */
+    int scope_depth;
 
     struct param *params;
     int32_t nparams, cap_params, cursor;
