@@ -101,8 +101,8 @@ static int list_yaml_files(const char *dir, char ***names, size_t *n, struct err
 
 static int load_dir(const char *dir, struct scenario **out, size_t *n, struct err *e)
 {
-    char **names;
-    size_t count;
+    char **names = NULL;
+    size_t count = 0;
     if (list_yaml_files(dir, &names, &count, e))
         return -1;
     struct scenario *all = calloc(count, sizeof *all);

@@ -39,7 +39,5 @@ int parse_preset(const struct key_ctx *c, const struct key *k, yaml_node_t *v, v
 
 /* variants.c: the top-level check that builds every variant from the base job (root is a scenario_file). */
 int build_variants(const struct key_ctx *c, yaml_node_t *top, void *obj, struct err *e);
-/* Appends a PYTORCH_CUDA_ALLOC_CONF fragment: "a" + "b" -> "a,b"; fails if it does not fit. */
-int alloc_conf_append(char *conf, size_t len, const char *fragment);
 
 #endif

@@ -224,7 +224,7 @@ static const struct key_table extra_table = {
 static int parse_extras(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e)
 {
     char got[96], path[300];
-    struct job_spec *job = (struct job_spec *)((char *)field - offsetof(struct job_spec, extras));
+    struct job_spec *job = field; /* the key's offset is 0: it fills extras and nextras */
     if (v->type != YAML_SEQUENCE_NODE)
         return yaml_doc_error(c->doc, v, e, "%s must be a list of mappings, got %s", c->where,
                               yaml_node_describe(v, got, sizeof got));
@@ -267,7 +267,7 @@ static const struct key job_keys[] = {
     K_TABLE(J, "eval", eval, eval_table, false, "Evaluation cadence and contents."),
     K_ENUM(J, "trainable", trainable, trainable_at, TRAIN_COUNT, "Which weights train."),
     K_INT(J, "lora_rank", lora_rank, 0, 65536, NULL, "LoRA rank r on every attention projection."),
-    {.name = "extras", .type = KEY_CUSTOM, FIELD(J, extras), .parse = parse_extras, .sub = &extra_table,
+    {.name = "extras", .type = KEY_CUSTOM, .offset = 0, .size = sizeof(J), .parse = parse_extras, .sub = &extra_table,
      .doc_type = "list of mappings, see [`job.extras[]`](#jobextras)", .zero_means = "none",
      .help = "Frozen modules resident beside the model (text encoder, VAE)."},
     {.name = "cublas_workspace", .type = KEY_SIZE, FIELD(J, cublas_workspace_bytes),
@@ -306,8 +306,8 @@ static const struct key expect_keys[] = {
     {.name = "peak_reserved_min", .type = KEY_SIZE, FIELD(EX, peak_reserved_min), .zero_means = "no bound",
      .help = "The peak of reserved memory must reach at least this."},
     K_STR(EX, "oom_phase", oom_phase, false, "any phase",
-          "The phase the OOM must happen in (`load`, `forward`, `backward`, `optimizer`, `eval`, ...); needs "
-          "`oom: true`."),
+          "The phase the OOM must happen in, as the op program names it (`load`, `forward`, `backward`, "
+          "`optimizer`, `ema`, `eval`, `decode`, ...); needs `oom: true`."),
 };
 #undef EX
 
@@ -377,8 +377,10 @@ static void format_device_default(const struct key *k, const void *field, char *
 
 #define F struct scenario_file
 static const struct key top_keys[] = {
-    K_STR(F, "name", head.name, true, NULL,
-          "Short name of the scenario: lower-case letters, digits, `-`, `_` and `.`; names its results."),
+    /* at most what the job's own name holds (it carries the scenario's name) */
+    {.name = "name", .type = KEY_STRING, .offset = offsetof(F, head.name), .size = sizeof(((struct job_spec *)0)->name),
+     .required = true,
+     .help = "Short name of the scenario: lower-case letters, digits, `-`, `_` and `.`; names its results."},
     K_STR(F, "title", head.title, true, NULL, "One line saying what fails."),
     K_STR(F, "source", head.source, true, NULL, "Where the failure was reported (a report, an issue, a section)."),
     {.name = "device", .type = KEY_CUSTOM, FIELD(F, head.device), .parse = parse_device,

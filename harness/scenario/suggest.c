@@ -37,7 +37,7 @@ const char *suggest_closest(const char *word, size_t ncand, const char *(*name_o
                             const void *list)
 {
     size_t len = strlen(word);
-    size_t limit = len < 6 ? 2 : len / 3;
+    size_t limit = len <= 3 ? 1 : len < 6 ? 2 : len / 3;
     const char *best = NULL;
     size_t best_d = (size_t)-1;
     for (size_t i = 0; i < ncand; i++) {

@@ -9,12 +9,13 @@
 struct switch_kind {
     const char *what; /* "fault", "fix" */
     const struct switch_info *(*table)(int *count);
+    const struct switch_info *(*find)(const char *name);
     int (*enable)(struct job_spec *spec, const char *name, struct err *e);
     int (*param_set)(struct job_spec *spec, const char *sw, const char *param, const char *value, struct err *e);
 };
 
-static const struct switch_kind fault_kind = {"fault", fault_table, fault_enable, fault_param_set};
-static const struct switch_kind fix_kind = {"fix", fix_table, fix_enable, fix_param_set};
+static const struct switch_kind fault_kind = {"fault", fault_table, fault_find, fault_enable, fault_param_set};
+static const struct switch_kind fix_kind = {"fix", fix_table, fix_find, fix_enable, fix_param_set};
 
 static const char *switch_name_at(const void *list, size_t i)
 {
@@ -24,16 +25,6 @@ static const char *switch_name_at(const void *list, size_t i)
 static const char *param_name_at(const void *list, size_t i)
 {
     return ((const struct switch_param *)list)[i].name;
-}
-
-static const struct switch_info *find_switch(const struct switch_kind *kind, const char *name)
-{
-    int n;
-    const struct switch_info *t = kind->table(&n);
-    for (int i = 0; i < n; i++)
-        if (!strcmp(t[i].name, name))
-            return &t[i];
-    return NULL;
 }
 
 static const struct switch_param *find_param(const struct switch_info *sw, const char *name)
@@ -125,7 +116,7 @@ static int read_item(const struct key_ctx *c, const struct switch_kind *kind, ya
         return yaml_doc_error(c->doc, name_node, e, "%s[%zu] must be a %s name or 'name: {parameter: value}', got %s",
                               c->where, index, kind->what, yaml_node_describe(name_node, got, sizeof got));
     const char *name = yaml_scalar_text(name_node);
-    const struct switch_info *sw = find_switch(kind, name);
+    const struct switch_info *sw = kind->find(name);
     if (!sw)
         return unknown_switch(c, kind, name_node, name, e);
     if (*seen & (1u << sw->id))

@@ -65,7 +65,9 @@ int parse_device(const struct key_ctx *c, const struct key *k, yaml_node_t *v, v
     size_t kind_len = colon ? (size_t)(colon - s) : strlen(s);
     const char *target = colon ? colon + 1 : NULL;
     int rc;
-    if (kind_len == 3 && !strncmp(s, "sim", 3)) {
+    if (target && !*target) {
+        rc = yaml_doc_error(c->doc, v, e, "%s: nothing after the ':' in '%s'", c->where, s);
+    } else if (kind_len == 3 && !strncmp(s, "sim", 3)) {
         rc = target ? check_sim_target(c, v, target, e) : 0;
     } else if (kind_len == 4 && !strncmp(s, "host", 4)) {
         struct err why = {0};
@@ -75,7 +77,7 @@ int parse_device(const struct key_ctx *c, const struct key *k, yaml_node_t *v, v
             rc = yaml_doc_error(c->doc, v, e, "%s: %s", c->where, why.msg);
     } else if (kind_len == 4 && !strncmp(s, "cuda", 4)) {
         rc = 0;
-        if (target && (!*target || strspn(target, "0123456789") != strlen(target)))
+        if (target && strspn(target, "0123456789") != strlen(target))
             rc = yaml_doc_error(c->doc, v, e, "%s: '%s' is not a CUDA device number", c->where, target);
     } else {
         rc = yaml_doc_error(c->doc, v, e,

@@ -8,7 +8,8 @@
 #include "alloc/config.h"
 #include "scenario/scenario_file.h"
 
-int alloc_conf_append(char *conf, size_t len, const char *fragment)
+/* Appends a PYTORCH_CUDA_ALLOC_CONF fragment: "a" + "b" -> "a,b"; fails if it does not fit. */
+static int alloc_conf_append(char *conf, size_t len, const char *fragment)
 {
     size_t used = strlen(conf);
     if (!*fragment)
@@ -29,11 +30,9 @@ static bool is_slug(const char *s)
     return true;
 }
 
-static int check_name(const struct key_ctx *c, yaml_node_t *top, const char *name, size_t max, struct err *e)
+static int check_name(const struct key_ctx *c, yaml_node_t *top, const char *name, struct err *e)
 {
     yaml_node_t *node = yaml_mapping_get(c->doc, top, "name", NULL);
-    if (strlen(name) > max)
-        return yaml_doc_error(c->doc, node, e, "name is longer than %zu characters", max);
     if (!is_slug(name))
         return yaml_doc_error(c->doc, node, e,
                               "name must be lower-case letters, digits, '-', '_' or '.', starting with a letter or "
@@ -103,15 +102,14 @@ static int build_one(const struct key_ctx *c, const struct scenario_file *f, yam
     struct err why = {0};
     alloc_config_default(&cfg);
     if (alloc_config_parse(&cfg, v->alloc_conf, &why))
-        return yaml_doc_error(c->doc, value, e, "%s: alloc_conf with the fixes' settings '%s': %s", where,
-                              v->alloc_conf, why.msg);
+        return yaml_doc_error(c->doc, value, e, "%s: alloc_conf with the fixes' settings: %s", where, why.msg);
     return 0;
 }
 
 int build_variants(const struct key_ctx *c, yaml_node_t *top, void *obj, struct err *e)
 {
     struct scenario_file *f = obj;
-    if (check_name(c, top, f->head.name, sizeof f->base.name - 1, e))
+    if (check_name(c, top, f->head.name, e))
         return -1;
     f->base.model = f->model.spec;
     memcpy(f->base.name, f->head.name, strlen(f->head.name) + 1);
