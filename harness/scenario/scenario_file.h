@@ -24,8 +24,10 @@ struct scenario_file {
     yaml_node_t *variants_node; /* the `variants:` mapping */
 };
 
-extern const struct key_table scenario_top_table;
-extern const struct key_table scenario_variant_table;
+extern const struct key_table scenario_top_table;     /* scenario_keys.c */
+extern const struct key_table scenario_model_table;   /* model_keys.c */
+extern const struct key_table scenario_job_table;     /* job_keys.c */
+extern const struct key_table scenario_variant_table; /* variant_keys.c */
 
 /* Custom keys (switch_list.c): faults and fixes with their parameters, and the faults a variant keeps. */
 int parse_fault_list(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e);

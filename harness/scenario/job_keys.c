@@ -1,0 +1,132 @@
+/* job_keys.c: the `job:` key table (also a variant's `job:`), with its `eval:` and `extras:` tables. */
+#include <limits.h>
+#include <string.h>
+
+#include "scenario/key_macros.h"
+#include "scenario/scenario_file.h"
+
+/* Enum names through int-indexed wrappers of the workload's name functions. */
+static const char *optimizer_at(int i) { return optimizer_name((enum optimizer_kind)i); }
+static const char *trainable_at(int i) { return trainable_name((enum trainable_kind)i); }
+static const char *ema_place_at(int i) { return ema_place_name((enum ema_place)i); }
+static const char *extra_role_at(int i) { return extra_role_name((enum extra_role)i); }
+static const char *dtype_at(int i) { return dtype_name((enum dtype)i); }
+/* Weights and compute are fp32, bf16 or fp16: the first three dtypes of program.h. */
+#define FLOAT_DTYPES (DT_F16 + 1)
+
+static void job_defaults(void *obj)
+{
+    job_spec_init(obj);
+}
+
+static void eval_defaults(void *obj)
+{
+    struct job_spec j;
+    job_spec_init(&j);
+    *(struct eval_spec *)obj = j.eval;
+}
+
+static void extra_defaults(void *obj)
+{
+    struct extra_spec *x = obj;
+    memset(x, 0, sizeof *x);
+    x->dtype = DT_F32;
+    x->on_device = true;
+}
+
+#define EV struct eval_spec
+static const struct key eval_keys[] = {
+    K_INT(EV, "every", every, 0, INT_MAX, "never", "Evaluate after every N optimizer steps."),
+    K_BOOL(EV, "before_training", before_training, "Evaluate once before the first step."),
+    K_INT(EV, "batch_size", batch, 0, 1 << 20, "the training batch", "Eval batch size."),
+    K_INT(EV, "batches", batches, 1, 1 << 20, NULL, "Batches per eval."),
+    K_INT(EV, "sampling_steps", sampling_steps, 0, 100000, "one no_grad forward",
+          "Diffusion: denoising steps per sample batch."),
+    K_BOOL(EV, "vae_decode", vae_decode, "Decode the generated latents with the VAE extra."),
+};
+#undef EV
+
+static const struct key_table eval_table = {
+    .name = "job.eval",
+    .help = "What an evaluation does and when it runs.",
+    .keys = eval_keys, .nkeys = COUNT(eval_keys), .obj_size = sizeof(struct eval_spec), .init = eval_defaults,
+};
+
+#define X struct extra_spec
+static const struct key extra_keys[] = {
+    {.name = "preset", .type = KEY_CUSTOM, FIELD(X, preset), .parse = parse_preset, .required = true,
+     .doc_type = "preset name, see [Presets](#presets)", .help = "The frozen module (`clip-l-text`, `sd-vae`, ...)."},
+    {.name = "role", .type = KEY_ENUM, FIELD(X, role), .name_of = extra_role_at, .nnames = EXTRA_ROLE_COUNT,
+     .required = true, .help = "What the training loop uses it for."},
+    K_ENUM(X, "dtype", dtype, dtype_at, FLOAT_DTYPES, "Dtype of its weights."),
+    K_BOOL(X, "on_device", on_device, "Resident on the device (false: kept on the CPU)."),
+};
+#undef X
+
+static const struct key_table extra_table = {
+    .name = "job.extras[]",
+    .help = "One frozen module resident beside the trained model (no gradients, no optimizer state).",
+    .keys = extra_keys, .nkeys = COUNT(extra_keys), .obj_size = sizeof(struct extra_spec), .init = extra_defaults,
+};
+
+static int parse_extras(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e)
+{
+    char got[96], path[300];
+    struct job_spec *job = field; /* the key's offset is 0: it fills extras and nextras */
+    if (v->type != YAML_SEQUENCE_NODE)
+        return yaml_doc_error(c->doc, v, e, "%s must be a list of mappings, got %s", c->where,
+                              yaml_node_describe(v, got, sizeof got));
+    int n = 0;
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++, n++) {
+        yaml_node_t *item = yaml_doc_node(c->doc, *it);
+        if (n == SPEC_MAX_EXTRAS)
+            return yaml_doc_error(c->doc, item, e, "%s has more than %d entries", c->where, SPEC_MAX_EXTRAS);
+        snprintf(path, sizeof path, "%s[%d]", c->where, n);
+        struct key_ctx sub = {c->doc, c->root, path};
+        extra_defaults(&job->extras[n]);
+        if (keytable_expect_mapping(c, item, path, e) || keytable_apply(&extra_table, &sub, item, &job->extras[n], e))
+            return -1;
+    }
+    job->nextras = n;
+    return 0;
+}
+
+#define J struct job_spec
+static const struct key job_keys[] = {
+    K_INT(J, "batch_size", batch, 1, 1 << 20, NULL, "Samples per optimizer step, before gradient accumulation."),
+    K_INT(J, "seq_len", seq_len, 1, BIG, NULL, "Tokens per sample (T5: encoder input)."),
+    K_INT(J, "target_len", target_len, 0, BIG, "seq_len", "T5: decoder tokens."),
+    K_INT(J, "image_size", image_size, 0, 65536, NULL,
+          "Pixels per side (UNet, VAE, CNN; the UNet latent is image_size / vae_scale)."),
+    K_INT(J, "context_len", context_len, 0, BIG, NULL, "UNet: text tokens for cross-attention."),
+    K_ENUM(J, "load_dtype", load_dtype, dtype_at, FLOAT_DTYPES, "torch_dtype given to from_pretrained."),
+    K_BOOL(J, "load_on_device", load_on_device, "Weights land on the device at load (device_map=\"cuda\")."),
+    K_ENUM(J, "param_dtype", param_dtype, dtype_at, FLOAT_DTYPES, "Dtype of the trained weights after .to(dtype)."),
+    K_BOOL(J, "autocast", autocast, "Run the forward under torch.autocast."),
+    K_ENUM(J, "autocast_dtype", autocast_dtype, dtype_at, FLOAT_DTYPES, "The autocast dtype."),
+    K_BOOL(J, "master_weights", master_weights, "The optimizer keeps an fp32 master copy of 16-bit weights."),
+    K_BOOL(J, "loss_scaling", loss_scaling, "fp16 GradScaler: scaled loss, unscale before the step."),
+    K_ENUM(J, "optimizer", optimizer, optimizer_at, OPT_COUNT, "The optimizer."),
+    K_BOOL(J, "foreach", foreach, "Multi-tensor (foreach) optimizer step, with parameter-sized temporaries."),
+    K_BOOL(J, "set_to_none", set_to_none, "zero_grad(set_to_none=True), PyTorch's default since 2.0."),
+    K_INT(J, "grad_accum", grad_accum, 1, 1 << 20, NULL, "Micro-batches per optimizer step (1 = none)."),
+    K_INT(J, "steps", steps, 1, 1 << 20, NULL, "Optimizer steps to run."),
+    K_ENUM(J, "ema", ema, ema_place_at, EMA_COUNT, "Exponential moving average of the weights, and where it lives."),
+    K_TABLE(J, "eval", eval, eval_table, false, "Evaluation cadence and contents."),
+    K_ENUM(J, "trainable", trainable, trainable_at, TRAIN_COUNT, "Which weights train."),
+    K_INT(J, "lora_rank", lora_rank, 0, 65536, NULL, "LoRA rank r on every attention projection."),
+    {.name = "extras", .type = KEY_CUSTOM, .offset = 0, .size = sizeof(J), .parse = parse_extras, .sub = &extra_table,
+     .doc_type = "list of mappings, see [`job.extras[]`](#jobextras)", .zero_means = "none",
+     .help = "Frozen modules resident beside the model (text encoder, VAE)."},
+    {.name = "cublas_workspace", .type = KEY_SIZE, FIELD(J, cublas_workspace_bytes),
+     .help = "cuBLAS workspace per stream, allocated at its first GEMM and never freed."},
+    K_INT(J, "streams", streams, 1, 64, NULL, "CUDA streams: stream 0 trains; with 2 or more, eval runs on stream 1."),
+};
+#undef J
+
+const struct key_table scenario_job_table = {
+    .name = "job",
+    .help = "The training job. A variant's own `job:` mapping changes these keys for that variant only.",
+    .keys = job_keys, .nkeys = COUNT(job_keys), .obj_size = sizeof(struct job_spec), .init = job_defaults,
+};
+

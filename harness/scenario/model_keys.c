@@ -1,0 +1,122 @@
+/* model_keys.c: the `model:` key table: a preset, or a family with its dimensions. */
+#include <string.h>
+
+#include "scenario/key_macros.h"
+#include "scenario/scenario_file.h"
+
+/* Enum names through int-indexed wrappers of the workload's name functions. */
+static const char *family_at(int i) { return family_name((enum model_family)i); }
+static const char *norm_at(int i) { return norm_name((enum norm_kind)i); }
+static const char *norm_place_at(int i) { return norm_place_name((enum norm_place)i); }
+static const char *ffn_at(int i) { return ffn_name((enum ffn_kind)i); }
+static const char *act_at(int i) { return act_name((enum act_kind)i); }
+static const char *pos_at(int i) { return pos_name((enum pos_kind)i); }
+static const char *attn_at(int i) { return attn_name((enum attn_impl)i); }
+
+/* A model starts blank: a preset fills it all, a family takes exactly the dimensions written. */
+static void model_defaults(void *obj)
+{
+    memset(obj, 0, sizeof(struct model_input));
+}
+
+/* A preset fixes every dimension (the workload expands it when the job is validated), so it stands
+ * alone; without one the model is the family and the dimensions written. Per-level lists must match
+ * the number of levels. */
+static int check_model(const struct key_ctx *c, yaml_node_t *m, void *obj, struct err *e)
+{
+    struct model_input *in = obj;
+    yaml_node_t *preset_key = NULL;
+    if (yaml_mapping_get(c->doc, m, "preset", &preset_key)) {
+        for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+            yaml_node_t *k = yaml_doc_node(c->doc, p->key);
+            if (k != preset_key)
+                return yaml_doc_error(c->doc, k, e,
+                                      "%s.%s cannot be combined with %s.preset: a preset sets every dimension "
+                                      "(write the family and its dimensions instead)",
+                                      c->where, yaml_scalar_text(k), c->where);
+        }
+        return 0;
+    }
+    yaml_node_t *key = NULL;
+    if (!yaml_mapping_get(c->doc, m, "family", &key))
+        return yaml_doc_error(c->doc, m, e, "%s needs a preset, or a family with its dimensions", c->where);
+    static const struct { const char *name; size_t count; } per_level[] = {
+        {"transformer_depth", offsetof(struct model_input, ntransformer_depth)},
+        {"attn_heads", offsetof(struct model_input, nattn_heads)},
+    };
+    for (size_t i = 0; i < COUNT(per_level); i++) {
+        int n;
+        memcpy(&n, (char *)obj + per_level[i].count, sizeof n);
+        yaml_node_t *list = yaml_mapping_get(c->doc, m, per_level[i].name, NULL);
+        if (list && n != in->spec.nlevels)
+            return yaml_doc_error(c->doc, list, e, "%s.%s has %d entries but channels has %d levels", c->where,
+                                  per_level[i].name, n, in->spec.nlevels);
+    }
+    return 0;
+}
+
+#define M struct model_input
+static const struct key model_keys[] = {
+    {.name = "preset", .type = KEY_CUSTOM, FIELD(M, spec.preset), .parse = parse_preset,
+     .doc_type = "preset name, see [Presets](#presets)", .zero_means = "none",
+     .help = "A published model; it sets every dimension, so no other model key may be given with it."},
+    K_ENUM(M, "family", spec.family, family_at, FAMILY_COUNT, "Model family, when no preset is given."),
+    K_INT(M, "layers", spec.layers, 1, 4096, "unset", "Transformer blocks (T5: encoder layers)."),
+    K_INT(M, "decoder_layers", spec.decoder_layers, 0, 4096, "same as layers", "T5 decoder layers."),
+    K_INT(M, "hidden", spec.hidden, 1, BIG, "unset", "Model width (d_model)."),
+    K_INT(M, "heads", spec.heads, 1, 4096, "unset", "Attention heads."),
+    K_INT(M, "kv_heads", spec.kv_heads, 0, 4096, "same as heads", "Key/value heads (grouped-query attention)."),
+    K_INT(M, "head_dim", spec.head_dim, 0, 65536, "hidden / heads", "Width of one head (T5: d_kv)."),
+    K_INT(M, "ffn", spec.ffn, 0, BIG, NULL, "Feed-forward intermediate size."),
+    K_INT(M, "vocab", spec.vocab, 0, BIG, NULL, "Vocabulary size."),
+    K_INT(M, "max_positions", spec.max_positions, 0, BIG, NULL, "Rows of a learned position table."),
+    K_INT(M, "type_vocab", spec.type_vocab, 0, 1024, "none", "BERT token types."),
+    K_ENUM(M, "norm", spec.norm, norm_at, NORM_COUNT, "Normalisation layer."),
+    K_ENUM(M, "norm_place", spec.norm_place, norm_place_at, NORM_PLACE_COUNT,
+           "Normalise before (GPT) or after (BERT) each sublayer."),
+    K_BOOL(M, "norm_bias", spec.norm_bias, "LayerNorm has a bias (RMSNorm never has one)."),
+    K_ENUM(M, "ffn_kind", spec.ffn_kind, ffn_at, FFN_COUNT, "Plain up-act-down MLP, or gated act(gate)*up-down."),
+    K_ENUM(M, "act", spec.act, act_at, ACT_COUNT, "Activation function."),
+    K_BOOL(M, "bias", spec.bias, "Linear layers have biases."),
+    K_BOOL(M, "tied_embeddings", spec.tied_embeddings, "The LM head shares the token embedding."),
+    K_ENUM(M, "pos", spec.pos, pos_at, POS_COUNT, "Position encoding."),
+    K_INT(M, "rel_buckets", spec.rel_buckets, 0, 4096, "none", "Relative-position buckets (T5: 32)."),
+    K_BOOL(M, "causal", spec.causal, "Causal attention mask (decoder, CLIP text)."),
+    K_BOOL(M, "pooler", spec.pooler, "BERT pooler (dense + tanh)."),
+    K_INT(M, "projection_dim", spec.projection_dim, 0, BIG, "none", "CLIP text projection width."),
+    K_BOOL(M, "lm_head", spec.lm_head, "Produce vocabulary logits and a cross-entropy loss."),
+    K_ENUM(M, "attn", spec.attn, attn_at, ATTN_COUNT,
+           "Attention kernel: unfused matmuls with a materialised score matrix, or fused SDPA."),
+    {.name = "dropout", .type = KEY_FLOAT, FIELD(M, spec.dropout), .fmin = 0, .fmax = 1, .zero_means = "no masks",
+     .help = "Dropout probability."},
+    K_INT(M, "in_channels", spec.in_channels, 0, 65536, NULL, "Input channels (UNet, VAE, CNN)."),
+    K_INT(M, "out_channels", spec.out_channels, 0, BIG, NULL, "Output channels (CNN: classes)."),
+    K_LIST(M, "channels", spec.channels, spec.nlevels, 1, 65536,
+           "Channels per resolution level (block_out_channels); their number is the number of levels."),
+    K_INT(M, "layers_per_block", spec.layers_per_block, 0, 64, NULL, "Residual blocks per level."),
+    K_INT(M, "groups", spec.groups, 0, 4096, NULL, "GroupNorm groups."),
+    K_LIST(M, "transformer_depth", spec.transformer_depth, ntransformer_depth, 0, 64,
+           "UNet: transformer blocks per attention, one per level (0 = none at that level)."),
+    K_LIST(M, "attn_heads", spec.attn_heads, nattn_heads, 0, 4096, "UNet: attention heads, one per level."),
+    K_INT(M, "mid_transformer_depth", spec.mid_transformer_depth, 0, 64, NULL, "UNet mid-block transformer blocks."),
+    K_INT(M, "cross_attention_dim", spec.cross_attention_dim, 0, BIG, NULL, "UNet: text-embedding width."),
+    K_BOOL(M, "linear_projection", spec.linear_projection, "UNet: linear proj_in/out (SDXL) instead of 1x1 convs."),
+    K_INT(M, "time_embed_input", spec.time_embed_input, 0, BIG, "channels[0]", "UNet: sinusoidal time projection width."),
+    K_INT(M, "add_time_embed_dim", spec.add_time_embed_dim, 0, BIG, "none", "SDXL: time projection per added value."),
+    K_INT(M, "add_embed_input", spec.add_embed_input, 0, BIG, "none", "SDXL: projection_class_embeddings_input_dim."),
+    K_INT(M, "latent_channels", spec.latent_channels, 0, 1024, NULL, "VAE latent channels; UNet in/out channels."),
+    K_INT(M, "vae_scale", spec.vae_scale, 0, 64, NULL, "Pixels per latent along a side."),
+    K_INT(M, "mlp_in", spec.mlp_in, 0, BIG, NULL, "MLP input features."),
+    K_LIST(M, "mlp_hidden", spec.mlp_hidden, spec.mlp_depth, 1, BIG, "MLP hidden layer widths."),
+    K_INT(M, "mlp_out", spec.mlp_out, 0, BIG, NULL, "MLP output features."),
+};
+#undef M
+
+const struct key_table scenario_model_table = {
+    .name = "model",
+    .help = "The trained model: a `preset` (a published model with its exact parameter count), or a "
+            "`family` with its dimensions. Keys a family does not use are ignored by it.",
+    .keys = model_keys, .nkeys = COUNT(model_keys), .obj_size = sizeof(struct model_input),
+    .init = model_defaults, .check = check_model,
+};
+
