@@ -1,0 +1,125 @@
+/* cuda_loader.c: dlopen of the CUDA plugin, with reasons for every way it can be unavailable, and a
+ * launch wrapper that validates kernel calls against the kernel table before they reach the GPU. */
+#include "device/cuda_loader.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels.h"
+
+#ifndef OOMLAB_CUDA_PLUGIN_NAME
+#define OOMLAB_CUDA_PLUGIN_NAME "oomlab-cuda.so"
+#endif
+
+struct plugin {
+    void *handle;
+    oomlab_cuda_probe_fn probe;
+    oomlab_cuda_open_fn open;
+    oomlab_cuda_kernel_ms_fn kernel_ms;
+};
+
+/* The one loaded plugin (a process uses one build's plugin; it is never unloaded, as CUDA
+ * libraries do not support it). */
+static struct plugin loaded;
+static struct device_ops validated_ops;
+static const struct device_ops *plugin_ops;
+
+int cuda_plugin_default_path(char *buf, size_t n)
+{
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0)
+        return -1;
+    exe[len] = '\0';
+    int w = snprintf(buf, n, "%s/%s", dirname(exe), OOMLAB_CUDA_PLUGIN_NAME);
+    return w > 0 && (size_t)w < n ? 0 : -1;
+}
+
+/* Loads the plugin once: 0, or -1 with why. */
+static int plugin_load(const char *path, char *why, size_t n)
+{
+    char def[4096];
+    if (loaded.handle)
+        return 0;
+    if (!path) {
+        if (cuda_plugin_default_path(def, sizeof def) < 0) {
+            snprintf(why, n, "cannot locate the oomlab binary to find %s beside it", OOMLAB_CUDA_PLUGIN_NAME);
+            return -1;
+        }
+        path = def;
+    }
+    if (access(path, F_OK) != 0) {
+        if (errno == ENOENT)
+            snprintf(why, n, "oomlab was built without nvcc (no %s)", path);
+        else
+            snprintf(why, n, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *msg = dlerror();
+        snprintf(why, n, "%s", msg ? msg : "dlopen failed without a message");
+        return -1;
+    }
+    oomlab_cuda_abi_fn abi = (oomlab_cuda_abi_fn)dlsym(h, OOMLAB_CUDA_ABI_SYMBOL);
+    struct plugin p = {h, (oomlab_cuda_probe_fn)dlsym(h, OOMLAB_CUDA_PROBE_SYMBOL),
+                       (oomlab_cuda_open_fn)dlsym(h, OOMLAB_CUDA_OPEN_SYMBOL),
+                       (oomlab_cuda_kernel_ms_fn)dlsym(h, OOMLAB_CUDA_KERNEL_MS_SYMBOL)};
+    if (!abi || !p.probe || !p.open || !p.kernel_ms) {
+        snprintf(why, n, "%s is not an oomlab CUDA plugin (missing %s)", path,
+                 !abi ? OOMLAB_CUDA_ABI_SYMBOL : !p.probe ? OOMLAB_CUDA_PROBE_SYMBOL
+                                                : !p.open ? OOMLAB_CUDA_OPEN_SYMBOL
+                                                          : OOMLAB_CUDA_KERNEL_MS_SYMBOL);
+        dlclose(h);
+        return -1;
+    }
+    if (abi() != OOMLAB_CUDA_ABI) {
+        snprintf(why, n, "%s has plugin ABI %d, this oomlab expects %d: rebuild with make", path, abi(), OOMLAB_CUDA_ABI);
+        dlclose(h);
+        return -1;
+    }
+    loaded = p;
+    return 0;
+}
+
+int cuda_probe(const char *path, char *why, size_t n)
+{
+    if (plugin_load(path, why, n) < 0)
+        return 0;
+    return loaded.probe(why, n);
+}
+
+static int validated_launch(struct device *d, const struct kernel_call *k, const uint64_t *addrs, struct err *e)
+{
+    if (kernel_validate(k, e) < 0)
+        return -1;
+    return plugin_ops->launch(d, k, addrs, e);
+}
+
+struct device *cuda_device_open(const char *path, int ordinal, const struct oomlab_cuda_options *opt, struct err *e)
+{
+    char why[512];
+    if (cuda_probe(path, why, sizeof why) <= 0) {
+        err_set(e, ERR_INPUT, "cuda:%d unavailable: %s", ordinal, why);
+        return NULL;
+    }
+    struct device *d = NULL;
+    if (loaded.open(ordinal, opt, &d, e) < 0)
+        return NULL;
+    if (!plugin_ops) {
+        plugin_ops = d->ops;
+        validated_ops = *d->ops;
+        validated_ops.launch = validated_launch;
+    }
+    d->ops = &validated_ops;
+    return d;
+}
+
+double cuda_device_kernel_ms(struct device *d)
+{
+    return loaded.kernel_ms ? loaded.kernel_ms(d) : 0.0;
+}

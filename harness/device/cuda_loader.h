@@ -1,0 +1,31 @@
+/* cuda_loader.h: finding and loading the CUDA device plugin (oomlab-cuda.so, beside the oomlab
+ * binary) at run time, so the main binary never links CUDA and runs on machines without a driver.
+ * Every failure comes back as a reason a user can act on, never as a crash. */
+#ifndef OOMLAB_CUDA_LOADER_H
+#define OOMLAB_CUDA_LOADER_H
+
+#include <stddef.h>
+
+#include "device/cuda/cuda_plugin.h"
+#include "device/device.h"
+#include "util/err.h"
+
+/* The default plugin path: the directory of /proc/self/exe plus OOMLAB_CUDA_PLUGIN_NAME.
+ * Returns 0, or -1 if the path does not fit in n bytes or /proc/self/exe is unreadable. */
+int cuda_plugin_default_path(char *buf, size_t n);
+
+/* Number of usable CUDA devices through the plugin at `path` (NULL: the default path), or 0 with
+ * the reason in why: "oomlab was built without nvcc" when the plugin file is missing, the
+ * dynamic loader's message when it cannot be loaded, or the CUDA runtime's own message when
+ * there is no driver or no GPU. */
+int cuda_probe(const char *path, char *why, size_t n);
+
+/* Opens cuda:ordinal through the plugin at `path` (NULL: default). Kernel calls launched on the
+ * device are checked against the kernel table first. NULL with e set (ERR_INPUT with the probe's
+ * reason when CUDA is unavailable). */
+struct device *cuda_device_open(const char *path, int ordinal, const struct oomlab_cuda_options *opt, struct err *e);
+
+/* GPU time in ms of every kernel launched on a device from cuda_device_open (CUDA events). */
+double cuda_device_kernel_ms(struct device *d);
+
+#endif
