@@ -3,7 +3,6 @@
 #include "kernels.h"
 
 #include <math.h>
-#include <stdio.h>
 
 #include "cpu/cpu_kernels.h"
 
@@ -266,8 +265,20 @@ static double gemm_bytes(const struct kernel_call *k)
 
 /* ---- shape checks ---- */
 
+/* BLAS, cuBLAS and cuDNN take int dimensions. */
+static int int_dims_check(const struct kernel_call *k, struct err *e)
+{
+    for (unsigned i = 0; i < KERNEL_MAX_DIMS; i++)
+        if (kernel_get(k->kernel)->dim_names[i] && k->dims[i] > INT32_MAX)
+            return err_set(e, ERR_INPUT, "%s: %s = %lld does not fit the BLAS/cuDNN int range",
+                           kernel_get(k->kernel)->name, kernel_get(k->kernel)->dim_names[i], (long long)k->dims[i]);
+    return 0;
+}
+
 static int conv_check(const struct kernel_call *k, struct err *e)
 {
+    if (int_dims_check(k, e) < 0)
+        return -1;
     if (k->dims[7] < 0 || conv_p(k, 0) == 0 || conv_p(k, 1) == 0)
         return err_set(e, ERR_INPUT, "%s: %lldx%lld input with filter %lld, pad %lld has no output",
                        kernel_get(k->kernel)->name, (long long)k->dims[2], (long long)k->dims[3],
@@ -345,7 +356,7 @@ static int dropout_check(const struct kernel_call *k, struct err *e)
 static const struct kernel_desc table[K_COUNT] = {
     [K_GEMM] = {"gemm", "batched matrix product with transposes (cuBLAS / OpenBLAS)",
                 {"M", "N", "K", "transA", "transB", "batch"}, 0x07, 3, {"A", "B", "C"}, {IN, IN, OUT}, {T, T, T},
-                gemm_elems, gemm_flops, gemm_bytes, NULL, cpu_gemm, TOL_SUM},
+                gemm_elems, gemm_flops, gemm_bytes, int_dims_check, cpu_gemm, TOL_SUM},
     [K_CONV2D_FWD] = {"conv2d_fwd", "2-D convolution, NCHW, square filter (cuDNN / im2col + GEMM)",
                       {"N", "C", "H", "W", "K", "R", "stride", "pad"}, 0x7f, 3, {"x", "w", "y"}, {IN, IN, OUT},
                       {T, T, T}, conv_fwd_elems, conv_flops, generic_bytes, conv_check, cpu_conv2d_fwd, TOL_SUM},

@@ -122,6 +122,11 @@
  * K_EMBEDDING_FWD   y[r] = table[ids[r]]; dims {rows, V, C}
  *     tensors{ids: i64 [rows], table: T [V, C], y: T [rows, C]}
  * K_EMBEDDING_BWD   dtable = scatter-add of dy by ids (zeroed first); tensors{ids, dy, dtable}
+ *
+ * CUDA (kernels/cuda, through the cuda device plugin): GEMM runs on cuBLAS, conv2d on cuDNN, the
+ * rest on our kernels, with two limits the CPU path does not have: attention head dim D <= 256
+ * and K_ADAMW8 block <= 6144. Out-of-range ids (targets, embedding rows) are an ERR_INPUT on the
+ * CPU; on the GPU such rows are skipped (loss 0, output 0).
  */
 #ifndef OOMLAB_KERNELS_H
 #define OOMLAB_KERNELS_H

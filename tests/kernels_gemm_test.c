@@ -73,6 +73,9 @@ int main(void)
     k.dims[2] = 0;
     ok(kernel_validate(&k, &e) < 0 && strstr(e.msg, "K = 0"), "K = 0 rejected: %s", e.msg);
     memset(&e, 0, sizeof e);
+    k = KCALL(K_GEMM, DT_F32, 3000000000ll, 2, 2);
+    ok(kernel_validate(&k, &e) < 0 && strstr(e.msg, "int range"), "M beyond int rejected: %s", e.msg);
+    memset(&e, 0, sizeof e);
     k = KCALL(K_GEMM, DT_U8, 2, 2, 2);
     ok(kernel_validate(&k, &e) < 0 && strstr(e.msg, "u8"), "u8 gemm rejected: %s", e.msg);
     memset(&e, 0, sizeof e);

@@ -20,6 +20,7 @@ struct plugin {
     oomlab_cuda_probe_fn probe;
     oomlab_cuda_open_fn open;
     oomlab_cuda_kernel_ms_fn kernel_ms;
+    oomlab_cuda_copy_fn copy;
 };
 
 /* The one loaded plugin (a process uses one build's plugin; it is never unloaded, as CUDA
@@ -68,12 +69,14 @@ static int plugin_load(const char *path, char *why, size_t n)
     oomlab_cuda_abi_fn abi = (oomlab_cuda_abi_fn)dlsym(h, OOMLAB_CUDA_ABI_SYMBOL);
     struct plugin p = {h, (oomlab_cuda_probe_fn)dlsym(h, OOMLAB_CUDA_PROBE_SYMBOL),
                        (oomlab_cuda_open_fn)dlsym(h, OOMLAB_CUDA_OPEN_SYMBOL),
-                       (oomlab_cuda_kernel_ms_fn)dlsym(h, OOMLAB_CUDA_KERNEL_MS_SYMBOL)};
-    if (!abi || !p.probe || !p.open || !p.kernel_ms) {
+                       (oomlab_cuda_kernel_ms_fn)dlsym(h, OOMLAB_CUDA_KERNEL_MS_SYMBOL),
+                       (oomlab_cuda_copy_fn)dlsym(h, OOMLAB_CUDA_COPY_SYMBOL)};
+    if (!abi || !p.probe || !p.open || !p.kernel_ms || !p.copy) {
         snprintf(why, n, "%s is not an oomlab CUDA plugin (missing %s)", path,
                  !abi ? OOMLAB_CUDA_ABI_SYMBOL : !p.probe ? OOMLAB_CUDA_PROBE_SYMBOL
                                                 : !p.open ? OOMLAB_CUDA_OPEN_SYMBOL
-                                                          : OOMLAB_CUDA_KERNEL_MS_SYMBOL);
+                                                : !p.kernel_ms ? OOMLAB_CUDA_KERNEL_MS_SYMBOL
+                                                               : OOMLAB_CUDA_COPY_SYMBOL);
         dlclose(h);
         return -1;
     }
@@ -122,4 +125,11 @@ struct device *cuda_device_open(const char *path, int ordinal, const struct ooml
 double cuda_device_kernel_ms(struct device *d)
 {
     return loaded.kernel_ms ? loaded.kernel_ms(d) : 0.0;
+}
+
+int cuda_device_copy(struct device *d, void *dst, const void *src, uint64_t bytes, int to_device, struct err *e)
+{
+    if (!loaded.copy)
+        return err_set(e, ERR_INTERNAL, "%s: the CUDA plugin is not loaded", d->name);
+    return loaded.copy(d, dst, src, bytes, to_device, e);
 }

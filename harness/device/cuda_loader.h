@@ -28,4 +28,8 @@ struct device *cuda_device_open(const char *path, int ordinal, const struct ooml
 /* GPU time in ms of every kernel launched on a device from cuda_device_open (CUDA events). */
 double cuda_device_kernel_ms(struct device *d);
 
+/* Synchronous copy host -> device (to_device) or device -> host on a device from cuda_device_open:
+ * device.h has no data movement, but tests and data loading need it. 0, or -1 with e set. */
+int cuda_device_copy(struct device *d, void *dst, const void *src, uint64_t bytes, int to_device, struct err *e);
+
 #endif

@@ -152,6 +152,16 @@ extern "C" __attribute__((visibility("default"))) double oomlab_cuda_kernel_ms(s
     return cuda_of(d)->kernel_ms;
 }
 
+extern "C" __attribute__((visibility("default"))) int oomlab_cuda_copy(struct device *d, void *dst, const void *src,
+                                                                       uint64_t bytes, int to_device, struct err *e)
+{
+    cudaError_t rc = cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
+    if (rc != cudaSuccess)
+        return cuda_fail(e, ERR_INTERNAL, "%s: cudaMemcpy of %llu bytes: %s", d->name, (unsigned long long)bytes,
+                         cudaGetErrorString(rc));
+    return 0;
+}
+
 extern "C" __attribute__((visibility("default"))) int oomlab_cuda_abi(void)
 {
     return OOMLAB_CUDA_ABI;

@@ -43,6 +43,10 @@ typedef int (*oomlab_cuda_open_fn)(int ordinal, const struct oomlab_cuda_options
 /* GPU time of every kernel launched on d so far, in milliseconds, measured with CUDA events
  * (waits for the launched work to finish). */
 typedef double (*oomlab_cuda_kernel_ms_fn)(struct device *d);
+/* Synchronous copy between host memory and device memory of d (to_device: host -> device),
+ * for tests and for loading data; 0, or -1 with e set. */
+typedef int (*oomlab_cuda_copy_fn)(struct device *d, void *dst, const void *src, uint64_t bytes, int to_device,
+                                   struct err *e);
 /* OOMLAB_CUDA_ABI of the plugin. */
 typedef int (*oomlab_cuda_abi_fn)(void);
 
@@ -50,6 +54,7 @@ typedef int (*oomlab_cuda_abi_fn)(void);
 #define OOMLAB_CUDA_OPEN_SYMBOL "oomlab_cuda_open"
 #define OOMLAB_CUDA_KERNEL_MS_SYMBOL "oomlab_cuda_kernel_ms"
 #define OOMLAB_CUDA_ABI_SYMBOL "oomlab_cuda_abi"
+#define OOMLAB_CUDA_COPY_SYMBOL "oomlab_cuda_copy"
 
 #ifdef __cplusplus
 }
