@@ -20,9 +20,10 @@ int cuda_plugin_default_path(char *buf, size_t n);
  * there is no driver or no GPU. */
 int cuda_probe(const char *path, char *why, size_t n);
 
-/* Opens cuda:ordinal through the plugin at `path` (NULL: default). Kernel calls launched on the
- * device are checked against the kernel table first. NULL with e set (ERR_INPUT with the probe's
- * reason when CUDA is unavailable). */
+/* Opens cuda:ordinal through the plugin at `path` (NULL: default) with opt (NULL: the whole GPU,
+ * PyTorch's cuBLAS workspace size, workspaces the plugin allocates itself). Kernel calls launched
+ * on the device are checked against the kernel table first. NULL with e set (ERR_INPUT with the
+ * probe's reason when CUDA is unavailable). */
 struct device *cuda_device_open(const char *path, int ordinal, const struct oomlab_cuda_options *opt, struct err *e);
 
 /* GPU time in ms of every kernel launched on a device from cuda_device_open (CUDA events). */

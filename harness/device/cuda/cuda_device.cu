@@ -127,7 +127,8 @@ extern "C" __attribute__((visibility("default"))) int oomlab_cuda_open(int ordin
         return cuda_fail(e, ERR_INTERNAL, "cuda:%d: cudaSetDevice: %s", ordinal, cudaGetErrorString(rc));
     cuda_dev *c = new cuda_dev();
     c->ordinal = ordinal;
-    c->opt = *opt;
+    if (opt)
+        c->opt = *opt;
     c->dev.ops = &cuda_ops;
     c->dev.impl = c;
     c->dev.measured = true;

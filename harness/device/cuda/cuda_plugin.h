@@ -1,6 +1,6 @@
 /* cuda_plugin.h: the C interface between oomlab and its CUDA plugin (build/oomlab-cuda.so), which
  * the main binary loads at run time (device/cuda_loader.c), so one build runs with or without a
- * driver. The plugin exports the OOMLAB_CUDA_*_SYMBOL functions below and nothing else. */
+ * driver. The loader finds the plugin's C entry points by the OOMLAB_CUDA_*_SYMBOL names below. */
 #ifndef OOMLAB_CUDA_PLUGIN_H
 #define OOMLAB_CUDA_PLUGIN_H
 
