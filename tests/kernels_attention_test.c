@@ -55,14 +55,18 @@ static void attn_ref(struct cfg c, const float *q, const float *kv, double *o, d
 struct fd_ctx {
     struct cfg c;
     float *q, *kv, *w;
+    unsigned fwd; /* K_ATTN_FWD or K_FLASH_FWD */
 };
 
 static double attn_loss(void *arg)
 {
     struct fd_ctx *f = arg;
     float *p = zeros(np(f->c)), *o = zeros(nq(f->c));
-    struct kernel_call k = call(K_ATTN_FWD, DT_F32, f->c);
-    run(&k, (void *[]){f->q, f->kv, p, o});
+    struct kernel_call k = call(f->fwd, DT_F32, f->c);
+    if (f->fwd == K_FLASH_FWD)
+        run(&k, (void *[]){f->q, f->kv, o, p});
+    else
+        run(&k, (void *[]){f->q, f->kv, p, o});
     double l = wsum(f->w, o, nq(f->c));
     free(p);
     free(o);
@@ -120,11 +124,16 @@ static void attn_case(int dt, struct cfg c)
     snprintf(msg, sizeof msg, "flash_bwd dkv equals attn_bwd %s", what);
     check_close(fdkv, dt, dkvd, nkv(c), 2 * tol, msg);
     if (dt == DT_F32) {
-        struct fd_ctx f = {c, q, kv, dout};
+        struct fd_ctx f = {c, q, kv, dout, K_ATTN_FWD};
         snprintf(msg, sizeof msg, "attn_bwd dq %s", what);
         fd_check(q, nq(c), attn_loss, &f, dq, FD_TOL, msg);
         snprintf(msg, sizeof msg, "attn_bwd dkv %s", what);
         fd_check(kv, nkv(c), attn_loss, &f, dkv, FD_TOL, msg);
+        f.fwd = K_FLASH_FWD;
+        snprintf(msg, sizeof msg, "flash_bwd dq %s", what);
+        fd_check(q, nq(c), attn_loss, &f, fdq, FD_TOL, msg);
+        snprintf(msg, sizeof msg, "flash_bwd dkv %s", what);
+        fd_check(kv, nkv(c), attn_loss, &f, fdkv, FD_TOL, msg);
     }
     void *all[] = {q, kv, dout, o_ref, p_ref, lse_ref, tq, tkv, tdo, tp, to, fo, lse, stats, uo, fof, uod,
                    udq, udkv, fdq, fdkv, dq, dkv, dqd, dkvd};
