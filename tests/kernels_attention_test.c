@@ -207,6 +207,7 @@ int main(void)
         attn_case(test_dtypes[d], (struct cfg){1, 4, 7, 7, 16, 1, 2});
         attn_case(test_dtypes[d], (struct cfg){1, 2, 3, 9, 8, 1, 1});
         attn_case(test_dtypes[d], (struct cfg){1, 2, 70, 150, 4, 0, 2});
+        attn_case(test_dtypes[d], (struct cfg){1, 4, 100, 130, 8, 1, 2});
     }
     packed_case(K_ATTN_FWD, K_ATTN_BWD);
     packed_case(K_FLASH_FWD, K_FLASH_BWD);

@@ -1,5 +1,7 @@
-/* attention.c: CPU unfused attention: forward materialises the probabilities P (saved for the
- * backward), backward computes dq, dk, dv from P as PyTorch's math path does. */
+/* attention.c: CPU unfused attention on cblas_sgemm: the forward materialises the probabilities P
+ * (saved for the backward), the backward computes dq, dk, dv from P as PyTorch's math path does.
+ * Also the fp32 loading helpers both CPU attention files share. */
+#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
@@ -30,70 +32,90 @@ void attn_free(struct attn_f32 *f)
     free(f->kv);
 }
 
-static float dot(const float *x, const float *y, int64_t n)
+/* Loads a whole tensor (o-shaped: do) as fp32; NULL with e set. */
+float *attn_load_o(const struct kernel_call *k, const void *src, struct err *e)
 {
-    float s = 0.0f;
-    for (int64_t d = 0; d < n; d++)
-        s += x[d] * y[d];
-    return s;
+    size_t n = (size_t)(k->dims[0] * k->dims[2] * k->dims[1] * k->dims[4]);
+    float *f = cpu_scratch(n, "attention do", e);
+    if (f)
+        tensor_to_f32(f, src, k->dtype, n);
+    return f;
 }
 
+/* Row i of a Tq x Tk score block starting at query row i0: mask keys past attn_keys (-inf). */
+void attn_mask_rows(const struct attn_layout *a, float *s, int64_t ld, int64_t i0, int64_t rows, int64_t j0, int64_t cols)
+{
+    if (!a->causal)
+        return;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t first = attn_keys(a, i0 + r) - j0;
+        for (int64_t j = first > 0 ? first : 0; j < cols; j++)
+            s[r * ld + j] = -INFINITY;
+    }
+}
+
+/* Per (b, h): S = scale Q K^T (one GEMM), masked row softmax into P (saved), O = P V (one GEMM). */
 int cpu_attn_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
     struct attn_f32 f;
     if (attn_load(&f, k, t, 0, 1, e) < 0)
         return -1;
     const struct attn_layout *a = &f.a;
-    float *row = cpu_scratch((size_t)a->Tk, "attention row", e), *acc = row ? cpu_scratch((size_t)a->D, "attention acc", e) : NULL;
-    if (!acc) {
-        free(row);
+    float *s = cpu_scratch((size_t)(a->Tq * a->Tk), "attention scores", e);
+    float *o = s ? cpu_scratch((size_t)(a->Tq * a->D), "attention output", e) : NULL;
+    if (!o) {
+        free(s);
         attn_free(&f);
         return -1;
     }
     for (int64_t b = 0; b < a->B; b++)
         for (int64_t h = 0; h < a->H; h++) {
             int64_t g = h / a->group;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)a->Tq, (int)a->Tk, (int)a->D, a->scale,
+                        f.q + attn_q_at(a, b, 0, h), (int)a->q_row, f.kv + attn_k_at(a, b, 0, g), (int)a->kv_row, 0.0f,
+                        s, (int)a->Tk);
+            attn_mask_rows(a, s, a->Tk, 0, a->Tq, 0, a->Tk);
             for (int64_t i = 0; i < a->Tq; i++) {
-                const float *q = f.q + attn_q_at(a, b, i, h);
-                int64_t nk = attn_keys(a, i);
-                float mx = -INFINITY, sum = 0.0f;
-                for (int64_t j = 0; j < nk; j++) {
-                    row[j] = a->scale * dot(q, f.kv + attn_k_at(a, b, j, g), a->D);
+                float *row = s + i * a->Tk, mx = -INFINITY, sum = 0.0f;
+                for (int64_t j = 0; j < a->Tk; j++)
                     mx = fmaxf(mx, row[j]);
-                }
-                for (int64_t j = 0; j < nk; j++)
-                    sum += row[j] = expf(row[j] - mx);
-                memset(acc, 0, (size_t)a->D * sizeof *acc);
+                for (int64_t j = 0; j < a->Tk; j++)
+                    sum += row[j] = mx == -INFINITY ? 0.0f : expf(row[j] - mx);
                 size_t prow = (size_t)(((b * a->H + h) * a->Tq + i) * a->Tk);
                 for (int64_t j = 0; j < a->Tk; j++) {
-                    float p = j < nk ? row[j] / sum : 0.0f;
-                    st(t[2], k->dtype, prow + j, p);
-                    const float *v = f.kv + attn_v_at(a, b, j, g);
-                    for (int64_t d = 0; d < a->D && j < nk; d++)
-                        acc[d] += p * v[d];
+                    row[j] = sum > 0.0f ? row[j] / sum : 0.0f;
+                    st(t[2], k->dtype, prow + (size_t)j, row[j]);
                 }
-                for (int64_t d = 0; d < a->D; d++)
-                    st(t[3], k->dtype, attn_o_at(a, b, i, h) + d, acc[d]);
             }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)a->Tq, (int)a->D, (int)a->Tk, 1.0f, s,
+                        (int)a->Tk, f.kv + attn_v_at(a, b, 0, g), (int)a->kv_row, 0.0f, o, (int)a->D);
+            for (int64_t i = 0; i < a->Tq; i++)
+                for (int64_t d = 0; d < a->D; d++)
+                    st(t[3], k->dtype, (size_t)(attn_o_at(a, b, i, h) + d), o[i * a->D + d]);
         }
-    free(row);
-    free(acc);
+    free(s);
+    free(o);
     attn_free(&f);
     return 0;
 }
 
+/* Per (b, h), as PyTorch's math path: dV += P^T dO, dP = dO V^T, dS = scale P (dP - rowsum(P dP)),
+ * dQ = dS K, dK += dS^T Q (the += gathers the query heads of a key/value head). */
 int cpu_attn_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
     struct attn_f32 f;
     if (attn_load(&f, k, t, 0, 1, e) < 0)
         return -1;
     const struct attn_layout *a = &f.a;
-    size_t nkv = kernel_get(k->kernel)->elems(k, 1);
-    float *dkv = cpu_scratch(nkv, "attention dkv", e), *ds = dkv ? cpu_scratch((size_t)a->Tk, "attention ds", e) : NULL;
-    float *dq = ds ? cpu_scratch((size_t)a->D, "attention dq", e) : NULL;
-    float *dout = dq ? cpu_scratch((size_t)a->D, "attention do", e) : NULL;
+    const int64_t o_row = a->H * a->D;
+    size_t nkv = kernel_get(k->kernel)->elems(k, 1), nblk = (size_t)(a->Tq * a->Tk);
+    float *dkv = cpu_scratch(nkv, "attention dkv", e), *p = dkv ? cpu_scratch(nblk, "attention P", e) : NULL;
+    float *ds = p ? cpu_scratch(nblk, "attention dS", e) : NULL;
+    float *dq = ds ? cpu_scratch((size_t)(a->Tq * a->D), "attention dq", e) : NULL;
+    float *dout = dq ? attn_load_o(k, t[3], e) : NULL;
     if (!dout) {
         free(dkv);
+        free(p);
         free(ds);
         free(dq);
         attn_free(&f);
@@ -103,37 +125,32 @@ int cpu_attn_bwd(const struct kernel_call *k, void *const *t, struct err *e)
     for (int64_t b = 0; b < a->B; b++)
         for (int64_t h = 0; h < a->H; h++) {
             int64_t g = h / a->group;
+            const float *q = f.q + attn_q_at(a, b, 0, h), *kk = f.kv + attn_k_at(a, b, 0, g);
+            const float *v = f.kv + attn_v_at(a, b, 0, g), *dob = dout + attn_o_at(a, b, 0, h);
+            tensor_to_f32(p, (const char *)t[2] + ((b * a->H + h) * nblk) * dtype_size((enum dtype)k->dtype),
+                          k->dtype, nblk);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)a->Tk, (int)a->D, (int)a->Tq, 1.0f, p, (int)a->Tk,
+                        dob, (int)o_row, 1.0f, dkv + attn_v_at(a, b, 0, g), (int)a->kv_row);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)a->Tq, (int)a->Tk, (int)a->D, 1.0f, dob,
+                        (int)o_row, v, (int)a->kv_row, 0.0f, ds, (int)a->Tk);
             for (int64_t i = 0; i < a->Tq; i++) {
-                const float *q = f.q + attn_q_at(a, b, i, h);
-                size_t prow = (size_t)(((b * a->H + h) * a->Tq + i) * a->Tk);
-                int64_t nk = attn_keys(a, i);
-                for (int64_t d = 0; d < a->D; d++)
-                    dout[d] = ld(t[3], k->dtype, attn_o_at(a, b, i, h) + d);
-                float rowdot = 0.0f;
-                for (int64_t j = 0; j < nk; j++) {
-                    float p = ld(t[2], k->dtype, prow + j);
-                    ds[j] = dot(dout, f.kv + attn_v_at(a, b, j, g), a->D); /* dP */
-                    rowdot += p * ds[j];
-                    float *dv = dkv + attn_v_at(a, b, j, g);
-                    for (int64_t d = 0; d < a->D; d++)
-                        dv[d] += p * dout[d];
-                }
-                memset(dq, 0, (size_t)a->D * sizeof *dq);
-                for (int64_t j = 0; j < nk; j++) {
-                    float s = a->scale * ld(t[2], k->dtype, prow + j) * (ds[j] - rowdot);
-                    const float *kj = f.kv + attn_k_at(a, b, j, g);
-                    float *dk = dkv + attn_k_at(a, b, j, g);
-                    for (int64_t d = 0; d < a->D; d++) {
-                        dq[d] += s * kj[d];
-                        dk[d] += s * q[d];
-                    }
-                }
-                for (int64_t d = 0; d < a->D; d++)
-                    st(t[4], k->dtype, attn_q_at(a, b, i, h) + d, dq[d]);
+                float *pr = p + i * a->Tk, *dr = ds + i * a->Tk, rowdot = 0.0f;
+                for (int64_t j = 0; j < a->Tk; j++)
+                    rowdot += pr[j] * dr[j];
+                for (int64_t j = 0; j < a->Tk; j++)
+                    dr[j] = a->scale * pr[j] * (dr[j] - rowdot);
             }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)a->Tq, (int)a->D, (int)a->Tk, 1.0f, ds,
+                        (int)a->Tk, kk, (int)a->kv_row, 0.0f, dq, (int)a->D);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)a->Tk, (int)a->D, (int)a->Tq, 1.0f, ds, (int)a->Tk,
+                        q, (int)a->q_row, 1.0f, dkv + attn_k_at(a, b, 0, g), (int)a->kv_row);
+            for (int64_t i = 0; i < a->Tq; i++)
+                for (int64_t d = 0; d < a->D; d++)
+                    st(t[4], k->dtype, (size_t)(attn_q_at(a, b, i, h) + d), dq[i * a->D + d]);
         }
     attn_store_dkv(a, t[5], k->dtype, dkv);
     free(dkv);
+    free(p);
     free(ds);
     free(dq);
     free(dout);
