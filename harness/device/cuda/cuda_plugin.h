@@ -21,7 +21,9 @@ extern "C" {
  * taken from the caller's allocator the way PyTorch takes them from its caching allocator, so
  * they count in the memory model. alloc returns 0 with *addr, or -1 when the memory is not
  * there (an OOM). Frees are stream-ordered: memory freed after a launch may be reused by later
- * work on the same stream. With alloc NULL the plugin uses cudaMalloc/cudaFree itself. */
+ * work on the same stream. With alloc NULL the plugin uses cudaMalloc/cudaFree itself. The
+ * cuBLAS workspaces live until the device's destroy, which gives them back through free, so the
+ * allocator behind these callbacks must outlive the device. */
 struct cuda_workspace_alloc {
     int (*alloc)(void *user, uint64_t bytes, int stream, uint64_t *addr);
     void (*free)(void *user, uint64_t addr);
