@@ -13,6 +13,7 @@ static const struct {
     {"replay", cmd_replay, "replay a PyTorch snapshot or text trace under any allocator settings"},
     {"fit", cmd_fit, "largest batch size (or sequence length) that fits, per variant"},
     {"program", cmd_program, "print a scenario variant's op program"},
+    {"devices", cmd_devices, "devices with their availability, capacity and reasons"},
     {"list", cmd_list, "presets, faults, fixes, kernels, GPU profiles, scenarios"},
 };
 

@@ -2,8 +2,10 @@
 #include "device/device_open.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "device/cuda_loader.h"
 #include "device/host.h"
 #include "device/profiles.h"
 #include "device/sim.h"
@@ -48,6 +50,25 @@ struct device *device_open(const char *spec, uint64_t capacity, struct err *e)
         return open_sim(spec, spec + 4, capacity, e);
     if (!strcmp(spec, "host"))
         return host_device_create(capacity, e);
-    err_set(e, ERR_INPUT, "unknown device '%s' (devices: sim, sim:PROFILE, sim:SIZE, host)", spec);
+    if (!strncmp(spec, "host:", 5)) {
+        uint64_t size;
+        if (size_parse(spec + 5, &size, e)) {
+            err_prefix(e, "--device %s: ", spec);
+            return NULL;
+        }
+        return host_device_create(capacity ? capacity : size, e);
+    }
+    if (!strcmp(spec, "cuda") || !strncmp(spec, "cuda:", 5)) {
+        char *end;
+        long ordinal = spec[4] ? strtol(spec + 5, &end, 10) : 0;
+        if (spec[4] && (*end || ordinal < 0)) {
+            err_set(e, ERR_INPUT, "--device %s: expected cuda or cuda:N", spec);
+            return NULL;
+        }
+        struct oomlab_cuda_options opt = {.capacity_limit = capacity};
+        return cuda_device_open(NULL, (int)ordinal, &opt, e);
+    }
+    err_set(e, ERR_INPUT, "unknown device '%s' (devices: sim, sim:PROFILE, sim:SIZE, host, host:SIZE, cuda, cuda:N)",
+            spec);
     return NULL;
 }
