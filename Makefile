@@ -37,6 +37,10 @@ CFLAGS   += -std=gnu11 $(OPT) -g -Wall -Wextra -Wno-unused-parameter -Wshadow -M
 LDLIBS   += $(PKG_LIBS) -ldl -lm -lpthread
 LDFLAGS  += $(SANFLAGS)
 
+# Turing (T4), Ampere (A100), Ada (L4, RTX 4090), Hopper (H100/H200), Blackwell (RTX 5090), plus PTX for newer GPUs.
+NVCC_ARCHS := -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
+              -gencode arch=compute_89,code=sm_89 -gencode arch=compute_90,code=sm_90 \
+              -gencode arch=compute_120,code=[sm_120,compute_120]
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 ifeq ($(CUDA),0)
   WANT_CUDA :=
@@ -78,13 +82,14 @@ $(BUILD)/tests/%.t: tests/%_test.c tests/tap.h $(BUILD)/liboomlab.a
 # The CUDA plugin: device code and host glue compiled by nvcc, linked against cudart, cuBLAS, cuDNN.
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) -std=c++17 -O2 -Xcompiler -fPIC -Iharness -Ikernels -c $< -o $@
+	$(NVCC) -std=c++17 -O2 $(NVCC_ARCHS) -Xcompiler -fPIC -Xcompiler -fvisibility=hidden -Iharness -Ikernels -c $< -o $@
 
 $(BUILD)/oomlab-cuda.so: $(CUDA_OBJS)
 	$(NVCC) -shared $^ -o $@ -L/usr/local/cuda/lib64 -Xlinker -rpath -Xlinker /usr/local/cuda/lib64 -lcudart -lcublas -lcudnn
 
 run: all
-	$(BUILD)/oomlab run scenarios/
+	@mkdir -p results/fresh
+	$(BUILD)/oomlab run --json results/fresh/run.json --csv results/fresh/run.csv scenarios/ | tee results/fresh/run.txt
 
 test: all $(TESTS)
 	OOMLAB_SHARED=$(SHARED) OOMLAB_BIN=$(abspath $(BUILD)/oomlab) prove --exec '' -j2 $(TESTS) tests/*.sh
