@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_kernels_extra.h"
 
 #define D(i) ((uint64_t)k->dims[i])
 #define MAX1(x) ((x) > 0 ? (x) : 1)
@@ -343,6 +344,103 @@ static int dropout_check(const struct kernel_call *k, struct err *e)
     return 0;
 }
 
+/* ---- kernels appended for the workload generator: sizes, FLOPs, bytes, checks ---- */
+
+/* Broadcast kernels {outer, repeat, inner}: "f" tensors are outer x repeat x inner, "s" outer x inner. */
+static uint64_t bcast_shape(const struct kernel_call *k, char s)
+{
+    return s == 'f' ? D(0) * D(1) * D(2) : D(0) * D(2);
+}
+
+#define BCAST_ELEMS(fn, shapes)                                              \
+    static uint64_t fn(const struct kernel_call *k, unsigned i)              \
+    {                                                                        \
+        return bcast_shape(k, shapes[i]);                                    \
+    }
+BCAST_ELEMS(binary_bcast_elems, "fsf")
+BCAST_ELEMS(expand_elems, "sf")
+BCAST_ELEMS(reduce_sum_elems, "fs")
+
+static uint64_t transpose_elems(const struct kernel_call *k, unsigned i)
+{
+    return D(0) * D(1) * D(2);
+}
+
+static uint64_t copy_blocks_elems(const struct kernel_call *k, unsigned i)
+{
+    return D(0) * (i == 0 ? D(2) : D(4));
+}
+
+static double copy_blocks_bytes(const struct kernel_call *k)
+{
+    return (double)D(0) * D(1) * dtype_size((enum dtype)k->dtype) * (k->dims[6] ? 3.0 : 2.0);
+}
+
+static int copy_blocks_check(const struct kernel_call *k, struct err *e)
+{
+    if (k->dims[3] + k->dims[1] > k->dims[2] || k->dims[5] + k->dims[1] > k->dims[4])
+        return err_set(e, ERR_INPUT, "copy_blocks: a block of %lld at offsets %lld / %lld overruns strides %lld / %lld",
+                       (long long)k->dims[1], (long long)k->dims[3], (long long)k->dims[5], (long long)k->dims[2],
+                       (long long)k->dims[4]);
+    return 0;
+}
+
+static uint64_t rope_elems(const struct kernel_call *k, unsigned i)
+{
+    return D(0) * D(1) * D(4);
+}
+
+static int rope_check(const struct kernel_call *k, struct err *e)
+{
+    if (k->dims[3] % 2 || k->dims[2] * k->dims[3] > k->dims[4])
+        return err_set(e, ERR_INPUT, "rope: %lld heads of even size %lld must fit a row of %lld", (long long)k->dims[2],
+                       (long long)k->dims[3], (long long)k->dims[4]);
+    return 0;
+}
+
+ATTN_ELEMS(attn_bias_fwd_elems, AT_Q, AT_KV, AT_P, AT_P, AT_O)
+ATTN_ELEMS(attn_dscores_elems, AT_KV, AT_P, AT_O, AT_P)
+
+static double attn_bias_fwd_flops(const struct kernel_call *k)
+{
+    return attn_scores(k, 0) * (4.0 * D(4) + 6.0);
+}
+
+static double attn_dscores_flops(const struct kernel_call *k)
+{
+    return attn_scores(k, 0) * (2.0 * D(4) + 3.0);
+}
+
+/* attention shape rules for the appended kernels (no packed gradient pairs among their tensors) */
+static int attn_extra_check(const struct kernel_call *k, struct err *e)
+{
+    const char *name = kernel_get(k->kernel)->name;
+    int64_t hkv = k->dims[6] > 0 ? k->dims[6] : k->dims[1];
+    if (k->dims[6] < 0 || k->dims[1] % hkv != 0)
+        return err_set(e, ERR_INPUT, "%s: %lld heads do not group over %lld key/value heads", name,
+                       (long long)k->dims[1], (long long)hkv);
+    if (k->dims[7] && k->dims[2] != k->dims[3])
+        return err_set(e, ERR_INPUT, "%s: packed qkv needs Tq == Tk (got %lld and %lld)", name,
+                       (long long)k->dims[2], (long long)k->dims[3]);
+    if (k->dims[7] && k->kernel == K_ATTN_BIAS_FWD && k->tensors[0] != k->tensors[1])
+        return err_set(e, ERR_INPUT, "%s: packed qkv must be passed as both q and kv", name);
+    return 0;
+}
+
+static uint64_t adafactor_elems(const struct kernel_call *k, unsigned i)
+{
+    if (i < 2)
+        return D(0) * D(1);
+    return D(1) > 1 ? D(0) + D(1) : D(0);
+}
+
+static int randint_check(const struct kernel_call *k, struct err *e)
+{
+    if (k->dims[2] > (int64_t)1 << 53)
+        return err_set(e, ERR_INPUT, "randint: high = %lld is above 2^53", (long long)k->dims[2]);
+    return 0;
+}
+
 /* ---- the table ---- */
 
 #define IN TR_IN
@@ -491,6 +589,56 @@ static const struct kernel_desc table[K_COUNT] = {
     [K_EMBEDDING_BWD] = {"embedding_bwd", "scatter-add of row gradients into the table", {"rows", "V", "C"},
                          0x07, 3, {"ids", "dy", "dtable"}, {IN, IN, OUT}, {DT_I64, T, T}, embedding_elems,
                          embedding_bwd_flops, generic_bytes, NULL, cpu_embedding_bwd, TOL_SUM},
+    [K_MUL_BCAST] = {"mul_bcast", "y = a * b, b broadcast over the middle dim", {"outer", "repeat", "inner"}, 0x07, 3,
+                     {"a", "b", "y"}, {IN, IN, OUT}, {T, T, T}, binary_bcast_elems, flops_1, generic_bytes, NULL,
+                     cpu_mul_bcast, TOL_FLOAT},
+    [K_ADD_BCAST] = {"add_bcast", "y = alpha * a + beta * b, b broadcast over the middle dim",
+                     {"outer", "repeat", "inner"}, 0x07, 3, {"a", "b", "y"}, {IN, IN, OUT}, {T, T, T},
+                     binary_bcast_elems, flops_3, generic_bytes, NULL, cpu_add_bcast, TOL_FLOAT},
+    [K_EXPAND] = {"expand", "broadcast copy over the middle dim, times alpha", {"outer", "repeat", "inner"}, 0x07, 2,
+                  {"x", "y"}, {IN, OUT}, {T, T}, expand_elems, flops_1, generic_bytes, NULL, cpu_expand, TOL_FLOAT},
+    [K_REDUCE_SUM] = {"reduce_sum", "sum over the middle dim, times alpha", {"outer", "repeat", "inner"}, 0x07, 2,
+                      {"x", "y"}, {IN, OUT}, {T, T}, reduce_sum_elems, flops_1, generic_bytes, NULL, cpu_reduce_sum,
+                      TOL_SUM},
+    [K_TRANSPOSE] = {"transpose", "swap the last two dims of each batch", {"batch", "rows", "cols"}, 0x07, 2,
+                     {"x", "y"}, {IN, OUT}, {T, T}, transpose_elems, flops_0, generic_bytes, NULL, cpu_transpose,
+                     TOL_FLOAT},
+    [K_COPY_BLOCKS] = {"copy_blocks", "strided block copy (slice, concatenate), optionally accumulating",
+                       {"outer", "len", "src_stride", "src_off", "dst_stride", "dst_off", "accumulate"}, 0x17, 2,
+                       {"x", "y"}, {IN, IO}, {T, T}, copy_blocks_elems, flops_0, copy_blocks_bytes, copy_blocks_check,
+                       cpu_copy_blocks, TOL_FLOAT},
+    [K_RELU_FWD] = {"relu_fwd", "ReLU", {"n"}, 0x01, 2, {"x", "y"}, {IN, OUT}, {T, T}, flat_elems, flops_1,
+                    generic_bytes, NULL, cpu_relu_fwd, TOL_FLOAT},
+    [K_RELU_BWD] = {"relu_bwd", "ReLU backward", {"n"}, 0x01, 3, {"x", "dy", "dx"}, {IN, IN, OUT}, {T, T, T},
+                    flat_elems, flops_1, generic_bytes, NULL, cpu_relu_bwd, TOL_FLOAT},
+    [K_QUICK_GELU_FWD] = {"quick_gelu_fwd", "x * sigmoid(1.702 x) (CLIP)", {"n"}, 0x01, 2, {"x", "y"}, {IN, OUT},
+                          {T, T}, flat_elems, flops_5, generic_bytes, NULL, cpu_quick_gelu_fwd, TOL_FLOAT},
+    [K_QUICK_GELU_BWD] = {"quick_gelu_bwd", "quick GELU backward", {"n"}, 0x01, 3, {"x", "dy", "dx"},
+                          {IN, IN, OUT}, {T, T, T}, flat_elems, flops_8, generic_bytes, NULL, cpu_quick_gelu_bwd,
+                          TOL_FLOAT},
+    [K_ROPE] = {"rope", "rotary position embedding of the first H heads of each row (inverse: backward)",
+                {"B", "T", "H", "D", "row", "inverse"}, 0x1f, 2, {"x", "y"}, {IN, OUT}, {T, T}, rope_elems, flops_3,
+                generic_bytes, rope_check, cpu_rope, TOL_FLOAT},
+    [K_ATTN_BIAS_FWD] = {"attn_bias_fwd", "unfused attention with an additive score bias, saves probabilities",
+                         {"B", "H", "Tq", "Tk", "D", "causal", "Hkv", "packed"}, 0x1f, 5, {"q", "kv", "bias", "p", "o"},
+                         {IN, IN, IN, OUT, OUT}, {T, T, T, T, T}, attn_bias_fwd_elems, attn_bias_fwd_flops,
+                         generic_bytes, attn_extra_check, cpu_attn_bias_fwd, TOL_SUM},
+    [K_ATTN_DSCORES] = {"attn_dscores", "gradient of the attention scores (of an additive bias)",
+                        {"B", "H", "Tq", "Tk", "D", "causal", "Hkv", "packed"}, 0x1f, 4, {"kv", "p", "do", "ds"},
+                        {IN, IN, IN, OUT}, {T, T, T, T}, attn_dscores_elems, attn_dscores_flops, generic_bytes,
+                        attn_extra_check, cpu_attn_dscores, TOL_SUM},
+    [K_SGD] = {"sgd", "SGD step with momentum", {"n", "step"}, 0x03, 3, {"param", "grad", "buf"}, {IO, IN, IO},
+               {T, T, T}, flat_elems, flops_5, generic_bytes, NULL, cpu_sgd, TOL_FLOAT},
+    [K_ADAMW_T] = {"adamw_t", "AdamW step, moments in the parameter's dtype", {"n", "step", "eps_bits"}, 0x03, 4,
+                   {"param", "grad", "m", "v"}, {IO, IN, IO, IO}, {T, T, T, T}, flat_elems, flops_15, generic_bytes,
+                   adamw_check, cpu_adamw_t, TOL_FLOAT},
+    [K_ADAFACTOR] = {"adafactor", "Adafactor step, factored second moment", {"rows", "cols", "step"}, 0x07, 3,
+                     {"param", "grad", "state"}, {IO, IN, IO}, {T, T, F}, adafactor_elems, flops_15, generic_bytes,
+                     NULL, cpu_adafactor, TOL_SUM},
+    [K_RAND_UNIFORM] = {"rand_uniform", "seeded uniform fill in [lo, hi)", {"n", "seed"}, 0x01, 1, {"y"}, {OUT},
+                        {T}, flat_elems, flops_3, generic_bytes, NULL, cpu_rand_uniform, TOL_FLOAT},
+    [K_RANDINT] = {"randint", "seeded integer fill in [0, high)", {"n", "seed", "high"}, 0x05, 1, {"y"}, {OUT},
+                   {DT_I64}, flat_elems, flops_3, generic_bytes, randint_check, cpu_randint, TOL_FLOAT},
 };
 
 const struct kernel_desc *kernel_get(unsigned id)

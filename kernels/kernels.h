@@ -127,6 +127,55 @@
  * rest on our kernels, with two limits the CPU path does not have: attention head dim D <= 256
  * and K_ADAMW8 block <= 6144. Out-of-range ids (targets, embedding rows) are an ERR_INPUT on the
  * CPU; on the GPU such rows are skipped (loss 0, output 0).
+ *
+ * Kernels appended for the workload generator (CPU code in the kernels/cpu/ files named *_extra.c):
+ *
+ * K_MUL_BCAST       y[o, r, i] = a[o, r, i] * b[o, i]   (b broadcast over the middle dim; y may be a)
+ *     dims {outer, repeat, inner}; tensors{a: T [outer, repeat, inner], b: T [outer, inner], y: as a}
+ *     no broadcast: {n, 1, 1}; a per-channel scale of [rows, C]: {1, rows, C}
+ * K_ADD_BCAST       y[o, r, i] = alpha * a[o, r, i] + beta * b[o, i]; dims and tensors as K_MUL_BCAST
+ *     fparam {alpha, beta}
+ * K_EXPAND          y[o, r, i] = alpha * x[o, i] (broadcast copy, e.g. repeat_kv, a mask over heads)
+ *     dims {outer, repeat, inner}; tensors{x: T [outer, inner], y: T [outer, repeat, inner]}; fparam {alpha}
+ * K_REDUCE_SUM      y[o, i] = alpha * sum over r of x[o, r, i] (sum, or mean with alpha = 1 / repeat)
+ *     dims {outer, repeat, inner}; tensors{x: T [outer, repeat, inner], y: T [outer, inner]}; fparam {alpha}
+ * K_TRANSPOSE       y[b, j, i] = x[b, i, j]; dims {batch, rows, cols}
+ *     tensors{x: T [batch, rows, cols], y: T [batch, cols, rows]}
+ * K_COPY_BLOCKS     for o < outer, i < len: y[o * dst_stride + dst_off + i] (+)= x[o * src_stride + src_off + i]
+ *     (slices, concatenation, chunks); y elsewhere is left as it is
+ *     dims {outer, len, src_stride, src_off, dst_stride, dst_off, accumulate}
+ *     tensors{x: T [outer * src_stride], y: T [outer * dst_stride] (in place)}
+ * K_RELU_FWD        y = max(x, 0); dims {n}; tensors{x: T [n], y}
+ * K_RELU_BWD        dx = dy * (x > 0); dims {n}; tensors{x, dy, dx}
+ * K_QUICK_GELU_FWD  y = x * sigmoid(1.702 x) (CLIP); dims {n}; tensors{x: T [n], y}
+ * K_QUICK_GELU_BWD  dims {n}; tensors{x, dy, dx}
+ * K_ROPE            rotary position embedding (rotate_half convention) of the first H heads of each
+ *     token row; token t of each sequence is position t, pair (d, d + D/2) of a head rotated by
+ *     t * theta^(-2d / D); inverse = 1 rotates back (the backward); the rest of a row is copied.
+ *     dims {B, T, H, D, row, inverse}; tensors{x: T [B, T, row], y: T [B, T, row] (y may be x)}
+ *     fparam {theta} (0 means 10000)
+ * K_ATTN_BIAS_FWD   K_ATTN_FWD with an additive score bias (T5's relative position bias):
+ *     S = scale q k^T + bias (masked); dims and fparam as attention
+ *     tensors{q, kv, bias: T [B, H, Tq, Tk], p: T [B, H, Tq, Tk], o}
+ * K_ATTN_DSCORES    gradient of the (pre-softmax) scores, which is the gradient of an additive bias:
+ *     dS = P * (dP - rowsum(P * dP)), dP = do v^T; masked entries 0; dims and fparam as attention
+ *     tensors{kv, p, do, ds: T [B, H, Tq, Tk]}   (dq and dkv come from K_ATTN_BWD)
+ * K_SGD             torch.optim.SGD with momentum, in place; step 1 sets buf = grad
+ *     dims {n, step}; tensors{param: T [n], grad: T [n], buf: T [n]}
+ *     fparam {lr, momentum, dampening, weight_decay}
+ * K_ADAMW_T         K_ADAMW with m and v in the call's dtype (torch.optim.AdamW on 16-bit params
+ *     keeps exp_avg and exp_avg_sq in the parameter's dtype); dims, fparam as K_ADAMW
+ *     tensors{param (in place), grad, m: T [n] (in place), v: T [n] (in place)}
+ * K_ADAFACTOR       Adafactor without momentum (transformers' defaults but a fixed lr): second
+ *     moment factored into row and column means for matrices (cols > 1), full for vectors;
+ *     beta2 = 1 - step^decay_rate; update = g / sqrt(v), clipped to RMS <= clip; param -= lr * update
+ *     dims {rows, cols, step}; tensors{param: T [rows * cols] (in place), grad: T [rows * cols],
+ *     state: f32 [rows + cols] (row means then column means), or f32 [rows] when cols == 1 (in place)}
+ *     fparam {lr, eps1, clip, decay_rate}  (0s mean 1e-3, 1e-30, 1.0, -0.8)
+ * K_RAND_UNIFORM    y[i] = lo + (hi - lo) * u, u in [0, 1) from splitmix64 of seed and i
+ *     (parameter and input initialisation); dims {n, seed}; tensors{y: T [n]}; fparam {lo, hi}
+ * K_RANDINT         y[i] = an integer in [0, high) from splitmix64 of seed and i (token ids, labels);
+ *     the call's dtype is not used; dims {n, seed, high}; tensors{y: i64 [n]}
  */
 #ifndef OOMLAB_KERNELS_H
 #define OOMLAB_KERNELS_H
@@ -182,6 +231,24 @@ enum kernel_id {
     K_CROSS_ENTROPY_BWD,
     K_EMBEDDING_FWD,
     K_EMBEDDING_BWD,
+    K_MUL_BCAST,
+    K_ADD_BCAST,
+    K_EXPAND,
+    K_REDUCE_SUM,
+    K_TRANSPOSE,
+    K_COPY_BLOCKS,
+    K_RELU_FWD,
+    K_RELU_BWD,
+    K_QUICK_GELU_FWD,
+    K_QUICK_GELU_BWD,
+    K_ROPE,
+    K_ATTN_BIAS_FWD,
+    K_ATTN_DSCORES,
+    K_SGD,
+    K_ADAMW_T,
+    K_ADAFACTOR,
+    K_RAND_UNIFORM,
+    K_RANDINT,
     K_COUNT
 };
 
