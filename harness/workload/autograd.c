@@ -77,22 +77,26 @@ void grad_accumulate(struct gen *g, tref x, tref gx)
         t_release(g, gx);
         return;
     }
+    const char *tag = gen_intern(g, "autograd.grad_sum");
+    if (g->t[gx].dtype != g->t[x].dtype) { /* the engine casts a gradient to its input's dtype */
+        tref c = t_like(g, gx, (enum dtype)g->t[x].dtype, CAT_TEMP, tag);
+        kern_cast(g, gx, c, tag);
+        t_release(g, gx);
+        gx = c;
+    }
     struct tensor *t = &g->t[x];
     if (t->grad == TNONE) {
         t->grad = gx;
         return;
     }
     tref cur = t->grad;
-    int64_t d[1] = {t_numel(g, cur)};
     if (g->t[cur].refs > 1) { /* shared with another branch: sum out of place */
-        tref sum = t_like(g, cur, (enum dtype)g->t[cur].dtype, CAT_TEMP, gen_intern(g, "autograd.grad_sum"));
-        tref ts[3] = {cur, gx, sum};
-        kern(g, WK_ADD, (enum dtype)g->t[cur].dtype, d, 1, ts, 3, 0, gen_intern(g, "autograd.grad_sum"));
+        tref sum = t_like(g, cur, (enum dtype)g->t[cur].dtype, CAT_TEMP, tag);
+        kern_add(g, cur, gx, sum, 1.0f, 1.0f, tag);
         t_release(g, cur);
         g->t[x].grad = sum;
     } else {
-        tref ts[3] = {cur, gx, cur};
-        kern(g, WK_ADD, (enum dtype)g->t[cur].dtype, d, 1, ts, 3, 0, gen_intern(g, "autograd.grad_sum"));
+        kern_add(g, cur, gx, cur, 1.0f, 1.0f, tag);
     }
     t_release(g, gx);
 }
@@ -114,14 +118,18 @@ void pgrad_end(struct gen *g, int32_t p, tref dst)
     if (dst == pp->grad)
         return;
     enum dtype gd = (enum dtype)g->t[pp->data].dtype;
-    int64_t d[2] = {pp->numel, g->t[dst].dtype};
     if (pp->grad == TNONE) { /* computed in another dtype (autocast): the cast becomes .grad */
         pp->grad = t_new2(g, pp->dims[0], pp->dims[1], gd, CAT_GRAD, pp->tag);
-        tref ts[2] = {dst, pp->grad};
-        kern(g, WK_CAST, gd, d, 2, ts, 2, 0, pp->tag);
+        kern_cast(g, dst, pp->grad, pp->module);
     } else {
-        tref ts[3] = {pp->grad, dst, pp->grad};
-        kern(g, WK_ADD, gd, d, 1, ts, 3, 0, pp->tag);
+        tref src = dst;
+        if (g->t[dst].dtype != gd) { /* cast to the parameter's dtype, then accumulated */
+            src = t_like(g, dst, gd, CAT_TEMP, pp->tag);
+            kern_cast(g, dst, src, pp->module);
+        }
+        kern_add(g, pp->grad, src, pp->grad, 1.0f, 1.0f, pp->module);
+        if (src != dst)
+            t_release(g, src);
     }
     t_release(g, dst);
 }
@@ -177,10 +185,8 @@ int backward(struct gen *g, tref loss, int32_t base)
         tape_drop(g, base);
         return 0;
     }
-    int64_t d[1] = {1};
     tref one = t_like(g, loss, (enum dtype)g->t[loss].dtype, CAT_TEMP, gen_intern(g, "loss.grad"));
-    tref ts[1] = {one};
-    kern(g, WK_FILL, (enum dtype)g->t[loss].dtype, d, 1, ts, 1, 1.0f, gen_intern(g, "loss.grad"));
+    kern_fill(g, one, 1.0f, gen_intern(g, "loss.grad"));
     g->t[loss].grad = one;
     return run_backward(g, base);
 }

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kernels.h"
 #include "program/program.h"
 #include "workload/spec.h"
 
@@ -19,45 +20,11 @@ typedef int32_t tref; /* tensor handle (slab index); TNONE = no tensor */
 #define TNONE (-1)
 #define TMAX_DIMS 4
 
-/* Kernels the generator launches, emitted as WORKLOAD_KERNEL_BASE + this (not yet kernels.h ids). */
-enum wl_kernel {
-    WK_GEMM,        /* dims M, N, K; tensors A, B, C */
-    WK_BGEMM,       /* dims batch, M, N, K */
-    WK_CONV2D,      /* dims N, Cin, H, W, Cout, k, stride, pad */
-    WK_CONV2D_BWD,  /* same dims; tensors dY, X|W, dX|dW */
-    WK_ATTENTION,   /* fused SDPA: dims B, heads, Sq, Sk, head_dim, causal */
-    WK_ATTENTION_BWD,
-    WK_SOFTMAX,     /* dims rows, cols */
-    WK_SOFTMAX_BWD,
-    WK_LAYERNORM,   /* dims rows, cols */
-    WK_RMSNORM,
-    WK_GROUPNORM,   /* dims N, C, HW, groups */
-    WK_NORM_BWD,
-    WK_ACT,         /* dims n, act kind */
-    WK_ACT_BWD,
-    WK_DROPOUT,     /* dims n; fparam p */
-    WK_DROPOUT_BWD,
-    WK_ADD,         /* dims n */
-    WK_MUL,
-    WK_CAST,        /* dims n, from dtype */
-    WK_COPY,
-    WK_EMBEDDING,   /* dims tokens, dim, vocab */
-    WK_EMBEDDING_BWD,
-    WK_UPSAMPLE,    /* dims N, C, H, W (nearest x2) */
-    WK_UPSAMPLE_BWD,
-    WK_CROSS_ENTROPY, /* dims rows, vocab */
-    WK_CROSS_ENTROPY_BWD,
-    WK_REDUCE,      /* dims rows, cols (bias grads, pooling) */
-    WK_FILL,        /* dims n */
-    WK_SGD,         /* dims n; tensors param, grad, momentum */
-    WK_ADAMW,       /* dims n; tensors param, grad, m, v */
-    WK_ADAMW_8BIT,  /* dims n, blocks; tensors param, grad, m, v, absmax_m, absmax_v */
-    WK_ADAFACTOR,   /* dims rows, cols; tensors param, grad, row, col */
-    WK_EMA,         /* dims n; tensors ema, param */
-    WK_COUNT
-};
-
 enum gen_mode { GEN_PARAMS, GEN_RUN };
+
+/* LoRA on a projection: none, on its whole output, or on the second half of each output row (the
+ * v half of a fused k/v projection). */
+enum lora_target { LORA_NONE, LORA_FULL, LORA_SECOND_HALF };
 
 struct tensor {
     uint64_t id;          /* op-program id */
@@ -83,7 +50,7 @@ struct param {
     int32_t module_id;    /* which module (main model or an extra) */
     tref data;            /* weight on the device */
     tref grad;            /* .grad */
-    tref state[3];        /* optimizer state */
+    tref state[4];        /* optimizer state (8-bit AdamW: m, v, m_absmax, v_absmax) */
     tref master;          /* fp32 master copy */
     tref ema;             /* EMA shadow */
     tref cast;            /* autocast cache for the current forward */
@@ -106,7 +73,7 @@ struct ckpt {
 
 enum node_kind {
     N_LINEAR, N_EMBED, N_NORM, N_ACT, N_DROPOUT, N_ADD, N_MUL, N_CAST, N_ATTN, N_CONV, N_UPSAMPLE,
-    N_CE, N_REDUCE, N_SCALE, N_GLU, N_CKPT
+    N_CE, N_MEAN, N_SCALE, N_GLU, N_CKPT, N_TRANSPOSE, N_EXPAND, N_SLICE, N_CONCAT, N_ADD_HALF
 };
 
 #define NODE_MAX_SAVED 6
@@ -114,6 +81,9 @@ enum node_kind {
 struct node {
     uint8_t kind;
     uint8_t flags;
+    uint8_t dtype;        /* compute dtype (attention) */
+    float f;              /* op-specific scalar (dropout p, scale alpha, attention scale, sub's beta) */
+    int32_t kv_heads;     /* attention: key/value heads before repeat_kv */
     tref out;
     tref in[4];
     tref saved[NODE_MAX_SAVED];
@@ -142,7 +112,7 @@ struct gen {
     int32_t nparams, cap_params, cursor;
     int32_t module_id;         /* module being registered or run */
     bool in_head;              /* registering the head (linear probe) */
-    bool in_lora_target;       /* registering an attention projection that gets a LoRA adapter */
+    enum lora_target lora;     /* the attention projection being registered or run gets a LoRA adapter */
 
     struct tensor *t;
     int32_t nt, cap_t, free_t;
@@ -161,6 +131,7 @@ struct gen {
     int stream;
     bool workspace_done[8];
     int64_t live_bytes;        /* sum of live tensor bytes (for diagnostics) */
+    int64_t opt_steps;         /* optimizer steps taken (the step number the optimizer kernels see) */
 };
 
 /* gen.c: context, strings, tensors, op emission */
@@ -179,9 +150,24 @@ void t_release(struct gen *g, tref x);
 int64_t t_numel(const struct gen *g, tref x);
 static inline struct tensor *T(struct gen *g, tref x) { return &g->t[x]; }
 static inline bool t_rg(const struct gen *g, tref x) { return x != TNONE && g->t[x].requires_grad; }
-void kern(struct gen *g, enum wl_kernel k, enum dtype dt, const int64_t *dims, int ndims, const tref *ts, int nts,
-          float fparam, const char *tag);
-void kern_gemm(struct gen *g, int64_t m, int64_t n, int64_t k, enum dtype dt, tref a, tref b, tref c, const char *tag);
+/* kernel_emit.c: KERNEL ops in kernels.h's contract (tensors in the documented order, all live) */
+void kern(struct gen *g, enum kernel_id k, enum dtype dt, const int64_t *dims, int ndims, const tref *ts, int nts,
+          const float *fparam, int nfparam, const char *tag);
+/* C = op(A) op(B), alpha 1, beta 0; ta/tb transpose A/B. */
+void kern_gemm(struct gen *g, int64_t m, int64_t n, int64_t k, bool ta, bool tb, tref a, tref b, tref c,
+               const char *tag);
+void kern_cast(struct gen *g, tref x, tref y, const char *tag);              /* y = x in y's dtype */
+void kern_fill(struct gen *g, tref y, float value, const char *tag);
+void kern_scale(struct gen *g, tref x, tref y, float alpha, const char *tag); /* y = alpha x (y may be x) */
+void kern_add(struct gen *g, tref a, tref b, tref y, float alpha, float beta, const char *tag);
+/* {outer, repeat, inner} kernels (K_MUL_BCAST, K_ADD_BCAST, K_EXPAND, K_REDUCE_SUM). */
+void kern_bcast(struct gen *g, enum kernel_id k, tref a, tref b, tref y, const int64_t *ori, float alpha, float beta,
+                const char *tag);
+void kern_copy_blocks(struct gen *g, tref x, tref y, const int64_t *blocks, bool accumulate, const char *tag);
+/* Real values for a tensor the job gets from outside (weights from a checkpoint, a batch): seeded
+ * uniform floats in [lo, hi), or token ids in [0, high). */
+void kern_init_uniform(struct gen *g, tref y, float lo, float hi, const char *tag);
+void kern_init_ids(struct gen *g, tref y, int64_t high, const char *tag);
 
 /* params.c: registration and the parameter cursor */
 int32_t param_add(struct gen *g, const char *leaf, int64_t rows, int64_t cols);
@@ -204,39 +190,66 @@ void t_unhold(struct gen *g, tref x);
 void nn_backward(struct gen *g, const struct node *n, tref gy);
 
 /* nn.c: layers (forward and their backward) */
+/* A batch input with real values: floats uniform in [-1, 1), or (nn_ids) int64 ids in [0, high). */
 tref nn_input(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, const char *leaf);
+tref nn_ids(struct gen *g, const int64_t *dims, int ndim, int64_t high, const char *leaf);
 tref nn_linear(struct gen *g, const char *name, tref x, int64_t in, int64_t out, bool bias);
 tref nn_linear_tied(struct gen *g, const char *name, tref x, int32_t weight); /* weight shared, no bias */
 tref nn_embedding(struct gen *g, const char *name, tref ids, int64_t rows, int64_t dim, int32_t shared);
 tref nn_norm(struct gen *g, const char *name, tref x, int64_t channels, enum norm_kind kind, bool bias, int64_t groups);
 tref nn_act(struct gen *g, const char *name, tref x, enum act_kind act);
 tref nn_dropout(struct gen *g, const char *name, tref x, float p);
+/* x + y, x - y, x * y; the smaller operand broadcasts (its dims aligned to the left or the right). */
 tref nn_add(struct gen *g, const char *name, tref x, tref y);
+tref nn_sub(struct gen *g, const char *name, tref x, tref y);
 tref nn_mul(struct gen *g, const char *name, tref x, tref y);
 tref nn_cast(struct gen *g, const char *name, tref x, enum dtype dt);
 tref nn_conv(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout, int k, int stride, bool bias);
 tref nn_upsample(struct gen *g, const char *name, tref x);
-tref nn_reduce(struct gen *g, const char *name, tref x, const int64_t *dims, int ndim);
 tref nn_cross_entropy(struct gen *g, const char *name, tref logits, tref labels);
-tref nn_scale(struct gen *g, const char *name, tref x);
+tref nn_scale(struct gen *g, const char *name, tref x, float alpha);
 /* Gated unit on one projection p [.., 2n]: act(p[.., n:]) * p[.., :n] (GEGLU); saves p and act. */
 tref nn_glu(struct gen *g, const char *name, tref p, enum act_kind act);
-/* A new tensor of the given shape holding x's elements (permute + contiguous, or a broadcast fill). */
-tref nn_reshape(struct gen *g, const char *name, tref x, const int64_t *dims, int ndim);
-/* Attention core on projected q, k, v [B, S, heads*head_dim] (k, v with kv_heads):
- * eager = QK^T, scale, bias/mask, softmax, dropout, PV, merged heads; SDPA = one fused kernel. */
+/* Layout ops, each a new tensor of shape dims (ndim): x [batch, rows, cols] transposed; x [outer, inner]
+ * broadcast to [outer, repeat, inner]; the mean of x [outer, repeat, inner] over repeat; blocks of
+ * `len` elements of x (every src_stride from src_off, `outer` times) gathered; and the concatenation
+ * of two [B, C, H, W] tensors along C. */
+tref nn_transpose(struct gen *g, const char *name, tref x, int64_t batch, int64_t rows, int64_t cols,
+                  const int64_t *dims, int ndim);
+tref nn_expand(struct gen *g, const char *name, tref x, const int64_t *ori, const int64_t *dims, int ndim);
+tref nn_mean(struct gen *g, const char *name, tref x, const int64_t *ori, const int64_t *dims, int ndim);
+tref nn_slice(struct gen *g, const char *name, tref x, const int64_t *dims, int ndim, int64_t outer, int64_t len,
+              int64_t src_stride, int64_t src_off);
+tref nn_concat(struct gen *g, const char *name, tref x, tref y);
+/* Attention core on a projected q [B, S, heads*head_dim] and a fused k/v projection kv
+ * [B, Sk, 2*kv_heads*head_dim] (kernels.h's layout), or one fused qkv (kv TNONE):
+ * eager = HF's math path (scores, scale, bias/mask, softmax, dropout, PV, merged heads, each a
+ * tensor as PyTorch allocates it) computed by K_ATTN_FWD; SDPA = flash attention. */
 struct attn_args {
     int64_t heads, kv_heads, head_dim;
     bool causal;
     bool eager;
     float dropout;
+    float scale;          /* score scale (0 = 1/sqrt(head_dim); T5: 1) */
     tref bias;            /* added to the scores (T5 position bias / mask), or TNONE */
-    bool rotary;          /* rotate q and k first (new tensors) */
-    bool fused_qkv;       /* q is one [B, S, 3*heads*head_dim] tensor holding q, k and v */
+    bool rotary;          /* rotate q and k first */
+    bool fused_qkv;       /* q is one [B, S, (heads + 2 kv_heads) head_dim] tensor holding q, k and v */
     bool scale_op;        /* eager: scores scaled by a separate op (a second score-sized tensor) */
     bool upcast_softmax;  /* eager: softmax in fp32 then cast back (Llama) */
 };
-tref nn_attention(struct gen *g, const char *name, tref q, tref k, tref v, const struct attn_args *a);
+tref nn_attention(struct gen *g, const char *name, tref q, tref kv, const struct attn_args *a);
+/* y's second half of each row += l (LoRA on the v half of a fused k/v projection), recorded. */
+void nn_add_half(struct gen *g, const char *tag, tref y, tref l);
+/* Helpers the layer files share (nn.c). */
+bool nn_records(const struct gen *g, bool any_input_grad);
+enum dtype nn_compute_dtype(const struct gen *g, tref x);
+tref nn_as_dtype(struct gen *g, const char *name, tref x, enum dtype dt); /* x, or a recorded cast */
+/* [outer, repeat, inner] of big such that small broadcasts along repeat; false if it does not. */
+bool nn_bcast_split(const struct gen *g, tref big, tref small, int64_t *ori);
+tref nn_grad_to_shape(struct gen *g, tref x, tref gy, const char *tag); /* gy summed/cast to x's shape */
+float nn_loss_scale(void);                                               /* GradScaler's scale */
+void nn_attention_backward(struct gen *g, const struct node *n, tref gy); /* nn_attention.c */
+void nn_layout_backward(struct gen *g, const struct node *n, tref gy);    /* nn_layout.c */
 /* Runs `count` layers from `layer` through fn, checkpointed (inputs kept, recomputed in backward). */
 tref nn_checkpoint(struct gen *g, const struct ckpt *c, tref x);
 

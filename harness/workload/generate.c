@@ -8,11 +8,13 @@
 #include "workload/optimizer.h"
 #include "workload/strpool.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_MODULES (1 + SPEC_MAX_EXTRAS)
 #define MAX_KEPT 4096
+#define EMA_DECAY 0.9999f
 
 struct module {
     struct model_spec m;
@@ -205,6 +207,26 @@ static tref param_tensor(struct gen *g, const struct param *p, enum dtype dt, en
     return t_new2(g, p->dims[0], p->dims[1], dt, cat, p->tag);
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* The checkpoint's values of a parameter, as the copy to the device lands them: matrices uniform in
+ * +-1/sqrt(fan_in) (PyTorch's default bound), biases small, norm scales 1. */
+static void param_values(struct gen *g, const struct param *p, tref x)
+{
+    if (p->dims[1] > 1) {
+        float bound = 1.0f / sqrtf((float)p->dims[1]);
+        kern_init_uniform(g, x, -bound, bound, p->module);
+    } else if (ends_with(p->tag, ".bias")) {
+        kern_init_uniform(g, x, -0.02f, 0.02f, p->module);
+    } else {
+        kern_fill(g, x, 1.0f, p->module);
+    }
+}
+
 static void load_module(struct workload *w, const struct module *md)
 {
     struct gen *g = &w->g;
@@ -216,14 +238,13 @@ static void load_module(struct workload *w, const struct module *md)
     for (int32_t i = md->first; i < md->first + md->count; i++) {
         struct param *p = &g->params[i];
         p->data = param_tensor(g, p, first, CAT_PARAM);
+        param_values(g, p, p->data);
     }
     if (convert) { /* model.to(dtype): each parameter swapped in place, the old storage freed at once */
         for (int32_t i = md->first; i < md->first + md->count; i++) {
             struct param *p = &g->params[i];
             tref nw = param_tensor(g, p, s->param_dtype, CAT_PARAM);
-            int64_t d[2] = {p->numel, first};
-            tref ts[2] = {p->data, nw};
-            kern(g, WK_CAST, s->param_dtype, d, 2, ts, 2, 0, p->module);
+            kern_cast(g, p->data, nw, p->module);
             if (dup)
                 p->stale = p->data; /* a reference to the fp32 weights lives on */
             else
@@ -235,6 +256,7 @@ static void load_module(struct workload *w, const struct module *md)
         for (int32_t i = md->first; i < md->first + md->count; i++) {
             struct param *p = &g->params[i];
             tref sd = param_tensor(g, p, s->load_dtype, CAT_OTHER);
+            param_values(g, p, sd);
             if (w->nkept < MAX_KEPT)
                 w->kept[w->nkept++] = sd;
         }
@@ -256,15 +278,11 @@ static void load(struct workload *w)
             continue;
         if (s->master_weights && g->t[p->data].dtype != DT_F32) {
             p->master = param_tensor(g, p, DT_F32, CAT_OPTIMIZER_STATE);
-            int64_t d[2] = {p->numel, g->t[p->data].dtype};
-            tref ts[2] = {p->data, p->master};
-            kern(g, WK_CAST, DT_F32, d, 2, ts, 2, 0, p->module);
+            kern_cast(g, p->data, p->master, p->module);
         }
         if (s->ema == EMA_GPU) {
             p->ema = param_tensor(g, p, DT_F32, CAT_EMA);
-            int64_t d[2] = {p->numel, g->t[p->data].dtype};
-            tref ts[2] = {p->data, p->ema};
-            kern(g, WK_CAST, DT_F32, d, 2, ts, 2, 0, p->module);
+            kern_cast(g, p->data, p->ema, p->module);
         }
     }
 }
@@ -418,7 +436,7 @@ static void train_micro_batch(struct workload *w, const struct batch *bt)
     tref loss = main_forward(w, bt, true);
     release_conditioning(g);
     if (g->spec.loss_scaling) {
-        tref scaled = nn_scale(g, "grad_scaler.scale", loss);
+        tref scaled = nn_scale(g, "grad_scaler.scale", loss, nn_loss_scale());
         t_release(g, loss);
         loss = scaled;
     }
@@ -440,10 +458,12 @@ static void ema_update(struct workload *w)
         struct param *p = &g->params[i];
         if (p->ema == TNONE)
             continue;
-        tref diff = param_tensor(g, p, DT_F32, CAT_TEMP); /* s_param - param */
+        tref diff = param_tensor(g, p, DT_F32, CAT_TEMP); /* s_param - param, in fp32 */
+        kern_cast(g, p->data, diff, p->module);
         int64_t d[1] = {p->numel};
-        tref ts[3] = {p->ema, p->data, diff};
-        kern(g, WK_EMA, DT_F32, d, 1, ts, 3, 0.9999f, p->module);
+        tref ts[2] = {diff, p->ema};
+        float decay = EMA_DECAY;
+        kern(g, K_EMA, DT_F32, d, 1, ts, 2, &decay, 1, p->module);
         t_release(g, diff);
     }
 }
@@ -472,11 +492,11 @@ static void ema_store(struct workload *w, tref *stored)
         stored[i] = TNONE;
         if (!p->trainable)
             continue;
-        if (g->spec.ema == EMA_GPU) /* store(): clone; copy_to(): EMA weights in */
-            stored[i] = param_tensor(g, p, (enum dtype)g->t[p->data].dtype, CAT_EMA);
-        int64_t d[2] = {p->numel, g->t[p->data].dtype};
-        tref ts[2] = {p->data, stored[i]};
-        kern(g, WK_COPY, (enum dtype)g->t[p->data].dtype, d, 2, ts, 2, 0, p->module);
+        if (g->spec.ema != EMA_GPU) /* store() and copy_to() on the CPU */
+            continue;
+        stored[i] = param_tensor(g, p, (enum dtype)g->t[p->data].dtype, CAT_EMA); /* store(): clone */
+        kern_scale(g, p->data, stored[i], 1.0f, p->module);
+        kern_cast(g, p->ema, p->data, p->module); /* copy_to(): EMA weights in */
     }
 }
 
@@ -487,11 +507,18 @@ static void ema_restore(struct workload *w, tref *stored)
         struct param *p = &g->params[w->mod[0].first + i];
         if (stored[i] == TNONE)
             continue;
-        int64_t d[2] = {p->numel, g->t[p->data].dtype};
-        tref ts[2] = {stored[i], p->data};
-        kern(g, WK_COPY, (enum dtype)g->t[p->data].dtype, d, 2, ts, 2, 0, p->module);
+        kern_scale(g, stored[i], p->data, 1.0f, p->module);
         t_release(g, stored[i]);
     }
+}
+
+/* The VAE's first decoder parameter (post_quant_conv; the encoder's come first). */
+static int32_t decoder_first(const struct gen *g, const struct module *vae)
+{
+    for (int32_t i = vae->first; i < vae->first + vae->count; i++)
+        if (ends_with(g->params[i].module, "post_quant_conv"))
+            return i;
+    return vae->first;
 }
 
 static void decode_samples(struct workload *w, tref latents, const struct batch *bt)
@@ -509,7 +536,8 @@ static void decode_samples(struct workload *w, tref latents, const struct batch 
     for (int64_t at = 0; at < bt->b; at += chunk) {
         int64_t n = at + chunk <= bt->b ? chunk : bt->b - at;
         int64_t d[4] = {n, vae->m.latent_channels, T(g, latents)->dims[2], T(g, latents)->dims[3]};
-        tref part = nn_reshape(g, "latents.chunk", latents, d, 4);
+        int64_t per = t_numel(g, latents) / bt->b;
+        tref part = nn_slice(g, "latents.chunk", latents, d, 4, 1, n * per, bt->b * per, at * per);
         if (T(g, part)->dtype != vae->dtype) {
             tref c = nn_cast(g, "latents.to_vae", part, vae->dtype);
             t_release(g, part);
@@ -518,7 +546,7 @@ static void decode_samples(struct workload *w, tref latents, const struct batch 
         bool grad = g->grad_enabled;
         int32_t cursor = g->cursor;
         g->grad_enabled = false;
-        g->cursor = vae->first;
+        g->cursor = decoder_first(g, vae);
         gen_push(g, "%s", vae->prefix);
         tref img = vae_decode(g, &vae->m, part);
         gen_pop(g);

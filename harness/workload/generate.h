@@ -14,11 +14,6 @@ extern "C" {
 
 struct workload;
 
-/* KERNEL ops carry the generator's own kernel numbering (enum wl_kernel in gen.h) offset by this
- * base, so they can never be mistaken for kernels/kernels.h ids (kernel_get() rejects them): the
- * dims and tensor order do not yet follow kernels.h's contract. */
-#define WORKLOAD_KERNEL_BASE 0x8000u
-
 /* Validates a copy of the spec and enumerates the models' parameters. NULL (and e set) on error. */
 struct workload *workload_create(const struct job_spec *spec, struct err *e);
 /* Emits the whole program (load, steps, evals) to sink; -1 if the sink or the generator failed. */

@@ -1,25 +1,24 @@
 /* nn.c: the layers model families are written in. Each call registers its parameters (GEN_PARAMS) or
- * emits its forward (GEN_RUN): outputs allocated, temporaries freed, and, when autograd records, a
- * tape node holding exactly what PyTorch saves for backward. nn_backward emits each node's backward.
- * Under autocast, linear/conv/SDPA run in the autocast dtype (weights cast once per forward and
- * cached), norms, softmax and losses in fp32. */
+ * emits its forward (GEN_RUN): outputs allocated, kernels launched (kernels.h's contract), temporaries
+ * freed, and, when autograd records, a tape node holding exactly what PyTorch saves for backward.
+ * nn_backward emits each node's backward. Under autocast, linear/conv/SDPA run in the autocast dtype
+ * (weights and biases cast once per forward and cached), norms, softmax and losses in fp32.
+ * Attention is in nn_attention.c, layout ops (transpose, expand, mean, slice, concat) in nn_layout.c. */
 #include "workload/gen.h"
 
 #include <string.h>
 
-static const char *leaf_tag(struct gen *g, const char *name)
-{
-    return gen_tag(g, name);
-}
-
-static bool records(const struct gen *g, bool any_input_grad)
-{
-    return g->grad_enabled && any_input_grad && g->mode == GEN_RUN;
-}
+#define NORM_EPS 1e-5f
+#define LOSS_SCALE 65536.0f /* GradScaler's initial scale */
 
 static enum dtype act_dt(const struct tensor *t)
 {
     return (enum dtype)t->dtype;
+}
+
+bool nn_records(const struct gen *g, bool any_input_grad)
+{
+    return g->grad_enabled && any_input_grad && g->mode == GEN_RUN;
 }
 
 static tref new_act(struct gen *g, tref like, int64_t last, enum dtype dt, const char *tag)
@@ -34,7 +33,20 @@ tref nn_input(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, const
 {
     if (g->mode != GEN_RUN)
         return TNONE;
-    return t_new(g, dims, ndim, dt, CAT_INPUT, gen_intern(g, leaf));
+    const char *tag = gen_intern(g, leaf);
+    tref x = t_new(g, dims, ndim, dt, CAT_INPUT, tag);
+    kern_init_uniform(g, x, -1.0f, 1.0f, tag);
+    return x;
+}
+
+tref nn_ids(struct gen *g, const int64_t *dims, int ndim, int64_t high, const char *leaf)
+{
+    if (g->mode != GEN_RUN)
+        return TNONE;
+    const char *tag = gen_intern(g, leaf);
+    tref x = t_new(g, dims, ndim, DT_I64, CAT_INPUT, tag);
+    kern_init_ids(g, x, high, tag);
+    return x;
 }
 
 /* ---- casts (autocast and explicit .to()) ---- */
@@ -43,12 +55,10 @@ tref nn_cast(struct gen *g, const char *name, tref x, enum dtype dt)
 {
     if (g->mode != GEN_RUN)
         return TNONE;
-    const char *tag = leaf_tag(g, name);
+    const char *tag = gen_tag(g, name);
     tref y = t_like(g, x, dt, CAT_ACTIVATION, tag);
-    int64_t d[2] = {t_numel(g, x), g->t[x].dtype};
-    tref ts[2] = {x, y};
-    kern(g, WK_CAST, dt, d, 2, ts, 2, 0, tag);
-    if (records(g, t_rg(g, x))) {
+    kern_cast(g, x, y, tag);
+    if (nn_records(g, t_rg(g, x))) {
         struct node *n = tape_push(g, N_CAST, y, tag);
         if (n)
             node_input(g, n, 0, x);
@@ -56,7 +66,8 @@ tref nn_cast(struct gen *g, const char *name, tref x, enum dtype dt)
     return y;
 }
 
-/* The weight a 16-bit op uses: the parameter itself, or its autocast cast, made once per forward. */
+/* The weight (or bias) a 16-bit op uses: the parameter itself, or its autocast cast, made once per
+ * forward and cached. */
 static tref weight_for(struct gen *g, int32_t p, enum dtype cd)
 {
     struct param *pp = &g->params[p];
@@ -64,20 +75,29 @@ static tref weight_for(struct gen *g, int32_t p, enum dtype cd)
         return pp->data;
     if (pp->cast == TNONE) {
         pp->cast = t_like(g, pp->data, cd, CAT_ACTIVATION, pp->tag);
-        int64_t d[2] = {pp->numel, g->t[pp->data].dtype};
-        tref ts[2] = {pp->data, pp->cast};
-        kern(g, WK_CAST, cd, d, 2, ts, 2, 0, pp->module);
+        kern_cast(g, pp->data, pp->cast, pp->module);
     }
     return pp->cast;
 }
 
-static enum dtype compute_dtype(const struct gen *g, tref x)
+/* A parameter in dtype dt for an op autocast runs in fp32 (norms): a new reference to it, or an
+ * uncached cast (autocast caches only casts to the 16-bit dtype). The caller releases it. */
+static tref param_in(struct gen *g, int32_t p, enum dtype dt)
+{
+    struct param *pp = &g->params[p];
+    if (g->t[pp->data].dtype == dt)
+        return t_ref(g, pp->data);
+    tref c = t_like(g, pp->data, dt, CAT_ACTIVATION, pp->tag);
+    kern_cast(g, pp->data, c, pp->module);
+    return c;
+}
+
+enum dtype nn_compute_dtype(const struct gen *g, tref x)
 {
     return g->autocast ? g->spec.autocast_dtype : (enum dtype)g->t[x].dtype;
 }
 
-/* x cast to dt when autocast needs it (a new tensor, recorded), else a new reference to x. */
-static tref as_dtype(struct gen *g, const char *name, tref x, enum dtype dt)
+tref nn_as_dtype(struct gen *g, const char *name, tref x, enum dtype dt)
 {
     if (g->t[x].dtype == dt)
         return t_ref(g, x);
@@ -88,15 +108,21 @@ static tref as_dtype(struct gen *g, const char *name, tref x, enum dtype dt)
 
 static tref linear_apply(struct gen *g, const char *tag, tref x, int32_t pw, int32_t pb)
 {
-    enum dtype cd = compute_dtype(g, x);
-    tref xin = as_dtype(g, "autocast", x, cd);
+    enum dtype cd = nn_compute_dtype(g, x);
+    tref xin = nn_as_dtype(g, "autocast", x, cd);
     tref w = weight_for(g, pw, cd);
     int64_t out_f = g->params[pw].dims[0], in_f = g->params[pw].dims[1];
     tref y = new_act(g, xin, out_f, cd, tag);
     int64_t m = t_numel(g, xin) / in_f;
-    kern_gemm(g, m, out_f, in_f, cd, xin, w, y, tag);
+    kern_gemm(g, m, out_f, in_f, false, true, xin, w, y, tag);
+    if (pb >= 0) {
+        tref b = weight_for(g, pb, cd);
+        int64_t d[3] = {m, out_f, 1};
+        tref ts[3] = {y, b, y};
+        kern(g, K_BIAS_ADD, cd, d, 3, ts, 3, NULL, 0, tag);
+    }
     bool wt = param_trains(g, pw), bt = param_trains(g, pb);
-    if (records(g, t_rg(g, xin) || wt || bt)) {
+    if (nn_records(g, t_rg(g, xin) || wt || bt)) {
         struct node *n = tape_push(g, N_LINEAR, y, tag);
         if (n) {
             node_input(g, n, 0, xin);
@@ -129,27 +155,33 @@ static void lora_register(struct gen *g, int64_t in, int64_t out)
 tref nn_linear(struct gen *g, const char *name, tref x, int64_t in, int64_t out, bool bias)
 {
     gen_push(g, "%s", name);
+    bool lora = g->lora != LORA_NONE && g->spec.trainable == TRAIN_LORA;
+    int64_t lora_out = g->lora == LORA_SECOND_HALF ? out / 2 : out;
     if (g->mode == GEN_PARAMS) {
         param_add(g, "weight", out, in);
         if (bias)
             param_add(g, "bias", out, 1);
-        if (g->in_lora_target && g->spec.trainable == TRAIN_LORA)
-            lora_register(g, in, out);
+        if (lora)
+            lora_register(g, in, lora_out);
         gen_pop(g);
         return TNONE;
     }
     int32_t pw = param_next(g), pb = bias ? param_next(g) : -1;
     const char *tag = g->params[pw].module;
     tref y = linear_apply(g, tag, x, pw, pb);
-    if (g->in_lora_target && g->spec.trainable == TRAIN_LORA) {
+    if (lora) {
         int32_t pa = param_next(g), pB = param_next(g);
         tref h = linear_apply(g, g->params[pa].module, x, pa, -1);
         tref l = linear_apply(g, g->params[pB].module, h, pB, -1);
         t_release(g, h);
-        tref s = nn_add(g, "lora", y, l);
-        t_release(g, y);
+        if (g->lora == LORA_SECOND_HALF) {
+            nn_add_half(g, gen_tag(g, "lora"), y, l);
+        } else {
+            tref s = nn_add(g, "lora", y, l);
+            t_release(g, y);
+            y = s;
+        }
         t_release(g, l);
-        y = s;
     }
     gen_pop(g);
     return y;
@@ -171,19 +203,19 @@ static void linear_backward(struct gen *g, const struct node *n, tref gy)
     int64_t m = n->a[0], out_f = n->a[1], in_f = n->a[2];
     if (n->in[0] != TNONE) {
         tref dx = t_like(g, n->in[0], cd, CAT_TEMP, n->tag);
-        kern_gemm(g, m, in_f, out_f, cd, gy, n->saved[1], dx, n->tag);
+        kern_gemm(g, m, in_f, out_f, false, false, gy, n->saved[1], dx, n->tag);
         grad_accumulate(g, n->in[0], dx);
     }
     if (param_trains(g, n->param[0])) {
         tref dw = pgrad_begin(g, n->param[0], cd);
-        kern_gemm(g, out_f, in_f, m, cd, gy, n->saved[0], dw, n->tag);
+        kern_gemm(g, out_f, in_f, m, true, false, gy, n->saved[0], dw, n->tag);
         pgrad_end(g, n->param[0], dw);
     }
     if (param_trains(g, n->param[1])) {
         tref db = pgrad_begin(g, n->param[1], cd);
-        int64_t d[2] = {m, out_f};
+        int64_t d[3] = {m, out_f, 1};
         tref ts[2] = {gy, db};
-        kern(g, WK_REDUCE, cd, d, 2, ts, 2, 0, n->tag);
+        kern(g, K_BIAS_BWD, cd, d, 3, ts, 2, NULL, 0, n->tag);
         pgrad_end(g, n->param[1], db);
     }
 }
@@ -210,14 +242,14 @@ tref nn_embedding(struct gen *g, const char *name, tref ids, int64_t rows, int64
     memcpy(dims, g->t[ids].dims, sizeof dims);
     dims[nd] = dim;
     tref y = t_new(g, dims, nd + 1, act_dt(&g->t[w]), CAT_ACTIVATION, tag);
-    int64_t d[3] = {t_numel(g, ids), dim, rows};
-    tref ts[3] = {w, ids, y};
-    kern(g, WK_EMBEDDING, act_dt(&g->t[w]), d, 3, ts, 3, 0, tag);
-    if (records(g, param_trains(g, p))) {
+    int64_t d[3] = {t_numel(g, ids), g->params[p].dims[0], dim};
+    tref ts[3] = {ids, w, y};
+    kern(g, K_EMBEDDING_FWD, act_dt(&g->t[w]), d, 3, ts, 3, NULL, 0, tag);
+    if (nn_records(g, param_trains(g, p))) {
         struct node *n = tape_push(g, N_EMBED, y, tag);
         if (n) {
             n->param[0] = p;
-            n->a[0] = t_numel(g, ids);
+            memcpy(n->a, d, sizeof d);
             node_save(g, n, 0, ids);
         }
     }
@@ -226,15 +258,23 @@ tref nn_embedding(struct gen *g, const char *name, tref ids, int64_t rows, int64
 
 static void embed_backward(struct gen *g, const struct node *n, tref gy)
 {
-    struct param *pp = &g->params[n->param[0]];
     tref dw = pgrad_begin(g, n->param[0], act_dt(&g->t[gy]));
-    int64_t d[3] = {n->a[0], pp->dims[1], pp->dims[0]};
-    tref ts[3] = {gy, n->saved[0], dw};
-    kern(g, WK_EMBEDDING_BWD, act_dt(&g->t[gy]), d, 3, ts, 3, 0, n->tag);
+    tref ts[3] = {n->saved[0], gy, dw};
+    kern(g, K_EMBEDDING_BWD, act_dt(&g->t[gy]), n->a, 3, ts, 3, NULL, 0, n->tag);
     pgrad_end(g, n->param[0], dw);
 }
 
 /* ---- norms ---- */
+
+enum { NS_X, NS_MEAN, NS_RSTD, NS_HC, NS_GAMMA, NS_BETA };
+
+/* A [C] zero tensor standing in for a LayerNorm/GroupNorm bias the module does not have. */
+static tref zero_vector(struct gen *g, int64_t c, enum dtype dt, const char *tag)
+{
+    tref z = t_new2(g, c, 1, dt, CAT_TEMP, tag);
+    kern_fill(g, z, 0.0f, tag);
+    return z;
+}
 
 tref nn_norm(struct gen *g, const char *name, tref x, int64_t channels, enum norm_kind kind, bool bias,
              int64_t groups)
@@ -255,97 +295,165 @@ tref nn_norm(struct gen *g, const char *name, tref x, int64_t channels, enum nor
     bool rms = kind == NORM_RMSNORM;
     /* autocast runs norms in fp32; RMSNorm (HF) upcasts to fp32 itself */
     enum dtype in_dt = (g->autocast || rms) ? DT_F32 : act_dt(&g->t[x]);
-    tref xin = as_dtype(g, "upcast", x, in_dt);
+    tref xin = nn_as_dtype(g, "upcast", x, in_dt);
     tref mean = rms ? TNONE : t_new2(g, rows, 1, DT_F32, CAT_ACTIVATION, tag);
     tref rstd = t_new2(g, rows, 1, DT_F32, CAT_ACTIVATION, tag);
-    enum dtype out_dt = rms ? act_dt(&g->t[g->params[pw].data]) : in_dt;
-    if (rms && g->autocast)
-        out_dt = DT_F32;
-    tref hc = TNONE;
-    int64_t d[4] = {rows, numel / rows, kind, groups};
-    if (rms && out_dt != in_dt) { /* hidden * rsqrt(var) in fp32, then .to(weight dtype), then * weight */
-        tref h = t_like(g, xin, DT_F32, CAT_TEMP, tag);
-        tref ts[3] = {xin, rstd, h};
-        kern(g, WK_RMSNORM, DT_F32, d, 4, ts, 3, 0, tag);
-        hc = t_like(g, h, out_dt, CAT_ACTIVATION, tag);
-        int64_t dc[2] = {numel, DT_F32};
-        tref tc[2] = {h, hc};
-        kern(g, WK_CAST, out_dt, dc, 2, tc, 2, 0, tag);
-        t_release(g, h);
-    } else if (rms) {
-        hc = t_like(g, xin, out_dt, CAT_ACTIVATION, tag);
-        tref ts[3] = {xin, rstd, hc};
-        kern(g, WK_RMSNORM, out_dt, d, 4, ts, 3, 0, tag);
-    }
-    tref y = t_like(g, xin, out_dt, CAT_ACTIVATION, tag);
-    tref w = g->params[pw].data;
+    enum dtype out_dt = rms && !g->autocast ? act_dt(&g->t[g->params[pw].data]) : in_dt;
+    tref gamma = param_in(g, pw, in_dt), beta = TNONE, hc = TNONE, y;
+    float eps = NORM_EPS;
     if (rms) {
-        int64_t dm[1] = {numel};
-        tref ts[3] = {hc, w, y};
-        kern(g, WK_MUL, out_dt, dm, 1, ts, 3, 0, tag);
+        int64_t d[2] = {rows, channels};
+        if (out_dt != in_dt) { /* hidden * rsqrt(var) in fp32, .to(weight dtype) (saved), * weight */
+            tref h = t_like(g, xin, DT_F32, CAT_TEMP, tag);
+            tref ts[4] = {xin, gamma, h, rstd};
+            kern(g, K_RMSNORM_FWD, DT_F32, d, 2, ts, 4, &eps, 1, tag);
+            hc = t_like(g, h, out_dt, CAT_ACTIVATION, tag);
+            kern_cast(g, h, hc, tag);
+            t_release(g, h);
+            y = t_like(g, xin, out_dt, CAT_ACTIVATION, tag);
+            kern_scale(g, hc, y, 1.0f, tag);
+        } else { /* hidden * rsqrt(var) is saved for the weight's gradient; the kernel fuses both */
+            hc = t_like(g, xin, out_dt, CAT_ACTIVATION, tag);
+            y = t_like(g, xin, out_dt, CAT_ACTIVATION, tag);
+            tref ts[4] = {xin, gamma, y, rstd};
+            kern(g, K_RMSNORM_FWD, DT_F32, d, 2, ts, 4, &eps, 1, tag);
+        }
     } else {
-        tref ts[6] = {xin, w, pb >= 0 ? g->params[pb].data : TNONE, mean, rstd, y};
-        kern(g, kind == NORM_GROUPNORM ? WK_GROUPNORM : WK_LAYERNORM, out_dt, d, 4, ts, 6, 0, tag);
+        beta = pb >= 0 ? param_in(g, pb, in_dt) : zero_vector(g, channels, in_dt, tag);
+        y = t_like(g, xin, out_dt, CAT_ACTIVATION, tag);
+        tref ts[6] = {xin, gamma, beta, y, mean, rstd};
+        if (kind == NORM_GROUPNORM) {
+            int64_t d[4] = {g->t[xin].dims[0], channels, numel / (g->t[xin].dims[0] * channels), groups};
+            kern(g, K_GROUPNORM_FWD, in_dt, d, 4, ts, 6, &eps, 1, tag);
+        } else {
+            int64_t d[2] = {rows, channels};
+            kern(g, K_LAYERNORM_FWD, in_dt, d, 2, ts, 6, &eps, 1, tag);
+        }
     }
-    if (records(g, t_rg(g, xin) || param_trains(g, pw) || param_trains(g, pb))) {
+    if (nn_records(g, t_rg(g, xin) || param_trains(g, pw) || param_trains(g, pb))) {
         struct node *n = tape_push(g, N_NORM, y, tag);
         if (n) {
             node_input(g, n, 0, xin);
             n->param[0] = pw;
             n->param[1] = pb;
-            memcpy(n->a, d, sizeof d);
-            node_save(g, n, 0, xin);
-            node_save(g, n, 1, mean);
-            node_save(g, n, 2, rstd);
-            node_save(g, n, 3, hc);
+            n->a[0] = kind;
+            n->a[1] = rows;
+            n->a[2] = channels;
+            n->a[3] = groups;
+            node_save(g, n, NS_X, xin);
+            node_save(g, n, NS_MEAN, mean);
+            node_save(g, n, NS_RSTD, rstd);
+            node_save(g, n, NS_HC, hc);
+            node_save(g, n, NS_GAMMA, gamma);
+            node_save(g, n, NS_BETA, pb >= 0 ? beta : TNONE);
         }
     }
     t_release(g, xin);
     t_release(g, mean);
     t_release(g, rstd);
     t_release(g, hc);
+    t_release(g, gamma);
+    t_release(g, beta);
     return y;
+}
+
+/* Where a norm's parameter gradient goes: the parameter's gradient, or a throwaway [C] tensor when the
+ * parameter is frozen or absent (the fused kernels write both). */
+static tref norm_pgrad(struct gen *g, int32_t p, int64_t c, enum dtype dt, const char *tag)
+{
+    return param_trains(g, p) ? pgrad_begin(g, p, dt) : t_new2(g, c, 1, dt, CAT_TEMP, tag);
+}
+
+static void norm_pgrad_end(struct gen *g, int32_t p, tref d)
+{
+    if (param_trains(g, p))
+        pgrad_end(g, p, d);
+    else
+        t_release(g, d);
 }
 
 static void norm_backward(struct gen *g, const struct node *n, tref gy)
 {
-    tref x = n->saved[0];
+    enum norm_kind kind = (enum norm_kind)n->a[0];
+    int64_t rows = n->a[1], c = n->a[2], groups = n->a[3];
+    tref x = n->saved[NS_X];
     enum dtype dt = act_dt(&g->t[x]);
+    tref dy = gy;
+    if (act_dt(&g->t[gy]) != dt) { /* HF RMSNorm: the gradient of .to(weight dtype) is fp32 */
+        dy = t_like(g, gy, dt, CAT_TEMP, n->tag);
+        kern_cast(g, gy, dy, n->tag);
+    } else {
+        t_ref(g, gy);
+    }
+    bool params = param_trains(g, n->param[0]) || param_trains(g, n->param[1]);
+    if (kind == NORM_RMSNORM) {
+        int64_t d[2] = {rows, c};
+        tref dx = t_like(g, x, dt, CAT_TEMP, n->tag);
+        tref dw = norm_pgrad(g, n->param[0], c, dt, n->tag);
+        tref ts[6] = {dy, x, n->saved[NS_GAMMA], n->saved[NS_RSTD], dx, dw};
+        kern(g, K_RMSNORM_BWD, dt, d, 2, ts, 6, NULL, 0, n->tag);
+        norm_pgrad_end(g, n->param[0], dw);
+        if (n->in[0] != TNONE)
+            grad_accumulate(g, n->in[0], dx);
+        else
+            t_release(g, dx);
+        t_release(g, dy);
+        return;
+    }
+    int64_t d[4] = {rows, c, 0, 0};
+    int nd = 2;
+    enum kernel_id kdx = K_LAYERNORM_BWD_DX, kp = K_LAYERNORM_BWD_PARAMS;
+    if (kind == NORM_GROUPNORM) {
+        d[0] = rows / groups;
+        d[2] = t_numel(g, x) / (d[0] * c);
+        d[3] = groups;
+        nd = 4;
+        kdx = K_GROUPNORM_BWD_DX;
+        kp = K_GROUPNORM_BWD_PARAMS;
+    }
     if (n->in[0] != TNONE) {
         tref dx = t_like(g, x, dt, CAT_TEMP, n->tag);
-        tref ts[5] = {gy, x, n->saved[1], n->saved[2], dx};
-        kern(g, WK_NORM_BWD, dt, n->a, 4, ts, 5, 0, n->tag);
+        tref ts[6] = {dy, x, n->saved[NS_GAMMA], n->saved[NS_MEAN], n->saved[NS_RSTD], dx};
+        kern(g, kdx, dt, d, nd, ts, 6, NULL, 0, n->tag);
         grad_accumulate(g, n->in[0], dx);
     }
-    for (int i = 0; i < 2; i++) {
-        if (!param_trains(g, n->param[i]))
-            continue;
-        tref dw = pgrad_begin(g, n->param[i], act_dt(&g->t[gy]));
-        int64_t d[2] = {n->a[0], n->a[1]};
-        tref ts[3] = {gy, x, dw};
-        kern(g, WK_REDUCE, act_dt(&g->t[gy]), d, 2, ts, 3, 0, n->tag);
-        pgrad_end(g, n->param[i], dw);
+    if (params) {
+        tref dw = norm_pgrad(g, n->param[0], c, dt, n->tag), db = norm_pgrad(g, n->param[1], c, dt, n->tag);
+        tref ts[6] = {dy, x, n->saved[NS_MEAN], n->saved[NS_RSTD], dw, db};
+        kern(g, kp, dt, d, nd, ts, 6, NULL, 0, n->tag);
+        norm_pgrad_end(g, n->param[0], dw);
+        norm_pgrad_end(g, n->param[1], db);
     }
+    t_release(g, dy);
 }
 
-/* ---- elementwise ---- */
+/* ---- activations and dropout ---- */
+
+static enum kernel_id act_kernel(enum act_kind act, bool backward)
+{
+    switch (act) {
+    case ACT_SILU: return backward ? K_SILU_BWD : K_SILU_FWD;
+    case ACT_QUICK_GELU: return backward ? K_QUICK_GELU_BWD : K_QUICK_GELU_FWD;
+    case ACT_RELU: return backward ? K_RELU_BWD : K_RELU_FWD;
+    default: return backward ? K_GELU_BWD : K_GELU_FWD;
+    }
+}
 
 tref nn_act(struct gen *g, const char *name, tref x, enum act_kind act)
 {
     if (g->mode != GEN_RUN)
         return TNONE;
-    const char *tag = leaf_tag(g, name);
+    const char *tag = gen_tag(g, name);
     tref y = t_like(g, x, act_dt(&g->t[x]), CAT_ACTIVATION, tag);
-    int64_t d[2] = {t_numel(g, x), act};
+    int64_t d[2] = {t_numel(g, x), act == ACT_GELU_TANH};
     tref ts[2] = {x, y};
-    kern(g, WK_ACT, act_dt(&g->t[x]), d, 2, ts, 2, 0, tag);
-    if (records(g, t_rg(g, x))) {
+    kern(g, act_kernel(act, false), act_dt(&g->t[x]), d, 2, ts, 2, NULL, 0, tag);
+    if (nn_records(g, t_rg(g, x))) {
         struct node *n = tape_push(g, N_ACT, y, tag);
         if (n) {
             node_input(g, n, 0, x);
             node_save(g, n, 0, x);
-            n->a[0] = d[0];
-            n->a[1] = act;
+            n->a[0] = act;
         }
     }
     return y;
@@ -357,39 +465,92 @@ tref nn_dropout(struct gen *g, const char *name, tref x, float p)
         return TNONE;
     if (p <= 0 || !g->training)
         return t_ref(g, x);
-    const char *tag = leaf_tag(g, name);
+    const char *tag = gen_tag(g, name);
     tref mask = t_like(g, x, DT_U8, CAT_ACTIVATION, tag);
     tref y = t_like(g, x, act_dt(&g->t[x]), CAT_ACTIVATION, tag);
-    int64_t d[1] = {t_numel(g, x)};
-    tref ts[3] = {x, mask, y};
-    kern(g, WK_DROPOUT, act_dt(&g->t[x]), d, 1, ts, 3, p, tag);
-    if (records(g, t_rg(g, x))) {
+    int64_t d[2] = {t_numel(g, x), (int64_t)g->t[y].id};
+    tref ts[3] = {x, y, mask};
+    kern(g, K_DROPOUT_FWD, act_dt(&g->t[x]), d, 2, ts, 3, &p, 1, tag);
+    if (nn_records(g, t_rg(g, x))) {
         struct node *n = tape_push(g, N_DROPOUT, y, tag);
         if (n) {
             node_input(g, n, 0, x);
             node_save(g, n, 0, mask);
-            n->a[0] = d[0];
+            n->f = p;
         }
     }
     t_release(g, mask);
     return y;
 }
 
-static tref binary(struct gen *g, enum node_kind kind, const char *name, tref x, tref y)
+/* ---- binary ops with broadcasting ---- */
+
+/* Splits big's shape into [outer, repeat, inner] where small (aligned to the left if its dims are a
+ * prefix of big's, else to the right) has size 1 exactly along the middle run. False if it cannot. */
+bool nn_bcast_split(const struct gen *g, tref big, tref small, int64_t *ori)
+{
+    const struct tensor *b = &g->t[big], *s = &g->t[small];
+    int64_t sd[TMAX_DIMS];
+    int nb = b->ndim, ns = s->ndim, lead = nb - ns;
+    bool prefix = ns <= nb;
+    for (int i = 0; i < ns && prefix; i++)
+        prefix = s->dims[i] == b->dims[i];
+    for (int i = 0; i < nb; i++) {
+        int j = prefix ? i : i - lead;
+        sd[i] = j >= 0 && j < ns ? s->dims[j] : 1;
+    }
+    int first = -1, last = -1;
+    for (int i = 0; i < nb; i++) {
+        if (sd[i] == b->dims[i])
+            continue;
+        if (sd[i] != 1 || (last >= 0 && last != i - 1))
+            return false;
+        if (first < 0)
+            first = i;
+        last = i;
+    }
+    ori[0] = ori[1] = ori[2] = 1;
+    for (int i = 0; i < nb; i++)
+        ori[first < 0 || i < first ? 0 : i <= last ? 1 : 2] *= b->dims[i];
+    return true;
+}
+
+/* y = x op y (op: add with beta, or mul), promoted dtype; a lower-precision full-size operand is cast
+ * straight into the output, which the kernel then updates in place (PyTorch mixes dtypes inside one
+ * kernel, without a temporary). */
+static tref binary(struct gen *g, enum node_kind kind, const char *name, tref x, tref y, float beta)
 {
     if (g->mode != GEN_RUN)
         return TNONE;
-    const char *tag = leaf_tag(g, name);
-    tref big = t_numel(g, x) >= t_numel(g, y) ? x : y;
-    tref z = t_like(g, big, gen_promote(act_dt(&g->t[x]), act_dt(&g->t[y])), CAT_ACTIVATION, tag);
-    int64_t d[1] = {t_numel(g, big)};
-    tref ts[3] = {x, y, z};
-    kern(g, kind == N_ADD ? WK_ADD : WK_MUL, act_dt(&g->t[z]), d, 1, ts, 3, 0, tag);
-    if (records(g, t_rg(g, x) || t_rg(g, y))) {
+    const char *tag = gen_tag(g, name);
+    bool x_big = t_numel(g, x) >= t_numel(g, y);
+    tref big = x_big ? x : y, small = x_big ? y : x;
+    enum dtype zd = gen_promote(act_dt(&g->t[x]), act_dt(&g->t[y]));
+    tref z = t_like(g, big, zd, CAT_ACTIVATION, tag);
+    int64_t ori[3] = {t_numel(g, big), 1, 1};
+    if (t_numel(g, small) != t_numel(g, big) && !nn_bcast_split(g, big, small, ori)) {
+        if (!g->failed)
+            err_set(g->e, ERR_INTERNAL, "workload: %s: operands do not broadcast", tag);
+        g->failed = 1;
+        return z;
+    }
+    tref a = big;
+    if (act_dt(&g->t[big]) != zd) {
+        kern_cast(g, big, z, tag);
+        a = z;
+    }
+    tref b = act_dt(&g->t[small]) == zd ? t_ref(g, small) : t_like(g, small, zd, CAT_TEMP, tag);
+    if (b != small)
+        kern_cast(g, small, b, tag);
+    float alpha = x_big ? 1.0f : beta, bb = x_big ? beta : 1.0f;
+    kern_bcast(g, kind == N_MUL ? K_MUL_BCAST : K_ADD_BCAST, a, b, z, ori, alpha, bb, tag);
+    t_release(g, b);
+    if (nn_records(g, t_rg(g, x) || t_rg(g, y))) {
         struct node *n = tape_push(g, kind, z, tag);
         if (n) {
             node_input(g, n, 0, x);
             node_input(g, n, 1, y);
+            n->f = beta;
             if (kind == N_MUL) {
                 if (t_rg(g, y))
                     node_save(g, n, 0, x);
@@ -403,57 +564,73 @@ static tref binary(struct gen *g, enum node_kind kind, const char *name, tref x,
 
 tref nn_add(struct gen *g, const char *name, tref x, tref y)
 {
-    return binary(g, N_ADD, name, x, y);
+    return binary(g, N_ADD, name, x, y, 1.0f);
+}
+
+tref nn_sub(struct gen *g, const char *name, tref x, tref y)
+{
+    return binary(g, N_ADD, name, x, y, -1.0f);
 }
 
 tref nn_mul(struct gen *g, const char *name, tref x, tref y)
 {
-    return binary(g, N_MUL, name, x, y);
+    return binary(g, N_MUL, name, x, y, 1.0f);
 }
 
-tref nn_scale(struct gen *g, const char *name, tref x)
+tref nn_scale(struct gen *g, const char *name, tref x, float alpha)
 {
     if (g->mode != GEN_RUN)
         return TNONE;
-    const char *tag = leaf_tag(g, name);
+    const char *tag = gen_tag(g, name);
     tref y = t_like(g, x, act_dt(&g->t[x]), CAT_ACTIVATION, tag);
-    int64_t d[1] = {t_numel(g, x)};
-    tref ts[2] = {x, y};
-    kern(g, WK_MUL, act_dt(&g->t[x]), d, 1, ts, 2, 0, tag);
-    if (records(g, t_rg(g, x))) {
+    kern_scale(g, x, y, alpha, tag);
+    if (nn_records(g, t_rg(g, x))) {
         struct node *n = tape_push(g, N_SCALE, y, tag);
-        if (n)
+        if (n) {
             node_input(g, n, 0, x);
+            n->f = alpha;
+        }
     }
     return y;
 }
 
-/* Gradient of an input of an elementwise op: gy itself when shapes match and nothing else needs it
- * (PyTorch passes it through), a reduction when the input was broadcast. */
-static tref grad_to_shape(struct gen *g, tref x, tref gy, const char *tag)
+tref nn_grad_to_shape(struct gen *g, tref x, tref gy, const char *tag)
 {
     if (t_numel(g, x) == t_numel(g, gy) && g->t[x].dtype == g->t[gy].dtype)
         return t_ref(g, gy);
-    tref dx = t_like(g, x, act_dt(&g->t[x]), CAT_TEMP, tag);
-    int64_t d[2] = {t_numel(g, gy) / t_numel(g, x), t_numel(g, x)};
-    tref ts[2] = {gy, dx};
-    kern(g, t_numel(g, x) == t_numel(g, gy) ? WK_CAST : WK_REDUCE, act_dt(&g->t[x]), d, 2, ts, 2, 0, tag);
+    if (t_numel(g, x) == t_numel(g, gy)) {
+        tref dx = t_like(g, x, act_dt(&g->t[x]), CAT_TEMP, tag);
+        kern_cast(g, gy, dx, tag);
+        return dx;
+    }
+    tref dx = t_like(g, x, act_dt(&g->t[gy]), CAT_TEMP, tag);
+    int64_t ori[3];
+    nn_bcast_split(g, gy, x, ori);
+    kern_bcast(g, K_REDUCE_SUM, gy, TNONE, dx, ori, 1.0f, 0.0f, tag);
     return dx;
 }
 
 static void elementwise_backward(struct gen *g, const struct node *n, tref gy)
 {
-    int64_t d[2] = {t_numel(g, gy), n->a[1]};
+    enum dtype dt = act_dt(&g->t[gy]);
     switch (n->kind) {
     case N_ADD:
-        for (int i = 0; i < 2; i++)
-            if (n->in[i] != TNONE)
-                grad_accumulate(g, n->in[i], grad_to_shape(g, n->in[i], gy, n->tag));
+        for (int i = 0; i < 2; i++) {
+            if (n->in[i] == TNONE)
+                continue;
+            if (i == 1 && n->f != 1.0f) { /* x - y: y's gradient is -gy */
+                tref neg = t_like(g, gy, dt, CAT_TEMP, n->tag);
+                kern_scale(g, gy, neg, n->f, n->tag);
+                grad_accumulate(g, n->in[i], nn_grad_to_shape(g, n->in[i], neg, n->tag));
+                t_release(g, neg);
+            } else {
+                grad_accumulate(g, n->in[i], nn_grad_to_shape(g, n->in[i], gy, n->tag));
+            }
+        }
         break;
     case N_SCALE: {
-        tref dx = t_like(g, gy, act_dt(&g->t[gy]), CAT_TEMP, n->tag);
-        tref ts[2] = {gy, dx};
-        kern(g, WK_MUL, act_dt(&g->t[gy]), d, 1, ts, 2, 0, n->tag);
+        tref dx = t_like(g, gy, dt, CAT_TEMP, n->tag);
+        kern_scale(g, gy, dx, n->f, n->tag);
         grad_accumulate(g, n->in[0], dx);
         break;
     }
@@ -462,10 +639,16 @@ static void elementwise_backward(struct gen *g, const struct node *n, tref gy)
             if (n->in[i] == TNONE)
                 continue;
             tref other = n->saved[1 - i];
-            tref full = t_like(g, gy, act_dt(&g->t[gy]), CAT_TEMP, n->tag);
-            tref ts[3] = {gy, other, full};
-            kern(g, WK_MUL, act_dt(&g->t[gy]), d, 1, ts, 3, 0, n->tag);
-            tref dx = grad_to_shape(g, n->in[i], full, n->tag);
+            tref full = t_like(g, gy, dt, CAT_TEMP, n->tag);
+            tref o = act_dt(&g->t[other]) == dt ? t_ref(g, other) : t_like(g, other, dt, CAT_TEMP, n->tag);
+            if (o != other)
+                kern_cast(g, other, o, n->tag);
+            int64_t ori[3] = {t_numel(g, gy), 1, 1};
+            if (t_numel(g, o) != t_numel(g, gy))
+                nn_bcast_split(g, gy, o, ori);
+            kern_bcast(g, K_MUL_BCAST, gy, o, full, ori, 1.0f, 0.0f, n->tag);
+            t_release(g, o);
+            tref dx = nn_grad_to_shape(g, n->in[i], full, n->tag);
             t_release(g, full);
             grad_accumulate(g, n->in[i], dx);
         }
@@ -473,17 +656,23 @@ static void elementwise_backward(struct gen *g, const struct node *n, tref gy)
     case N_CAST: {
         tref x = n->in[0];
         tref dx = t_like(g, gy, act_dt(&g->t[x]), CAT_TEMP, n->tag);
-        int64_t dc[2] = {d[0], g->t[gy].dtype};
-        tref ts[2] = {gy, dx};
-        kern(g, WK_CAST, act_dt(&g->t[x]), dc, 2, ts, 2, 0, n->tag);
+        kern_cast(g, gy, dx, n->tag);
         grad_accumulate(g, x, dx);
         break;
     }
-    case N_ACT:
+    case N_ACT: {
+        tref dx = t_like(g, gy, dt, CAT_TEMP, n->tag);
+        int64_t d[2] = {t_numel(g, gy), n->a[0] == ACT_GELU_TANH};
+        tref ts[3] = {n->saved[0], gy, dx};
+        kern(g, act_kernel((enum act_kind)n->a[0], true), dt, d, 2, ts, 3, NULL, 0, n->tag);
+        grad_accumulate(g, n->in[0], dx);
+        break;
+    }
     case N_DROPOUT: {
-        tref dx = t_like(g, gy, act_dt(&g->t[gy]), CAT_TEMP, n->tag);
+        tref dx = t_like(g, gy, dt, CAT_TEMP, n->tag);
+        int64_t d[1] = {t_numel(g, gy)};
         tref ts[3] = {gy, n->saved[0], dx};
-        kern(g, n->kind == N_ACT ? WK_ACT_BWD : WK_DROPOUT_BWD, act_dt(&g->t[gy]), d, 2, ts, 3, 0, n->tag);
+        kern(g, K_DROPOUT_BWD, dt, d, 1, ts, 3, &n->f, 1, n->tag);
         grad_accumulate(g, n->in[0], dx);
         break;
     }
@@ -492,7 +681,7 @@ static void elementwise_backward(struct gen *g, const struct node *n, tref gy)
     }
 }
 
-/* ---- convolution, upsampling, reductions ---- */
+/* ---- convolution and upsampling ---- */
 
 tref nn_conv(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout, int k, int stride, bool bias)
 {
@@ -507,17 +696,23 @@ tref nn_conv(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout,
     int32_t pw = param_next(g), pb = bias ? param_next(g) : -1;
     const char *tag = g->params[pw].module;
     gen_pop(g);
-    enum dtype cd = compute_dtype(g, x);
-    tref xin = as_dtype(g, "autocast", x, cd);
+    enum dtype cd = nn_compute_dtype(g, x);
+    tref xin = nn_as_dtype(g, "autocast", x, cd);
     tref w = weight_for(g, pw, cd);
     const struct tensor *xt = &g->t[xin];
-    int64_t dims[4] = {xt->dims[0], cout, xt->dims[2] / stride, xt->dims[3] / stride};
-    int64_t d[8] = {xt->dims[0], cin, xt->dims[2], xt->dims[3], cout, k, stride, k / 2};
+    int64_t pad = k / 2, p = (xt->dims[2] + 2 * pad - k) / stride + 1, q = (xt->dims[3] + 2 * pad - k) / stride + 1;
+    int64_t dims[4] = {xt->dims[0], cout, p, q};
+    int64_t d[8] = {xt->dims[0], cin, xt->dims[2], xt->dims[3], cout, k, stride, pad};
     tref y = t_new(g, dims, 4, cd, CAT_ACTIVATION, tag); /* may move the slab: xt is stale after this */
-    tref ts[4] = {xin, w, pb >= 0 ? g->params[pb].data : TNONE, y};
-    kern(g, WK_CONV2D, cd, d, 8, ts, 4, 0, tag);
+    tref ts[3] = {xin, w, y};
+    kern(g, K_CONV2D_FWD, cd, d, 8, ts, 3, NULL, 0, tag);
+    if (pb >= 0) {
+        int64_t bd[3] = {d[0], cout, p * q};
+        tref tb[3] = {y, weight_for(g, pb, cd), y};
+        kern(g, K_BIAS_ADD, cd, bd, 3, tb, 3, NULL, 0, tag);
+    }
     bool wt = param_trains(g, pw);
-    if (records(g, t_rg(g, xin) || wt || param_trains(g, pb))) {
+    if (nn_records(g, t_rg(g, xin) || wt || param_trains(g, pb))) {
         struct node *n = tape_push(g, N_CONV, y, tag);
         if (n) {
             node_input(g, n, 0, xin);
@@ -540,16 +735,21 @@ static void conv_backward(struct gen *g, const struct node *n, tref gy)
     if (n->in[0] != TNONE) {
         tref dx = t_like(g, n->in[0], cd, CAT_TEMP, n->tag);
         tref ts[3] = {gy, n->saved[1], dx};
-        kern(g, WK_CONV2D_BWD, cd, n->a, 8, ts, 3, 0, n->tag);
+        kern(g, K_CONV2D_BWD_DATA, cd, n->a, 8, ts, 3, NULL, 0, n->tag);
         grad_accumulate(g, n->in[0], dx);
     }
-    for (int i = 0; i < 2; i++) {
-        if (!param_trains(g, n->param[i]))
-            continue;
-        tref dw = pgrad_begin(g, n->param[i], cd);
-        tref ts[3] = {gy, i == 0 ? n->saved[0] : TNONE, dw};
-        kern(g, i == 0 ? WK_CONV2D_BWD : WK_REDUCE, cd, n->a, 8, ts, 3, 0, n->tag);
-        pgrad_end(g, n->param[i], dw);
+    if (param_trains(g, n->param[0])) {
+        tref dw = pgrad_begin(g, n->param[0], cd);
+        tref ts[3] = {n->saved[0], gy, dw};
+        kern(g, K_CONV2D_BWD_FILTER, cd, n->a, 8, ts, 3, NULL, 0, n->tag);
+        pgrad_end(g, n->param[0], dw);
+    }
+    if (param_trains(g, n->param[1])) {
+        tref db = pgrad_begin(g, n->param[1], cd);
+        int64_t bd[3] = {n->a[0], n->a[4], t_numel(g, gy) / (n->a[0] * n->a[4])};
+        tref ts[2] = {gy, db};
+        kern(g, K_BIAS_BWD, cd, bd, 3, ts, 2, NULL, 0, n->tag);
+        pgrad_end(g, n->param[1], db);
     }
 }
 
@@ -557,13 +757,13 @@ tref nn_upsample(struct gen *g, const char *name, tref x)
 {
     if (g->mode != GEN_RUN)
         return TNONE;
-    const char *tag = leaf_tag(g, name);
+    const char *tag = gen_tag(g, name);
     struct tensor *xt = &g->t[x];
     int64_t dims[4] = {xt->dims[0], xt->dims[1], xt->dims[2] * 2, xt->dims[3] * 2};
     tref y = t_new(g, dims, 4, act_dt(xt), CAT_ACTIVATION, tag);
     tref ts[2] = {x, y};
-    kern(g, WK_UPSAMPLE, act_dt(&g->t[y]), g->t[x].dims, 4, ts, 2, 0, tag);
-    if (records(g, t_rg(g, x))) {
+    kern(g, K_UPSAMPLE2X_FWD, act_dt(&g->t[y]), g->t[x].dims, 4, ts, 2, NULL, 0, tag);
+    if (nn_records(g, t_rg(g, x))) {
         struct node *n = tape_push(g, N_UPSAMPLE, y, tag);
         if (n)
             node_input(g, n, 0, x);
@@ -571,66 +771,63 @@ tref nn_upsample(struct gen *g, const char *name, tref x)
     return y;
 }
 
-tref nn_reduce(struct gen *g, const char *name, tref x, const int64_t *dims, int ndim)
-{
-    if (g->mode != GEN_RUN)
-        return TNONE;
-    const char *tag = leaf_tag(g, name);
-    tref y = t_new(g, dims, ndim, act_dt(&g->t[x]), CAT_ACTIVATION, tag);
-    int64_t d[2] = {t_numel(g, x) / t_numel(g, y), t_numel(g, y)};
-    tref ts[2] = {x, y};
-    kern(g, WK_REDUCE, act_dt(&g->t[y]), d, 2, ts, 2, 0, tag);
-    if (records(g, t_rg(g, x))) {
-        struct node *n = tape_push(g, N_REDUCE, y, tag);
-        if (n)
-            node_input(g, n, 0, x);
-    }
-    return y;
-}
-
-static void reshape_backward(struct gen *g, const struct node *n, tref gy)
+static void upsample_backward(struct gen *g, const struct node *n, tref gy)
 {
     tref x = n->in[0];
     tref dx = t_like(g, x, act_dt(&g->t[gy]), CAT_TEMP, n->tag);
     tref ts[2] = {gy, dx};
-    if (n->kind == N_UPSAMPLE)
-        kern(g, WK_UPSAMPLE_BWD, act_dt(&g->t[gy]), g->t[x].dims, 4, ts, 2, 0, n->tag);
-    else {
-        int64_t d[2] = {t_numel(g, x) / t_numel(g, gy), t_numel(g, gy)};
-        kern(g, WK_COPY, act_dt(&g->t[gy]), d, 2, ts, 2, 0, n->tag);
-    }
+    kern(g, K_UPSAMPLE2X_BWD, act_dt(&g->t[gy]), g->t[x].dims, 4, ts, 2, NULL, 0, n->tag);
     grad_accumulate(g, x, dx);
 }
 
 /* ---- loss ---- */
 
+/* log_softmax (saved, as PyTorch saves it) + nll_loss with the mean: the kernel gives each row's
+ * loss and log-sum-exp; logp = logits - lse; the saved [rows] stats hold the log-sum-exp of logp
+ * (zero), so the backward kernel recovers softmax(logits) from logp. */
 tref nn_cross_entropy(struct gen *g, const char *name, tref logits, tref labels)
 {
     if (g->mode != GEN_RUN)
         return TNONE;
-    const char *tag = leaf_tag(g, name);
+    const char *tag = gen_tag(g, name);
     enum dtype dt = g->autocast ? DT_F32 : act_dt(&g->t[logits]);
-    tref x = as_dtype(g, "upcast", logits, dt);
-    tref logp = t_like(g, x, dt, CAT_ACTIVATION, tag);
+    tref x = nn_as_dtype(g, "upcast", logits, dt);
     int64_t vocab = g->t[x].dims[g->t[x].ndim - 1];
     int64_t d[2] = {t_numel(g, x) / vocab, vocab};
-    tref ts[2] = {x, logp};
-    kern(g, WK_SOFTMAX, dt, d, 2, ts, 2, 0, tag);
+    tref row_loss = t_new2(g, d[0], 1, DT_F32, CAT_TEMP, tag);
+    tref lse = t_new2(g, d[0], 1, DT_F32, CAT_ACTIVATION, tag);
+    tref tl[4] = {x, labels, row_loss, lse};
+    kern(g, K_CROSS_ENTROPY_FWD, dt, d, 2, tl, 4, NULL, 0, tag);
+    tref logp = t_like(g, x, dt, CAT_ACTIVATION, tag);
+    tref shift = lse;
+    if (dt != DT_F32) {
+        shift = t_like(g, lse, dt, CAT_TEMP, tag);
+        kern_cast(g, lse, shift, tag);
+    } else {
+        t_ref(g, lse);
+    }
+    int64_t ori[3] = {d[0], d[1], 1};
+    kern_bcast(g, K_ADD_BCAST, x, shift, logp, ori, 1.0f, -1.0f, tag);
+    t_release(g, shift);
+    kern_fill(g, lse, 0.0f, tag);
     int64_t one[1] = {1};
     tref loss = t_new(g, one, 1, DT_F32, CAT_ACTIVATION, tag);
-    tref tl[3] = {logp, labels, loss};
-    kern(g, WK_CROSS_ENTROPY, dt, d, 2, tl, 3, 0, tag);
-    if (records(g, t_rg(g, x))) {
+    int64_t mean[3] = {1, d[0], 1};
+    kern_bcast(g, K_REDUCE_SUM, row_loss, TNONE, loss, mean, 1.0f / (float)d[0], 0.0f, tag);
+    t_release(g, row_loss);
+    if (nn_records(g, t_rg(g, x))) {
         struct node *n = tape_push(g, N_CE, loss, tag);
         if (n) {
             node_input(g, n, 0, x);
             node_save(g, n, 0, logp);
             node_save(g, n, 1, labels);
+            node_save(g, n, 2, lse);
             n->a[0] = d[0];
             n->a[1] = d[1];
         }
     }
     t_release(g, logp);
+    t_release(g, lse);
     t_release(g, x);
     return loss;
 }
@@ -639,325 +836,43 @@ static void ce_backward(struct gen *g, const struct node *n, tref gy)
 {
     tref logp = n->saved[0];
     enum dtype dt = act_dt(&g->t[logp]);
-    tref dlogp = t_like(g, logp, dt, CAT_TEMP, n->tag);
-    tref ts[4] = {gy, n->saved[1], dlogp};
-    kern(g, WK_CROSS_ENTROPY_BWD, dt, n->a, 2, ts, 3, 0, n->tag);
+    tref dlogp = t_like(g, logp, dt, CAT_TEMP, n->tag); /* nll_loss backward's one-hot gradient */
     tref dx = t_like(g, logp, dt, CAT_TEMP, n->tag);
-    tref ts2[3] = {dlogp, logp, dx};
-    kern(g, WK_SOFTMAX_BWD, dt, n->a, 2, ts2, 3, 0, n->tag);
+    /* dloss is 1 (times the GradScaler scale): the generator knows it, the kernel takes a scalar */
+    float scale = (g->spec.loss_scaling ? LOSS_SCALE : 1.0f) / (float)n->a[0];
+    tref ts[4] = {logp, n->saved[1], n->saved[2], dx};
+    kern(g, K_CROSS_ENTROPY_BWD, dt, n->a, 2, ts, 4, &scale, 1, n->tag);
     t_release(g, dlogp);
     grad_accumulate(g, n->in[0], dx);
 }
 
-/* ---- attention ---- */
-
-enum { AF_FUSED = 1, AF_ROTARY = 2, AF_GQA = 4, AF_EAGER = 8, AF_SCALE = 16, AF_DROPOUT = 32, AF_UPCAST = 64 };
-
-static tref heads_tensor(struct gen *g, int64_t b, int64_t h, int64_t s, int64_t d, enum dtype dt,
-                         enum category cat, const char *tag)
+float nn_loss_scale(void)
 {
-    int64_t dims[4] = {b, h, s, d};
-    return t_new(g, dims, 4, dt, cat, tag);
+    return LOSS_SCALE;
 }
 
-static tref rope(struct gen *g, tref x, const char *tag)
-{
-    tref y = t_like(g, x, act_dt(&g->t[x]), CAT_ACTIVATION, tag);
-    int64_t d[1] = {t_numel(g, x)};
-    tref ts[2] = {x, y};
-    kern(g, WK_MUL, act_dt(&g->t[x]), d, 1, ts, 2, 0, tag);
-    return y;
-}
-
-tref nn_attention(struct gen *g, const char *name, tref q, tref k, tref v, const struct attn_args *a)
-{
-    if (g->mode != GEN_RUN)
-        return TNONE;
-    const char *tag = leaf_tag(g, name);
-    int64_t B = g->t[q].dims[0], S = g->t[q].dims[1], H = a->heads, D = a->head_dim;
-    int64_t KV = a->kv_heads ? a->kv_heads : H;
-    int64_t Sk = a->fused_qkv ? S : g->t[k].dims[1];
-    enum dtype cd = compute_dtype(g, q);
-    bool rg = records(g, t_rg(g, q) || t_rg(g, k) || t_rg(g, v) || t_rg(g, a->bias));
-    bool drop = a->dropout > 0 && g->training;
-    int flags = (a->fused_qkv ? AF_FUSED : 0) | (a->rotary ? AF_ROTARY : 0) | (a->eager ? AF_EAGER : 0);
-    tref qu, ku, vu;
-    if (a->fused_qkv) {
-        qu = as_dtype(g, "autocast", q, cd);
-        ku = t_ref(g, qu);
-        vu = t_ref(g, qu);
-    } else {
-        qu = as_dtype(g, "autocast", q, cd);
-        ku = as_dtype(g, "autocast", k, cd);
-        vu = as_dtype(g, "autocast", v, cd);
-    }
-    if (a->rotary) {
-        tref r = rope(g, qu, tag);
-        t_release(g, qu);
-        qu = r;
-        r = rope(g, ku, tag);
-        t_release(g, ku);
-        ku = r;
-    }
-    tref y = TNONE;
-    struct node *n = NULL;
-    int64_t dd[8] = {B, H, S, Sk, D, KV, a->causal, 0};
-    if (a->eager) {
-        if (KV < H) { /* repeat_kv: k and v expanded to every head (copies) */
-            flags |= AF_GQA;
-            tref ke = heads_tensor(g, B, H, Sk, D, cd, CAT_ACTIVATION, tag);
-            tref ve = heads_tensor(g, B, H, Sk, D, cd, CAT_ACTIVATION, tag);
-            tref t1[2] = {ku, ke}, t2[2] = {vu, ve};
-            int64_t dc[2] = {t_numel(g, ke), cd};
-            kern(g, WK_COPY, cd, dc, 2, t1, 2, 0, tag);
-            kern(g, WK_COPY, cd, dc, 2, t2, 2, 0, tag);
-            t_release(g, ku);
-            t_release(g, vu);
-            ku = ke;
-            vu = ve;
-        }
-        int64_t bg[4] = {B * H, S, Sk, D};
-        tref cur = heads_tensor(g, B, H, S, Sk, cd, CAT_ACTIVATION, tag);
-        tref t1[3] = {qu, ku, cur};
-        kern(g, WK_BGEMM, cd, bg, 4, t1, 3, 0, tag);
-        int steps = (a->scale_op ? 1 : 0) + (a->causal || a->bias != TNONE ? 1 : 0);
-        if (a->scale_op)
-            flags |= AF_SCALE;
-        for (int i = 0; i < steps; i++) { /* scaling, then mask / position bias: each a new tensor */
-            tref nx = heads_tensor(g, B, H, S, Sk, cd, CAT_ACTIVATION, tag);
-            int64_t d1[1] = {t_numel(g, nx)};
-            tref tt[3] = {cur, a->bias, nx};
-            kern(g, WK_ADD, cd, d1, 1, tt, 3, 0, tag);
-            t_release(g, cur);
-            cur = nx;
-        }
-        enum dtype sm = (g->autocast || a->upcast_softmax) ? DT_F32 : cd;
-        if (a->upcast_softmax)
-            flags |= AF_UPCAST;
-        tref probs = heads_tensor(g, B, H, S, Sk, sm, CAT_ACTIVATION, tag);
-        int64_t ds[2] = {B * H * S, Sk};
-        tref t2[2] = {cur, probs};
-        kern(g, WK_SOFTMAX, sm, ds, 2, t2, 2, 0, tag);
-        t_release(g, cur);
-        tref pv = t_ref(g, probs);
-        if (sm != cd) {
-            tref pc = heads_tensor(g, B, H, S, Sk, cd, CAT_ACTIVATION, tag);
-            int64_t dc[2] = {t_numel(g, pc), sm};
-            tref tc[2] = {probs, pc};
-            kern(g, WK_CAST, cd, dc, 2, tc, 2, 0, tag);
-            t_release(g, pv);
-            pv = pc;
-        }
-        tref mask = TNONE;
-        if (drop) {
-            flags |= AF_DROPOUT;
-            mask = heads_tensor(g, B, H, S, Sk, DT_U8, CAT_ACTIVATION, tag);
-            tref dr = heads_tensor(g, B, H, S, Sk, cd, CAT_ACTIVATION, tag);
-            int64_t d1[1] = {t_numel(g, dr)};
-            tref tt[3] = {pv, mask, dr};
-            kern(g, WK_DROPOUT, cd, d1, 1, tt, 3, a->dropout, tag);
-            t_release(g, pv);
-            pv = dr;
-        }
-        tref ctx = heads_tensor(g, B, H, S, D, cd, CAT_ACTIVATION, tag);
-        int64_t bg2[4] = {B * H, S, D, Sk};
-        tref t3[3] = {pv, vu, ctx};
-        kern(g, WK_BGEMM, cd, bg2, 4, t3, 3, 0, tag);
-        int64_t yd[3] = {B, S, H * D};
-        y = t_new(g, yd, 3, cd, CAT_ACTIVATION, tag);
-        int64_t dc[2] = {t_numel(g, y), cd};
-        tref t4[2] = {ctx, y};
-        kern(g, WK_COPY, cd, dc, 2, t4, 2, 0, tag);
-        t_release(g, ctx);
-        if (rg && (n = tape_push(g, N_ATTN, y, tag))) {
-            node_save(g, n, 0, qu);
-            if (!a->fused_qkv || (flags & AF_GQA)) {
-                node_save(g, n, 1, ku);
-                node_save(g, n, 2, vu);
-            }
-            node_save(g, n, 3, probs);
-            node_save(g, n, 4, mask);
-            node_save(g, n, 5, pv);
-        }
-        t_release(g, probs);
-        t_release(g, mask);
-        t_release(g, pv);
-    } else {
-        tref o = heads_tensor(g, B, H, S, D, cd, CAT_ACTIVATION, tag);
-        int64_t ld[3] = {B, H, S};
-        tref lse = t_new(g, ld, 3, DT_F32, CAT_ACTIVATION, tag);
-        tref ts[6] = {qu, ku, vu, a->bias, o, lse};
-        kern(g, WK_ATTENTION, cd, dd, 7, ts, 6, drop ? a->dropout : 0, tag);
-        int64_t yd[3] = {B, S, H * D};
-        y = t_new(g, yd, 3, cd, CAT_ACTIVATION, tag);
-        int64_t dc[2] = {t_numel(g, y), cd};
-        tref t4[2] = {o, y};
-        kern(g, WK_COPY, cd, dc, 2, t4, 2, 0, tag);
-        if (rg && (n = tape_push(g, N_ATTN, y, tag))) {
-            node_save(g, n, 0, qu);
-            if (!a->fused_qkv) {
-                node_save(g, n, 1, ku);
-                node_save(g, n, 2, vu);
-            }
-            node_save(g, n, 3, o);
-            node_save(g, n, 4, lse);
-        }
-        t_release(g, o);
-        t_release(g, lse);
-    }
-    if (n) {
-        node_input(g, n, 0, q);
-        if (!a->fused_qkv) {
-            node_input(g, n, 1, k);
-            node_input(g, n, 2, v);
-        }
-        node_input(g, n, 3, a->bias);
-        memcpy(n->a, dd, sizeof dd);
-        n->a[7] = flags;
-        n->flags = (uint8_t)cd;
-    }
-    t_release(g, qu);
-    t_release(g, ku);
-    t_release(g, vu);
-    return y;
-}
-
-static tref bsd(struct gen *g, int64_t b, int64_t s, int64_t hd, enum dtype dt, const char *tag)
-{
-    int64_t d[3] = {b, s, hd};
-    return t_new(g, d, 3, dt, CAT_TEMP, tag);
-}
-
-static void attention_backward(struct gen *g, const struct node *n, tref gy)
-{
-    int64_t B = n->a[0], H = n->a[1], S = n->a[2], Sk = n->a[3], D = n->a[4], KV = n->a[5];
-    int flags = (int)n->a[7];
-    enum dtype cd = (enum dtype)n->flags;
-    const char *tag = n->tag;
-    bool fused = flags & AF_FUSED, gqa = flags & AF_GQA;
-    tref qs = n->saved[0];
-    tref ks = n->saved[1] != TNONE ? n->saved[1] : qs, vs = n->saved[2] != TNONE ? n->saved[2] : qs;
-    int64_t kvw = gqa ? H * D : KV * D;
-    tref dq, dk, dv;
-    if (flags & AF_EAGER) {
-        int64_t bg[4] = {B * H, S, Sk, D};
-        tref dpv = heads_tensor(g, B, H, S, Sk, cd, CAT_TEMP, tag);
-        tref t1[3] = {gy, vs, dpv};
-        kern(g, WK_BGEMM, cd, bg, 4, t1, 3, 0, tag);
-        dv = bsd(g, B, Sk, kvw, cd, tag);
-        tref t2[3] = {n->saved[5], gy, dv};
-        kern(g, WK_BGEMM, cd, bg, 4, t2, 3, 0, tag);
-        tref cur = dpv;
-        int64_t d1[2] = {B * H * S * Sk, 0};
-        if (flags & AF_DROPOUT) {
-            tref nx = heads_tensor(g, B, H, S, Sk, cd, CAT_TEMP, tag);
-            tref tt[3] = {cur, n->saved[4], nx};
-            kern(g, WK_DROPOUT_BWD, cd, d1, 1, tt, 3, 0, tag);
-            t_release(g, cur);
-            cur = nx;
-        }
-        enum dtype sm = (enum dtype)g->t[n->saved[3]].dtype;
-        if (sm != cd) {
-            tref nx = heads_tensor(g, B, H, S, Sk, sm, CAT_TEMP, tag);
-            tref tt[2] = {cur, nx};
-            d1[1] = cd;
-            kern(g, WK_CAST, sm, d1, 2, tt, 2, 0, tag);
-            t_release(g, cur);
-            cur = nx;
-        }
-        tref ds = heads_tensor(g, B, H, S, Sk, sm, CAT_TEMP, tag);
-        int64_t dsm[2] = {B * H * S, Sk};
-        tref t3[3] = {cur, n->saved[3], ds};
-        kern(g, WK_SOFTMAX_BWD, sm, dsm, 2, t3, 3, 0, tag);
-        t_release(g, cur);
-        cur = ds;
-        if (sm != cd || (flags & AF_SCALE)) {
-            tref nx = heads_tensor(g, B, H, S, Sk, cd, CAT_TEMP, tag);
-            tref tt[2] = {cur, nx};
-            kern(g, WK_MUL, cd, d1, 1, tt, 2, 0, tag);
-            t_release(g, cur);
-            cur = nx;
-        }
-        if (n->in[3] != TNONE)
-            grad_accumulate(g, n->in[3], grad_to_shape(g, n->in[3], cur, tag));
-        dq = bsd(g, B, S, H * D, cd, tag);
-        dk = bsd(g, B, Sk, kvw, cd, tag);
-        tref t4[3] = {cur, ks, dq}, t5[3] = {cur, qs, dk};
-        kern(g, WK_BGEMM, cd, bg, 4, t4, 3, 0, tag);
-        kern(g, WK_BGEMM, cd, bg, 4, t5, 3, 0, tag);
-        t_release(g, cur);
-    } else {
-        dq = bsd(g, B, S, H * D, cd, tag);
-        dk = bsd(g, B, Sk, KV * D, cd, tag);
-        dv = bsd(g, B, Sk, KV * D, cd, tag);
-        tref acc = bsd(g, B, S, H * D, DT_F32, tag); /* fp32 dq accumulator */
-        int64_t ld[3] = {B, H, S};
-        tref sd = t_new(g, ld, 3, DT_F32, CAT_TEMP, tag); /* softmax_d = rowsum(dO * O) */
-        tref ts[6] = {gy, qs, n->saved[3], dq, dk, dv};
-        kern(g, WK_ATTENTION_BWD, cd, n->a, 7, ts, 6, 0, tag);
-        t_release(g, acc);
-        t_release(g, sd);
-        if (n->in[3] != TNONE) {
-            tref db = t_like(g, n->in[3], act_dt(&g->t[n->in[3]]), CAT_TEMP, tag);
-            grad_accumulate(g, n->in[3], db);
-        }
-    }
-    if (gqa) { /* sum the expanded heads back to kv_heads */
-        tref rk = bsd(g, B, Sk, KV * D, cd, tag), rv = bsd(g, B, Sk, KV * D, cd, tag);
-        int64_t dr[2] = {H / KV, B * Sk * KV * D};
-        tref t1[2] = {dk, rk}, t2[2] = {dv, rv};
-        kern(g, WK_REDUCE, cd, dr, 2, t1, 2, 0, tag);
-        kern(g, WK_REDUCE, cd, dr, 2, t2, 2, 0, tag);
-        t_release(g, dk);
-        t_release(g, dv);
-        dk = rk;
-        dv = rv;
-    }
-    if (flags & AF_ROTARY) {
-        tref rq = rope(g, dq, tag), rk = rope(g, dk, tag);
-        t_release(g, dq);
-        t_release(g, dk);
-        dq = rq;
-        dk = rk;
-    }
-    if (fused) {
-        tref dqkv = bsd(g, B, S, 3 * H * D, cd, tag);
-        int64_t dc[2] = {t_numel(g, dqkv), cd};
-        tref ts[4] = {dq, dk, dv, dqkv};
-        kern(g, WK_COPY, cd, dc, 2, ts, 4, 0, tag);
-        t_release(g, dq);
-        t_release(g, dk);
-        t_release(g, dv);
-        grad_accumulate(g, n->in[0], dqkv);
-        return;
-    }
-    grad_accumulate(g, n->in[0], dq);
-    grad_accumulate(g, n->in[1], dk);
-    grad_accumulate(g, n->in[2], dv);
-}
-
-/* ---- gated units and reshapes ---- */
+/* ---- gated units ---- */
 
 tref nn_glu(struct gen *g, const char *name, tref p, enum act_kind act)
 {
     if (g->mode != GEN_RUN)
         return TNONE;
-    const char *tag = leaf_tag(g, name);
+    const char *tag = gen_tag(g, name);
     int64_t half = g->t[p].dims[g->t[p].ndim - 1] / 2;
-    tref a = new_act(g, p, half, act_dt(&g->t[p]), tag);
+    tref a = new_act(g, p, half, act_dt(&g->t[p]), tag); /* gelu(gate), saved by the product */
     tref y = new_act(g, p, half, act_dt(&g->t[p]), tag);
-    int64_t d[2] = {t_numel(g, a), act};
-    tref t1[2] = {p, a}, t2[3] = {a, p, y};
-    kern(g, WK_ACT, act_dt(&g->t[p]), d, 2, t1, 2, 0, tag);
-    kern(g, WK_MUL, act_dt(&g->t[p]), d, 1, t2, 3, 0, tag);
-    if (records(g, t_rg(g, p))) {
+    int64_t d[4] = {t_numel(g, p) / (2 * half), half, 1, act == ACT_GELU_TANH};
+    tref ts[3] = {p, p, y};
+    kern(g, act == ACT_SILU ? K_SWIGLU_FWD : K_GEGLU_FWD, act_dt(&g->t[p]), d, act == ACT_SILU ? 3 : 4, ts, 3, NULL,
+         0, tag);
+    if (nn_records(g, t_rg(g, p))) {
         struct node *n = tape_push(g, N_GLU, y, tag);
         if (n) {
             node_input(g, n, 0, p);
             node_save(g, n, 0, p);
             node_save(g, n, 1, a);
-            n->a[0] = d[0];
-            n->a[1] = act;
+            memcpy(n->a, d, sizeof d);
+            n->a[4] = act;
         }
     }
     t_release(g, a);
@@ -967,19 +882,13 @@ tref nn_glu(struct gen *g, const char *name, tref p, enum act_kind act)
 static void glu_backward(struct gen *g, const struct node *n, tref gy)
 {
     enum dtype dt = act_dt(&g->t[gy]);
-    tref da = t_like(g, gy, dt, CAT_TEMP, n->tag);
-    tref t1[3] = {gy, n->saved[0], da};
-    kern(g, WK_MUL, dt, n->a, 1, t1, 3, 0, n->tag);
+    tref da = t_like(g, gy, dt, CAT_TEMP, n->tag); /* the product's gradient to gelu(gate) */
     tref dp = t_like(g, n->saved[0], dt, CAT_TEMP, n->tag);
-    tref t2[4] = {gy, da, n->saved[1], dp};
-    kern(g, WK_ACT_BWD, dt, n->a, 2, t2, 4, 0, n->tag);
+    tref ts[5] = {n->saved[0], n->saved[0], gy, dp, dp};
+    bool silu = n->a[4] == ACT_SILU;
+    kern(g, silu ? K_SWIGLU_BWD : K_GEGLU_BWD, dt, n->a, silu ? 3 : 4, ts, 5, NULL, 0, n->tag);
     t_release(g, da);
     grad_accumulate(g, n->in[0], dp);
-}
-
-tref nn_reshape(struct gen *g, const char *name, tref x, const int64_t *dims, int ndim)
-{
-    return nn_reduce(g, name, x, dims, ndim);
 }
 
 /* ---- checkpointing ---- */
@@ -1025,14 +934,21 @@ void nn_backward(struct gen *g, const struct node *n, tref gy)
         conv_backward(g, n, gy);
         break;
     case N_ATTN:
-        attention_backward(g, n, gy);
+        nn_attention_backward(g, n, gy);
         break;
     case N_CE:
         ce_backward(g, n, gy);
         break;
     case N_UPSAMPLE:
-    case N_REDUCE:
-        reshape_backward(g, n, gy);
+        upsample_backward(g, n, gy);
+        break;
+    case N_MEAN:
+    case N_TRANSPOSE:
+    case N_EXPAND:
+    case N_SLICE:
+    case N_CONCAT:
+    case N_ADD_HALF:
+        nn_layout_backward(g, n, gy);
         break;
     case N_ACT:
     case N_DROPOUT:

@@ -2,7 +2,7 @@
  * first step (SGD momentum; AdamW exp_avg/exp_avg_sq; bitsandbytes 8-bit AdamW with blockwise
  * absmax and 32-bit state for tensors under 4096 elements; Adafactor factored row/column state),
  * foreach temporaries the size of the parameters (or one parameter at a time without foreach), fp32
- * master weights, GradScaler unscaling. */
+ * master weights, GradScaler unscaling. Each step is a kernels.h optimizer kernel on real state. */
 #include "workload/optimizer.h"
 
 #define BNB_BLOCK 256        /* bitsandbytes blockwise quantization block */
@@ -13,36 +13,47 @@ static enum dtype state_dtype(const struct gen *g, const struct param *p)
     return p->master != TNONE ? DT_F32 : (enum dtype)g->t[p->data].dtype;
 }
 
+#define LR 1e-3f
+#define ADAM_BETA1 0.9f
+#define ADAM_BETA2 0.999f
+#define WEIGHT_DECAY 0.01f
+#define SGD_MOMENTUM 0.9f
+
+/* New optimizer state, zeroed as torch.zeros_like does (8-bit codes read as 0 under a zero absmax). */
+static tref new_state(struct gen *g, int64_t r, int64_t c, enum dtype dt, const char *tag, const char *module)
+{
+    tref s = t_new2(g, r, c, dt, CAT_OPTIMIZER_STATE, tag);
+    if (dt != DT_U8)
+        kern_fill(g, s, 0.0f, module);
+    return s;
+}
+
 static void create_state(struct gen *g, struct param *p)
 {
     enum dtype sd = state_dtype(g, p);
-    const char *tag = p->tag;
-    int64_t r = p->dims[0], c = p->dims[1];
+    const char *tag = p->tag, *mod = p->module;
+    int64_t r = p->dims[0], c = p->dims[1], blocks = (p->numel + BNB_BLOCK - 1) / BNB_BLOCK;
     switch (g->spec.optimizer) {
     case OPT_SGD:
-        p->state[0] = t_new2(g, r, c, sd, CAT_OPTIMIZER_STATE, tag);
+        p->state[0] = new_state(g, r, c, sd, tag, mod);
         break;
     case OPT_ADAMW:
-        p->state[0] = t_new2(g, r, c, sd, CAT_OPTIMIZER_STATE, tag);
-        p->state[1] = t_new2(g, r, c, sd, CAT_OPTIMIZER_STATE, tag);
+        p->state[0] = new_state(g, r, c, sd, tag, mod);
+        p->state[1] = new_state(g, r, c, sd, tag, mod);
         break;
     case OPT_ADAMW_8BIT:
         if (p->numel < BNB_MIN_8BIT) {
-            p->state[0] = t_new2(g, r, c, DT_F32, CAT_OPTIMIZER_STATE, tag);
-            p->state[1] = t_new2(g, r, c, DT_F32, CAT_OPTIMIZER_STATE, tag);
+            p->state[0] = new_state(g, r, c, DT_F32, tag, mod);
+            p->state[1] = new_state(g, r, c, DT_F32, tag, mod);
         } else {
-            p->state[0] = t_new2(g, r, c, DT_U8, CAT_OPTIMIZER_STATE, tag);
-            p->state[1] = t_new2(g, r, c, DT_U8, CAT_OPTIMIZER_STATE, tag);
-            p->state[2] = t_new2(g, 2, (p->numel + BNB_BLOCK - 1) / BNB_BLOCK, DT_F32, CAT_OPTIMIZER_STATE, tag);
+            p->state[0] = new_state(g, r, c, DT_U8, tag, mod);
+            p->state[1] = new_state(g, r, c, DT_U8, tag, mod);
+            p->state[2] = new_state(g, blocks, 1, DT_F32, tag, mod);
+            p->state[3] = new_state(g, blocks, 1, DT_F32, tag, mod);
         }
         break;
-    case OPT_ADAFACTOR:
-        if (c > 1) {
-            p->state[0] = t_new2(g, r, 1, DT_F32, CAT_OPTIMIZER_STATE, tag);
-            p->state[1] = t_new2(g, 1, c, DT_F32, CAT_OPTIMIZER_STATE, tag);
-        } else {
-            p->state[0] = t_new2(g, r, c, DT_F32, CAT_OPTIMIZER_STATE, tag);
-        }
+    case OPT_ADAFACTOR: /* row and column means of a matrix (one tensor), the full moment of a vector */
+        p->state[0] = new_state(g, c > 1 ? r + c : r, 1, DT_F32, tag, mod);
         break;
     case OPT_COUNT:
         break;
@@ -65,10 +76,39 @@ static int temps_per_param(const struct gen *g)
 
 static void update(struct gen *g, struct param *p, tref grad, tref target)
 {
-    int64_t d[2] = {p->numel, (p->numel + BNB_BLOCK - 1) / BNB_BLOCK};
-    static const enum wl_kernel kernels[OPT_COUNT] = {WK_SGD, WK_ADAMW, WK_ADAMW_8BIT, WK_ADAFACTOR};
-    tref ts[5] = {target, grad, p->state[0], p->state[1], p->state[2]};
-    kern(g, kernels[g->spec.optimizer], (enum dtype)g->t[target].dtype, d, 2, ts, 5, 0, p->module);
+    enum dtype dt = (enum dtype)g->t[target].dtype;
+    int64_t step = g->opt_steps;
+    float adam[4] = {LR, ADAM_BETA1, ADAM_BETA2, WEIGHT_DECAY};
+    switch (g->spec.optimizer) {
+    case OPT_SGD: {
+        int64_t d[2] = {p->numel, step};
+        float f[4] = {LR, SGD_MOMENTUM, 0.0f, 0.0f};
+        tref ts[3] = {target, grad, p->state[0]};
+        kern(g, K_SGD, dt, d, 2, ts, 3, f, 4, p->module);
+        break;
+    }
+    case OPT_ADAMW:
+    case OPT_ADAMW_8BIT:
+        if (p->state[2] != TNONE) {
+            int64_t d[4] = {p->numel, step, 0, BNB_BLOCK};
+            tref ts[6] = {target, grad, p->state[0], p->state[1], p->state[2], p->state[3]};
+            kern(g, K_ADAMW8, dt, d, 4, ts, 6, adam, 4, p->module);
+        } else {
+            int64_t d[3] = {p->numel, step, 0};
+            tref ts[4] = {target, grad, p->state[0], p->state[1]};
+            kern(g, g->t[p->state[0]].dtype == DT_F32 ? K_ADAMW : K_ADAMW_T, dt, d, 3, ts, 4, adam, 4, p->module);
+        }
+        break;
+    case OPT_ADAFACTOR: {
+        int64_t d[3] = {p->dims[0], p->dims[1], step};
+        float f[4] = {LR, 1e-30f, 1.0f, -0.8f};
+        tref ts[3] = {target, grad, p->state[0]};
+        kern(g, K_ADAFACTOR, dt, d, 3, ts, 3, f, 4, p->module);
+        break;
+    }
+    case OPT_COUNT:
+        break;
+    }
 }
 
 static tref temp_for(struct gen *g, struct param *p)
@@ -79,9 +119,13 @@ static tref temp_for(struct gen *g, struct param *p)
 void optimizer_step(struct gen *g)
 {
     gen_phase(g, gen_intern(g, "optimizer"));
+    g->opt_steps++;
     if (g->spec.loss_scaling) { /* GradScaler.unscale_: found_inf, then in-place unscale */
         int64_t one[1] = {1};
         tref inf = t_new(g, one, 1, DT_F32, CAT_TEMP, gen_intern(g, "grad_scaler.found_inf"));
+        for (int32_t i = 0; i < g->nparams; i++)
+            if (g->params[i].trainable && g->params[i].grad != TNONE)
+                kern_scale(g, g->params[i].grad, g->params[i].grad, 1.0f / nn_loss_scale(), g->params[i].module);
         t_release(g, inf);
     }
     int tp = temps_per_param(g);
@@ -107,9 +151,7 @@ void optimizer_step(struct gen *g)
         tref grad = p->grad;
         if (p->master != TNONE) { /* the step runs on the fp32 master with an fp32 copy of the grad */
             grad = t_like(g, p->grad, DT_F32, CAT_TEMP, p->tag);
-            int64_t dc[2] = {p->numel, g->t[p->grad].dtype};
-            tref tc[2] = {p->grad, grad};
-            kern(g, WK_CAST, DT_F32, dc, 2, tc, 2, 0, p->module);
+            kern_cast(g, p->grad, grad, p->module);
         }
         tref target = p->master != TNONE ? p->master : p->data;
         for (int k = 0; k < tp; k++) {
@@ -121,9 +163,7 @@ void optimizer_step(struct gen *g)
         }
         update(g, p, grad, target);
         if (p->master != TNONE) {
-            int64_t dc[2] = {p->numel, DT_F32};
-            tref tc[2] = {p->master, p->data};
-            kern(g, WK_CAST, (enum dtype)g->t[p->data].dtype, dc, 2, tc, 2, 0, p->module);
+            kern_cast(g, p->master, p->data, p->module);
             t_release(g, grad);
         }
     }
@@ -142,9 +182,7 @@ void optimizer_zero_grad(struct gen *g, bool set_to_none)
             t_release(g, p->grad);
             p->grad = TNONE;
         } else {
-            int64_t d[1] = {p->numel};
-            tref ts[1] = {p->grad};
-            kern(g, WK_FILL, (enum dtype)g->t[p->grad].dtype, d, 1, ts, 1, 0, p->module);
+            kern_fill(g, p->grad, 0.0f, p->module);
         }
     }
 }

@@ -29,7 +29,7 @@ int32_t param_add(struct gen *g, const char *leaf, int64_t rows, int64_t cols)
     p->head = g->in_head;
     p->module_id = g->module_id;
     p->data = p->grad = p->master = p->ema = p->cast = p->stale = TNONE;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         p->state[i] = TNONE;
     return g->nparams++;
 }

@@ -17,33 +17,25 @@ tref tf_attention(struct gen *g, const struct tf_cfg *c, tref x, tref kv, tref b
     bool cross = kv_dim > 0;
     tref in = c->post_norm ? t_ref(g, x) : nn_norm(g, nm->attn_norm, x, h, m->norm, m->norm_bias, 0);
     gen_push(g, "%s", nm->attn);
-    tref q, k, v;
-    g->in_lora_target = true;
+    tref q, kvp = TNONE;
+    g->lora = LORA_FULL;
     if (c->fused_qkv && !cross) {
-        q = nn_linear(g, nm->qkv, in, h, 3 * heads * hd, m->bias);
-        k = v = q;
-    } else {
+        q = nn_linear(g, nm->qkv, in, h, (heads + 2 * kvh) * hd, m->bias);
+    } else { /* q, and k and v as one fused projection (kernels.h's packed k/v layout) */
         q = nn_linear(g, nm->q, in, h, heads * hd, m->bias);
-        tref src = cross ? kv : in;
-        int64_t sd = cross ? kv_dim : h;
-        g->in_lora_target = false;
-        k = nn_linear(g, nm->k, src, sd, kvh * hd, m->bias);
-        g->in_lora_target = true;
-        v = nn_linear(g, nm->v, src, sd, kvh * hd, m->bias);
+        g->lora = LORA_SECOND_HALF; /* LoRA on v, not k */
+        kvp = nn_linear(g, nm->kv, cross ? kv : in, cross ? kv_dim : h, 2 * kvh * hd, m->bias);
     }
-    g->in_lora_target = false;
+    g->lora = LORA_NONE;
     struct attn_args a = {
         .heads = heads, .kv_heads = kvh, .head_dim = hd, .causal = c->causal && !cross,
-        .eager = m->attn == ATTN_EAGER, .dropout = c->attn_dropout, .bias = bias,
+        .eager = m->attn == ATTN_EAGER, .dropout = c->attn_dropout, .scale = c->attn_scale, .bias = bias,
         .rotary = m->pos == POS_ROTARY && !cross, .fused_qkv = c->fused_qkv && !cross,
         .scale_op = c->scale_op, .upcast_softmax = c->upcast_softmax,
     };
-    tref ctx = nn_attention(g, "core", q, k, v, &a);
+    tref ctx = nn_attention(g, "core", q, kvp, &a);
     t_release(g, q);
-    if (!(c->fused_qkv && !cross)) {
-        t_release(g, k);
-        t_release(g, v);
-    }
+    t_release(g, kvp);
     tref o = nn_linear(g, nm->o, ctx, heads * hd, h, m->bias);
     t_release(g, ctx);
     gen_pop(g);
@@ -103,10 +95,10 @@ tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref x)
     return r;
 }
 
-tref tf_ids(struct gen *g, int64_t b, int64_t s, const char *leaf)
+tref tf_ids(struct gen *g, int64_t b, int64_t s, int64_t high, const char *leaf)
 {
     int64_t d[2] = {b, s};
-    return nn_input(g, d, 2, DT_I64, leaf);
+    return nn_ids(g, d, 2, high, leaf);
 }
 
 tref tf_mask(struct gen *g, int64_t b, int64_t s, bool causal, enum dtype dt)
@@ -115,9 +107,7 @@ tref tf_mask(struct gen *g, int64_t b, int64_t s, bool causal, enum dtype dt)
         return TNONE;
     int64_t d[4] = {b, 1, causal ? s : 1, s};
     tref mk = t_new(g, d, 4, dt, CAT_ACTIVATION, gen_intern(g, "attention_mask"));
-    int64_t k[1] = {b * d[2] * s};
-    tref ts[1] = {mk};
-    kern(g, WK_FILL, dt, k, 1, ts, 1, 0, gen_intern(g, "attention_mask"));
+    kern_fill(g, mk, 0.0f, gen_intern(g, "attention_mask"));
     return mk;
 }
 

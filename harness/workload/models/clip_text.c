@@ -4,7 +4,7 @@
 #include "workload/models/models.h"
 
 static const struct tf_names clip_names = {
-    .attn = "self_attn", .q = "q_proj", .k = "k_proj", .v = "v_proj", .o = "out_proj",
+    .attn = "self_attn", .q = "q_proj", .kv = "kv_proj", .o = "out_proj",
     .attn_norm = "layer_norm1", .ffn = "mlp", .up = "fc1", .down = "fc2", .ffn_norm = "layer_norm2",
 };
 
@@ -28,8 +28,8 @@ static tref clip_layers(struct gen *g, const struct ckpt *c, tref x)
 tref clip_text_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
 {
     int64_t s = bt->context ? bt->context : m->max_positions;
-    tref ids = tf_ids(g, bt->b, s, "input_ids");
-    tref pos = tf_ids(g, 1, s, "position_ids");
+    tref ids = tf_ids(g, bt->b, s, m->vocab, "input_ids");
+    tref pos = tf_ids(g, 1, s, m->max_positions, "position_ids");
     gen_push(g, "text_model");
     gen_push(g, "embeddings");
     tref x = nn_embedding(g, "token_embedding", ids, m->vocab, m->hidden, -1);
@@ -59,7 +59,7 @@ tref clip_text_forward(struct gen *g, const struct model_spec *m, const struct b
     if (!loss)
         return out;
     int64_t d[2] = {bt->b, s};
-    tref labels = nn_input(g, d, 2, DT_I64, "labels");
+    tref labels = g->mode == GEN_RUN ? nn_ids(g, d, 2, T(g, out)->dims[2], "labels") : TNONE;
     tref l = nn_cross_entropy(g, "loss", out, labels);
     t_release(g, out);
     t_release(g, labels);

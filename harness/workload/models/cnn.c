@@ -21,7 +21,8 @@ tref cnn_forward(struct gen *g, const struct model_spec *m, const struct batch *
         }
     }
     int64_t pd[2] = {bt->b, cin};
-    tref pooled = g->mode == GEN_RUN ? nn_reduce(g, "pool", x, pd, 2) : TNONE;
+    int64_t over_pixels[3] = {bt->b * cin, g->mode == GEN_RUN ? t_numel(g, x) / (bt->b * cin) : 1, 1};
+    tref pooled = g->mode == GEN_RUN ? nn_mean(g, "pool", x, over_pixels, pd, 2) : TNONE;
     t_release(g, x);
     g->in_head = true;
     tref out = nn_linear(g, "fc", pooled, cin, m->out_channels, true);
@@ -30,7 +31,7 @@ tref cnn_forward(struct gen *g, const struct model_spec *m, const struct batch *
     if (!loss)
         return out;
     int64_t ld[1] = {bt->b};
-    tref labels = nn_input(g, ld, 1, DT_I64, "labels");
+    tref labels = nn_ids(g, ld, 1, m->out_channels, "labels");
     tref l = nn_cross_entropy(g, "loss", out, labels);
     t_release(g, out);
     t_release(g, labels);

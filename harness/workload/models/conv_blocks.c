@@ -40,7 +40,7 @@ static tref to_tokens(struct gen *g, tref x, const char *name)
         return TNONE;
     struct tensor *t = T(g, x);
     int64_t d[3] = {t->dims[0], t->dims[2] * t->dims[3], t->dims[1]};
-    return nn_reshape(g, name, x, d, 3);
+    return nn_transpose(g, name, x, d[0], d[2], d[1], d, 3);
 }
 
 static tref to_image(struct gen *g, tref x, tref like, const char *name)
@@ -50,7 +50,7 @@ static tref to_image(struct gen *g, tref x, tref like, const char *name)
     int64_t d[4];
     for (int i = 0; i < 4; i++)
         d[i] = T(g, like)->dims[i];
-    return nn_reshape(g, name, x, d, 4);
+    return nn_transpose(g, name, x, d[0], d[2] * d[3], d[1], d, 4);
 }
 
 static tref attention(struct gen *g, const char *name, tref x, tref ctx, int64_t c, int64_t ctx_dim, int64_t heads,
@@ -60,14 +60,12 @@ static tref attention(struct gen *g, const char *name, tref x, tref ctx, int64_t
     tref q = nn_linear(g, "to_q", x, c, c, bias);
     tref src = ctx != TNONE || ctx_dim ? ctx : x;
     int64_t sd = ctx_dim ? ctx_dim : c;
-    tref k = nn_linear(g, "to_k", src, sd, c, bias);
-    tref v = nn_linear(g, "to_v", src, sd, c, bias);
+    tref kv = nn_linear(g, "to_kv", src, sd, 2 * c, bias); /* to_k and to_v fused */
     struct attn_args a = {.heads = heads, .kv_heads = heads, .head_dim = c / heads, .eager = eager, .bias = TNONE,
                           .scale_op = eager};
-    tref o = nn_attention(g, "core", q, k, v, &a);
+    tref o = nn_attention(g, "core", q, kv, &a);
     t_release(g, q);
-    t_release(g, k);
-    t_release(g, v);
+    t_release(g, kv);
     tref out = nn_linear(g, "to_out.0", o, c, c, true);
     t_release(g, o);
     gen_pop(g);

@@ -8,7 +8,7 @@ static const struct tf_names gpt2_names = {
     .ffn = "mlp", .up = "c_fc", .down = "c_proj", .ffn_norm = "ln_2",
 };
 static const struct tf_names llama_names = {
-    .attn = "self_attn", .q = "q_proj", .k = "k_proj", .v = "v_proj", .o = "o_proj",
+    .attn = "self_attn", .q = "q_proj", .kv = "kv_proj", .o = "o_proj",
     .attn_norm = "input_layernorm", .ffn = "mlp", .gate = "gate_proj", .up = "up_proj",
     .down = "down_proj", .ffn_norm = "post_attention_layernorm",
 };
@@ -48,13 +48,13 @@ static tref decoder_layers(struct gen *g, const struct ckpt *c, tref x)
 tref decoder_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
 {
     bool gpt = gpt2_style(m);
-    tref ids = tf_ids(g, bt->b, bt->s, "input_ids");
-    tref labels = loss ? tf_ids(g, bt->b, bt->s, "labels") : TNONE;
+    tref ids = tf_ids(g, bt->b, bt->s, m->vocab, "input_ids");
+    tref labels = loss ? tf_ids(g, bt->b, bt->s, m->vocab, "labels") : TNONE;
     gen_push(g, gpt ? "transformer" : "model");
     int32_t wte = param_peek(g);
     tref x = nn_embedding(g, gpt ? "wte" : "embed_tokens", ids, m->vocab, m->hidden, -1);
     if (m->pos == POS_LEARNED) {
-        tref pos = tf_ids(g, 1, bt->s, "position_ids");
+        tref pos = tf_ids(g, 1, bt->s, m->max_positions, "position_ids");
         tref pe = nn_embedding(g, "wpe", pos, m->max_positions, m->hidden, -1);
         tref s = nn_add(g, "embed", x, pe);
         t_release(g, x);

@@ -4,7 +4,7 @@
 #include "workload/models/models.h"
 
 static const struct tf_names bert_names = {
-    .attn = "attention", .q = "self.query", .k = "self.key", .v = "self.value", .o = "output.dense",
+    .attn = "attention", .q = "self.query", .kv = "self.key_value", .o = "output.dense",
     .attn_norm = "output.LayerNorm", .up = "intermediate.dense", .down = "output.dense",
     .ffn_norm = "output.LayerNorm",
 };
@@ -28,9 +28,9 @@ static tref encoder_layers(struct gen *g, const struct ckpt *c, tref x)
 
 tref encoder_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
 {
-    tref ids = tf_ids(g, bt->b, bt->s, "input_ids");
-    tref types = m->type_vocab ? tf_ids(g, bt->b, bt->s, "token_type_ids") : TNONE;
-    tref pos = tf_ids(g, 1, bt->s, "position_ids");
+    tref ids = tf_ids(g, bt->b, bt->s, m->vocab, "input_ids");
+    tref types = m->type_vocab ? tf_ids(g, bt->b, bt->s, m->type_vocab, "token_type_ids") : TNONE;
+    tref pos = tf_ids(g, 1, bt->s, m->max_positions, "position_ids");
     gen_push(g, "bert");
     gen_push(g, "embeddings");
     tref x = nn_embedding(g, "word_embeddings", ids, m->vocab, m->hidden, -1);
@@ -66,7 +66,9 @@ tref encoder_forward(struct gen *g, const struct model_spec *m, const struct bat
     tref out = x;
     if (m->pooler) {
         int64_t d[2] = {bt->b, m->hidden};
-        tref first = g->mode == GEN_RUN ? nn_reshape(g, "pooler.first_token", x, d, 2) : TNONE;
+        tref first = g->mode == GEN_RUN ? nn_slice(g, "pooler.first_token", x, d, 2, bt->b, m->hidden,
+                                                    bt->s * m->hidden, 0)
+                                        : TNONE;
         bool head = g->in_head;
         g->in_head = true;
         tref p = nn_linear(g, "pooler.dense", first, m->hidden, m->hidden, true);
@@ -83,7 +85,7 @@ tref encoder_forward(struct gen *g, const struct model_spec *m, const struct bat
     if (!loss)
         return out;
     int64_t d[1] = {bt->b};
-    tref labels = nn_input(g, d, 1, DT_I64, "labels");
+    tref labels = g->mode == GEN_RUN ? nn_ids(g, d, 1, T(g, out)->dims[T(g, out)->ndim - 1], "labels") : TNONE;
     tref l = nn_cross_entropy(g, "loss", out, labels);
     t_release(g, out);
     t_release(g, labels);

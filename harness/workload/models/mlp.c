@@ -26,7 +26,7 @@ tref mlp_forward(struct gen *g, const struct model_spec *m, const struct batch *
     if (!loss)
         return out;
     int64_t ld[1] = {bt->b};
-    tref labels = nn_input(g, ld, 1, DT_I64, "labels");
+    tref labels = nn_ids(g, ld, 1, m->mlp_out, "labels");
     tref l = nn_cross_entropy(g, "loss", out, labels);
     t_release(g, out);
     t_release(g, labels);

@@ -34,7 +34,7 @@ tref vae_decode(struct gen *g, const struct model_spec *m, tref latents);
 /* ---- transformer pieces (blocks.c) ---- */
 
 struct tf_names {
-    const char *attn, *q, *k, *v, *qkv, *o;   /* attention module and projections */
+    const char *attn, *q, *kv, *qkv, *o;      /* attention module and projections (kv: fused k and v) */
     const char *attn_norm;                    /* norm of the attention sub-block */
     const char *ffn, *up, *gate, *down;       /* feed-forward module and projections */
     const char *ffn_norm;
@@ -45,6 +45,7 @@ struct tf_cfg {
     const struct tf_names *nm;
     bool fused_qkv;       /* one [3h] projection (GPT-2 c_attn) */
     bool scale_op;        /* eager attention scales by a separate op */
+    float attn_scale;     /* score scale (0 = 1/sqrt(head_dim); T5: 1) */
     bool upcast_softmax;  /* eager softmax in fp32 (Llama) */
     bool causal;
     bool post_norm;       /* BERT */
@@ -58,8 +59,8 @@ struct tf_cfg {
  * scores (mask or position bias). rel_bias: T5 layer 0 registers a relative-attention-bias table. */
 tref tf_attention(struct gen *g, const struct tf_cfg *c, tref x, tref kv, tref bias, int64_t kv_dim);
 tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref x);
-/* Token ids [B, S] (int64) and the learned-position ids [1, S] as device inputs. */
-tref tf_ids(struct gen *g, int64_t b, int64_t s, const char *leaf);
+/* Token ids [B, S] (int64, each in [0, high)) as a device input. */
+tref tf_ids(struct gen *g, int64_t b, int64_t s, int64_t high, const char *leaf);
 /* Causal [B, 1, S, S] or padding [B, 1, 1, S] mask in dtype dt, built once per forward (eager). */
 tref tf_mask(struct gen *g, int64_t b, int64_t s, bool causal, enum dtype dt);
 /* The LM loss: logits upcast as transformers' loss functions do, cross-entropy against labels. */

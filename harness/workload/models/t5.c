@@ -5,10 +5,10 @@
 #include "workload/models/models.h"
 
 static const struct tf_names self_names = {
-    .attn = "SelfAttention", .q = "q", .k = "k", .v = "v", .o = "o", .attn_norm = "layer_norm",
+    .attn = "SelfAttention", .q = "q", .kv = "kv", .o = "o", .attn_norm = "layer_norm",
 };
 static const struct tf_names cross_names = {
-    .attn = "EncDecAttention", .q = "q", .k = "k", .v = "v", .o = "o", .attn_norm = "layer_norm",
+    .attn = "EncDecAttention", .q = "q", .kv = "kv", .o = "o", .attn_norm = "layer_norm",
 };
 static const struct tf_names ffn_names = {
     .ffn = "DenseReluDense", .gate = "wi_0", .up = "wi_1", .down = "wo", .ffn_norm = "layer_norm",
@@ -16,7 +16,8 @@ static const struct tf_names ffn_names = {
 
 static struct tf_cfg t5_cfg(const struct model_spec *m, const struct tf_names *nm, bool causal)
 {
-    struct tf_cfg c = {.m = m, .nm = nm, .causal = causal, .dropout = m->dropout, .attn_dropout = m->dropout};
+    struct tf_cfg c = {.m = m, .nm = nm, .causal = causal, .attn_scale = 1.0f, .dropout = m->dropout,
+                       .attn_dropout = m->dropout};
     return c;
 }
 
@@ -65,13 +66,15 @@ static tref decoder_layers(struct gen *g, const struct ckpt *c, tref x)
 static tref position_bias(struct gen *g, const struct model_spec *m, int64_t b, int64_t s, bool causal)
 {
     gen_push(g, "block.0.layer.0.SelfAttention");
-    tref buckets = g->mode == GEN_RUN ? tf_ids(g, s, s, "relative_position_buckets") : TNONE;
+    tref buckets = g->mode == GEN_RUN ? tf_ids(g, s, s, m->rel_buckets, "relative_position_buckets") : TNONE;
     tref rb = nn_embedding(g, "relative_attention_bias", buckets, m->rel_buckets, m->heads, -1);
     tref out = TNONE;
     if (g->mode == GEN_RUN) {
         tref mask = tf_mask(g, b, s, causal, (enum dtype)g->t[rb].dtype);
-        int64_t d[4] = {b, m->heads, s, s};
-        tref big = nn_reshape(g, "position_bias", rb, d, 4); /* broadcast over the batch */
+        int64_t hd[3] = {m->heads, s, s}, d[4] = {b, m->heads, s, s}, over_batch[3] = {1, b, m->heads * s * s};
+        tref per_head = nn_transpose(g, "position_bias.permute", rb, 1, s * s, m->heads, hd, 3);
+        tref big = nn_expand(g, "position_bias", per_head, over_batch, d, 4);
+        t_release(g, per_head);
         out = nn_add(g, "position_bias", big, mask);
         t_release(g, big);
         t_release(g, mask);
@@ -104,9 +107,9 @@ tref t5_forward(struct gen *g, const struct model_spec *m, const struct batch *b
 {
     int64_t s = bt->s, t = bt->t ? bt->t : bt->s;
     int dec_layers = m->decoder_layers ? m->decoder_layers : m->layers;
-    tref ids = tf_ids(g, bt->b, s, "input_ids");
-    tref dec_ids = tf_ids(g, bt->b, t, "decoder_input_ids");
-    tref labels = loss ? tf_ids(g, bt->b, t, "labels") : TNONE;
+    tref ids = tf_ids(g, bt->b, s, m->vocab, "input_ids");
+    tref dec_ids = tf_ids(g, bt->b, t, m->vocab, "decoder_input_ids");
+    tref labels = loss ? tf_ids(g, bt->b, t, m->vocab, "labels") : TNONE;
     int32_t shared = g->mode == GEN_PARAMS ? param_add(g, "shared.weight", m->vocab, m->hidden) : param_next(g);
 
     gen_push(g, "encoder");
@@ -126,8 +129,8 @@ tref t5_forward(struct gen *g, const struct model_spec *m, const struct batch *b
     tref cross = TNONE;
     if (g->mode == GEN_RUN) { /* zeros(1, H, T, S) + encoder mask, as transformers builds it */
         tref mask = tf_mask(g, bt->b, s, false, (enum dtype)g->t[enc].dtype);
-        int64_t d[4] = {bt->b, m->heads, t, s};
-        cross = nn_reshape(g, "encoder_decoder_position_bias", mask, d, 4);
+        int64_t d[4] = {bt->b, m->heads, t, s}, over_heads[3] = {bt->b, m->heads * t, s};
+        cross = nn_expand(g, "encoder_decoder_position_bias", mask, over_heads, d, 4);
         t_release(g, mask);
     }
     tref dec = stack(g, m, yd, dec_layers, dbias, enc, cross, true);

@@ -25,14 +25,7 @@ static void push_skip(struct gen *g, struct unet_run *u, tref x, int64_t c)
 
 static tref concat(struct gen *g, tref x, tref skip)
 {
-    if (g->mode != GEN_RUN)
-        return TNONE;
-    struct tensor *a = T(g, x), *b = T(g, skip);
-    int64_t d[4] = {a->dims[0], a->dims[1] + b->dims[1], a->dims[2], a->dims[3]};
-    tref big = nn_reshape(g, "cat", x, d, 4);
-    tref out = nn_add(g, "cat", big, skip);
-    t_release(g, big);
-    return out;
+    return g->mode == GEN_RUN ? nn_concat(g, "cat", x, skip) : TNONE;
 }
 
 static tref level_attention(struct gen *g, struct unet_run *u, tref x, int level, int j, int64_t c, int depth)
@@ -151,13 +144,13 @@ tref unet_forward(struct gen *g, const struct model_spec *m, const struct batch 
     t_release(g, x);
     if (!loss)
         return out;
-    tref diff = nn_add(g, "loss.diff", out, noise);
+    tref diff = nn_sub(g, "loss.diff", out, noise);
     t_release(g, out);
     t_release(g, noise);
     tref sq = nn_mul(g, "loss.square", diff, diff);
     t_release(g, diff);
-    int64_t one[1] = {1};
-    tref l = nn_reduce(g, "loss", sq, one, 1);
+    int64_t one[1] = {1}, all[3] = {1, g->mode == GEN_RUN ? t_numel(g, sq) : 1, 1};
+    tref l = nn_mean(g, "loss", sq, all, one, 1);
     t_release(g, sq);
     return l;
 }

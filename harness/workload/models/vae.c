@@ -60,7 +60,8 @@ tref vae_encode(struct gen *g, const struct model_spec *m, tref images)
     if (g->mode != GEN_RUN)
         return TNONE;
     int64_t d[4] = {T(g, q)->dims[0], m->latent_channels, T(g, q)->dims[2], T(g, q)->dims[3]};
-    tref z = nn_reshape(g, "latent_dist.sample", q, d, 4);
+    int64_t len = d[1] * d[2] * d[3];
+    tref z = nn_slice(g, "latent_dist.sample", q, d, 4, d[0], len, 2 * len, 0); /* the mean half */
     t_release(g, q);
     return z;
 }
@@ -114,13 +115,13 @@ tref vae_forward(struct gen *g, const struct model_spec *m, const struct batch *
         t_release(g, img);
         return out;
     }
-    tref diff = nn_add(g, "loss.diff", out, img);
+    tref diff = nn_sub(g, "loss.diff", out, img);
     t_release(g, out);
     t_release(g, img);
     tref sq = nn_mul(g, "loss.square", diff, diff);
     t_release(g, diff);
-    int64_t one[1] = {1};
-    tref l = nn_reduce(g, "loss", sq, one, 1);
+    int64_t one[1] = {1}, all[3] = {1, g->mode == GEN_RUN ? t_numel(g, sq) : 1, 1};
+    tref l = nn_mean(g, "loss", sq, all, one, 1);
     t_release(g, sq);
     return l;
 }
