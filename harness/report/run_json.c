@@ -26,12 +26,16 @@ static json_t *variant_json(const struct variant_result *r)
                                                 "kernel_seconds", r->run.phases[i].seconds));
     json_object_set_new(v, "phases", phases);
     const struct run_oom *o = &r->run.oom;
-    json_object_set_new(v, "oom",
-                        o->happened ? json_pack("{s:s, s:I, s:s, s:s, s:I, s:s}", "phase", o->phase,
-                                                "step", (json_int_t)o->step, "tag", o->tag, "category",
-                                                category_name(o->category), "bytes", (json_int_t)o->bytes, "message",
-                                                o->message)
-                                    : json_null());
+    json_t *oom = json_null();
+    if (o->happened) {
+        json_t *live = json_object();
+        for (int c = 0; c < CAT_COUNT; c++)
+            json_object_set_new(live, category_name((enum category)c), json_integer((json_int_t)o->category_live[c]));
+        oom = json_pack("{s:s, s:I, s:s, s:s, s:I, s:o, s:s}", "phase", o->phase, "step", (json_int_t)o->step, "tag",
+                        o->tag, "category", category_name(o->category), "bytes", (json_int_t)o->bytes,
+                        "breakdown_at_oom", live, "message", o->message);
+    }
+    json_object_set_new(v, "oom", oom);
     json_object_set_new(v, "throughput",
                         json_pack("{s:f, s:f, s:f, s:s}", "steps_per_s", r->steps_per_s, "samples_per_s",
                                   r->samples_per_s, "train_seconds", r->train_seconds, "figures",

@@ -24,19 +24,27 @@ static void gib(uint64_t n, char *buf, size_t len)
     snprintf(buf, len, "%.2f GiB", (double)n / (double)GiB);
 }
 
-static void print_breakdown(FILE *f, const struct variant_result *r)
+static void print_categories(FILE *f, const char *variant, const char *when, const uint64_t *bytes)
 {
-    fprintf(f, "    %-10s at peak allocated (%s):", r->variant->name, figures(r));
+    fprintf(f, "    %-22s %s:", variant, when);
     int printed = 0;
     for (int c = 0; c < CAT_COUNT; c++) {
-        uint64_t b = r->run.category_at_peak[c];
-        if (!b)
+        if (!bytes[c])
             continue;
         char s[32];
-        gib(b, s, sizeof s);
+        size_format_pytorch(bytes[c], s, sizeof s);
         fprintf(f, "%s %s %s", printed++ ? "," : "", category_name((enum category)c), s);
     }
     fprintf(f, "%s\n", printed ? "" : " nothing allocated");
+}
+
+static void print_breakdown(FILE *f, const struct variant_result *r)
+{
+    char when[64];
+    snprintf(when, sizeof when, "at peak allocated (%s)", figures(r));
+    print_categories(f, r->variant->name, when, r->run.category_at_peak);
+    if (r->run.oom.happened)
+        print_categories(f, "", "at the OOM", r->run.oom.category_live);
 }
 
 void report_table(FILE *f, const struct scenario *sc, const struct variant_result *r, size_t n)
@@ -67,12 +75,12 @@ void report_table(FILE *f, const struct scenario *sc, const struct variant_resul
     fprintf(f, "   throughput:\n");
     for (size_t i = 0; i < n; i++) {
         if (r[i].run.oom.happened)
-            fprintf(f, "    %-10s none: the job OOMs\n", r[i].variant->name);
+            fprintf(f, "    %-22s none: the job OOMs\n", r[i].variant->name);
         else if (r[i].run.measured)
-            fprintf(f, "    %-10s %.3f steps/s, %.2f samples/s (measured, training phases)\n", r[i].variant->name,
+            fprintf(f, "    %-22s %.3f steps/s, %.2f samples/s (measured, training phases)\n", r[i].variant->name,
                     r[i].steps_per_s, r[i].samples_per_s);
         else
-            fprintf(f, "    %-10s %.3f steps/s, %.2f samples/s (modelled: roofline of %s, %.2f TFLOP per step)\n",
+            fprintf(f, "    %-22s %.3f steps/s, %.2f samples/s (modelled: roofline of %s, %.2f TFLOP per step)\n",
                     r[i].variant->name, r[i].steps_per_s, r[i].samples_per_s, r[i].rates_from,
                     r[i].variant->job.steps ? r[i].run.flops / 1e12 / r[i].variant->job.steps : 0.0);
     }

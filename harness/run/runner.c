@@ -90,6 +90,7 @@ static int do_alloc(struct runner *r, const struct op *op, struct err *e)
                               .bytes = op->bytes};
         snprintf(o->phase, sizeof o->phase, "%s", r->phase_name);
         snprintf(o->tag, sizeof o->tag, "%s", op->name ? op->name : "-");
+        memcpy(o->category_live, r->category_live, sizeof o->category_live);
         alloc_oom_message(&oom, 0, o->message, sizeof o->message);
         return -1;
     }

@@ -27,6 +27,7 @@ struct run_oom {
     int64_t step;
     enum category category;
     uint64_t bytes;
+    uint64_t category_live[CAT_COUNT]; /* allocated block bytes per category when the OOM hit */
     char message[1024];
 };
 

@@ -190,6 +190,35 @@ static void tiny(struct model_spec *m, int v)
         m->layers_per_block = 2;
         m->groups = 8;
         m->bias = true;
+    } else if (v == 3) {
+        static const int ch[2] = {32, 64}, depth[2] = {1, 0};
+        m->family = FAMILY_UNET;
+        m->attn = ATTN_SDPA;
+        m->latent_channels = m->in_channels = m->out_channels = 4;
+        m->nlevels = 2;
+        for (int i = 0; i < 2; i++) {
+            m->channels[i] = ch[i];
+            m->transformer_depth[i] = depth[i];
+            m->attn_heads[i] = 4;
+        }
+        m->layers_per_block = 1;
+        m->groups = 8;
+        m->vae_scale = 2;
+        m->mid_transformer_depth = 1;
+        m->cross_attention_dim = 768;
+        m->time_embed_input = ch[0];
+    } else if (v == 4) {
+        static const int ch[2] = {32, 64};
+        m->family = FAMILY_VAE;
+        m->attn = ATTN_SDPA;
+        m->in_channels = m->out_channels = 3;
+        m->latent_channels = 4;
+        m->nlevels = 2;
+        for (int i = 0; i < 2; i++)
+            m->channels[i] = ch[i];
+        m->layers_per_block = 1;
+        m->groups = 8;
+        m->vae_scale = 2;
     } else {
         m->family = FAMILY_DECODER;
         transformer_defaults(m);
@@ -223,6 +252,8 @@ static const struct preset presets[] = {
     {"tiny-mlp", tiny, 0, "2 hidden layers of 512"},
     {"tiny-cnn", tiny, 1, "3 levels of 32/64/128 channels"},
     {"tiny-transformer", tiny, 2, "GPT-2 style, 4 layers, hidden 256"},
+    {"tiny-unet", tiny, 3, "SD-style UNet, 2 levels of 32/64 channels, latents at 1/2 resolution"},
+    {"tiny-vae", tiny, 4, "SD-style AutoencoderKL, 2 levels of 32/64 channels, 2x downsampling"},
 };
 
 static const struct preset *preset_find(const char *name)
