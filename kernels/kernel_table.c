@@ -631,7 +631,7 @@ static const struct kernel_desc table[K_COUNT] = {
                {T, T, T}, flat_elems, flops_5, generic_bytes, NULL, cpu_sgd, TOL_FLOAT},
     [K_ADAMW_T] = {"adamw_t", "AdamW step, moments in the parameter's dtype", {"n", "step", "eps_bits"}, 0x03, 4,
                    {"param", "grad", "m", "v"}, {IO, IN, IO, IO}, {T, T, T, T}, flat_elems, flops_15, generic_bytes,
-                   adamw_check, cpu_adamw_t, TOL_FLOAT},
+                   adamw_check, cpu_adamw_t, {[DT_F32] = 1e-5, [DT_BF16] = 2e-2, [DT_F16] = 1e-2}},
     [K_ADAFACTOR] = {"adafactor", "Adafactor step, factored second moment", {"rows", "cols", "step"}, 0x07, 3,
                      {"param", "grad", "state"}, {IO, IN, IO}, {T, T, F}, adafactor_elems, flops_15, generic_bytes,
                      NULL, cpu_adafactor, TOL_SUM},
