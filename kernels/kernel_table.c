@@ -104,7 +104,8 @@ ROW_ELEMS(ln_bwd_dx_elems, "xxprrx")
 ROW_ELEMS(ln_bwd_params_elems, "xxrrpp")
 ROW_ELEMS(rms_fwd_elems, "xpxr")
 ROW_ELEMS(rms_bwd_elems, "xxprxp")
-ROW_ELEMS(ce_elems, "xrrrx")
+ROW_ELEMS(ce_fwd_elems, "xrrr")
+ROW_ELEMS(ce_bwd_elems, "xrrx")
 
 /* GroupNorm: "x" N*C*HW, "p" C, "r" N*G. */
 static uint64_t gn_shape(const struct kernel_call *k, char s)
@@ -578,11 +579,11 @@ static const struct kernel_desc table[K_COUNT] = {
                           0x0f, 2, {"dy", "dx"}, {IN, OUT}, {T, T}, upsample_elems, flops_1, generic_bytes, NULL,
                           cpu_upsample2x_bwd, TOL_FLOAT},
     [K_CROSS_ENTROPY_FWD] = {"cross_entropy_fwd", "cross-entropy per row from logits", {"rows", "V"}, 0x03, 4,
-                             {"logits", "target", "loss", "lse"}, {IN, IN, OUT, OUT}, {T, DT_I64, F, F}, ce_elems,
+                             {"logits", "target", "loss", "lse"}, {IN, IN, OUT, OUT}, {T, DT_I64, F, F}, ce_fwd_elems,
                              flops_4, generic_bytes, NULL, cpu_cross_entropy_fwd, TOL_SUM},
     [K_CROSS_ENTROPY_BWD] = {"cross_entropy_bwd", "cross-entropy gradient to the logits", {"rows", "V"}, 0x03, 4,
                              {"logits", "target", "lse", "dlogits"}, {IN, IN, IN, OUT}, {T, DT_I64, F, T},
-                             ce_elems, flops_4, generic_bytes, NULL, cpu_cross_entropy_bwd, TOL_FLOAT},
+                             ce_bwd_elems, flops_4, generic_bytes, NULL, cpu_cross_entropy_bwd, TOL_FLOAT},
     [K_EMBEDDING_FWD] = {"embedding_fwd", "row lookup in a table", {"rows", "V", "C"}, 0x07, 3,
                          {"ids", "table", "y"}, {IN, IN, OUT}, {DT_I64, T, T}, embedding_elems, flops_0,
                          generic_bytes, NULL, cpu_embedding_fwd, TOL_FLOAT},
