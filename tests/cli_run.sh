@@ -1,0 +1,47 @@
+#!/bin/sh
+# cli_run.sh: `oomlab run` end to end: every scenario in scenarios/ runs on the simulated RTX 5090 with
+# every expectation holding, the output equals the committed baselines in results/ byte for byte (sim
+# is deterministic), --tap and exit codes behave, and bad scenario files fail with file:line:col,
+# exit code 2 and no result files.
+BIN=${OOMLAB_BIN:-build/oomlab}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+n=0
+fail=0
+ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi; }
+contains() { case "$1" in *"$2"*) echo 0 ;; *) echo 1 ;; esac; }
+
+"$BIN" run --json "$T/run.json" --csv "$T/run.csv" scenarios/ > "$T/run.txt" 2> "$T/err.txt"
+rc=$?
+ok $rc "oomlab run scenarios/: every expectation holds (exit $rc) $(head -c 300 "$T/err.txt")"
+for f in run.txt run.json run.csv; do
+    if cmp -s "results/$f" "$T/$f"; then ok 0 "results/$f equals a fresh run"; else
+        ok 1 "results/$f equals a fresh run"
+        diff "results/$f" "$T/$f" | head -20 | sed 's/^/# /'
+    fi
+done
+ok $(contains "$(cat "$T/run.txt")" "modelled") "figures are labelled modelled"
+
+tap=$("$BIN" run --tap scenarios/)
+ok $? "--tap exits 0"
+ok $(echo "$tap" | grep -c '^not ok' | grep -qx 0 && echo 0 || echo 1) "--tap: no failing expectation"
+ok $(echo "$tap" | tail -1 | grep -q '^1\.\.[1-9]' && echo 0 || echo 1) "--tap: plan line at the end"
+
+# an expectation that fails: exit 1, reported
+sed 's/expect: { oom: true/expect: { oom: false/' scenarios/duplicate_dtype_conversion.yaml > "$T/wrong.yaml"
+out=$("$BIN" run "$T/wrong.yaml" 2>&1); rc=$?
+ok $([ $rc = 1 ] && echo 0 || echo 1) "a failed expectation exits 1 (got $rc)"
+ok $(contains "$out" "expectation failed: expected it to fit, but it OOMs") "and says what differed"
+
+# bad input: file:line:col, exit 2, no result file
+printf 'name: x\ntitle: t\nsource: s\nmodel: { preset: gpt2 }\njob: { bach_size: 8 }\nvariants:\n  before: { expect: { oom: false } }\n' > "$T/bad.yaml"
+out=$("$BIN" run --json "$T/bad.json" --csv "$T/bad.csv" "$T/bad.yaml" 2>&1); rc=$?
+ok $([ $rc = 2 ] && echo 0 || echo 1) "bad scenario exits 2 (got $rc)"
+ok $(contains "$out" "bad.yaml:5:8: unknown key 'bach_size' in job (did you mean 'batch_size'?)") "message names file:line:col ($out)"
+ok $([ ! -e "$T/bad.json" ] && [ ! -e "$T/bad.csv" ] && echo 0 || echo 1) "no result file left behind"
+out=$("$BIN" run "$T/missing.yaml" 2>&1); rc=$?
+ok $([ $rc = 2 ] && echo 0 || echo 1) "missing scenario exits 2"
+out=$("$BIN" run --device sim:gtx480 scenarios/ 2>&1); rc=$?
+ok $([ $rc = 2 ] && echo 0 || echo 1) "unknown device profile exits 2 ($out)"
+echo "1..$n"
+exit $fail
