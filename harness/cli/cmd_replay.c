@@ -144,7 +144,7 @@ int cmd_replay(int argc, char **argv)
         fprintf(stderr, "oomlab replay: %s\n", e.msg);
         return e.code == ERR_INTERNAL ? 3 : 2;
     }
-    struct device *dev = device_open(device, capacity, &e);
+    struct device *dev = device_open(device, capacity, NULL, &e);
     struct replay_result res;
     int rc = 0;
     if (!dev || replay_run(&in, dev, &cfg, &opt, &res, &e)) {

@@ -42,7 +42,8 @@ static struct device *open_sim(const char *spec, const char *arg, uint64_t capac
     return d;
 }
 
-struct device *device_open(const char *spec, uint64_t capacity, struct err *e)
+struct device *device_open(const char *spec, uint64_t capacity, const struct cuda_workspace_alloc *workspace,
+                           struct err *e)
 {
     if (!spec || !strcmp(spec, "sim"))
         return open_sim("sim", "", capacity, e);
@@ -66,6 +67,8 @@ struct device *device_open(const char *spec, uint64_t capacity, struct err *e)
             return NULL;
         }
         struct oomlab_cuda_options opt = {.capacity_limit = capacity};
+        if (workspace)
+            opt.workspace = *workspace;
         return cuda_device_open(NULL, (int)ordinal, &opt, e);
     }
     err_set(e, ERR_INPUT, "unknown device '%s' (devices: sim, sim:PROFILE, sim:SIZE, host, host:SIZE, cuda, cuda:N)",

@@ -20,10 +20,11 @@ static json_t *variant_json(const struct variant_result *r)
     json_object_set_new(v, "breakdown_at_peak_allocated", cat);
     json_t *phases = json_array();
     for (size_t i = 0; i < r->run.nphases; i++)
-        json_array_append_new(phases, json_pack("{s:s, s:I, s:I, s:f}", "phase", r->run.phases[i].name,
+        json_array_append_new(phases, json_pack("{s:s, s:I, s:I, s:f, s:I}", "phase", r->run.phases[i].name,
                                                 "peak_allocated", (json_int_t)r->run.phases[i].peak_allocated,
                                                 "peak_reserved", (json_int_t)r->run.phases[i].peak_reserved,
-                                                "kernel_seconds", r->run.phases[i].seconds));
+                                                "kernel_seconds", r->run.phases[i].seconds, "device_used_delta",
+                                                (json_int_t)r->run.phases[i].device_used_delta));
     json_object_set_new(v, "phases", phases);
     const struct run_oom *o = &r->run.oom;
     json_t *oom = json_null();

@@ -91,6 +91,18 @@ void report_table(FILE *f, const struct scenario *sc, const struct variant_resul
                     r[i].variant->name, r[i].steps_per_s, r[i].samples_per_s, r[i].rates_from,
                     r[i].variant->job.steps ? r[i].run.flops / 1e12 / r[i].variant->job.steps : 0.0);
     }
+    for (size_t i = 0; i < n; i++) {
+        if (!r[i].run.measured)
+            continue;
+        fprintf(f, "    %-22s device memory growth in each phase's first run (measured, total - free):", r[i].variant->name);
+        for (size_t k = 0; k < r[i].run.nphases; k++) {
+            int64_t d = r[i].run.phases[k].device_used_delta;
+            char s[32];
+            size_format_pytorch((uint64_t)(d < 0 ? -d : d), s, sizeof s);
+            fprintf(f, "%s %s %c%s", k ? "," : "", r[i].run.phases[k].name, d < 0 ? '-' : '+', s);
+        }
+        fprintf(f, "\n");
+    }
     for (size_t i = 0; i < n; i++)
         if (r[i].run.oom.happened)
             fprintf(f, "   %s: %s\n", r[i].variant->name, r[i].run.oom.message);

@@ -69,7 +69,9 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
 {
     *r = (struct variant_result){.scenario = sc, .variant = v};
     const char *device = opt->device ? opt->device : sc->device;
-    struct device *dev = device_open(device, opt->capacity, e);
+    struct runner_ref ref = {0};
+    struct cuda_workspace_alloc ws = {runner_workspace_alloc, runner_workspace_free, &ref};
+    struct device *dev = device_open(device, opt->capacity, &ws, e);
     if (!dev)
         return err_prefix(e, "%s: variant %s: ", sc->path, v->name);
     snprintf(r->device, sizeof r->device, "%s", dev->name);
@@ -93,6 +95,7 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     } else if (!(run = runner_create(dev, &cfg, profile))) {
         err_set(e, ERR_INTERNAL, "out of host memory");
     } else {
+        ref.runner = run;
         struct err gen_err = {0};
         rc = workload_generate(&job, runner_sink(run), &gen_err);
         if (rc && runner_stopped_by_oom(run))
@@ -101,6 +104,7 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
             *e = gen_err, err_prefix(e, "%s: variant %s: ", sc->path, v->name);
         runner_finish(run, &r->run);
     }
+    ref.runner = NULL; /* the device gives its workspaces back at destroy; the allocator is gone by then */
     runner_destroy(run);
     dev->ops->destroy(dev);
     if (rc == 0) {

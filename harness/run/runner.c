@@ -16,8 +16,16 @@ struct live_tensor {
     UT_hash_handle hh;
 };
 
+struct lent_workspace { /* a library workspace handed to the device */
+    uint64_t addr;
+    struct alloc_block *own; /* allocated for the library (freed with it), or NULL if the program's */
+};
+
 struct runner {
     struct op_sink sink; /* first: the sink pointer is the runner */
+    struct lent_workspace lent[64];
+    size_t nlent;
+    uint64_t phase_used_start;
     struct device *dev;
     struct allocator *a;
     const struct gpu_profile *profile;
@@ -35,8 +43,22 @@ static struct phase_peak *current_phase(struct runner *r)
     return r->res.nphases ? &r->res.phases[r->phase] : NULL;
 }
 
+static uint64_t device_used(struct runner *r)
+{
+    uint64_t free_bytes = 0, total = 0;
+    r->dev->ops->mem_info(r->dev, &free_bytes, &total);
+    return total - free_bytes;
+}
+
 static void enter_phase(struct runner *r, const char *name)
 {
+    uint64_t used = device_used(r);
+    struct phase_peak *prev = current_phase(r);
+    if (prev && !prev->delta_recorded) {
+        prev->device_used_delta = (int64_t)used - (int64_t)r->phase_used_start;
+        prev->delta_recorded = true;
+    }
+    r->phase_used_start = used;
     r->phase_name = name ? name : "?";
     name = r->phase_name;
     for (size_t i = 0; i < r->res.nphases; i++) {
@@ -199,6 +221,51 @@ struct runner *runner_create(struct device *dev, const struct alloc_config *cfg,
     return r;
 }
 
+int runner_workspace_alloc(void *user, uint64_t bytes, int stream, uint64_t *addr)
+{
+    struct runner *r = ((struct runner_ref *)user)->runner;
+    if (!r || r->nlent == sizeof r->lent / sizeof r->lent[0])
+        return -1;
+    struct live_tensor *t, *tmp;
+    HASH_ITER(hh, r->live, t, tmp) {
+        if (t->category != CAT_WORKSPACE || !t->block || alloc_block_size(t->block) < bytes)
+            continue;
+        bool taken = false;
+        for (size_t i = 0; i < r->nlent && !taken; i++)
+            taken = r->lent[i].addr == alloc_block_addr(t->block);
+        if (!taken) {
+            *addr = alloc_block_addr(t->block);
+            r->lent[r->nlent++] = (struct lent_workspace){*addr, NULL};
+            return 0;
+        }
+    }
+    struct alloc_block *b = NULL;
+    struct alloc_oom oom;
+    struct err e = {0};
+    if (allocator_malloc(r->a, bytes, (uint64_t)stream, &b, &oom, &e) || !b)
+        return -1;
+    r->category_live[CAT_WORKSPACE] += alloc_block_size(b);
+    track_peaks(r);
+    *addr = alloc_block_addr(b);
+    r->lent[r->nlent++] = (struct lent_workspace){*addr, b};
+    return 0;
+}
+
+void runner_workspace_free(void *user, uint64_t addr)
+{
+    struct runner *r = ((struct runner_ref *)user)->runner;
+    for (size_t i = 0; r && i < r->nlent; i++) {
+        if (r->lent[i].addr != addr)
+            continue;
+        if (r->lent[i].own) {
+            r->category_live[CAT_WORKSPACE] -= alloc_block_size(r->lent[i].own);
+            allocator_free(r->a, r->lent[i].own);
+        }
+        r->lent[i] = r->lent[--r->nlent];
+        return;
+    }
+}
+
 struct op_sink *runner_sink(struct runner *r)
 {
     return &r->sink;
@@ -211,6 +278,11 @@ bool runner_stopped_by_oom(const struct runner *r)
 
 void runner_finish(struct runner *r, struct run_result *out)
 {
+    struct phase_peak *last = current_phase(r);
+    if (last && !last->delta_recorded) {
+        last->device_used_delta = (int64_t)device_used(r) - (int64_t)r->phase_used_start;
+        last->delta_recorded = true;
+    }
     if (!r->profile) {
         if (r->dev->ops->sync)
             r->dev->ops->sync(r->dev);

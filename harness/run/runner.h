@@ -19,6 +19,9 @@ struct phase_peak {
     char name[32];
     uint64_t peak_allocated, peak_reserved;
     double seconds; /* kernel time in this phase (modelled on sim) */
+    int64_t device_used_delta; /* change of the device's used memory (total - free, cudaMemGetInfo on cuda)
+                                * over the phase's first occurrence, where it grows */
+    bool delta_recorded;
 };
 
 struct run_oom {
@@ -47,6 +50,16 @@ struct run_result {
 };
 
 struct runner;
+
+/* Library workspaces of a real GPU (cuBLAS per stream, cuDNN per call), taken from the allocator model as
+ * PyTorch takes them from its caching allocator: a cuBLAS request on a stream whose workspace the op
+ * program already allocated gets that block; anything else is a new allocation (category workspace).
+ * user is a struct runner_ref whose runner is set once the runner exists (the device is opened first). */
+struct runner_ref {
+    struct runner *runner;
+};
+int runner_workspace_alloc(void *user, uint64_t bytes, int stream, uint64_t *addr);
+void runner_workspace_free(void *user, uint64_t addr);
 
 /* profile: roofline parameters for sim (NULL on devices that measure). */
 struct runner *runner_create(struct device *dev, const struct alloc_config *cfg, const struct gpu_profile *profile);
