@@ -6,10 +6,7 @@ BIN=${OOMLAB_BIN:-build/oomlab}
 SHARED=${OOMLAB_SHARED:-../shared}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-n=0
-fail=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi; }
-contains() { case "$1" in *"$2"*) echo 0 ;; *) echo 1 ;; esac; }
+. "$(dirname "$0")/tap.shlib"
 
 cat > "$T/oom.trace" <<'TR'
 # a 100 MiB device: the third 40 MiB tensor does not fit
@@ -73,5 +70,4 @@ if [ -f "$SHARED/data/pytorch-snapshots/ZidongLiu_DeComFL__memory.pickle" ]; the
 else
     echo "# shared snapshots not found; snapshot cases skipped"
 fi
-echo "1..$n"
-exit $fail
+done_testing

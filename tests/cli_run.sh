@@ -6,10 +6,7 @@
 BIN=${OOMLAB_BIN:-build/oomlab}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-n=0
-fail=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi; }
-contains() { case "$1" in *"$2"*) echo 0 ;; *) echo 1 ;; esac; }
+. "$(dirname "$0")/tap.shlib"
 
 "$BIN" run --json "$T/run.json" --csv "$T/run.csv" scenarios/ > "$T/run.txt" 2> "$T/err.txt"
 rc=$?
@@ -43,5 +40,4 @@ out=$("$BIN" run "$T/missing.yaml" 2>&1); rc=$?
 ok $([ $rc = 2 ] && echo 0 || echo 1) "missing scenario exits 2"
 out=$("$BIN" run --device sim:gtx480 scenarios/ 2>&1); rc=$?
 ok $([ $rc = 2 ] && echo 0 || echo 1) "unknown device profile exits 2 ($out)"
-echo "1..$n"
-exit $fail
+done_testing

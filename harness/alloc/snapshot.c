@@ -7,26 +7,12 @@
 #include <stdlib.h>
 
 #include "alloc/internal.h"
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t ncap = *cap ? *cap * 2 : 16;
-    while (ncap < need)
-        ncap *= 2;
-    void *np = realloc(*p, ncap * elem);
-    if (!np)
-        return -1;
-    *p = np;
-    *cap = ncap;
-    return 0;
-}
+#include "util/vec.h"
 
 static struct segment_info *open_segment(struct alloc_snapshot *s, size_t *cap, const struct segment *seg,
                                          uint64_t addr)
 {
-    if (grow((void **)&s->segments, cap, s->nsegments + 1, sizeof *s->segments))
+    if (vec_grow((void **)&s->segments, cap, s->nsegments + 1, sizeof *s->segments))
         return NULL;
     struct segment_info *si = &s->segments[s->nsegments++];
     *si = (struct segment_info){.address = addr, .stream = seg->stream, .small = seg->small,
@@ -36,7 +22,7 @@ static struct segment_info *open_segment(struct alloc_snapshot *s, size_t *cap, 
 
 static int add_block(struct segment_info *si, size_t *cap, const struct alloc_block *b)
 {
-    if (grow((void **)&si->blocks, cap, si->nblocks + 1, sizeof *si->blocks))
+    if (vec_grow((void **)&si->blocks, cap, si->nblocks + 1, sizeof *si->blocks))
         return -1;
     enum block_state st = b->allocated ? BLOCK_ACTIVE_ALLOCATED : BLOCK_INACTIVE;
     si->blocks[si->nblocks++] = (struct block_info){b->addr, b->size, b->requested_size, st};

@@ -11,6 +11,14 @@
 
 #include "device/sim.h"
 #include "replay/replay.h"
+#include "util/vec.h"
+
+/* Out of host memory in the middle of a replay leaves nothing sensible to report. */
+static void grow_or_abort(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (vec_grow(p, cap, need, elem))
+        abort();
+}
 
 struct live {
     uint64_t key;
@@ -45,21 +53,6 @@ struct run {
     size_t npairs, pairs_cap;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap * 2 : 64;
-    while (n < need)
-        n *= 2;
-    void *np = realloc(*p, n * elem);
-    if (!np)
-        abort();
-    *p = np;
-    *cap = n;
-    return 0;
-}
-
 static void warn(struct replay_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(struct replay_result *res, const char *fmt, ...)
 {
@@ -87,7 +80,7 @@ static void on_trace(void *ctx, const struct alloc_trace_event *ev)
     struct run *r = ctx;
     if (ev->action != ACT_SEGMENT_ALLOC)
         return;
-    grow((void **)&r->ours, &r->ours_cap, r->nours + 1, sizeof *r->ours);
+    grow_or_abort((void **)&r->ours, &r->ours_cap, r->nours + 1, sizeof *r->ours);
     r->ours[r->nours++] = (struct seg_log){ev->addr, ev->size, r->allocs_done};
 }
 
@@ -111,7 +104,7 @@ static void pair_add(struct run *r, uint64_t rec_addr, uint64_t size, uint64_t o
         r->pairs[i] = (struct seg_pair){rec_addr, size, our_addr};
         return;
     }
-    grow((void **)&r->pairs, &r->pairs_cap, r->npairs + 1, sizeof *r->pairs);
+    grow_or_abort((void **)&r->pairs, &r->pairs_cap, r->npairs + 1, sizeof *r->pairs);
     memmove(&r->pairs[i + 1], &r->pairs[i], (r->npairs - i) * sizeof *r->pairs);
     r->pairs[i] = (struct seg_pair){rec_addr, size, our_addr};
     r->npairs++;
@@ -173,7 +166,7 @@ static int do_alloc(struct run *r, const struct replay_event *ev, struct err *e)
         return err_prefix(e, "%s: event %zu: ", r->in->name, ev->index);
     r->allocs_done++;
     if (rc == 1) {
-        grow((void **)&r->res->ooms, &r->ooms_cap, r->res->nooms + 1, sizeof *r->res->ooms);
+        grow_or_abort((void **)&r->res->ooms, &r->ooms_cap, r->res->nooms + 1, sizeof *r->res->ooms);
         struct replay_oom *o = &r->res->ooms[r->res->nooms++];
         o->event = ev->index;
         alloc_oom_message(&oom, 0, o->message, sizeof o->message);
@@ -342,7 +335,7 @@ int replay_run(const struct replay_input *in, struct device *dev, const struct a
         case RP_RESET_ACCUMULATED: allocator_reset_accumulated_stats(r.a); break;
         case RP_RECORDED_SEGMENT_ALLOC:
             res->check.segment_allocs_recorded++;
-            grow((void **)&r.recorded, &r.recorded_cap, r.nrecorded + 1, sizeof *r.recorded);
+            grow_or_abort((void **)&r.recorded, &r.recorded_cap, r.nrecorded + 1, sizeof *r.recorded);
             r.recorded[r.nrecorded++] = (struct seg_log){ev->key, ev->bytes, r.allocs_done};
             break;
         case RP_RECORDED_SEGMENT_FREE: release_recorded(&r, ev); break;

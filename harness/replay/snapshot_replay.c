@@ -10,6 +10,7 @@
 #include "replay/replay.h"
 #include "replay/snapshot_file.h"
 #include "util/size.h"
+#include "util/vec.h"
 
 struct live_entry {
     uint64_t addr, size, requested, stream;
@@ -21,21 +22,6 @@ struct seg_entry {
     bool small;
     UT_hash_handle hh;
 };
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap * 2 : 64;
-    while (n < need)
-        n *= 2;
-    void *np = realloc(*p, n * elem);
-    if (!np)
-        return -1;
-    *p = np;
-    *cap = n;
-    return 0;
-}
 
 static bool is_live_state(enum snap_block_state st)
 {
@@ -55,7 +41,7 @@ static int build_events(const struct snapshot *s, struct replay_input *in)
         case SNAP_SEGMENT_FREE: r.op = RP_RECORDED_SEGMENT_FREE; break;
         default: in->skipped_events++; continue;
         }
-        if (grow((void **)&in->events, &cap, in->nevents + 1, sizeof *in->events))
+        if (vec_grow((void **)&in->events, &cap, in->nevents + 1, sizeof *in->events))
             return -1;
         in->events[in->nevents++] = r;
     }
@@ -192,7 +178,7 @@ static int build_initial(const struct snapshot *s, const struct alloc_config *cf
             l = l->hh.next; /* a live block outside every segment: the trace lost its segment */
         size_t cap = 0;
         for (; l && l->addr < g->addr + g->size; l = l->hh.next) {
-            if (grow((void **)&rs->blocks, &cap, rs->nblocks + 1, sizeof *rs->blocks) ||
+            if (vec_grow((void **)&rs->blocks, &cap, rs->nblocks + 1, sizeof *rs->blocks) ||
                 !(rs->keys = realloc(rs->keys, cap * sizeof *rs->keys))) {
                 rc = -1;
                 break;

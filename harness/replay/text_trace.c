@@ -15,6 +15,7 @@
 
 #include "replay/replay.h"
 #include "util/size.h"
+#include "util/vec.h"
 
 struct id_entry {
     char *name;
@@ -29,21 +30,6 @@ struct parse {
     size_t cap_events, cap_ids;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap * 2 : 64;
-    while (n < need)
-        n *= 2;
-    void *np = realloc(*p, n * elem);
-    if (!np)
-        return -1;
-    *p = np;
-    *cap = n;
-    return 0;
-}
-
 static int intern(struct parse *ps, const char *word, bool create, uint64_t *key, struct err *e)
 {
     struct id_entry *it;
@@ -55,7 +41,7 @@ static int intern(struct parse *ps, const char *word, bool create, uint64_t *key
     if (!create)
         return 0;
     struct replay_input *in = ps->in;
-    if (grow((void **)&in->id_names, &ps->cap_ids, in->nids + 1, sizeof *in->id_names) ||
+    if (vec_grow((void **)&in->id_names, &ps->cap_ids, in->nids + 1, sizeof *in->id_names) ||
         !(it = calloc(1, sizeof *it)) || !(it->name = strdup(word))) {
         free(it);
         return err_set(e, ERR_INTERNAL, "out of host memory reading %s", ps->path);
@@ -153,7 +139,7 @@ static int parse_line(struct parse *ps, char *line, size_t lineno, struct err *e
                            col[1], w[1]);
     }
     struct replay_input *in = ps->in;
-    if (grow((void **)&in->events, &ps->cap_events, in->nevents + 1, sizeof *in->events))
+    if (vec_grow((void **)&in->events, &ps->cap_events, in->nevents + 1, sizeof *in->events))
         return err_set(e, ERR_INTERNAL, "out of host memory reading %s", path);
     in->events[in->nevents++] = ev;
     return 0;
