@@ -30,6 +30,16 @@ out=$("$BIN" run "$T/wrong.yaml" 2>&1); rc=$?
 ok $([ $rc = 1 ] && echo 0 || echo 1) "a failed expectation exits 1 (got $rc)"
 ok $(contains "$out" "expectation failed: expected it to fit, but it OOMs") "and says what differed"
 
+# oomlab fit: the ViT's full fine-tune OOMs at its batch of 128, so its largest batch is below that;
+# LoRA trains far fewer weights, so more fits; a linear probe fits the search limit
+fit=$("$BIN" fit --limit 256 scenarios/vit_lora_linear_probe.yaml 2>&1); rc=$?
+ok $rc "oomlab fit exits 0"
+largest() { echo "$fit" | awk -v v="$1" '$1 == v { for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+\+?$/) { sub(/\+/, "", $i); print $i; exit } }'; }
+b=$(largest before); l=$(largest after-lora); p=$(largest after-linear-probe)
+ok $([ -n "$b" ] && [ "$b" -ge 1 ] && [ "$b" -lt 128 ] && echo 0 || echo 1) "fit: full fine-tune's largest batch ($b) is below the 128 that OOMs"
+ok $([ -n "$l" ] && [ "$l" -gt "$b" ] && echo 0 || echo 1) "fit: LoRA fits a larger batch ($l > $b)"
+ok $(contains "$fit" "256+") "fit: the linear probe reaches the search limit ($p)"
+
 # bad input: file:line:col, exit 2, no result file
 printf 'name: x\ntitle: t\nsource: s\nmodel: { preset: gpt2 }\njob: { bach_size: 8 }\nvariants:\n  before: { expect: { oom: false } }\n' > "$T/bad.yaml"
 out=$("$BIN" run --json "$T/bad.json" --csv "$T/bad.csv" "$T/bad.yaml" 2>&1); rc=$?
