@@ -1,0 +1,39 @@
+#!/bin/sh
+# cli_misc.sh: the small commands: list (presets with exact parameter counts, faults, fixes, kernels,
+# profiles), devices (cuda unavailable here, with the runtime's reason, never a crash), program (the op
+# program as text, deterministic), usage errors (exit 2).
+BIN=${OOMLAB_BIN:-build/oomlab}
+. "$(dirname "$0")/tap.shlib"
+
+out=$("$BIN" list presets); ok $? "list presets"
+ok $(contains "$out" "flan-t5-xl           t5              2849757184 params") "flan-t5-xl has 2,849,757,184 parameters"
+ok $(contains "$out" "bert-large-uncased   encoder          335141888 params") "bert-large-uncased has 335,141,888"
+ok $(contains "$out" "sd-vae               vae               83653863 params") "sd-vae has 83,653,863"
+out=$("$BIN" list faults); ok $(contains "$out" "variable_length_fragmentation") "list faults"
+out=$("$BIN" list fixes); ok $(contains "$out" "sets PYTORCH_CUDA_ALLOC_CONF expandable_segments:True") "list fixes shows allocator settings"
+out=$("$BIN" list kernels); ok $(contains "$out" "flash_fwd") "list kernels"
+out=$("$BIN" list profiles); ok $(contains "$out" "rtx5090   31.51 GiB total, 1792 GB/s") "list profiles: the RTX 5090 as CUDA reports it"
+"$BIN" list nonsense > /dev/null 2>&1; ok $([ $? = 2 ] && echo 0 || echo 1) "unknown list exits 2"
+
+out=$("$BIN" devices 2>&1); rc=$?
+ok $rc "devices exits 0 without a GPU"
+ok $(contains "$out" "sim    yes") "sim is available"
+ok $(contains "$out" "host   yes") "host is available"
+ok $(echo "$out" | grep -q '^  cuda   no   -            unavailable: ..*' && echo 0 || echo 1) "cuda is unavailable with a reason"
+out=$("$BIN" run --device cuda scenarios/vae_decode_burst.yaml 2>&1); rc=$?
+ok $([ $rc = 2 ] && echo 0 || echo 1) "running on cuda without a GPU fails cleanly (exit $rc)"
+ok $(contains "$out" "cuda:0 unavailable") "and says why ($out)"
+
+p1=$("$BIN" program scenarios/vit_lora_linear_probe.yaml | md5sum)
+p2=$("$BIN" program scenarios/vit_lora_linear_probe.yaml | md5sum)
+ok $([ "$p1" = "$p2" ] && echo 0 || echo 1) "program output is deterministic"
+out=$("$BIN" program scenarios/vit_lora_linear_probe.yaml | head -4)
+ok $(contains "$out" "phase load") "program starts with the load phase"
+ok $(contains "$out" "alloc t1 2359296 s0 param bert.embeddings.word_embeddings.weight") "ALLOC with bytes, stream, category and tag"
+"$BIN" program --variant nosuch scenarios/vit_lora_linear_probe.yaml > /dev/null 2>&1
+ok $([ $? = 2 ] && echo 0 || echo 1) "unknown variant exits 2"
+
+"$BIN" frobnicate > /dev/null 2>&1; ok $([ $? = 2 ] && echo 0 || echo 1) "unknown command exits 2"
+"$BIN" --help > /dev/null; ok $? "--help exits 0"
+"$BIN" replay > /dev/null 2>&1; ok $([ $? = 2 ] && echo 0 || echo 1) "replay without a file exits 2"
+done_testing
