@@ -1,6 +1,8 @@
 /* elementwise.h: per-element math written once for the C CPU kernels and the CUDA kernels:
- * fp32 <-> bf16/fp16 conversion (round to nearest even), GELU (tanh and erf), SiLU and their
- * derivatives, one AdamW element, one EMA element, the dropout RNG and the dynamic 8-bit map. */
+ * fp32 <-> bf16/fp16 conversion (round to nearest even), GELU (tanh and erf), SiLU, ReLU, quick
+ * GELU and their derivatives, the rotary embedding's rotation, one element of AdamW, SGD and EMA,
+ * Adafactor's per-call constants, the counter-based RNG (dropout, uniform and integer fills) and
+ * the dynamic 8-bit map. */
 #ifndef OOMLAB_ELEMENTWISE_H
 #define OOMLAB_ELEMENTWISE_H
 
@@ -135,6 +137,49 @@ OOM_HD float oom_silu_grad(float x)
     return s * (1.0f + x * (1.0f - s));
 }
 
+OOM_HD float oom_relu(float x)
+{
+    return x > 0.0f ? x : 0.0f;
+}
+
+/* ReLU's backward: dy where x > 0, else 0. */
+OOM_HD float oom_relu_bwd(float x, float dy)
+{
+    return x > 0.0f ? dy : 0.0f;
+}
+
+/* Quick GELU (CLIP): x * sigmoid(1.702 x). */
+#define OOM_QUICK_GELU_K 1.702f
+
+OOM_HD float oom_quick_gelu(float x)
+{
+    return x * oom_sigmoid(OOM_QUICK_GELU_K * x);
+}
+
+OOM_HD float oom_quick_gelu_grad(float x)
+{
+    float s = oom_sigmoid(OOM_QUICK_GELU_K * x);
+    return s + OOM_QUICK_GELU_K * x * s * (1.0f - s);
+}
+
+/* ---- rotary position embedding ---- */
+
+/* cos and sin of the angle pos * theta^(-2d / D) that rotates pair (d, d + D/2) of a head at
+ * position pos, evaluated in double and rounded to float; sin negated for the inverse rotation. */
+OOM_HD void oom_rope_cos_sin(int64_t pos, int64_t d, int64_t D, float theta, int inverse, float *c, float *s)
+{
+    double angle = (double)pos * pow((double)theta, -2.0 * (double)d / (double)D);
+    *c = (float)cos(angle);
+    *s = (inverse ? -1.0f : 1.0f) * (float)sin(angle);
+}
+
+/* rotate_half: (x0, x1) -> (x0 c - x1 s, x1 c + x0 s). */
+OOM_HD void oom_rope_rotate(float x0, float x1, float c, float s, float *y0, float *y1)
+{
+    *y0 = x0 * c - x1 * s;
+    *y1 = x1 * c + x0 * s;
+}
+
 /* ---- optimizer and EMA ---- */
 
 /* Per-call AdamW constants: bias corrections depend on the step only. */
@@ -172,7 +217,95 @@ OOM_HD float oom_ema_elem(float shadow, float param, float decay)
     return decay * shadow + (1.0f - decay) * param;
 }
 
-/* ---- dropout RNG ---- */
+/* Per-call constants of torch.optim.SGD (fparam {lr, momentum, dampening, weight_decay}). */
+struct oom_sgd {
+    float lr, momentum, dampening, weight_decay;
+    int first_step; /* step <= 1: the momentum buffer starts as the gradient */
+};
+
+OOM_HD struct oom_sgd oom_sgd_setup(const float *fparam, int64_t step)
+{
+    struct oom_sgd s;
+    s.lr = fparam[0];
+    s.momentum = fparam[1];
+    s.dampening = fparam[2];
+    s.weight_decay = fparam[3];
+    s.first_step = step <= 1;
+    return s;
+}
+
+/* 1 if the step reads the momentum buffer (momentum on, after the first step). */
+OOM_HD int oom_sgd_reads_buf(const struct oom_sgd *s)
+{
+    return s->momentum != 0.0f && !s->first_step;
+}
+
+/* One element of SGD: returns the new parameter. With momentum, *buf (read only if
+ * oom_sgd_reads_buf) becomes the new momentum buffer, which the caller stores. */
+OOM_HD float oom_sgd_elem(const struct oom_sgd *s, float p, float g, float *buf)
+{
+    g = g + s->weight_decay * p;
+    if (s->momentum != 0.0f) {
+        *buf = s->first_step ? g : s->momentum * *buf + (1.0f - s->dampening) * g;
+        g = *buf;
+    }
+    return p - s->lr * g;
+}
+
+/* Per-call constants of Adafactor (fparam {lr, eps1, clip, decay_rate}, 0s meaning 1e-3, 1e-30,
+ * 1.0, -0.8): beta2 = 1 - step^decay_rate. */
+struct oom_adafactor {
+    float lr, eps1, clip, beta2;
+};
+
+OOM_HD struct oom_adafactor oom_adafactor_setup(const float *fparam, int64_t step)
+{
+    struct oom_adafactor a;
+    a.lr = fparam[0] != 0.0f ? fparam[0] : 1e-3f;
+    a.eps1 = fparam[1] != 0.0f ? fparam[1] : 1e-30f;
+    a.clip = fparam[2] != 0.0f ? fparam[2] : 1.0f;
+    float decay = fparam[3] != 0.0f ? fparam[3] : -0.8f;
+    a.beta2 = 1.0f - powf((float)(step > 0 ? step : 1), decay);
+    return a;
+}
+
+/* The squared gradient the second moment averages (eps1 keeps it positive). */
+OOM_HD float oom_adafactor_sq(const struct oom_adafactor *a, float g)
+{
+    return g * g + a->eps1;
+}
+
+/* A second-moment statistic (element, row mean or column mean) moved towards this step's mean. */
+OOM_HD float oom_adafactor_ema(const struct oom_adafactor *a, float state, float mean)
+{
+    return a->beta2 * state + (1.0f - a->beta2) * mean;
+}
+
+/* The second moment of element (r, c) rebuilt from its row and column means. */
+OOM_HD float oom_adafactor_factored(float row, float row_mean, float col)
+{
+    return row / row_mean * col;
+}
+
+/* The unclipped update g / sqrt(v). */
+OOM_HD float oom_adafactor_update(float g, float v)
+{
+    return g / sqrtf(v);
+}
+
+/* Divisor clipping the update's RMS to clip, from the sum of its n squares. */
+OOM_HD float oom_adafactor_clip_div(const struct oom_adafactor *a, double sum_sq, size_t n)
+{
+    float rms = (float)sqrt(sum_sq / (double)n);
+    return rms / a->clip > 1.0f ? rms / a->clip : 1.0f;
+}
+
+OOM_HD float oom_adafactor_step(const struct oom_adafactor *a, float p, float update, float div)
+{
+    return p - a->lr * update / div;
+}
+
+/* ---- counter-based RNG (dropout, seeded fills) ---- */
 
 OOM_HD uint64_t oom_splitmix64(uint64_t x)
 {
@@ -188,6 +321,31 @@ OOM_HD int oom_dropout_keep(uint64_t seed, uint64_t i, float p)
     uint64_t r = oom_splitmix64(seed ^ oom_splitmix64(i));
     float u = (float)(r >> 40) * (1.0f / 16777216.0f); /* 24 random bits in [0, 1) */
     return u >= p;
+}
+
+/* The uniform [0, 1) draw behind K_RAND_UNIFORM and K_RANDINT: 53 random bits of element i. */
+OOM_HD double oom_uniform01(uint64_t seed, uint64_t i)
+{
+    uint64_t r = oom_splitmix64(seed ^ oom_splitmix64(i + 0x5851f42d4c957f2dull));
+    return (double)(r >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* lo + (hi - lo) * u, rounded after the multiply and after the add on every device (CUDA would
+ * otherwise fuse them), so a seeded fill has the same bits on the CPU and the GPU. */
+OOM_HD float oom_uniform_between(float lo, float hi, double u)
+{
+#ifdef __CUDA_ARCH__
+    return __fadd_rn(lo, __fmul_rn(hi - lo, (float)u));
+#else
+    return lo + (hi - lo) * (float)u;
+#endif
+}
+
+/* An integer in [0, high) for element i (high >= 1). */
+OOM_HD int64_t oom_randint(uint64_t seed, uint64_t i, uint64_t high)
+{
+    uint64_t v = (uint64_t)(oom_uniform01(seed, i) * (double)high);
+    return (int64_t)(v < high ? v : high - 1);
 }
 
 /* ---- 8-bit dynamic quantization (bitsandbytes' dynamic tree map) ---- */

@@ -30,11 +30,4 @@ CPU_KERNEL(cpu_sgd);
 CPU_KERNEL(cpu_adamw_t);
 CPU_KERNEL(cpu_adafactor);
 
-/* The uniform [0, 1) draw behind K_RAND_UNIFORM and K_RANDINT (24 random bits). */
-static inline double cpu_uniform01(uint64_t seed, uint64_t i)
-{
-    uint64_t r = oom_splitmix64(seed ^ oom_splitmix64(i + 0x5851f42d4c957f2dull));
-    return (double)(r >> 11) * (1.0 / 9007199254740992.0);
-}
-
 #endif

@@ -95,7 +95,7 @@ int cpu_rand_uniform(const struct kernel_call *k, void *const *t, struct err *e)
     const float lo = k->fparam[0], hi = k->fparam[1];
     const uint64_t seed = (uint64_t)k->dims[1];
     for (size_t i = 0; i < (size_t)k->dims[0]; i++)
-        st(t[0], k->dtype, i, lo + (hi - lo) * (float)cpu_uniform01(seed, i));
+        st(t[0], k->dtype, i, oom_uniform_between(lo, hi, oom_uniform01(seed, i)));
     return 0;
 }
 
@@ -103,9 +103,7 @@ int cpu_randint(const struct kernel_call *k, void *const *t, struct err *e)
 {
     const uint64_t seed = (uint64_t)k->dims[1], high = (uint64_t)k->dims[2];
     int64_t *y = t[0];
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++) {
-        uint64_t v = (uint64_t)(cpu_uniform01(seed, i) * (double)high);
-        y[i] = (int64_t)(v < high ? v : high - 1);
-    }
+    for (size_t i = 0; i < (size_t)k->dims[0]; i++)
+        y[i] = oom_randint(seed, i, high);
     return 0;
 }
