@@ -332,7 +332,7 @@ static int cast_check(const struct kernel_call *k, struct err *e)
 
 static int adamw_check(const struct kernel_call *k, struct err *e)
 {
-    float eps = k->dims[2] ? kernel_bits_f32(k->dims[2]) : 1e-8f;
+    float eps = kernel_adamw_eps(k);
     if (!(eps > 0.0f) || !isfinite(eps))
         return err_set(e, ERR_INPUT, "%s: eps (dims[2] bits) must be a positive float", kernel_get(k->kernel)->name);
     return 0;

@@ -315,4 +315,16 @@ static inline float kernel_bits_f32(int64_t bits)
     return f;
 }
 
+/* The theta of a K_ROPE call: fparam[0], 0 meaning 10000. */
+static inline float kernel_rope_theta(const struct kernel_call *k)
+{
+    return k->fparam[0] != 0.0f ? k->fparam[0] : 10000.0f;
+}
+
+/* The eps of an AdamW call (K_ADAMW, K_ADAMW8, K_ADAMW_T): dims[2] as fp32 bits, 0 meaning 1e-8. */
+static inline float kernel_adamw_eps(const struct kernel_call *k)
+{
+    return k->dims[2] ? kernel_bits_f32(k->dims[2]) : 1e-8f;
+}
+
 #endif

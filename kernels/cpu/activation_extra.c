@@ -36,7 +36,7 @@ int cpu_quick_gelu_bwd(const struct kernel_call *k, void *const *t, struct err *
 int cpu_rope(const struct kernel_call *k, void *const *t, struct err *e)
 {
     const int64_t B = k->dims[0], T = k->dims[1], H = k->dims[2], D = k->dims[3], row = k->dims[4], half = D / 2;
-    const float theta = k->fparam[0] != 0.0f ? k->fparam[0] : 10000.0f;
+    const float theta = kernel_rope_theta(k);
     if (t[1] != t[0])
         memmove(t[1], t[0], (size_t)(B * T * row) * dtype_size((enum dtype)k->dtype));
     for (int64_t b = 0; b < B; b++)

@@ -7,7 +7,7 @@
 
 static struct oom_adamw adamw_of(const struct kernel_call *k)
 {
-    float eps = k->dims[2] ? kernel_bits_f32(k->dims[2]) : 1e-8f;
+    float eps = kernel_adamw_eps(k);
     return oom_adamw_setup(k->fparam[0], k->fparam[1], k->fparam[2], eps, k->fparam[3], k->dims[1]);
 }
 

@@ -18,7 +18,7 @@ int cpu_sgd(const struct kernel_call *k, void *const *t, struct err *e)
 
 int cpu_adamw_t(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    float eps = k->dims[2] ? kernel_bits_f32(k->dims[2]) : 1e-8f;
+    float eps = kernel_adamw_eps(k);
     const struct oom_adamw a = oom_adamw_setup(k->fparam[0], k->fparam[1], k->fparam[2], eps, k->fparam[3], k->dims[1]);
     for (size_t i = 0; i < (size_t)k->dims[0]; i++) {
         float m = ld(t[2], k->dtype, i), v = ld(t[3], k->dtype, i);

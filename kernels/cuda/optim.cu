@@ -8,8 +8,7 @@ __constant__ float c_qmap[2][OOM_QMAP_SIZE];
 
 static struct oom_adamw adamw_of(const struct kernel_call *k)
 {
-    float eps = k->dims[2] ? kernel_bits_f32(k->dims[2]) : 1e-8f;
-    return oom_adamw_setup(k->fparam[0], k->fparam[1], k->fparam[2], eps, k->fparam[3], k->dims[1]);
+    return oom_adamw_setup(k->fparam[0], k->fparam[1], k->fparam[2], kernel_adamw_eps(k), k->fparam[3], k->dims[1]);
 }
 
 __global__ void adamw_kernel(int dt, size_t n, struct oom_adamw a, void *param, const void *grad, float *m, float *v)
