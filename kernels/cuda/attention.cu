@@ -5,50 +5,8 @@
 // Head dimension up to 256 (8 accumulators per lane).
 #include <stdio.h>
 
-#include "attn_layout.h"
+#include "cuda/attn_warp.cuh"
 #include "cuda/cuda_kernels.h"
-#include "cuda/device_common.cuh"
-
-#define WARPS_PER_BLOCK 4
-#define MAX_D_PER_LANE 8
-
-// Sum over d of a[ao + d] * b[bo + d], split over the warp's lanes; every lane gets the result.
-__device__ inline float warp_dot(const void *a, int64_t ao, const void *b, int64_t bo, int dt, int64_t D)
-{
-    float s = 0.0f;
-    for (int64_t d = threadIdx.x & 31; d < D; d += 32)
-        s += ldt(a, dt, ao + d) * ldt(b, dt, bo + d);
-    return warp_sum(s);
-}
-
-// One lane's whole dot product (used when lanes split the keys instead of the head dimension).
-__device__ inline float lane_dot(const void *a, int64_t ao, const void *b, int64_t bo, int dt, int64_t D)
-{
-    float s = 0.0f;
-    for (int64_t d = 0; d < D; d++)
-        s += ldt(a, dt, ao + d) * ldt(b, dt, bo + d);
-    return s;
-}
-
-__device__ inline int64_t warp_row()
-{
-    return blockIdx.x * (int64_t)WARPS_PER_BLOCK + (threadIdx.x >> 5);
-}
-
-// Query row r = (b * H + h) * Tq + i, the layout of p's rows, lse and stats.
-struct qrow {
-    int64_t b, h, i, g;
-};
-
-__device__ inline qrow qrow_of(const attn_layout &a, int64_t r)
-{
-    qrow q;
-    q.i = r % a.Tq;
-    q.h = r / a.Tq % a.H;
-    q.b = r / (a.Tq * a.H);
-    q.g = q.h / a.group;
-    return q;
-}
 
 __global__ void attn_fwd(attn_layout a, int dt, const void *q, const void *kv, void *p, void *o)
 {
@@ -213,11 +171,6 @@ __global__ void flash_bwd_dq(attn_layout a, int dt, const void *q, const void *k
     }
     for (int m = 0; m < MAX_D_PER_LANE && lane + 32 * m < a.D; m++)
         stt(dq, dt, qo + lane + 32 * m, acc[m]);
-}
-
-static unsigned warp_blocks(int64_t rows)
-{
-    return (unsigned)((rows + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK);
 }
 
 cudaError_t cuda_attention_launch(const struct kernel_call *k, void *const *t, cudaStream_t s,

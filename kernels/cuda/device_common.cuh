@@ -1,5 +1,6 @@
 /* device_common.cuh: what every CUDA kernel file needs: typed element access (fp32/bf16/fp16 as
- * float, via elementwise.h), grid-stride loops, launch sizes and warp/block reductions. */
+ * float, via elementwise.h, or bit for bit), grid-stride loops, launch sizes and warp/block
+ * reductions (fp32, and fp64 where the CPU kernel sums in double). */
 #ifndef OOMLAB_DEVICE_COMMON_CUH
 #define OOMLAB_DEVICE_COMMON_CUH
 
@@ -26,6 +27,15 @@ __device__ inline void stt(void *p, int dt, size_t i, float v)
         ((uint16_t *)p)[i] = oom_f32_to_f16(v);
     else
         ((float *)p)[i] = v;
+}
+
+// Element src of x to element dst of y bit for bit, as the CPU's memcpy/memmove (NaN payloads kept).
+__device__ inline void copy_elem(int dt, const void *x, size_t src, void *y, size_t dst)
+{
+    if (dt == DT_F32)
+        ((uint32_t *)y)[dst] = ((const uint32_t *)x)[src];
+    else
+        ((uint16_t *)y)[dst] = ((const uint16_t *)x)[src];
 }
 
 #define GRID_LOOP(i, n) \
@@ -72,6 +82,34 @@ __device__ inline float block_reduce(float v, bool is_max)
     }
     __syncthreads();
     float r = result;
+    __syncthreads(); /* part and result may be reused by the next reduction */
+    return r;
+}
+
+__device__ inline double warp_sum_f64(double v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* Sum over the block in double; every thread gets it. blockDim.x must be a multiple of 32. */
+__device__ inline double block_sum_f64(double v)
+{
+    __shared__ double part[32];
+    __shared__ double result;
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    v = warp_sum_f64(v);
+    if (lane == 0)
+        part[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        double w = warp_sum_f64(lane < nwarps ? part[lane] : 0.0);
+        if (lane == 0)
+            result = w;
+    }
+    __syncthreads();
+    double r = result;
     __syncthreads(); /* part and result may be reused by the next reduction */
     return r;
 }
