@@ -29,5 +29,13 @@ cudaError_t cuda_rows_launch(const struct kernel_call *k, void *const *t, cudaSt
                              const struct cuda_scratch *scratch);
 cudaError_t cuda_attention_launch(const struct kernel_call *k, void *const *t, cudaStream_t s,
                                   const struct cuda_scratch *scratch, char *why, size_t why_len);
+/* The kernels appended for the workload generator (the *_extra.cu files). */
+cudaError_t cuda_pointwise_extra_launch(const struct kernel_call *k, void *const *t, cudaStream_t s);
+cudaError_t cuda_activation_extra_launch(const struct kernel_call *k, void *const *t, cudaStream_t s);
+cudaError_t cuda_attention_extra_launch(const struct kernel_call *k, void *const *t, cudaStream_t s, char *why,
+                                        size_t why_len);
+cudaError_t cuda_optim_extra_launch(const struct kernel_call *k, void *const *t, cudaStream_t s,
+                                    const struct cuda_scratch *scratch);
+cudaError_t cuda_random_launch(const struct kernel_call *k, void *const *t, cudaStream_t s);
 
 #endif

@@ -38,6 +38,33 @@ cudaError_t cuda_kernel_launch(const struct kernel_call *k, void *const *t, cuda
         if (rc == cudaErrorNotSupported && k->kernel == K_ADAMW8)
             snprintf(why, why_len, "CUDA adamw8 supports blocks up to 6144 elements (got %lld)", (long long)k->dims[3]);
         return rc;
+    case K_MUL_BCAST:
+    case K_ADD_BCAST:
+    case K_EXPAND:
+    case K_REDUCE_SUM:
+    case K_TRANSPOSE:
+    case K_COPY_BLOCKS:
+        rc = cuda_pointwise_extra_launch(k, t, stream);
+        break;
+    case K_RELU_FWD:
+    case K_RELU_BWD:
+    case K_QUICK_GELU_FWD:
+    case K_QUICK_GELU_BWD:
+    case K_ROPE:
+        rc = cuda_activation_extra_launch(k, t, stream);
+        break;
+    case K_ATTN_BIAS_FWD:
+    case K_ATTN_DSCORES:
+        return cuda_attention_extra_launch(k, t, stream, why, why_len);
+    case K_SGD:
+    case K_ADAMW_T:
+    case K_ADAFACTOR:
+        rc = cuda_optim_extra_launch(k, t, stream, scratch);
+        break;
+    case K_RAND_UNIFORM:
+    case K_RANDINT:
+        rc = cuda_random_launch(k, t, stream);
+        break;
     case K_GEMM:
     case K_CONV2D_FWD:
     case K_CONV2D_BWD_DATA:
