@@ -48,37 +48,32 @@ OOM_HD uint16_t oom_f32_to_bf16(float f)
 
 /* ---- fp16 ---- */
 
+/* Branch-free (every case computed, one selected) so that loops over it vectorize. */
 OOM_HD float oom_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-    if (exp == 0) {
-        float mag = (float)mant * 5.9604644775390625e-8f; /* mant * 2^-24, exact */
-        return oom_bits_f32(oom_f32_bits(mag) | sign);
-    }
-    if (exp == 31)
-        return oom_bits_f32(sign | 0x7f800000u | (mant << 13));
-    return oom_bits_f32(sign | ((exp + 112) << 23) | (mant << 13));
+    float sub = (float)(int32_t)mant * 5.9604644775390625e-8f; /* exp 0: mant * 2^-24, exact */
+    uint32_t bits = exp == 0    ? oom_f32_bits(sub)
+                    : exp == 31 ? 0x7f800000u | (mant << 13)
+                                : ((exp + 112) << 23) | (mant << 13);
+    return oom_bits_f32(bits | sign);
 }
 
+/* Branch-free like oom_f16_to_f32. */
 OOM_HD uint16_t oom_f32_to_f16(float f)
 {
     uint32_t x = oom_f32_bits(f);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t sign = (x >> 16) & 0x8000u;
     x &= 0x7fffffffu;
-    if (x >= 0x7f800000u) /* inf or NaN */
-        return (uint16_t)(sign | 0x7c00u | (x > 0x7f800000u ? 0x200u : 0u));
-    if (x >= 0x477ff000u) /* >= 65520 rounds to inf */
-        return (uint16_t)(sign | 0x7c00u);
-    if (x < 0x38800000u) {
-        /* subnormal result: adding 0.5 puts the fp16 subnormal ulp (2^-24) at the fp32 ulp,
-         * so the FPU's own round-to-nearest-even does the rounding */
-        float v = oom_bits_f32(x) + 0.5f;
-        return (uint16_t)(sign | (oom_f32_bits(v) - 0x3f000000u));
-    }
-    uint32_t odd = (x >> 13) & 1u;
-    x += 0xc8000fffu + odd; /* rebias the exponent by -112 and round to nearest even */
-    return (uint16_t)(sign | (x >> 13));
+    /* subnormal result: adding 0.5 puts the fp16 subnormal ulp (2^-24) at the fp32 ulp, so the
+     * FPU's own round-to-nearest-even does the rounding */
+    uint32_t sub = oom_f32_bits(oom_bits_f32(x) + 0.5f) - 0x3f000000u;
+    /* normal: rebias the exponent by -112 and round to nearest even */
+    uint32_t normal = (x + 0xc8000fffu + ((x >> 13) & 1u)) >> 13;
+    /* >= 65520 rounds to inf; NaN stays NaN (quiet) */
+    uint32_t big = x > 0x7f800000u ? 0x7e00u : 0x7c00u;
+    return (uint16_t)(sign | (x < 0x38800000u ? sub : x < 0x477ff000u ? normal : big));
 }
 
 /* ---- activations ---- */
@@ -319,7 +314,7 @@ OOM_HD uint64_t oom_splitmix64(uint64_t x)
 OOM_HD int oom_dropout_keep(uint64_t seed, uint64_t i, float p)
 {
     uint64_t r = oom_splitmix64(seed ^ oom_splitmix64(i));
-    float u = (float)(r >> 40) * (1.0f / 16777216.0f); /* 24 random bits in [0, 1) */
+    float u = (float)(int32_t)(r >> 40) * (1.0f / 16777216.0f); /* 24 random bits in [0, 1) */
     return u >= p;
 }
 
@@ -383,18 +378,15 @@ static inline void oom_qmap_fill(int is_signed, float *map)
     }
 }
 
-/* Index of the code nearest to x (x already divided by the block's absmax). */
+/* Index of the code nearest to x (x already divided by the block's absmax). lo becomes the last
+ * of codes 0..254 that is <= x (or 0) in a fixed 8 steps, 127 + 64 + ... + 1 = 254, so that loops
+ * over it vectorize; then the nearer of lo and lo + 1. */
 OOM_HD uint8_t oom_qmap_encode(const float *map, float x)
 {
-    int lo = 0, hi = OOM_QMAP_SIZE - 1;
-    while (hi - lo > 1) {
-        int mid = (lo + hi) / 2;
-        if (map[mid] <= x)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return (uint8_t)(fabsf(map[hi] - x) < fabsf(map[lo] - x) ? hi : lo);
+    int lo = map[127] <= x ? 127 : 0;
+    for (int step = 64; step > 0; step /= 2)
+        lo = map[lo + step] <= x ? lo + step : lo;
+    return (uint8_t)(fabsf(map[lo + 1] - x) < fabsf(map[lo] - x) ? lo + 1 : lo);
 }
 
 #endif
