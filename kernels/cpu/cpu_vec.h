@@ -1,0 +1,114 @@
+/* cpu_vec.h: what lets the CPU elementwise kernels run at memory speed: glibc's vector math
+ * (libmvec) made visible to the vectorizer, loops compiled twice (AVX2 + FMA, and baseline x86-64)
+ * with the choice made at run time, fp32 views of chunks of fp32/bf16/fp16 tensors, and the split
+ * of long tensors over the cores. */
+#ifndef OOMLAB_CPU_VEC_H
+#define OOMLAB_CPU_VEC_H
+
+#include "cpu/cpu_kernels.h"
+#include "cpu/tensor_io.h"
+
+/* math.h declares the vector variants only under -ffast-math; with these, `#pragma omp simd`
+ * loops (-fopenmp-simd -fno-math-errno) call _ZGVdN8v_expf and friends (libm.so links libmvec). */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((simd("notinbranch"))) float expf(float);
+__attribute__((simd("notinbranch"))) float erff(float);
+#endif
+
+/* A loop body, inlined into both compiled versions of its loop. */
+#define CPU_BODY static inline __attribute__((always_inline))
+
+/* CPU_MULTIVERSION(name, (params), (args)) defines static void name(params) running
+ * name##_body(args) compiled for AVX2 + FMA when the CPU has them, else for baseline x86-64.
+ * (target_clones cannot ask for AVX2 and FMA together, and "arch=haswell" misses AMD CPUs.) */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CPU_MULTIVERSION(name, params, args)                                                 \
+    __attribute__((target("avx2,fma"))) static void name##_avx2 params { name##_body args; } \
+    static void name##_base params { name##_body args; }                                     \
+    static void name params                                                                  \
+    {                                                                                        \
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))                 \
+            name##_avx2 args;                                                                \
+        else                                                                                 \
+            name##_base args;                                                                \
+    }
+#else
+#define CPU_MULTIVERSION(name, params, args) \
+    static void name params { name##_body args; }
+#endif
+
+/* Elements per chunk: each fp32 buffer of a chunk is 8 KiB, so a kernel's few stay in L1. */
+#define CPU_CHUNK 2048
+
+/* Elements [i0, i0 + len) of tensor p as fp32: p itself for fp32, else converted into buf. */
+static inline const float *chunk_in(const void *p, int dt, size_t i0, size_t len, float *buf)
+{
+    if (dt == DT_F32)
+        return (const float *)p + i0;
+    tensor_to_f32(buf, (const uint16_t *)p + i0, dt, len);
+    return buf;
+}
+
+/* Where a kernel writes fp32 results for elements from i0 of tensor p: p itself for fp32, else
+ * buf, which chunk_put then rounds into p. */
+static inline float *chunk_out(void *p, int dt, size_t i0, float *buf)
+{
+    return dt == DT_F32 ? (float *)p + i0 : buf;
+}
+
+static inline void chunk_put(void *p, int dt, size_t i0, size_t len, const float *buf)
+{
+    if (dt != DT_F32)
+        tensor_from_f32((uint16_t *)p + i0, dt, buf, len);
+}
+
+/* Processes elements [i0, i0 + len) of a call, len <= the chunk size cpu_for_chunks was given. */
+typedef void cpu_chunk_fn(const struct kernel_call *k, void *const *t, size_t i0, size_t len);
+
+/* Runs fn over [0, n) in chunks of `chunk` elements; long ranges are split over the cores.
+ * Chunk boundaries do not depend on the split, so neither do the results. */
+void cpu_for_chunks(const struct kernel_call *k, void *const *t, size_t n, size_t chunk, cpu_chunk_fn *fn);
+
+/* ---- unary activations: y = f(x), dx = grad(x, dy) ---- */
+
+typedef void cpu_fwd_loop(float *y, const float *x, size_t n);
+typedef void cpu_bwd_loop(float *dx, const float *x, const float *dy, size_t n);
+
+/* Defines the loops name##_fwd (cpu_fwd_loop) and name##_bwd (cpu_bwd_loop) from the
+ * per-element f(x) and grad(x, dy). y may be x, dx may be x or dy (same index only). */
+#define CPU_UNARY_LOOPS(name, f, grad)                                                    \
+    CPU_BODY void name##_fwd_body(float *y, const float *x, size_t n)                     \
+    {                                                                                     \
+        _Pragma("omp simd") for (size_t i = 0; i < n; i++) y[i] = f(x[i]);               \
+    }                                                                                     \
+    CPU_BODY void name##_bwd_body(float *dx, const float *x, const float *dy, size_t n)   \
+    {                                                                                     \
+        _Pragma("omp simd") for (size_t i = 0; i < n; i++) dx[i] = grad(x[i], dy[i]);    \
+    }                                                                                     \
+    CPU_MULTIVERSION(name##_fwd, (float *y, const float *x, size_t n), (y, x, n))        \
+    CPU_MULTIVERSION(name##_bwd, (float *dx, const float *x, const float *dy, size_t n), (dx, x, dy, n))
+
+/* One chunk of a forward kernel, tensors {x, y}. */
+static inline void cpu_unary_fwd(const struct kernel_call *k, void *const *t, size_t i0, size_t len,
+                                 cpu_fwd_loop *loop)
+{
+    float buf[CPU_CHUNK];
+    const float *x = chunk_in(t[0], k->dtype, i0, len, buf);
+    float *y = chunk_out(t[1], k->dtype, i0, buf);
+    loop(y, x, len);
+    chunk_put(t[1], k->dtype, i0, len, y);
+}
+
+/* One chunk of a backward kernel, tensors {x, dy, dx}. */
+static inline void cpu_unary_bwd(const struct kernel_call *k, void *const *t, size_t i0, size_t len,
+                                 cpu_bwd_loop *loop)
+{
+    float xb[CPU_CHUNK], gb[CPU_CHUNK];
+    const float *x = chunk_in(t[0], k->dtype, i0, len, xb);
+    const float *dy = chunk_in(t[1], k->dtype, i0, len, gb);
+    float *dx = chunk_out(t[2], k->dtype, i0, gb);
+    loop(dx, x, dy, len);
+    chunk_put(t[2], k->dtype, i0, len, dx);
+}
+
+#endif
