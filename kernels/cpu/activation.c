@@ -1,71 +1,71 @@
 /* activation.c: CPU GELU, SiLU, their gated forms (GEGLU, SwiGLU) and dropout, forward and
- * backward, on the per-element math of elementwise.h. */
+ * backward, on the per-element math of elementwise.h; GELU, SiLU and dropout as vectorized loops
+ * over fp32 chunks (cpu_vec.h). */
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
 
-enum unary { U_GELU_TANH, U_GELU_ERF, U_SILU };
-
-#define CHUNK 1024
-
-/* The unary op of a call: GELU's dims[1] picks tanh or erf. */
-static enum unary unary_of(const struct kernel_call *k)
+static inline float gelu_tanh_dx(float x, float dy)
 {
-    if (k->kernel == K_SILU_FWD || k->kernel == K_SILU_BWD)
-        return U_SILU;
-    return k->dims[1] ? U_GELU_TANH : U_GELU_ERF;
+    return dy * oom_gelu_tanh_grad(x);
 }
 
-/* y = f(x) (forward) or dx = dy * f'(x) (backward, dy given), on fp32 chunks so that each inner
- * loop is one op over a float array, whatever the dtype. */
-static void map_unary(const struct kernel_call *k, const void *x, const void *dy, void *out)
+static inline float gelu_erf_dx(float x, float dy)
 {
-    const enum unary op = unary_of(k);
-    const size_t n = (size_t)k->dims[0], esize = dtype_size((enum dtype)k->dtype);
-    float xb[CHUNK], gb[CHUNK];
-    for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
-        size_t len = n - i0 < CHUNK ? n - i0 : CHUNK;
-        tensor_to_f32(xb, (const char *)x + i0 * esize, k->dtype, len);
-        if (dy) {
-            tensor_to_f32(gb, (const char *)dy + i0 * esize, k->dtype, len);
-            for (size_t i = 0; i < len; i++)
-                xb[i] = gb[i] * (op == U_SILU       ? oom_silu_grad(xb[i])
-                                 : op == U_GELU_TANH ? oom_gelu_tanh_grad(xb[i])
-                                                     : oom_gelu_erf_grad(xb[i]));
-        } else if (op == U_SILU) {
-            for (size_t i = 0; i < len; i++)
-                xb[i] = oom_silu(xb[i]);
-        } else if (op == U_GELU_TANH) {
-            for (size_t i = 0; i < len; i++)
-                xb[i] = oom_gelu_tanh(xb[i]);
-        } else {
-            for (size_t i = 0; i < len; i++)
-                xb[i] = oom_gelu_erf(xb[i]);
-        }
-        tensor_from_f32((char *)out + i0 * esize, k->dtype, xb, len);
-    }
+    return dy * oom_gelu_erf_grad(x);
+}
+
+static inline float silu_dx(float x, float dy)
+{
+    return dy * oom_silu_grad(x);
+}
+
+CPU_UNARY_LOOPS(gelu_tanh, oom_gelu_tanh, gelu_tanh_dx)
+CPU_UNARY_LOOPS(gelu_erf, oom_gelu_erf, gelu_erf_dx)
+CPU_UNARY_LOOPS(silu, oom_silu, silu_dx)
+
+/* GELU's dims[1] picks tanh or erf. */
+static void gelu_fwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    cpu_unary_fwd(k, t, i0, len, k->dims[1] ? gelu_tanh_fwd : gelu_erf_fwd);
+}
+
+static void gelu_bwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    cpu_unary_bwd(k, t, i0, len, k->dims[1] ? gelu_tanh_bwd : gelu_erf_bwd);
+}
+
+static void silu_fwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    cpu_unary_fwd(k, t, i0, len, silu_fwd);
+}
+
+static void silu_bwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    cpu_unary_bwd(k, t, i0, len, silu_bwd);
 }
 
 int cpu_gelu_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    map_unary(k, t[0], NULL, t[1]);
+    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, gelu_fwd_chunk);
     return 0;
 }
 
 int cpu_gelu_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    map_unary(k, t[0], t[1], t[2]);
+    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, gelu_bwd_chunk);
     return 0;
 }
 
 int cpu_silu_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    map_unary(k, t[0], NULL, t[1]);
+    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, silu_fwd_chunk);
     return 0;
 }
 
 int cpu_silu_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    map_unary(k, t[0], t[1], t[2]);
+    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, silu_bwd_chunk);
     return 0;
 }
 
@@ -137,23 +137,59 @@ int cpu_swiglu_bwd(const struct kernel_call *k, void *const *t, struct err *e)
     return glu_bwd(k, t);
 }
 
+/* mask = keep(seed, i0 + i); y = x * mask * scale. y may be x. */
+CPU_BODY void dropout_fwd_body(float *y, uint8_t *restrict mask, const float *x, size_t n, uint64_t seed, size_t i0,
+                               float p, float scale)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        int keep = oom_dropout_keep(seed, i0 + i, p);
+        mask[i] = (uint8_t)keep;
+        y[i] = keep ? x[i] * scale : 0.0f;
+    }
+}
+
+CPU_BODY void dropout_bwd_body(float *dx, const uint8_t *restrict mask, const float *dy, size_t n, float scale)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        dx[i] = mask[i] ? dy[i] * scale : 0.0f;
+}
+
+CPU_MULTIVERSION(dropout_fwd,
+                 (float *y, uint8_t *restrict mask, const float *x, size_t n, uint64_t seed, size_t i0, float p,
+                  float scale),
+                 (y, mask, x, n, seed, i0, p, scale))
+CPU_MULTIVERSION(dropout_bwd, (float *dx, const uint8_t *restrict mask, const float *dy, size_t n, float scale),
+                 (dx, mask, dy, n, scale))
+
+static void dropout_fwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    const float p = k->fparam[0];
+    float buf[CPU_CHUNK];
+    const float *x = chunk_in(t[0], k->dtype, i0, len, buf);
+    float *y = chunk_out(t[1], k->dtype, i0, buf);
+    dropout_fwd(y, (uint8_t *)t[2] + i0, x, len, (uint64_t)k->dims[1], i0, p, 1.0f / (1.0f - p));
+    chunk_put(t[1], k->dtype, i0, len, y);
+}
+
+static void dropout_bwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    float buf[CPU_CHUNK];
+    const float *dy = chunk_in(t[0], k->dtype, i0, len, buf);
+    float *dx = chunk_out(t[2], k->dtype, i0, buf);
+    dropout_bwd(dx, (const uint8_t *)t[1] + i0, dy, len, 1.0f / (1.0f - k->fparam[0]));
+    chunk_put(t[2], k->dtype, i0, len, dx);
+}
+
 int cpu_dropout_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const float p = k->fparam[0], keep_scale = 1.0f / (1.0f - p);
-    const uint64_t seed = (uint64_t)k->dims[1];
-    uint8_t *mask = t[2];
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++) {
-        mask[i] = (uint8_t)oom_dropout_keep(seed, i, p);
-        st(t[1], k->dtype, i, mask[i] ? ld(t[0], k->dtype, i) * keep_scale : 0.0f);
-    }
+    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, dropout_fwd_chunk);
     return 0;
 }
 
 int cpu_dropout_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const float keep_scale = 1.0f / (1.0f - k->fparam[0]);
-    const uint8_t *mask = t[1];
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++)
-        st(t[2], k->dtype, i, mask[i] ? ld(t[0], k->dtype, i) * keep_scale : 0.0f);
+    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, dropout_bwd_chunk);
     return 0;
 }
