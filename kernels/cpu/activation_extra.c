@@ -1,35 +1,61 @@
 /* activation_extra.c: CPU ReLU and quick GELU (x * sigmoid(1.702 x), CLIP's activation), forward
- * and backward, and the rotary position embedding (forward rotation, or its inverse for backward). */
+ * and backward (vectorized loops over fp32 chunks, cpu_vec.h), and the rotary position embedding
+ * (forward rotation, or its inverse for backward). */
 #include <string.h>
 
 #include "cpu/cpu_kernels_extra.h"
+#include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
+
+static inline float quick_gelu_dx(float x, float dy)
+{
+    return dy * oom_quick_gelu_grad(x);
+}
+
+CPU_UNARY_LOOPS(relu, oom_relu, oom_relu_bwd)
+CPU_UNARY_LOOPS(quick_gelu, oom_quick_gelu, quick_gelu_dx)
+
+static void relu_fwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    cpu_unary_fwd(k, t, i0, len, relu_fwd);
+}
+
+static void relu_bwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    cpu_unary_bwd(k, t, i0, len, relu_bwd);
+}
+
+static void quick_gelu_fwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    cpu_unary_fwd(k, t, i0, len, quick_gelu_fwd);
+}
+
+static void quick_gelu_bwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    cpu_unary_bwd(k, t, i0, len, quick_gelu_bwd);
+}
 
 int cpu_relu_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++)
-        st(t[1], k->dtype, i, oom_relu(ld(t[0], k->dtype, i)));
+    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, relu_fwd_chunk);
     return 0;
 }
 
 int cpu_relu_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++)
-        st(t[2], k->dtype, i, oom_relu_bwd(ld(t[0], k->dtype, i), ld(t[1], k->dtype, i)));
+    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, relu_bwd_chunk);
     return 0;
 }
 
 int cpu_quick_gelu_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++)
-        st(t[1], k->dtype, i, oom_quick_gelu(ld(t[0], k->dtype, i)));
+    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, quick_gelu_fwd_chunk);
     return 0;
 }
 
 int cpu_quick_gelu_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++)
-        st(t[2], k->dtype, i, ld(t[1], k->dtype, i) * oom_quick_gelu_grad(ld(t[0], k->dtype, i)));
+    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, quick_gelu_bwd_chunk);
     return 0;
 }
 
