@@ -1,73 +1,142 @@
 /* pointwise.c: CPU casts, add, scale, fill, per-channel bias (+ backward) and nearest 2x
- * upsampling (+ backward). */
+ * upsampling (+ backward); casts, add, scale and bias as vectorized loops over fp32 chunks. */
 #include <string.h>
 
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
+
+static void cast_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    const int dst = (int)k->dims[1];
+    if (k->dtype == DT_F32) {
+        tensor_from_f32((uint16_t *)t[1] + i0, dst, (const float *)t[0] + i0, len);
+    } else if (dst == DT_F32) {
+        tensor_to_f32((float *)t[1] + i0, (const uint16_t *)t[0] + i0, k->dtype, len);
+    } else { /* bf16 <-> fp16: exact via fp32, rounded once */
+        float buf[CPU_CHUNK];
+        tensor_to_f32(buf, (const uint16_t *)t[0] + i0, k->dtype, len);
+        tensor_from_f32((uint16_t *)t[1] + i0, dst, buf, len);
+    }
+}
 
 int cpu_cast(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const int dst = (int)k->dims[1];
-    if (dst == k->dtype) {
-        memmove(t[1], t[0], (size_t)k->dims[0] * dtype_size((enum dtype)dst));
-        return 0;
-    }
-    if (k->dtype == DT_F32) {
-        tensor_from_f32(t[1], dst, t[0], (size_t)k->dims[0]);
-        return 0;
-    }
-    if (dst == DT_F32) {
-        tensor_to_f32(t[1], t[0], k->dtype, (size_t)k->dims[0]);
-        return 0;
-    }
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++) /* bf16 <-> fp16: exact via fp32, rounded once */
-        st(t[1], dst, i, ld(t[0], k->dtype, i));
+    if (k->dims[1] == k->dtype)
+        memmove(t[1], t[0], (size_t)k->dims[0] * dtype_size((enum dtype)k->dtype));
+    else
+        cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, cast_chunk);
     return 0;
+}
+
+/* y = alpha * a + beta * b; y may be a or b. */
+CPU_BODY void axpby_body(float *y, const float *a, const float *b, size_t n, float alpha, float beta)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        y[i] = alpha * a[i] + beta * b[i];
+}
+
+CPU_BODY void scale_body(float *y, const float *x, size_t n, float alpha)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        y[i] = alpha * x[i];
+}
+
+CPU_BODY void add_body(float *y, const float *x, const float *b, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        y[i] = x[i] + b[i];
+}
+
+CPU_MULTIVERSION(axpby, (float *y, const float *a, const float *b, size_t n, float alpha, float beta),
+                 (y, a, b, n, alpha, beta))
+CPU_MULTIVERSION(scale, (float *y, const float *x, size_t n, float alpha), (y, x, n, alpha))
+CPU_MULTIVERSION(add, (float *y, const float *x, const float *b, size_t n), (y, x, b, n))
+
+static void add_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    float ab[CPU_CHUNK], bb[CPU_CHUNK];
+    const float *a = chunk_in(t[0], k->dtype, i0, len, ab), *b = chunk_in(t[1], k->dtype, i0, len, bb);
+    float *y = chunk_out(t[2], k->dtype, i0, ab);
+    axpby(y, a, b, len, k->fparam[0], k->fparam[1]);
+    chunk_put(t[2], k->dtype, i0, len, y);
 }
 
 int cpu_add(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const float alpha = k->fparam[0], beta = k->fparam[1];
-    if (k->dtype == DT_F32) {
-        const float *a = t[0], *b = t[1];
-        float *y = t[2];
-        for (size_t i = 0; i < (size_t)k->dims[0]; i++)
-            y[i] = alpha * a[i] + beta * b[i];
-        return 0;
-    }
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++)
-        st(t[2], k->dtype, i, alpha * ld(t[0], k->dtype, i) + beta * ld(t[1], k->dtype, i));
+    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, add_chunk);
     return 0;
+}
+
+static void scale_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    float buf[CPU_CHUNK];
+    const float *x = chunk_in(t[0], k->dtype, i0, len, buf);
+    float *y = chunk_out(t[1], k->dtype, i0, buf);
+    scale(y, x, len, k->fparam[0]);
+    chunk_put(t[1], k->dtype, i0, len, y);
 }
 
 int cpu_scale(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++)
-        st(t[1], k->dtype, i, k->fparam[0] * ld(t[0], k->dtype, i));
+    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, scale_chunk);
     return 0;
 }
 
 int cpu_fill(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    if (k->fparam[0] == 0.0f) {
-        memset(t[0], 0, (size_t)k->dims[0] * dtype_size((enum dtype)k->dtype));
-        return 0;
+    const size_t n = (size_t)k->dims[0];
+    if (k->dtype == DT_F32) {
+        float *y = t[0];
+        for (size_t i = 0; i < n; i++)
+            y[i] = k->fparam[0];
+    } else {
+        uint16_t *y = t[0], v = k->dtype == DT_BF16 ? oom_f32_to_bf16(k->fparam[0]) : oom_f32_to_f16(k->fparam[0]);
+        for (size_t i = 0; i < n; i++)
+            y[i] = v;
     }
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++)
-        st(t[0], k->dtype, i, k->fparam[0]);
     return 0;
+}
+
+/* bb[j] = bias[c] for element i0 + j of channel c: runs of the bias vector when inner == 1 (a
+ * linear layer's bias), else runs of one value. */
+static void bias_chunk(const struct kernel_call *k, const void *bias, size_t i0, size_t len, float *bb)
+{
+    const size_t C = (size_t)k->dims[1], inner = (size_t)k->dims[2];
+    size_t row = i0 / inner, off = i0 % inner; /* row = o * C + c */
+    for (size_t j = 0, run; j < len; j += run) {
+        size_t c = row % C;
+        if (inner == 1) {
+            run = C - c < len - j ? C - c : len - j;
+            tensor_to_f32(bb + j, (const char *)bias + c * dtype_size((enum dtype)k->dtype), k->dtype, run);
+            row += run;
+        } else {
+            run = inner - off < len - j ? inner - off : len - j;
+            float b = ld(bias, k->dtype, c);
+            for (size_t i = 0; i < run; i++)
+                bb[j + i] = b;
+            row++;
+            off = 0;
+        }
+    }
+}
+
+static void bias_add_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    float xb[CPU_CHUNK], bb[CPU_CHUNK];
+    bias_chunk(k, t[1], i0, len, bb);
+    const float *x = chunk_in(t[0], k->dtype, i0, len, xb);
+    float *y = chunk_out(t[2], k->dtype, i0, xb);
+    add(y, x, bb, len);
+    chunk_put(t[2], k->dtype, i0, len, y);
 }
 
 int cpu_bias_add(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const int64_t outer = k->dims[0], C = k->dims[1], inner = k->dims[2];
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t c = 0; c < C; c++) {
-            float b = ld(t[1], k->dtype, (size_t)c);
-            size_t base = (size_t)((o * C + c) * inner);
-            for (int64_t i = 0; i < inner; i++)
-                st(t[2], k->dtype, base + i, ld(t[0], k->dtype, base + i) + b);
-        }
+    cpu_for_chunks(k, t, (size_t)(k->dims[0] * k->dims[1] * k->dims[2]), CPU_CHUNK, bias_add_chunk);
     return 0;
 }
 
