@@ -1,31 +1,90 @@
 /* optim_extra.c: CPU optimizer steps beyond AdamW: SGD with momentum, AdamW with moments in the
- * parameter's (16-bit) dtype, and Adafactor (factored second moment, update clipping). */
+ * parameter's (16-bit) dtype (both vectorized loops over fp32 chunks, cpu_vec.h), and Adafactor
+ * (factored second moment, update clipping). */
+#include <string.h>
+
 #include "cpu/cpu_kernels_extra.h"
+#include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
+
+/* p_out = the SGD step of p; buf_out = the new momentum buffer (scratch without momentum).
+ * Outputs may alias their inputs. */
+CPU_BODY void sgd_loop_body(float *p_out, float *buf_out, const float *p, const float *g, const float *buf, size_t n,
+                            struct oom_sgd s)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float b = buf[i];
+        p_out[i] = oom_sgd_elem(&s, p[i], g[i], &b);
+        buf_out[i] = b;
+    }
+}
+
+CPU_MULTIVERSION(sgd_loop,
+                 (float *p_out, float *buf_out, const float *p, const float *g, const float *buf, size_t n,
+                  struct oom_sgd s),
+                 (p_out, buf_out, p, g, buf, n, s))
+
+static void sgd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    const struct oom_sgd s = oom_sgd_setup(k->fparam, k->dims[1]);
+    float pb[CPU_CHUNK], gb[CPU_CHUNK], bb[CPU_CHUNK];
+    const float *p = chunk_in(t[0], k->dtype, i0, len, pb), *g = chunk_in(t[1], k->dtype, i0, len, gb), *buf = bb;
+    float *p_out = chunk_out(t[0], k->dtype, i0, pb), *buf_out = bb;
+    if (oom_sgd_reads_buf(&s))
+        buf = chunk_in(t[2], k->dtype, i0, len, bb);
+    else
+        memset(bb, 0, len * sizeof *bb);
+    if (s.momentum != 0.0f)
+        buf_out = chunk_out(t[2], k->dtype, i0, bb);
+    sgd_loop(p_out, buf_out, p, g, buf, len, s);
+    chunk_put(t[0], k->dtype, i0, len, p_out);
+    if (s.momentum != 0.0f)
+        chunk_put(t[2], k->dtype, i0, len, buf_out);
+}
 
 int cpu_sgd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const struct oom_sgd s = oom_sgd_setup(k->fparam, k->dims[1]);
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++) {
-        float buf = oom_sgd_reads_buf(&s) ? ld(t[2], k->dtype, i) : 0.0f;
-        float p = oom_sgd_elem(&s, ld(t[0], k->dtype, i), ld(t[1], k->dtype, i), &buf);
-        if (s.momentum != 0.0f)
-            st(t[2], k->dtype, i, buf);
-        st(t[0], k->dtype, i, p);
-    }
+    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, sgd_chunk);
     return 0;
+}
+
+/* AdamW with m and v read from and written to (possibly the same) fp32 chunks. */
+CPU_BODY void adamw_t_loop_body(float *p_out, float *m_out, float *v_out, const float *p, const float *g,
+                                const float *m, const float *v, size_t n, struct oom_adamw a)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float mi = m[i], vi = v[i];
+        p_out[i] = oom_adamw_elem(&a, p[i], g[i], &mi, &vi);
+        m_out[i] = mi;
+        v_out[i] = vi;
+    }
+}
+
+CPU_MULTIVERSION(adamw_t_loop,
+                 (float *p_out, float *m_out, float *v_out, const float *p, const float *g, const float *m,
+                  const float *v, size_t n, struct oom_adamw a),
+                 (p_out, m_out, v_out, p, g, m, v, n, a))
+
+static void adamw_t_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    const struct oom_adamw a =
+        oom_adamw_setup(k->fparam[0], k->fparam[1], k->fparam[2], kernel_adamw_eps(k), k->fparam[3], k->dims[1]);
+    const int dt = k->dtype;
+    float pb[CPU_CHUNK], gb[CPU_CHUNK], mb[CPU_CHUNK], vb[CPU_CHUNK];
+    const float *p = chunk_in(t[0], dt, i0, len, pb), *g = chunk_in(t[1], dt, i0, len, gb);
+    const float *m = chunk_in(t[2], dt, i0, len, mb), *v = chunk_in(t[3], dt, i0, len, vb);
+    float *p_out = chunk_out(t[0], dt, i0, pb), *m_out = chunk_out(t[2], dt, i0, mb), *v_out = chunk_out(t[3], dt, i0, vb);
+    adamw_t_loop(p_out, m_out, v_out, p, g, m, v, len, a);
+    chunk_put(t[0], dt, i0, len, p_out);
+    chunk_put(t[2], dt, i0, len, m_out);
+    chunk_put(t[3], dt, i0, len, v_out);
 }
 
 int cpu_adamw_t(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    float eps = kernel_adamw_eps(k);
-    const struct oom_adamw a = oom_adamw_setup(k->fparam[0], k->fparam[1], k->fparam[2], eps, k->fparam[3], k->dims[1]);
-    for (size_t i = 0; i < (size_t)k->dims[0]; i++) {
-        float m = ld(t[2], k->dtype, i), v = ld(t[3], k->dtype, i);
-        st(t[0], k->dtype, i, oom_adamw_elem(&a, ld(t[0], k->dtype, i), ld(t[1], k->dtype, i), &m, &v));
-        st(t[2], k->dtype, i, m);
-        st(t[3], k->dtype, i, v);
-    }
+    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, adamw_t_chunk);
     return 0;
 }
 
