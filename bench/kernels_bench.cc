@@ -2,8 +2,9 @@
 //   GEMM: the kernel-table GEMM (kernel_run_cpu) next to cblas_sgemm called directly at the same
 //   shapes, reported as FLOP/s, so the wrapper's overhead shows (it should stay within 80% of
 //   BLAS); for bf16 operands the conversion to and from fp32 is benchmarked on its own too.
-//   Elementwise kernels (GELU, SiLU, cast, AdamW, EMA): bytes/s from the table's byte counts,
-//   next to a memcpy of the same bytes as this machine's bandwidth reference.
+//   Elementwise kernels (activations forward and backward, dropout, casts, add, scale, bias add,
+//   AdamW fp32/16-bit/8-bit, SGD, EMA): bytes/s from the table's byte counts, next to a memcpy of
+//   2 x 16 MiB as this machine's bandwidth reference (the target: at least half of it).
 // Run alone: build/bench/kernels_bench [--benchmark_filter=Gemm]
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -135,16 +136,24 @@ void run_elementwise(benchmark::State &state, kernel_call k, std::vector<std::ve
     state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(kernel_get(k.kernel)->bytes(&k)));
 }
 
-void BM_Gelu(benchmark::State &state, int dt)
+// A unary kernel {x, y} or its backward {x, dy, dx} with dims {n, d1}.
+void BM_Unary(benchmark::State &state, int dt, unsigned kernel, int64_t d1)
 {
-    std::vector<std::vector<uint8_t>> bufs{random_tensor(kElems, dt), random_tensor(kElems, dt)};
-    run_elementwise(state, make_call(K_GELU_FWD, dt, {kElems, 1}), bufs);
+    std::vector<std::vector<uint8_t>> bufs;
+    for (unsigned i = 0; i < kernel_get(kernel)->ntensors; i++)
+        bufs.push_back(random_tensor(kElems, dt));
+    run_elementwise(state, make_call(kernel, dt, {kElems, d1}), bufs);
 }
 
-void BM_Silu(benchmark::State &state, int dt)
+void BM_Dropout(benchmark::State &state, int dt, unsigned kernel)
 {
-    std::vector<std::vector<uint8_t>> bufs{random_tensor(kElems, dt), random_tensor(kElems, dt)};
-    run_elementwise(state, make_call(K_SILU_FWD, dt, {kElems}), bufs);
+    std::vector<std::vector<uint8_t>> bufs{random_tensor(kElems, dt), random_tensor(kElems, dt),
+                                           std::vector<uint8_t>(kElems, 1)};
+    if (kernel == K_DROPOUT_BWD)
+        std::swap(bufs[1], bufs[2]); // {dy, mask, dx}
+    kernel_call k = make_call(kernel, dt, {kElems, 7});
+    k.fparam[0] = 0.1f;
+    run_elementwise(state, k, bufs);
 }
 
 void BM_Cast(benchmark::State &state, int src, int dst)
@@ -153,17 +162,73 @@ void BM_Cast(benchmark::State &state, int src, int dst)
     run_elementwise(state, make_call(K_CAST, src, {kElems, dst}), bufs);
 }
 
-void BM_AdamW(benchmark::State &state, int dt)
+void BM_Add(benchmark::State &state, int dt)
 {
     std::vector<std::vector<uint8_t>> bufs{random_tensor(kElems, dt), random_tensor(kElems, dt),
-                                           random_tensor(kElems, DT_F32), random_tensor(kElems, DT_F32)};
-    for (size_t i = 0; i < kElems; i++) // v must not be negative
-        reinterpret_cast<float *>(bufs[3].data())[i] = 1e-4f;
-    kernel_call k = make_call(K_ADAMW, dt, {kElems, 10});
+                                           random_tensor(kElems, dt)};
+    kernel_call k = make_call(K_ADD, dt, {kElems});
+    k.fparam[0] = 1.0f;
+    k.fparam[1] = 0.5f;
+    run_elementwise(state, k, bufs);
+}
+
+void BM_Scale(benchmark::State &state, int dt)
+{
+    std::vector<std::vector<uint8_t>> bufs{random_tensor(kElems, dt), random_tensor(kElems, dt)};
+    kernel_call k = make_call(K_SCALE, dt, {kElems});
+    k.fparam[0] = 0.5f;
+    run_elementwise(state, k, bufs);
+}
+
+// Args: C, inner (a linear layer's bias: inner 1; a conv's: inner = P * Q).
+void BM_BiasAdd(benchmark::State &state, int dt)
+{
+    const int64_t C = state.range(0), inner = state.range(1);
+    std::vector<std::vector<uint8_t>> bufs{random_tensor(kElems, dt), random_tensor(C, dt), random_tensor(kElems, dt)};
+    run_elementwise(state, make_call(K_BIAS_ADD, dt, {kElems / (C * inner), C, inner}), bufs);
+}
+
+// AdamW's moments: fp32 (K_ADAMW) or the call's dtype (K_ADAMW_T); v must not be negative.
+void BM_AdamW(benchmark::State &state, int dt, unsigned kernel)
+{
+    const int mdt = kernel == K_ADAMW ? DT_F32 : dt;
+    std::vector<float> v(kElems, 1e-4f);
+    std::vector<uint8_t> vt(kElems * dtype_size(static_cast<enum dtype>(mdt)));
+    tensor_from_f32(vt.data(), mdt, v.data(), kElems);
+    std::vector<std::vector<uint8_t>> bufs{random_tensor(kElems, dt), random_tensor(kElems, dt),
+                                           random_tensor(kElems, mdt), vt};
+    kernel_call k = make_call(kernel, dt, {kElems, 10});
     k.fparam[0] = 1e-3f;
     k.fparam[1] = 0.9f;
     k.fparam[2] = 0.999f;
     k.fparam[3] = 0.01f;
+    run_elementwise(state, k, bufs);
+}
+
+void BM_AdamW8(benchmark::State &state, int dt)
+{
+    const int64_t block = 2048, nblocks = kElems / block;
+    std::vector<float> absmax(nblocks, 1e-3f);
+    std::vector<uint8_t> absmax_bytes(reinterpret_cast<uint8_t *>(absmax.data()),
+                                      reinterpret_cast<uint8_t *>(absmax.data() + nblocks));
+    std::vector<std::vector<uint8_t>> bufs{random_tensor(kElems, dt),      random_tensor(kElems, dt),
+                                           std::vector<uint8_t>(kElems, 200), std::vector<uint8_t>(kElems, 100),
+                                           absmax_bytes,                    absmax_bytes};
+    kernel_call k = make_call(K_ADAMW8, dt, {kElems, 10, 0, block});
+    k.fparam[0] = 1e-3f;
+    k.fparam[1] = 0.9f;
+    k.fparam[2] = 0.999f;
+    k.fparam[3] = 0.01f;
+    run_elementwise(state, k, bufs);
+}
+
+void BM_Sgd(benchmark::State &state, int dt)
+{
+    std::vector<std::vector<uint8_t>> bufs{random_tensor(kElems, dt), random_tensor(kElems, dt),
+                                           random_tensor(kElems, dt)};
+    kernel_call k = make_call(K_SGD, dt, {kElems, 10});
+    k.fparam[0] = 1e-2f;
+    k.fparam[1] = 0.9f;
     run_elementwise(state, k, bufs);
 }
 
@@ -192,17 +257,38 @@ void elementwise_opts(benchmark::internal::Benchmark *b)
 }
 
 BENCHMARK(BM_Memcpy)->Apply(elementwise_opts);
-BENCHMARK_CAPTURE(BM_Gelu, fp32, DT_F32)->Apply(elementwise_opts);
-BENCHMARK_CAPTURE(BM_Gelu, bf16, DT_BF16)->Apply(elementwise_opts);
-BENCHMARK_CAPTURE(BM_Silu, fp32, DT_F32)->Apply(elementwise_opts);
-BENCHMARK_CAPTURE(BM_Silu, bf16, DT_BF16)->Apply(elementwise_opts);
+
+// Every elementwise kernel in fp32 and bf16 (fp16 runs the same loops as bf16 but its conversions).
+#define BENCH_DTYPES(fn, name, ...)                                          \
+    BENCHMARK_CAPTURE(fn, name##_fp32, DT_F32, ##__VA_ARGS__)->Apply(elementwise_opts); \
+    BENCHMARK_CAPTURE(fn, name##_bf16, DT_BF16, ##__VA_ARGS__)->Apply(elementwise_opts)
+
+BENCH_DTYPES(BM_Unary, gelu_tanh, K_GELU_FWD, 1);
+BENCH_DTYPES(BM_Unary, gelu_erf, K_GELU_FWD, 0);
+BENCH_DTYPES(BM_Unary, gelu_tanh_bwd, K_GELU_BWD, 1);
+BENCH_DTYPES(BM_Unary, silu, K_SILU_FWD, 0);
+BENCH_DTYPES(BM_Unary, silu_bwd, K_SILU_BWD, 0);
+BENCH_DTYPES(BM_Unary, relu, K_RELU_FWD, 0);
+BENCH_DTYPES(BM_Unary, relu_bwd, K_RELU_BWD, 0);
+BENCH_DTYPES(BM_Unary, quick_gelu, K_QUICK_GELU_FWD, 0);
+BENCH_DTYPES(BM_Unary, quick_gelu_bwd, K_QUICK_GELU_BWD, 0);
+BENCH_DTYPES(BM_Dropout, fwd, K_DROPOUT_FWD);
+BENCH_DTYPES(BM_Dropout, bwd, K_DROPOUT_BWD);
 BENCHMARK_CAPTURE(BM_Cast, fp32_to_bf16, DT_F32, DT_BF16)->Apply(elementwise_opts);
 BENCHMARK_CAPTURE(BM_Cast, bf16_to_fp32, DT_BF16, DT_F32)->Apply(elementwise_opts);
 BENCHMARK_CAPTURE(BM_Cast, fp32_to_fp16, DT_F32, DT_F16)->Apply(elementwise_opts);
-BENCHMARK_CAPTURE(BM_AdamW, fp32, DT_F32)->Apply(elementwise_opts);
-BENCHMARK_CAPTURE(BM_AdamW, bf16, DT_BF16)->Apply(elementwise_opts);
-BENCHMARK_CAPTURE(BM_Ema, fp32, DT_F32)->Apply(elementwise_opts);
-BENCHMARK_CAPTURE(BM_Ema, bf16, DT_BF16)->Apply(elementwise_opts);
+BENCHMARK_CAPTURE(BM_Cast, fp16_to_fp32, DT_F16, DT_F32)->Apply(elementwise_opts);
+BENCHMARK_CAPTURE(BM_Cast, bf16_to_fp16, DT_BF16, DT_F16)->Apply(elementwise_opts);
+BENCH_DTYPES(BM_Add, add);
+BENCH_DTYPES(BM_Scale, scale);
+BENCHMARK_CAPTURE(BM_BiasAdd, linear_fp32, DT_F32)->Args({768, 1})->Apply(elementwise_opts);
+BENCHMARK_CAPTURE(BM_BiasAdd, conv_fp32, DT_F32)->Args({256, 1024})->Apply(elementwise_opts);
+BENCHMARK_CAPTURE(BM_BiasAdd, linear_bf16, DT_BF16)->Args({768, 1})->Apply(elementwise_opts);
+BENCH_DTYPES(BM_AdamW, adamw, K_ADAMW);
+BENCH_DTYPES(BM_AdamW, adamw_t, K_ADAMW_T);
+BENCH_DTYPES(BM_AdamW8, adamw8);
+BENCH_DTYPES(BM_Sgd, sgd);
+BENCH_DTYPES(BM_Ema, ema);
 
 } // namespace
 
