@@ -120,3 +120,17 @@ tref tf_lm_loss(struct gen *g, tref logits, tref labels)
     t_release(g, up);
     return loss;
 }
+
+tref tf_layer_stack(struct gen *g, const struct tf_cfg *cfg, const struct ckpt *c, tref x, const char *name_fmt)
+{
+    tref h = t_ref(g, x);
+    for (int i = c->layer; i < c->layer + c->count; i++) {
+        gen_push(g, name_fmt, i);
+        tref a = tf_attention(g, cfg, h, TNONE, c->extra[0], 0);
+        t_release(g, h);
+        h = tf_ffn(g, cfg, a);
+        t_release(g, a);
+        gen_pop(g);
+    }
+    return h;
+}

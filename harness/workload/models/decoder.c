@@ -33,16 +33,7 @@ static tref decoder_layers(struct gen *g, const struct ckpt *c, tref x)
 {
     const struct model_spec *m = c->model;
     struct tf_cfg cfg = decoder_cfg(m);
-    tref h = t_ref(g, x);
-    for (int i = c->layer; i < c->layer + c->count; i++) {
-        gen_push(g, gpt2_style(m) ? "h.%d" : "layers.%d", i);
-        tref a = tf_attention(g, &cfg, h, TNONE, c->extra[0], 0);
-        t_release(g, h);
-        h = tf_ffn(g, &cfg, a);
-        t_release(g, a);
-        gen_pop(g);
-    }
-    return h;
+    return tf_layer_stack(g, &cfg, c, x, gpt2_style(m) ? "h.%d" : "layers.%d");
 }
 
 tref decoder_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)

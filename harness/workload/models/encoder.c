@@ -14,16 +14,7 @@ static tref encoder_layers(struct gen *g, const struct ckpt *c, tref x)
     const struct model_spec *m = c->model;
     struct tf_cfg cfg = {.m = m, .nm = &bert_names, .scale_op = true, .post_norm = true, .ffn_bias = m->bias,
                          .dropout = m->dropout, .attn_dropout = m->dropout};
-    tref h = t_ref(g, x);
-    for (int i = c->layer; i < c->layer + c->count; i++) {
-        gen_push(g, "layer.%d", i);
-        tref a = tf_attention(g, &cfg, h, TNONE, c->extra[0], 0);
-        t_release(g, h);
-        h = tf_ffn(g, &cfg, a);
-        t_release(g, a);
-        gen_pop(g);
-    }
-    return h;
+    return tf_layer_stack(g, &cfg, c, x, "layer.%d");
 }
 
 tref encoder_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)

@@ -59,6 +59,9 @@ struct tf_cfg {
  * scores (mask or position bias). rel_bias: T5 layer 0 registers a relative-attention-bias table. */
 tref tf_attention(struct gen *g, const struct tf_cfg *c, tref x, tref kv, tref bias, int64_t kv_dim);
 tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref x);
+/* Layers c->layer .. c->layer + c->count - 1 of a self-attention + FFN stack (each tagged by name_fmt, e.g.
+ * "layer.%d"), with c->extra[0] as the attention bias/mask; the layer function behind checkpointing. */
+tref tf_layer_stack(struct gen *g, const struct tf_cfg *cfg, const struct ckpt *c, tref x, const char *name_fmt);
 /* Token ids [B, S] (int64, each in [0, high)) as a device input. */
 tref tf_ids(struct gen *g, int64_t b, int64_t s, int64_t high, const char *leaf);
 /* Causal [B, 1, S, S] or padding [B, 1, 1, S] mask in dtype dt, built once per forward (eager). */
