@@ -26,7 +26,7 @@ static void gib(uint64_t n, char *buf, size_t len)
 
 static void print_categories(FILE *f, const char *variant, const char *when, const uint64_t *bytes)
 {
-    fprintf(f, "    %-22s %s:", variant, when);
+    fprintf(f, "    %-26s %s:", variant, when);
     int printed = 0;
     for (int c = 0; c < CAT_COUNT; c++) {
         if (!bytes[c])
@@ -55,7 +55,7 @@ void report_table(FILE *f, const struct scenario *sc, const struct variant_resul
     fprintf(f, "   source: %s\n", sc->source);
     fprintf(f, "   device: %s (%s total, %s)\n", n ? r[0].device : sc->device, total,
             n && r[0].run.measured ? "measured" : "modelled by the allocator model");
-    fprintf(f, "   %-22s %-44s %10s %10s %10s %7s  %-10s %s\n", "variant", "fixes", "peak alloc", "peak resv",
+    fprintf(f, "   %-26s %-44s %10s %10s %10s %7s  %-6s %s\n", "variant", "fixes", "peak alloc", "peak resv",
             "unalloc@pk", "retries", "expect", "result");
     for (size_t i = 0; i < n; i++) {
         char fixes[256], a[32], b[32], u[32], outcome[256];
@@ -64,10 +64,10 @@ void report_table(FILE *f, const struct scenario *sc, const struct variant_resul
         gib(r[i].run.peak_reserved, b, sizeof b);
         gib(r[i].run.unallocated_at_peak, u, sizeof u);
         report_outcome(&r[i], outcome, sizeof outcome);
-        fprintf(f, "   %-22s %-44s %10s %10s %10s %7lld  %-10s %s\n", r[i].variant->name, fixes, a, b, u,
+        fprintf(f, "   %-26s %-44s %10s %10s %10s %7lld  %-6s %s\n", r[i].variant->name, fixes, a, b, u,
                 (long long)r[i].run.stats.num_alloc_retries, r[i].expect_ok ? "ok" : "FAILED", outcome);
         if (!r[i].expect_ok)
-            fprintf(f, "   %-22s expectation failed: %s\n", "", r[i].expect_why);
+            fprintf(f, "   %-26s expectation failed: %s\n", "", r[i].expect_why);
     }
     fprintf(f, "   breakdown by category:\n");
     for (size_t i = 0; i < n; i++)
@@ -79,22 +79,22 @@ void report_table(FILE *f, const struct scenario *sc, const struct variant_resul
             if (!strncmp(r[i].run.phases[k].name, "eval", 4) || !strcmp(r[i].run.phases[k].name, "decode"))
                 eval += r[i].run.phases[k].seconds;
         if (eval > 0 && !r[i].run.oom.happened)
-            fprintf(f, "    %-22s eval (sampling and decode) %.3f s in kernels (%s)\n", r[i].variant->name, eval,
+            fprintf(f, "    %-26s eval (sampling and decode) %.3f s in kernels (%s)\n", r[i].variant->name, eval,
                     figures(&r[i]));
         if (r[i].run.oom.happened)
-            fprintf(f, "    %-22s none: the job OOMs\n", r[i].variant->name);
+            fprintf(f, "    %-26s none: the job OOMs\n", r[i].variant->name);
         else if (r[i].run.measured)
-            fprintf(f, "    %-22s %.3f steps/s, %.2f samples/s (measured, training phases)\n", r[i].variant->name,
+            fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (measured, training phases)\n", r[i].variant->name,
                     r[i].steps_per_s, r[i].samples_per_s);
         else
-            fprintf(f, "    %-22s %.3f steps/s, %.2f samples/s (modelled: roofline of %s, %.2f TFLOP per step)\n",
+            fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (modelled: roofline of %s, %.2f TFLOP per step)\n",
                     r[i].variant->name, r[i].steps_per_s, r[i].samples_per_s, r[i].rates_from,
                     r[i].variant->job.steps ? r[i].run.flops / 1e12 / r[i].variant->job.steps : 0.0);
     }
     for (size_t i = 0; i < n; i++) {
         if (!r[i].run.measured)
             continue;
-        fprintf(f, "    %-22s device memory growth in each phase's first run (measured, total - free):", r[i].variant->name);
+        fprintf(f, "    %-26s device memory growth in each phase's first run (measured, total - free):", r[i].variant->name);
         for (size_t k = 0; k < r[i].run.nphases; k++) {
             int64_t d = r[i].run.phases[k].device_used_delta;
             char s[32];

@@ -143,7 +143,16 @@ static void checkpoint_backward(struct gen *g, const struct node *n, tref gy)
     g->grad_enabled = true;
     g->recomputing = true;
     g->cursor = n->ck.cursor;
+    char scope[sizeof g->scope];
+    int scope_len = g->scope_len, depth = g->scope_depth;
+    memcpy(scope, g->scope, sizeof scope);
+    snprintf(g->scope, sizeof g->scope, "%s", n->ck.scope ? n->ck.scope : "");
+    g->scope_len = (int)strlen(g->scope);
+    g->scope_depth = 0;
     tref out = n->ck.fn(g, &n->ck, n->saved[0]);
+    memcpy(g->scope, scope, sizeof scope);
+    g->scope_len = scope_len;
+    g->scope_depth = depth;
     g->cursor = cursor;
     g->recomputing = false;
     g->grad_enabled = grad;

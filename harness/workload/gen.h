@@ -69,6 +69,7 @@ struct ckpt {
     int count;            /* layers in the segment */
     int32_t cursor;       /* parameter cursor at the segment's start */
     tref extra[3];        /* other inputs (encoder states, position bias) */
+    const char *scope;    /* module scope at the checkpoint, so recomputed ops keep their tags */
 };
 
 enum node_kind {

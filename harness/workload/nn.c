@@ -908,6 +908,7 @@ tref nn_checkpoint(struct gen *g, const struct ckpt *c, tref x)
         return y;
     n->ck = *c;
     n->ck.cursor = cursor;
+    n->ck.scope = gen_intern(g, g->scope);
     node_input(g, n, 0, x);
     node_save(g, n, 0, x);
     for (int i = 0; i < 3; i++) {
