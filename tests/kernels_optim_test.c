@@ -2,6 +2,7 @@
  * low-precision params), 8-bit block-wise AdamW tracking fp32 AdamW, the dynamic 8-bit map, and
  * the EMA update. */
 #include "kernels_test_util.h"
+#include "cpu/cpu_kernels.h"
 
 #define LR 1e-3f
 #define B1 0.9f
@@ -70,6 +71,52 @@ static void qmap_checks(void)
     ok(u[0] == 0.0f && u[OOM_QMAP_SIZE - 1] == 1.0f, "unsigned map spans [0, 1]");
     ok(s[oom_qmap_encode(s, 0.0f)] == 0.0f && u[oom_qmap_encode(u, 1.0f)] == 1.0f, "0 and 1 encode exactly");
     ok(fabsf(s[oom_qmap_encode(s, 0.3f)] - 0.3f) < 0.02f, "0.3 encodes to %g", s[oom_qmap_encode(s, 0.3f)]);
+
+    /* The direct lookup 8-bit AdamW encodes with gives oom_qmap_encode's code for every float:
+     * with OOMLAB_EXHAUSTIVE=1 for all 2^31 + 2^30 patterns in [-2, 2] (about 1.5 minutes; run
+     * when the lookup was written: 0 mismatches) and a stride through the rest; by default for
+     * every 13th pattern in [-2, 2], every 97th beyond, and the few patterns around every lookup
+     * bucket edge, code value and midpoint of neighbouring codes (where the answer can change). */
+    enum { PIECE = 1 << 16 };
+    static float xs[PIECE];
+    static uint8_t fast[PIECE];
+    long bad[2] = {0, 0}, checked = 0;
+    int have = 1;
+    const char *ex = getenv("OOMLAB_EXHAUSTIVE");
+    const uint32_t dstride = ex && *ex == '1' ? 1 : 13;
+    for (uint64_t b0 = 0; b0 < (1ull << 32) && have; b0 += PIECE) {
+        uint32_t top = (uint32_t)b0 & 0x7fffffffu;
+        uint32_t stride = top <= 0x40000000u ? dstride : 97; /* |x| <= 2 */
+        size_t n = 0;
+        for (uint32_t j = (uint32_t)(b0 >> 16) % stride; j < PIECE; j += stride)
+            xs[n++] = oom_bits_f32((uint32_t)b0 + j);
+        if (b0 == 0) { /* the edges, appended to the first piece's few */
+            for (uint32_t e = 0x3400u; e <= 0x4001u; e++) /* the buckets' span */
+                for (uint32_t sg = 0; sg < 2; sg++)
+                    for (int d = -2; d <= 1 && n < PIECE; d++)
+                        xs[n++] = oom_bits_f32((sg << 31) | ((e << 16) + (uint32_t)d));
+            for (int m = 0; m < 2; m++)
+                for (int i = 0; i < OOM_QMAP_SIZE; i++) {
+                    const float *map = m ? u : s;
+                    float pts[2] = {map[i], i + 1 < OOM_QMAP_SIZE ? 0.5f * (map[i] + map[i + 1]) : 2.0f};
+                    for (int q = 0; q < 2; q++)
+                        for (int d = -12; d <= 12 && n < PIECE; d++)
+                            xs[n++] = oom_bits_f32(oom_f32_bits(pts[q]) + (uint32_t)d);
+                }
+        }
+        for (int m = 0; m < 2; m++) {
+            const float *map = m ? u : s;
+            have = cpu_qmap_encode_fast(!m, fast, xs, n);
+            for (size_t i = 0; i < n && have; i++)
+                bad[m] += fast[i] != oom_qmap_encode(map, xs[i]);
+        }
+        checked += (long)n;
+        if (b0 == 0)
+            ok(n < PIECE, "qmap edge points fit one piece (%zu)", n);
+    }
+    ok(have, "qmap direct lookup tables built");
+    ok(bad[0] == 0 && bad[1] == 0, "qmap direct lookup == nearest-code search on %ld floats (mismatches %ld signed, %ld unsigned)",
+       checked, bad[0], bad[1]);
 }
 
 /* 8-bit AdamW against fp32 AdamW on the same gradients: params must stay within tol of the fp32

@@ -53,6 +53,9 @@ CPU_KERNEL(cpu_upsample2x_bwd);
 /* optim.c */
 CPU_KERNEL(cpu_adamw);
 CPU_KERNEL(cpu_adamw8);
+/* codes[i] = oom_qmap_encode(dynamic map, x[i]) (signed map for m, unsigned for v) by the direct
+ * lookup 8-bit AdamW uses; returns 0 (codes untouched) if the lookup table could not be built. */
+int cpu_qmap_encode_fast(int is_signed, uint8_t *codes, const float *x, size_t n);
 CPU_KERNEL(cpu_ema);
 /* loss.c */
 CPU_KERNEL(cpu_cross_entropy_fwd);

@@ -6,6 +6,24 @@
 #include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
 
+/* bf16 <-> fp16 in one pass: exact via fp32 (bf16 -> fp32 is a shift), rounded once. */
+CPU_BODY void bf16_to_f16_body(uint16_t *restrict y, const uint16_t *restrict x, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        y[i] = oom_f32_to_f16(oom_bf16_to_f32(x[i]));
+}
+
+CPU_BODY void f16_to_bf16_body(uint16_t *restrict y, const uint16_t *restrict x, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        y[i] = oom_f32_to_bf16(oom_f16_to_f32(x[i]));
+}
+
+CPU_MULTIVERSION(bf16_to_f16, (uint16_t *restrict y, const uint16_t *restrict x, size_t n), (y, x, n))
+CPU_MULTIVERSION(f16_to_bf16, (uint16_t *restrict y, const uint16_t *restrict x, size_t n), (y, x, n))
+
 static void cast_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
 {
     const int dst = (int)k->dims[1];
@@ -13,6 +31,10 @@ static void cast_chunk(const struct kernel_call *k, void *const *t, size_t i0, s
         tensor_from_f32((uint16_t *)t[1] + i0, dst, (const float *)t[0] + i0, len);
     } else if (dst == DT_F32) {
         tensor_to_f32((float *)t[1] + i0, (const uint16_t *)t[0] + i0, k->dtype, len);
+    } else if (k->dtype == DT_BF16 && dst == DT_F16) {
+        bf16_to_f16((uint16_t *)t[1] + i0, (const uint16_t *)t[0] + i0, len);
+    } else if (k->dtype == DT_F16 && dst == DT_BF16) {
+        f16_to_bf16((uint16_t *)t[1] + i0, (const uint16_t *)t[0] + i0, len);
     } else { /* bf16 <-> fp16: exact via fp32, rounded once */
         float buf[CPU_CHUNK];
         tensor_to_f32(buf, (const uint16_t *)t[0] + i0, k->dtype, len);
