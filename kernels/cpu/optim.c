@@ -47,40 +47,57 @@ int cpu_adamw(const struct kernel_call *k, void *const *t, struct err *e)
 static float qmaps[2][OOM_QMAP_SIZE];
 static pthread_once_t qmaps_once = PTHREAD_ONCE_INIT;
 
-/* oom_qmap_encode first finds lo, the last of codes 0..254 with map[lo] <= x (or 0), then picks
- * the nearer of lo and lo + 1. lo is a monotone step function of x, so qfast splits the floats
- * into buckets by sign and the top 16 bits of |x| (8 exponent bits, 7 mantissa bits; all
- * |x| < 2^-22 share a bucket, x is clamped to [-2, 2] first: lo is 254 above 1 and 0 below -1)
- * and stores, per bucket, the smallest lo in it; every bucket spans at most one step of lo (checked
- * when the table is built), so lo = base + (map[base + 1] <= x), capped at 254. The final choice
- * is oom_qmap_encode's own, so the code is the same for every float, NaN included (NaN clamps to
- * -2: lo 0, and every comparison is false, as in the search). tests/kernels_optim_test.c checks
- * it against oom_qmap_encode densely over all floats. */
+/* oom_qmap_encode(map, x) is a step function of x in [-2, 2]. qfast splits those floats into
+ * buckets by sign and the top 16 bits of |x| (8 exponent bits, 7 mantissa bits; all |x| < 2^-22
+ * share a bucket), in each of which the code steps at most once: entry = the bits of the step's
+ * threshold t (NaN if none) | code below t << 32 | code from t on << 40. The builder checks each
+ * bucket's ends and finds t by bisection; tests/kernels_optim_test.c checks the lookup against
+ * oom_qmap_encode over dense floats (exhaustively in [-2, 2] on request). Beyond +-2 the search
+ * ends at lo = 254 (x > 2) or 0 (x < -2), so the code is its last comparison, done here the same
+ * way (rounding makes it alternate far out). NaN looks up the -2 bucket and, compared with t,
+ * gets the code below t: 0, as the search's comparisons all fail. */
 #define QF_ELO 0x3480u /* top 16 bits of 2^-22 */
 #define QF_EHI 0x4000u /* top 16 bits of 2.0 */
 #define QF_NB (QF_EHI - QF_ELO + 1)
-static int32_t qfast[2][2 * QF_NB];
-static int qfast_ok; /* 0 if some bucket spans two steps: then the search is used */
+#define QF_CLAMP 2.0f
+static uint64_t qfast[2][2 * QF_NB];
+static int qfast_ok; /* 0 if some bucket steps twice: then the search is used */
 
-static int qmap_ref_lo(const float *map, float x)
+/* A float's position in value order (-0 just below +0; NaN not asked). */
+static int64_t qf_order(uint32_t bits)
 {
-    int lo = map[127] <= x ? 127 : 0;
-    for (int step = 64; step > 0; step /= 2)
-        lo = map[lo + step] <= x ? lo + step : lo;
-    return lo;
+    return bits >> 31 ? -(int64_t)(bits & 0x7fffffffu) - 1 : (int64_t)bits;
 }
 
-static int qfast_build(const float *map, int32_t *tab)
+static uint32_t qf_unorder(int64_t k)
+{
+    return k < 0 ? 0x80000000u | (uint32_t)(-(k + 1)) : (uint32_t)k;
+}
+
+static int qfast_build(const float *map, uint64_t *tab)
 {
     for (uint32_t sgn = 0; sgn < 2; sgn++)
         for (uint32_t e = QF_ELO; e <= QF_EHI; e++) {
-            uint32_t a0 = e == QF_ELO ? 0u : e << 16, a1 = e == QF_EHI ? 0x7f800000u : (e << 16) | 0xffffu;
-            int l0 = qmap_ref_lo(map, oom_bits_f32((sgn << 31) | a0));
-            int l1 = qmap_ref_lo(map, oom_bits_f32((sgn << 31) | a1));
-            int lmin = l0 < l1 ? l0 : l1, lmax = l0 < l1 ? l1 : l0;
-            if (lmax - lmin > 1)
-                return 0;
-            tab[sgn * QF_NB + (e - QF_ELO)] = lmin;
+            uint32_t a0 = e == QF_ELO ? 0u : e << 16, a1 = e == QF_EHI ? e << 16 : (e << 16) | 0xffffu;
+            int64_t k0 = qf_order((sgn << 31) | a0), k1 = qf_order((sgn << 31) | a1);
+            int64_t klo = k0 < k1 ? k0 : k1, khi = k0 < k1 ? k1 : k0;
+            uint8_t clo = oom_qmap_encode(map, oom_bits_f32(qf_unorder(klo)));
+            uint8_t chi = oom_qmap_encode(map, oom_bits_f32(qf_unorder(khi)));
+            uint32_t thr = 0x7fc00000u; /* NaN: never reached */
+            if (clo != chi) {
+                int64_t l = klo, h = khi; /* code(l) == clo, code(h) == chi */
+                while (h - l > 1) {
+                    int64_t mid = l + (h - l) / 2;
+                    if (oom_qmap_encode(map, oom_bits_f32(qf_unorder(mid))) == clo)
+                        l = mid;
+                    else
+                        h = mid;
+                }
+                if (oom_qmap_encode(map, oom_bits_f32(qf_unorder(h))) != chi)
+                    return 0; /* more than one step */
+                thr = qf_unorder(h);
+            }
+            tab[sgn * QF_NB + (e - QF_ELO)] = thr | (uint64_t)clo << 32 | (uint64_t)chi << 40;
         }
     return 1;
 }
@@ -92,61 +109,76 @@ static void qmaps_fill(void)
     qfast_ok = qfast_build(qmaps[0], qfast[0]) && qfast_build(qmaps[1], qfast[1]);
 }
 
-/* oom_qmap_encode(map, x) without the search (tab: map's qfast table); branch-free. */
-CPU_BODY uint8_t qfast_encode(const float *map, const int32_t *tab, float x)
+/* The bucket of x. */
+CPU_BODY int qfast_index(float x)
 {
-    float xc = x > 2.0f ? 2.0f : x;
-    xc = xc >= -2.0f ? xc : -2.0f;
+    float xc = x > QF_CLAMP ? QF_CLAMP : x;
+    xc = xc >= -QF_CLAMP ? xc : -QF_CLAMP; /* NaN too */
     uint32_t b = oom_f32_bits(xc), e = (b & 0x7fffffffu) >> 16;
     e = e < QF_ELO ? QF_ELO : e;
-    int lo = tab[(int)(e - QF_ELO) + (int)(b >> 31) * (int)QF_NB];
-    lo += map[lo + 1] <= x ? 1 : 0;
-    lo = lo > 254 ? 254 : lo;
-    return (uint8_t)(fabsf(map[lo + 1] - x) < fabsf(map[lo] - x) ? lo + 1 : lo);
+    return (int)(e - QF_ELO) + (int)(b >> 31) * (int)QF_NB;
+}
+
+/* oom_qmap_encode(map, x) from map's qfast table, branch-free. */
+CPU_BODY uint8_t qfast_encode(const float *map, const uint64_t *tab, float x)
+{
+    uint64_t ent = tab[qfast_index(x)];
+    int code = x >= oom_bits_f32((uint32_t)ent) ? (int)(ent >> 40) : (int)(ent >> 32);
+    int big = fabsf(map[255] - x) < fabsf(map[254] - x) ? 255 : 254;
+    int small = fabsf(map[1] - x) < fabsf(map[0] - x) ? 1 : 0;
+    return (uint8_t)(x > QF_CLAMP ? big : x < -QF_CLAMP ? small : code);
 }
 
 CPU_BODY void qmap_encode_n_body(uint8_t *codes, const float *x, size_t n, int m)
 {
-    const float *map = qmaps[m];
-    const int32_t *tab = qfast[m];
-#pragma omp simd
+    const uint64_t *tab = qfast[m];
     for (size_t i = 0; i < n; i++)
-        codes[i] = qfast_encode(map, tab, x[i]);
+        codes[i] = qfast_encode(qmaps[m], tab, x[i]);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-/* qfast_encode on 8 floats with AVX2 gathers; the same steps, so the same codes. */
+/* qfast_encode on 8 floats with two 4-wide AVX2 gathers; the same steps, so the same codes. */
 __attribute__((target("avx2,fma"))) static void qmap_encode_n_avx2(uint8_t *codes, const float *x, size_t n, int m)
 {
+    const long long *tab = (const long long *)qfast[m];
     const float *map = qmaps[m];
-    const int32_t *tab = qfast[m];
-    const __m256i one = _mm256_set1_epi32(1), elo = _mm256_set1_epi32((int)QF_ELO);
+    const __m256 m0 = _mm256_set1_ps(map[0]), m1 = _mm256_set1_ps(map[1]), m254 = _mm256_set1_ps(map[254]),
+                 m255 = _mm256_set1_ps(map[255]), absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256i elo = _mm256_set1_epi32((int)QF_ELO), ff = _mm256_set1_epi32(0xff);
     const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
                                           -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 v = _mm256_loadu_ps(x + i);
-        /* min(2, v) keeps NaN, max(., -2) then turns it into -2 */
-        __m256 xc = _mm256_max_ps(_mm256_min_ps(_mm256_set1_ps(2.0f), v), _mm256_set1_ps(-2.0f));
+        /* min(c, v) keeps NaN, max(., -c) then turns it into -c */
+        __m256 xc = _mm256_max_ps(_mm256_min_ps(_mm256_set1_ps(QF_CLAMP), v), _mm256_set1_ps(-QF_CLAMP));
         __m256i b = _mm256_castps_si256(xc);
         __m256i e = _mm256_max_epi32(_mm256_srli_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff)), 16), elo);
         __m256i idx = _mm256_add_epi32(_mm256_sub_epi32(e, elo),
                                        _mm256_and_si256(_mm256_srai_epi32(b, 31), _mm256_set1_epi32((int)QF_NB)));
-        __m256i lo = _mm256_i32gather_epi32((const int *)tab, idx, 4);
-        __m256 up = _mm256_i32gather_ps(map, _mm256_add_epi32(lo, one), 4);
-        lo = _mm256_sub_epi32(lo, _mm256_castps_si256(_mm256_cmp_ps(up, v, _CMP_LE_OQ)));
-        lo = _mm256_min_epi32(lo, _mm256_set1_epi32(254));
-        __m256 a = _mm256_i32gather_ps(map, lo, 4), c = _mm256_i32gather_ps(map, _mm256_add_epi32(lo, one), 4);
-        __m256 da = _mm256_and_ps(_mm256_sub_ps(a, v), absmask), dc = _mm256_and_ps(_mm256_sub_ps(c, v), absmask);
-        __m256i code = _mm256_sub_epi32(lo, _mm256_castps_si256(_mm256_cmp_ps(dc, da, _CMP_LT_OQ)));
+        __m256i g0 = _mm256_i32gather_epi64(tab, _mm256_castsi256_si128(idx), 8);
+        __m256i g1 = _mm256_i32gather_epi64(tab, _mm256_extracti128_si256(idx, 1), 8);
+        /* 32-bit halves: thresholds (even) and code pairs (odd), in element order 0 1 4 5 | 2 3 6 7 */
+        __m256 thr = _mm256_shuffle_ps(_mm256_castsi256_ps(g0), _mm256_castsi256_ps(g1), _MM_SHUFFLE(2, 0, 2, 0));
+        __m256i cw = _mm256_castps_si256(
+            _mm256_shuffle_ps(_mm256_castsi256_ps(g0), _mm256_castsi256_ps(g1), _MM_SHUFFLE(3, 1, 3, 1)));
+        thr = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(thr), _MM_SHUFFLE(3, 1, 2, 0)));
+        cw = _mm256_permute4x64_epi64(cw, _MM_SHUFFLE(3, 1, 2, 0));
+        __m256i ge = _mm256_castps_si256(_mm256_cmp_ps(v, thr, _CMP_GE_OQ));
+        __m256i code = _mm256_and_si256(_mm256_blendv_epi8(cw, _mm256_srli_epi32(cw, 8), ge), ff);
+        __m256 d255 = _mm256_and_ps(_mm256_sub_ps(m255, v), absmask), d254 = _mm256_and_ps(_mm256_sub_ps(m254, v), absmask);
+        __m256 d1 = _mm256_and_ps(_mm256_sub_ps(m1, v), absmask), d0 = _mm256_and_ps(_mm256_sub_ps(m0, v), absmask);
+        __m256i big = _mm256_sub_epi32(_mm256_set1_epi32(254), _mm256_castps_si256(_mm256_cmp_ps(d255, d254, _CMP_LT_OQ)));
+        __m256i small = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_castps_si256(_mm256_cmp_ps(d1, d0, _CMP_LT_OQ)));
+        code = _mm256_blendv_epi8(code, big, _mm256_castps_si256(_mm256_cmp_ps(v, _mm256_set1_ps(QF_CLAMP), _CMP_GT_OQ)));
+        code = _mm256_blendv_epi8(code, small, _mm256_castps_si256(_mm256_cmp_ps(v, _mm256_set1_ps(-QF_CLAMP), _CMP_LT_OQ)));
         __m256i bytes = _mm256_shuffle_epi8(code, pick);
         __m128i packed = _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1));
         _mm_storel_epi64((__m128i *)(codes + i), packed);
     }
     for (; i < n; i++)
-        codes[i] = qfast_encode(map, tab, x[i]);
+        codes[i] = qfast_encode(map, qfast[m], x[i]);
 }
 static void qmap_encode_n_base(uint8_t *codes, const float *x, size_t n, int m)
 {
