@@ -7,7 +7,7 @@
 #include "cpu/tensor_io.h"
 
 /* bf16 <-> fp16 in one pass: exact via fp32 (bf16 -> fp32 is a shift), rounded once. */
-CPU_BODY void bf16_to_f16_body(uint16_t *restrict y, const uint16_t *restrict x, size_t n)
+CPU_BODY void bf16_to_f16_vec_body(uint16_t *restrict y, const uint16_t *restrict x, size_t n)
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++)
@@ -21,7 +21,42 @@ CPU_BODY void f16_to_bf16_body(uint16_t *restrict y, const uint16_t *restrict x,
         y[i] = oom_f32_to_bf16(oom_f16_to_f32(x[i]));
 }
 
-CPU_MULTIVERSION(bf16_to_f16, (uint16_t *restrict y, const uint16_t *restrict x, size_t n), (y, x, n))
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* bf16_to_f16_body with F16C: vcvtps2ph with round-to-nearest-even gives oom_f32_to_f16's bits for
+ * every non-NaN input (overflow to inf and fp16 subnormals included); NaNs, whose payload it keeps,
+ * are set to oom_f32_to_f16's quiet 0x7e00 with the sign. */
+__attribute__((target("avx2,fma,f16c"))) static void bf16_to_f16_f16c(uint16_t *restrict y,
+                                                                      const uint16_t *restrict x, size_t n)
+{
+    const __m128i abs = _mm_set1_epi16(0x7fff), inf = _mm_set1_epi16(0x7f80), qnan = _mm_set1_epi16(0x7e00),
+                  sign = _mm_set1_epi16((short)0x8000);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(x + i));
+        __m256 f = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+        __m128i r = _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m128i nan = _mm_cmpgt_epi16(_mm_and_si128(h, abs), inf);
+        r = _mm_blendv_epi8(r, _mm_or_si128(_mm_and_si128(h, sign), qnan), nan);
+        _mm_storeu_si128((__m128i *)(y + i), r);
+    }
+    for (; i < n; i++)
+        y[i] = oom_f32_to_f16(oom_bf16_to_f32(x[i]));
+}
+#endif
+
+CPU_MULTIVERSION(bf16_to_f16_vec, (uint16_t *restrict y, const uint16_t *restrict x, size_t n), (y, x, n))
+
+static void bf16_to_f16(uint16_t *restrict y, const uint16_t *restrict x, size_t n)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
+        bf16_to_f16_f16c(y, x, n);
+        return;
+    }
+#endif
+    bf16_to_f16_vec(y, x, n);
+}
 CPU_MULTIVERSION(f16_to_bf16, (uint16_t *restrict y, const uint16_t *restrict x, size_t n), (y, x, n))
 
 static void cast_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
