@@ -156,84 +156,10 @@ CPU_BODY void dropout_bwd_body(float *dx, const uint8_t *restrict mask, const fl
         dx[i] = mask[i] ? dy[i] * scale : 0.0f;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-
-/* x * c mod 2^64 in each 64-bit lane, from 32 x 32 -> 64-bit multiplies (AVX2 has no 64-bit one). */
-__attribute__((target("avx2,fma"))) static inline __m256i mul64c(__m256i x, uint64_t c)
-{
-    const __m256i clo = _mm256_set1_epi64x((long long)(c & 0xffffffffu)), chi = _mm256_set1_epi64x((long long)(c >> 32));
-    __m256i lo = _mm256_mul_epu32(x, clo);
-    __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(x, 32), clo), _mm256_mul_epu32(x, chi));
-    return _mm256_add_epi64(lo, _mm256_slli_epi64(cross, 32));
-}
-
-/* oom_splitmix64 in each 64-bit lane: the same steps, so the same bits. */
-__attribute__((target("avx2,fma"))) static inline __m256i splitmix4(__m256i x)
-{
-    x = _mm256_add_epi64(x, _mm256_set1_epi64x((long long)0x9e3779b97f4a7c15ull));
-    x = mul64c(_mm256_xor_si256(x, _mm256_srli_epi64(x, 30)), 0xbf58476d1ce4e5b9ull);
-    x = mul64c(_mm256_xor_si256(x, _mm256_srli_epi64(x, 27)), 0x94d049bb133111ebull);
-    return _mm256_xor_si256(x, _mm256_srli_epi64(x, 31));
-}
-
-/* dropout_fwd_body, 8 elements a step: oom_dropout_keep's draw r >> 40 of 4 lanes at a time,
- * converted and compared as there (24 bits: exact in fp32). */
-__attribute__((target("avx2,fma"))) static void dropout_fwd_avx2(float *y, uint8_t *restrict mask, const float *x,
-                                                                 size_t n, uint64_t seed, size_t i0, float p,
-                                                                 float scale)
-{
-    const __m256i vseed = _mm256_set1_epi64x((long long)seed), eight = _mm256_set1_epi64x(8);
-    const __m256 vp = _mm256_set1_ps(p), vscale = _mm256_set1_ps(scale), ulp = _mm256_set1_ps(1.0f / 16777216.0f);
-    const __m256i one = _mm256_set1_epi32(1);
-    const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
-                                          -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    __m256i ia = _mm256_add_epi64(_mm256_set1_epi64x((long long)i0), _mm256_setr_epi64x(0, 1, 2, 3));
-    __m256i ib = _mm256_add_epi64(ia, _mm256_set1_epi64x(4));
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256i ra = _mm256_srli_epi64(splitmix4(_mm256_xor_si256(vseed, splitmix4(ia))), 40);
-        __m256i rb = _mm256_srli_epi64(splitmix4(_mm256_xor_si256(vseed, splitmix4(ib))), 40);
-        ia = _mm256_add_epi64(ia, eight);
-        ib = _mm256_add_epi64(ib, eight);
-        /* low halves, element order 0 1 4 5 | 2 3 6 7, then 0..7 */
-        __m256i r = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(ra), _mm256_castsi256_ps(rb),
-                                                          _MM_SHUFFLE(2, 0, 2, 0)));
-        r = _mm256_permute4x64_epi64(r, _MM_SHUFFLE(3, 1, 2, 0));
-        __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(r), ulp);
-        __m256 keep = _mm256_cmp_ps(u, vp, _CMP_GE_OQ);
-        _mm256_storeu_ps(y + i, _mm256_and_ps(keep, _mm256_mul_ps(_mm256_loadu_ps(x + i), vscale)));
-        __m256i bytes = _mm256_shuffle_epi8(_mm256_and_si256(_mm256_castps_si256(keep), one), pick);
-        __m128i packed = _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1));
-        _mm_storel_epi64((__m128i *)(mask + i), packed);
-    }
-    for (; i < n; i++) {
-        int keep = oom_dropout_keep(seed, i0 + i, p);
-        mask[i] = (uint8_t)keep;
-        y[i] = keep ? x[i] * scale : 0.0f;
-    }
-}
-
-static void dropout_fwd_base(float *y, uint8_t *restrict mask, const float *x, size_t n, uint64_t seed, size_t i0,
-                             float p, float scale)
-{
-    dropout_fwd_body(y, mask, x, n, seed, i0, p, scale);
-}
-
-static void dropout_fwd(float *y, uint8_t *restrict mask, const float *x, size_t n, uint64_t seed, size_t i0, float p,
-                        float scale)
-{
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        dropout_fwd_avx2(y, mask, x, n, seed, i0, p, scale);
-    else
-        dropout_fwd_base(y, mask, x, n, seed, i0, p, scale);
-}
-#else
 CPU_MULTIVERSION(dropout_fwd,
                  (float *y, uint8_t *restrict mask, const float *x, size_t n, uint64_t seed, size_t i0, float p,
                   float scale),
                  (y, mask, x, n, seed, i0, p, scale))
-#endif
 CPU_MULTIVERSION(dropout_bwd, (float *dx, const uint8_t *restrict mask, const float *dy, size_t n, float scale),
                  (dx, mask, dy, n, scale))
 
