@@ -310,12 +310,36 @@ OOM_HD uint64_t oom_splitmix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
-/* 1 if element i survives dropout with probability p under this seed. */
-OOM_HD int oom_dropout_keep(uint64_t seed, uint64_t i, float p)
+/* Dropout's random bits: the SplitMix64 sequence of the seed's stream, one 64-bit draw serving
+ * two elements (as one Philox call serves four in PyTorch), 24 bits each: bits 8-31 of the
+ * draw for the even element, bits 40-63 for the odd one. */
+OOM_HD uint64_t oom_dropout_stream(uint64_t seed)
 {
-    uint64_t r = oom_splitmix64(seed ^ oom_splitmix64(i));
-    float u = (float)(int32_t)(r >> 40) * (1.0f / 16777216.0f); /* 24 random bits in [0, 1) */
-    return u >= p;
+    return oom_splitmix64(seed);
+}
+
+#define OOM_DROPOUT_GAMMA 0x9e3779b97f4a7c15ull
+
+OOM_HD uint64_t oom_dropout_draw(uint64_t stream, uint64_t pair)
+{
+    return oom_splitmix64(stream + pair * OOM_DROPOUT_GAMMA);
+}
+
+OOM_HD uint32_t oom_dropout_bits(uint64_t draw, uint64_t i)
+{
+    return (uint32_t)(draw >> (i & 1 ? 32 : 0)) >> 8;
+}
+
+/* Elements whose 24 bits reach this survive: u = bits / 2^24 >= p. */
+OOM_HD uint32_t oom_dropout_threshold(float p)
+{
+    return (uint32_t)ceilf(p * 16777216.0f);
+}
+
+/* 1 if element i survives dropout. */
+OOM_HD int oom_dropout_keep(uint64_t stream, uint64_t i, uint32_t threshold)
+{
+    return oom_dropout_bits(oom_dropout_draw(stream, i >> 1), i) >= threshold;
 }
 
 /* The uniform [0, 1) draw behind K_RAND_UNIFORM and K_RANDINT: 53 random bits of element i. */

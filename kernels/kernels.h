@@ -81,8 +81,9 @@
  * K_SWIGLU_FWD      y = silu(gate) * up (Llama's MLP); dims {rows, F, packed}; tensors as GEGLU
  * K_SWIGLU_BWD      tensors{gate, up, dy, dgate, dup}
  *
- * K_DROPOUT_FWD     mask[i] = keep with probability 1 - p (counter-based RNG: splitmix64 of
- *     seed and i, so any device draws the same mask); y = x * mask / (1 - p)
+ * K_DROPOUT_FWD     mask[i] = keep with probability 1 - p (counter-based RNG: the SplitMix64
+ *     sequence of the seed, one draw per two elements, so any device draws the same mask);
+ *     y = x * mask / (1 - p)
  *     dims {n, seed}; tensors{x: T [n], y: T [n], mask: u8 [n] (1 = kept)}; fparam {p}
  * K_DROPOUT_BWD     dx = dy * mask / (1 - p); dims {n}; tensors{dy, mask, dx}; fparam {p}
  *

@@ -1,6 +1,8 @@
 /* kernels_activation_test.c: GELU (tanh, erf), SiLU, GEGLU and SwiGLU (separate and packed) and
  * dropout against naive double references in every dtype; backward kernels against finite
- * differences; dropout's mask deterministic, at the right rate and reused by its backward. */
+ * differences; the 16-bit unary activations over every input pattern, bit for bit the fp32
+ * kernel's result rounded; dropout's mask deterministic, at the right rate and reused by its
+ * backward. */
 #include "kernels_test_util.h"
 
 static double gelu_ref(double x, int tanh_approx)
@@ -61,6 +63,41 @@ static void unary_case(unsigned fwd, int64_t approx, int dt)
     free(ty);
     free(tdy);
     free(tdx);
+}
+
+/* Every bf16 or fp16 pattern as x (dy random): the 16-bit forward and backward (tables, or
+ * conversion for ReLU) give exactly the fp32 kernels' results on the same values, rounded. */
+static void unary_exhaustive_case(unsigned fwd, int64_t approx, int dt)
+{
+    const size_t n = 1u << 16;
+    uint16_t *x = malloc(n * 2), *dy = malloc(n * 2), *y = malloc(n * 2), *dx = malloc(n * 2);
+    float *dyf = rnd_vec(n, 3.0f);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (uint16_t)i;
+    tensor_from_f32(dy, dt, dyf, n);
+    float *xf = as_float(x, n, dt), *yf = zeros(n), *dxf = zeros(n);
+    free(dyf);
+    dyf = as_float(dy, n, dt);
+    struct kernel_call k = KCALL(fwd, dt, (int64_t)n, approx), kf = KCALL(fwd, DT_F32, (int64_t)n, approx);
+    run(&k, (void *[]){x, y});
+    run(&kf, (void *[]){xf, yf});
+    k.kernel = kf.kernel = fwd + 1;
+    k.ntensors = kf.ntensors = 3;
+    run(&k, (void *[]){x, dy, dx});
+    run(&kf, (void *[]){xf, dyf, dxf});
+    uint16_t *want_y = typed(yf, n, dt), *want_dx = typed(dxf, n, dt);
+    size_t bad_y = 0, bad_dx = 0, first = n;
+    for (size_t i = 0; i < n; i++) {
+        bad_y += y[i] != want_y[i];
+        bad_dx += dx[i] != want_dx[i];
+        if (first == n && (y[i] != want_y[i] || dx[i] != want_dx[i]))
+            first = i;
+    }
+    ok(bad_y == 0 && bad_dx == 0, "%s approx=%lld (%s): all %zu patterns as the fp32 kernel rounds them (%zu y, %zu dx differ; first 0x%04zx)",
+       kernel_get(fwd)->name, (long long)approx, dtype_name((enum dtype)dt), n, bad_y, bad_dx, first);
+    void *all[] = {x, dy, y, dx, dyf, xf, yf, dxf, want_y, want_dx};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        free(all[i]);
 }
 
 /* ---- gated: geglu, swiglu; separate or packed [up | gate] rows ---- */
@@ -151,7 +188,7 @@ static void gated_case(unsigned fwd, int64_t approx, int dt)
 
 static void dropout_case(int dt)
 {
-    const size_t n = 20000;
+    const size_t n = 20001; /* ten chunks and an odd tail */
     const float p = 0.25f;
     float *x = rnd_vec(n, 1.0f);
     round_to(x, n, dt);
@@ -162,6 +199,12 @@ static void dropout_case(int dt)
     run(&k, (void *[]){tx, ty, mask});
     run(&k, (void *[]){tx, tdx, mask2});
     ok(memcmp(mask, mask2, n) == 0, "dropout (%s): same seed, same mask", dtype_name((enum dtype)dt));
+    /* the mask is elementwise.h's definition, which the CUDA kernel evaluates per element */
+    const uint64_t stream = oom_dropout_stream(42);
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++)
+        off += mask[i] != oom_dropout_keep(stream, i, oom_dropout_threshold(p));
+    ok(off == 0, "dropout (%s): every mask bit as oom_dropout_keep draws it (%zu differ)", dtype_name((enum dtype)dt), off);
     size_t kept = 0;
     double *ref = malloc(n * sizeof *ref);
     for (size_t i = 0; i < n; i++) {
@@ -187,8 +230,23 @@ static void dropout_case(int dt)
     free(ref);
 }
 
+/* The draw behind the masks: SplitMix64 of the stream, two elements per 64-bit draw. */
+static void dropout_rng_case(void)
+{
+    const uint64_t d = 0x0123456789abcdefull;
+    ok(oom_dropout_bits(d, 4) == 0x89abcdu && oom_dropout_bits(d, 5) == 0x012345u,
+       "an even element takes bits 8-31 of its pair's draw, an odd one bits 40-63");
+    /* SplitMix64's published first output for seed 0 */
+    ok(oom_dropout_draw(0, 0) == 0xe220a8397b1dcdafull, "draw 0 of stream 0 is SplitMix64's first output");
+    ok(oom_dropout_draw(7, 3) == oom_splitmix64(7 + 3 * OOM_DROPOUT_GAMMA), "draw j of a stream is its j-th SplitMix64 step");
+    ok(oom_dropout_threshold(0.0f) == 0 && oom_dropout_threshold(0.25f) == 4194304u &&
+           oom_dropout_threshold(1e-9f) == 1u,
+       "threshold: p = 0 keeps every draw, p = 0.25 keeps bits >= 2^22, any p > 0 drops bits 0");
+}
+
 int main(void)
 {
+    dropout_rng_case();
     for (unsigned d = 0; d < 3; d++) {
         int dt = test_dtypes[d];
         unary_case(K_GELU_FWD, 1, dt);
@@ -198,6 +256,13 @@ int main(void)
         gated_case(K_GEGLU_FWD, 0, dt);
         gated_case(K_SWIGLU_FWD, 0, dt);
         dropout_case(dt);
+        if (dt != DT_F32) {
+            unary_exhaustive_case(K_GELU_FWD, 1, dt);
+            unary_exhaustive_case(K_GELU_FWD, 0, dt);
+            unary_exhaustive_case(K_SILU_FWD, 0, dt);
+            unary_exhaustive_case(K_QUICK_GELU_FWD, 0, dt);
+            unary_exhaustive_case(K_RELU_FWD, 0, dt);
+        }
     }
     return done_testing();
 }

@@ -1,7 +1,7 @@
-/* activation.c: CPU GELU, SiLU, their gated forms (GEGLU, SwiGLU) and dropout, forward and
- * backward, on the per-element math of elementwise.h; GELU, SiLU and dropout as vectorized loops
- * over fp32 chunks (cpu_vec.h). */
+/* activation.c: CPU GELU, SiLU and their gated forms (GEGLU, SwiGLU), forward and backward, on
+ * the per-element math of elementwise.h; GELU and SiLU as unary activations (cpu_unary.h). */
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_unary.h"
 #include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
 
@@ -20,29 +20,29 @@ static inline float silu_dx(float x, float dy)
     return dy * oom_silu_grad(x);
 }
 
-CPU_UNARY_LOOPS(gelu_tanh, oom_gelu_tanh, gelu_tanh_dx)
-CPU_UNARY_LOOPS(gelu_erf, oom_gelu_erf, gelu_erf_dx)
-CPU_UNARY_LOOPS(silu, oom_silu, silu_dx)
+CPU_UNARY(gelu_tanh, oom_gelu_tanh, gelu_tanh_dx, 1)
+CPU_UNARY(gelu_erf, oom_gelu_erf, gelu_erf_dx, 1)
+CPU_UNARY(silu, oom_silu, silu_dx, 1)
 
 /* GELU's dims[1] picks tanh or erf. */
 static void gelu_fwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
 {
-    cpu_unary_fwd(k, t, i0, len, k->dims[1] ? gelu_tanh_fwd : gelu_erf_fwd);
+    cpu_unary_fwd(k, t, i0, len, k->dims[1] ? &gelu_tanh : &gelu_erf);
 }
 
 static void gelu_bwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
 {
-    cpu_unary_bwd(k, t, i0, len, k->dims[1] ? gelu_tanh_bwd : gelu_erf_bwd);
+    cpu_unary_bwd(k, t, i0, len, k->dims[1] ? &gelu_tanh : &gelu_erf);
 }
 
 static void silu_fwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
 {
-    cpu_unary_fwd(k, t, i0, len, silu_fwd);
+    cpu_unary_fwd(k, t, i0, len, &silu);
 }
 
 static void silu_bwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
 {
-    cpu_unary_bwd(k, t, i0, len, silu_bwd);
+    cpu_unary_bwd(k, t, i0, len, &silu);
 }
 
 int cpu_gelu_fwd(const struct kernel_call *k, void *const *t, struct err *e)
@@ -135,61 +135,4 @@ int cpu_swiglu_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 int cpu_swiglu_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
     return glu_bwd(k, t);
-}
-
-/* mask = keep(seed, i0 + i); y = x * mask * scale. y may be x. */
-CPU_BODY void dropout_fwd_body(float *y, uint8_t *restrict mask, const float *x, size_t n, uint64_t seed, size_t i0,
-                               float p, float scale)
-{
-#pragma omp simd
-    for (size_t i = 0; i < n; i++) {
-        int keep = oom_dropout_keep(seed, i0 + i, p);
-        mask[i] = (uint8_t)keep;
-        y[i] = keep ? x[i] * scale : 0.0f;
-    }
-}
-
-CPU_BODY void dropout_bwd_body(float *dx, const uint8_t *restrict mask, const float *dy, size_t n, float scale)
-{
-#pragma omp simd
-    for (size_t i = 0; i < n; i++)
-        dx[i] = mask[i] ? dy[i] * scale : 0.0f;
-}
-
-CPU_MULTIVERSION(dropout_fwd,
-                 (float *y, uint8_t *restrict mask, const float *x, size_t n, uint64_t seed, size_t i0, float p,
-                  float scale),
-                 (y, mask, x, n, seed, i0, p, scale))
-CPU_MULTIVERSION(dropout_bwd, (float *dx, const uint8_t *restrict mask, const float *dy, size_t n, float scale),
-                 (dx, mask, dy, n, scale))
-
-static void dropout_fwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
-{
-    const float p = k->fparam[0];
-    float buf[CPU_CHUNK];
-    const float *x = chunk_in(t[0], k->dtype, i0, len, buf);
-    float *y = chunk_out(t[1], k->dtype, i0, buf);
-    dropout_fwd(y, (uint8_t *)t[2] + i0, x, len, (uint64_t)k->dims[1], i0, p, 1.0f / (1.0f - p));
-    chunk_put(t[1], k->dtype, i0, len, y);
-}
-
-static void dropout_bwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
-{
-    float buf[CPU_CHUNK];
-    const float *dy = chunk_in(t[0], k->dtype, i0, len, buf);
-    float *dx = chunk_out(t[2], k->dtype, i0, buf);
-    dropout_bwd(dx, (const uint8_t *)t[1] + i0, dy, len, 1.0f / (1.0f - k->fparam[0]));
-    chunk_put(t[2], k->dtype, i0, len, dx);
-}
-
-int cpu_dropout_fwd(const struct kernel_call *k, void *const *t, struct err *e)
-{
-    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, dropout_fwd_chunk);
-    return 0;
-}
-
-int cpu_dropout_bwd(const struct kernel_call *k, void *const *t, struct err *e)
-{
-    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, dropout_bwd_chunk);
-    return 0;
 }

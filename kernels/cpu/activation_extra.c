@@ -1,9 +1,10 @@
 /* activation_extra.c: CPU ReLU and quick GELU (x * sigmoid(1.702 x), CLIP's activation), forward
- * and backward (vectorized loops over fp32 chunks, cpu_vec.h), and the rotary position embedding
+ * and backward (unary activations, cpu_unary.h), and the rotary position embedding
  * (forward rotation, or its inverse for backward). */
 #include <string.h>
 
 #include "cpu/cpu_kernels_extra.h"
+#include "cpu/cpu_unary.h"
 #include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
 
@@ -12,27 +13,27 @@ static inline float quick_gelu_dx(float x, float dy)
     return dy * oom_quick_gelu_grad(x);
 }
 
-CPU_UNARY_LOOPS(relu, oom_relu, oom_relu_bwd)
-CPU_UNARY_LOOPS(quick_gelu, oom_quick_gelu, quick_gelu_dx)
+CPU_UNARY(relu, oom_relu, oom_relu_bwd, 0)
+CPU_UNARY(quick_gelu, oom_quick_gelu, quick_gelu_dx, 1)
 
 static void relu_fwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
 {
-    cpu_unary_fwd(k, t, i0, len, relu_fwd);
+    cpu_unary_fwd(k, t, i0, len, &relu);
 }
 
 static void relu_bwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
 {
-    cpu_unary_bwd(k, t, i0, len, relu_bwd);
+    cpu_unary_bwd(k, t, i0, len, &relu);
 }
 
 static void quick_gelu_fwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
 {
-    cpu_unary_fwd(k, t, i0, len, quick_gelu_fwd);
+    cpu_unary_fwd(k, t, i0, len, &quick_gelu);
 }
 
 static void quick_gelu_bwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
 {
-    cpu_unary_bwd(k, t, i0, len, quick_gelu_bwd);
+    cpu_unary_bwd(k, t, i0, len, &quick_gelu);
 }
 
 int cpu_relu_fwd(const struct kernel_call *k, void *const *t, struct err *e)

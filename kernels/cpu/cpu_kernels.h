@@ -39,6 +39,7 @@ CPU_KERNEL(cpu_geglu_fwd);
 CPU_KERNEL(cpu_geglu_bwd);
 CPU_KERNEL(cpu_swiglu_fwd);
 CPU_KERNEL(cpu_swiglu_bwd);
+/* dropout.c */
 CPU_KERNEL(cpu_dropout_fwd);
 CPU_KERNEL(cpu_dropout_bwd);
 /* pointwise.c */

@@ -69,46 +69,4 @@ typedef void cpu_chunk_fn(const struct kernel_call *k, void *const *t, size_t i0
  * Chunk boundaries do not depend on the split, so neither do the results. */
 void cpu_for_chunks(const struct kernel_call *k, void *const *t, size_t n, size_t chunk, cpu_chunk_fn *fn);
 
-/* ---- unary activations: y = f(x), dx = grad(x, dy) ---- */
-
-typedef void cpu_fwd_loop(float *y, const float *x, size_t n);
-typedef void cpu_bwd_loop(float *dx, const float *x, const float *dy, size_t n);
-
-/* Defines the loops name##_fwd (cpu_fwd_loop) and name##_bwd (cpu_bwd_loop) from the
- * per-element f(x) and grad(x, dy). y may be x, dx may be x or dy (same index only). */
-#define CPU_UNARY_LOOPS(name, f, grad)                                                    \
-    CPU_BODY void name##_fwd_body(float *y, const float *x, size_t n)                     \
-    {                                                                                     \
-        _Pragma("omp simd") for (size_t i = 0; i < n; i++) y[i] = f(x[i]);               \
-    }                                                                                     \
-    CPU_BODY void name##_bwd_body(float *dx, const float *x, const float *dy, size_t n)   \
-    {                                                                                     \
-        _Pragma("omp simd") for (size_t i = 0; i < n; i++) dx[i] = grad(x[i], dy[i]);    \
-    }                                                                                     \
-    CPU_MULTIVERSION(name##_fwd, (float *y, const float *x, size_t n), (y, x, n))        \
-    CPU_MULTIVERSION(name##_bwd, (float *dx, const float *x, const float *dy, size_t n), (dx, x, dy, n))
-
-/* One chunk of a forward kernel, tensors {x, y}. */
-static inline void cpu_unary_fwd(const struct kernel_call *k, void *const *t, size_t i0, size_t len,
-                                 cpu_fwd_loop *loop)
-{
-    float buf[CPU_CHUNK];
-    const float *x = chunk_in(t[0], k->dtype, i0, len, buf);
-    float *y = chunk_out(t[1], k->dtype, i0, buf);
-    loop(y, x, len);
-    chunk_put(t[1], k->dtype, i0, len, y);
-}
-
-/* One chunk of a backward kernel, tensors {x, dy, dx}. */
-static inline void cpu_unary_bwd(const struct kernel_call *k, void *const *t, size_t i0, size_t len,
-                                 cpu_bwd_loop *loop)
-{
-    float xb[CPU_CHUNK], gb[CPU_CHUNK];
-    const float *x = chunk_in(t[0], k->dtype, i0, len, xb);
-    const float *dy = chunk_in(t[1], k->dtype, i0, len, gb);
-    float *dx = chunk_out(t[2], k->dtype, i0, gb);
-    loop(dx, x, dy, len);
-    chunk_put(t[2], k->dtype, i0, len, dx);
-}
-
 #endif

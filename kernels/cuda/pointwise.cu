@@ -62,20 +62,21 @@ __global__ void glu_bwd(int a, int packed, int dt, size_t n, int64_t F, const vo
     }
 }
 
-__global__ void dropout_fwd(int dt, size_t n, uint64_t seed, float p, const void *x, void *y, uint8_t *mask)
+__global__ void dropout_fwd(int dt, size_t n, uint64_t stream, uint32_t threshold, float scale, const void *x, void *y,
+                            uint8_t *mask)
 {
     GRID_LOOP(i, n)
     {
-        int keep = oom_dropout_keep(seed, i, p);
+        int keep = oom_dropout_keep(stream, i, threshold);
         mask[i] = (uint8_t)keep;
-        stt(y, dt, i, keep ? ldt(x, dt, i) / (1.0f - p) : 0.0f);
+        stt(y, dt, i, ldt(x, dt, i) * (keep ? scale : 0.0f));
     }
 }
 
-__global__ void dropout_bwd(int dt, size_t n, float p, const void *dy, const uint8_t *mask, void *dx)
+__global__ void dropout_bwd(int dt, size_t n, float scale, const void *dy, const uint8_t *mask, void *dx)
 {
     GRID_LOOP(i, n)
-    stt(dx, dt, i, mask[i] ? ldt(dy, dt, i) / (1.0f - p) : 0.0f);
+    stt(dx, dt, i, ldt(dy, dt, i) * (mask[i] ? scale : 0.0f));
 }
 
 __global__ void cast_kernel(int src, int dst, size_t n, const void *x, void *y)
@@ -161,10 +162,13 @@ cudaError_t cuda_pointwise_launch(const struct kernel_call *k, void *const *t, c
         break;
     }
     case K_DROPOUT_FWD:
-        dropout_fwd<<<grid_for(n), THREADS, 0, s>>>(dt, n, (uint64_t)d[1], k->fparam[0], t[0], t[1], (uint8_t *)t[2]);
+        dropout_fwd<<<grid_for(n), THREADS, 0, s>>>(dt, n, oom_dropout_stream((uint64_t)d[1]),
+                                                     oom_dropout_threshold(k->fparam[0]), 1.0f / (1.0f - k->fparam[0]),
+                                                     t[0], t[1], (uint8_t *)t[2]);
         break;
     case K_DROPOUT_BWD:
-        dropout_bwd<<<grid_for(n), THREADS, 0, s>>>(dt, n, k->fparam[0], t[0], (const uint8_t *)t[1], t[2]);
+        dropout_bwd<<<grid_for(n), THREADS, 0, s>>>(dt, n, 1.0f / (1.0f - k->fparam[0]), t[0], (const uint8_t *)t[1],
+                                                     t[2]);
         break;
     case K_CAST:
         cast_kernel<<<grid_for(n), THREADS, 0, s>>>(dt, (int)d[1], n, t[0], t[1]);

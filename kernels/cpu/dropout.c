@@ -1,0 +1,95 @@
+/* dropout.c: CPU dropout, forward (the mask from elementwise.h's counter-based draws, then
+ * y = x * mask / (1 - p)) and backward (dx = dy * mask / (1 - p)), as vectorized loops that read
+ * and write each dtype directly. */
+#include "cpu/cpu_kernels.h"
+#include "cpu/cpu_vec.h"
+
+/* mask[i] = keep(i0 + i). The draws of the pairs that elements [i0, i0 + n) fall in come first;
+ * on a little-endian CPU their 32-bit halves, in memory order, are then the elements' in order,
+ * each holding its 24 bits above 8 others. */
+CPU_BODY void dropout_mask_body(uint8_t *restrict mask, size_t n, uint64_t stream, size_t i0, uint32_t threshold)
+{
+    union {
+        uint64_t draw[CPU_CHUNK / 2 + 1];
+        uint32_t half[CPU_CHUNK + 2];
+    } r;
+    const size_t p0 = i0 / 2, pairs = (i0 + n + 1) / 2 - p0;
+    uint64_t state = stream + p0 * OOM_DROPOUT_GAMMA;
+    for (size_t j = 0; j < pairs; j++) {
+        r.draw[j] = oom_splitmix64(state); /* = oom_dropout_draw(stream, p0 + j) */
+        state += OOM_DROPOUT_GAMMA;
+    }
+    const uint32_t *half = r.half + (i0 & 1);
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        mask[i] = half[i] >> 8 >= threshold;
+}
+
+CPU_MULTIVERSION(dropout_mask, (uint8_t *restrict mask, size_t n, uint64_t stream, size_t i0, uint32_t threshold),
+                 (mask, n, stream, i0, threshold))
+
+static inline float f32_load(float v)
+{
+    return v;
+}
+
+static inline float f32_store(float v)
+{
+    return v;
+}
+
+/* name(y, x, mask, n, scale): y = x * mask * scale for elements of type T, in fp32 between load
+ * and store, as PyTorch computes it (a dropped NaN stays NaN). y may be x. */
+#define MASKED_SCALE(name, T, load, store)                                                                    \
+    CPU_BODY void name##_body(T *y, const T *x, const uint8_t *restrict mask, size_t n, float scale)         \
+    {                                                                                                         \
+        _Pragma("omp simd") for (size_t i = 0; i < n; i++) y[i] = store(load(x[i]) * (mask[i] ? scale : 0.0f)); \
+    }                                                                                                         \
+    CPU_MULTIVERSION(name, (T * y, const T *x, const uint8_t *restrict mask, size_t n, float scale),         \
+                     (y, x, mask, n, scale))
+
+MASKED_SCALE(masked_scale_f32, float, f32_load, f32_store)
+MASKED_SCALE(masked_scale_bf16, uint16_t, oom_bf16_to_f32, oom_f32_to_bf16)
+MASKED_SCALE(masked_scale_f16, uint16_t, oom_f16_to_f32, oom_f32_to_f16)
+
+/* Elements [i0, i0 + len) of y = x * mask * scale in the call's dtype. */
+static void masked_scale(int dt, void *y, const void *x, const uint8_t *mask, size_t i0, size_t len, float scale)
+{
+    if (dt == DT_BF16)
+        masked_scale_bf16((uint16_t *)y + i0, (const uint16_t *)x + i0, mask + i0, len, scale);
+    else if (dt == DT_F16)
+        masked_scale_f16((uint16_t *)y + i0, (const uint16_t *)x + i0, mask + i0, len, scale);
+    else
+        masked_scale_f32((float *)y + i0, (const float *)x + i0, mask + i0, len, scale);
+}
+
+static float dropout_scale(const struct kernel_call *k)
+{
+    return 1.0f / (1.0f - k->fparam[0]);
+}
+
+/* tensors {x, y, mask}; dims[1] the seed */
+static void dropout_fwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    uint8_t *mask = t[2];
+    dropout_mask(mask + i0, len, oom_dropout_stream((uint64_t)k->dims[1]), i0, oom_dropout_threshold(k->fparam[0]));
+    masked_scale(k->dtype, t[1], t[0], mask, i0, len, dropout_scale(k));
+}
+
+/* tensors {dy, mask, dx} */
+static void dropout_bwd_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    masked_scale(k->dtype, t[2], t[0], t[1], i0, len, dropout_scale(k));
+}
+
+int cpu_dropout_fwd(const struct kernel_call *k, void *const *t, struct err *e)
+{
+    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, dropout_fwd_chunk);
+    return 0;
+}
+
+int cpu_dropout_bwd(const struct kernel_call *k, void *const *t, struct err *e)
+{
+    cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, dropout_bwd_chunk);
+    return 0;
+}
