@@ -127,17 +127,18 @@ struct device *sim_device_create(const char *name, uint64_t total, uint64_t cont
     return d;
 }
 
-void sim_device_force_addresses(struct device *d, const uint64_t *addrs, size_t n)
+int sim_device_force_addresses(struct device *d, const uint64_t *addrs, size_t n)
 {
     struct sim *s = sim_of(d);
     free(s->forced);
     s->forced = n ? malloc(n * sizeof *addrs) : NULL;
+    s->nforced = s->iforced = 0;
     if (n && !s->forced)
-        abort();
+        return -1;
     if (n)
         memcpy(s->forced, addrs, n * sizeof *addrs);
     s->nforced = n;
-    s->iforced = 0;
+    return 0;
 }
 
 const struct gpu_profile *sim_device_profile(const struct device *d)

@@ -10,8 +10,9 @@
 
 /* total: what CUDA reports; context: bytes already used by the CUDA context (0 for a bare capacity). */
 struct device *sim_device_create(const char *name, uint64_t total, uint64_t context, const struct gpu_profile *profile);
-/* The next n segment allocations take these addresses (replay --same-addresses), then the policy resumes. */
-void sim_device_force_addresses(struct device *d, const uint64_t *addrs, size_t n);
+/* The next n segment allocations take these addresses (replay --same-addresses), then the policy resumes.
+ * -1 without host memory for the list (no address is forced then). */
+int sim_device_force_addresses(struct device *d, const uint64_t *addrs, size_t n);
 const struct gpu_profile *sim_device_profile(const struct device *d);
 bool device_is_sim(const struct device *d);
 

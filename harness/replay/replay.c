@@ -13,13 +13,6 @@
 #include "replay/replay.h"
 #include "util/vec.h"
 
-/* Out of host memory in the middle of a replay leaves nothing sensible to report. */
-static void grow_or_abort(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (vec_grow(p, cap, need, elem))
-        abort();
-}
-
 struct live {
     uint64_t key;
     struct alloc_block *block;
@@ -51,7 +44,16 @@ struct run {
     /* recorded segments alive now, sorted by recorded address */
     struct seg_pair *pairs;
     size_t npairs, pairs_cap;
+    bool out_of_memory; /* a growth failed where no error could be returned; the run stops */
 };
+
+/* Grows a run's array to hold need elements; on failure marks the run out of memory. */
+static bool grow(struct run *r, void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (vec_grow(p, cap, need, elem))
+        r->out_of_memory = true;
+    return !r->out_of_memory;
+}
 
 static void warn(struct replay_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(struct replay_result *res, const char *fmt, ...)
@@ -80,8 +82,8 @@ static void on_trace(void *ctx, const struct alloc_trace_event *ev)
     struct run *r = ctx;
     if (ev->action != ACT_SEGMENT_ALLOC)
         return;
-    grow_or_abort((void **)&r->ours, &r->ours_cap, r->nours + 1, sizeof *r->ours);
-    r->ours[r->nours++] = (struct seg_log){ev->addr, ev->size, r->allocs_done};
+    if (grow(r, (void **)&r->ours, &r->ours_cap, r->nours + 1, sizeof *r->ours))
+        r->ours[r->nours++] = (struct seg_log){ev->addr, ev->size, r->allocs_done};
 }
 
 static size_t pair_index(const struct run *r, uint64_t rec_addr) /* first pair with rec_addr >= rec_addr */
@@ -104,7 +106,8 @@ static void pair_add(struct run *r, uint64_t rec_addr, uint64_t size, uint64_t o
         r->pairs[i] = (struct seg_pair){rec_addr, size, our_addr};
         return;
     }
-    grow_or_abort((void **)&r->pairs, &r->pairs_cap, r->npairs + 1, sizeof *r->pairs);
+    if (!grow(r, (void **)&r->pairs, &r->pairs_cap, r->npairs + 1, sizeof *r->pairs))
+        return;
     memmove(&r->pairs[i + 1], &r->pairs[i], (r->npairs - i) * sizeof *r->pairs);
     r->pairs[i] = (struct seg_pair){rec_addr, size, our_addr};
     r->npairs++;
@@ -166,13 +169,16 @@ static int do_alloc(struct run *r, const struct replay_event *ev, struct err *e)
         return err_prefix(e, "%s: event %zu: ", r->in->name, ev->index);
     r->allocs_done++;
     if (rc == 1) {
-        grow_or_abort((void **)&r->res->ooms, &r->ooms_cap, r->res->nooms + 1, sizeof *r->res->ooms);
+        if (!grow(r, (void **)&r->res->ooms, &r->ooms_cap, r->res->nooms + 1, sizeof *r->res->ooms))
+            return 0;
         struct replay_oom *o = &r->res->ooms[r->res->nooms++];
         o->event = ev->index;
         alloc_oom_message(&oom, 0, o->message, sizeof o->message);
     } else if (b) {
-        if (!(l = calloc(1, sizeof *l)))
-            abort();
+        if (!(l = calloc(1, sizeof *l))) {
+            r->out_of_memory = true;
+            return 0;
+        }
         l->key = ev->key;
         l->block = b;
         HASH_ADD(hh, r->live, key, sizeof l->key, l);
@@ -215,18 +221,19 @@ static int restore_initial(struct run *r, struct device *dev, struct err *e)
         return 0;
     uint64_t *addrs = malloc(in->ninitial * sizeof *addrs);
     if (!addrs)
-        abort();
+        return err_set(e, ERR_INTERNAL, "out of host memory restoring %zu segments", in->ninitial);
     for (size_t i = 0; i < in->ninitial; i++)
         addrs[i] = in->initial[i].address;
-    if (device_is_sim(dev))
-        sim_device_force_addresses(dev, addrs, in->ninitial);
+    int rc = device_is_sim(dev) ? sim_device_force_addresses(dev, addrs, in->ninitial) : 0;
     free(addrs);
+    if (rc)
+        return err_set(e, ERR_INTERNAL, "out of host memory restoring %zu segments", in->ninitial);
     for (size_t i = 0; i < in->ninitial; i++) {
         const struct replay_segment *s = &in->initial[i];
         struct alloc_block **handles = calloc(s->nblocks + 1, sizeof *handles);
         uint64_t addr;
         if (!handles)
-            abort();
+            return err_set(e, ERR_INTERNAL, "out of host memory restoring a segment of %zu blocks", s->nblocks);
         if (allocator_restore_segment(r->a, s->size, s->stream, s->small, s->blocks, s->nblocks, handles, &addr, e)) {
             free(handles);
             return err_prefix(e, "%s: restoring the segment at 0x%" PRIx64 " live at trace start: ", in->name,
@@ -235,8 +242,10 @@ static int restore_initial(struct run *r, struct device *dev, struct err *e)
         pair_add(r, s->address, s->size, addr);
         for (size_t k = 0; k < s->nblocks; k++) {
             struct live *l = calloc(1, sizeof *l);
-            if (!l)
-                abort();
+            if (!l) {
+                free(handles);
+                return err_set(e, ERR_INTERNAL, "out of host memory restoring a segment of %zu blocks", s->nblocks);
+            }
             l->key = s->keys[k];
             l->block = handles[k];
             HASH_ADD(hh, r->live, key, sizeof l->key, l);
@@ -246,20 +255,21 @@ static int restore_initial(struct run *r, struct device *dev, struct err *e)
     return 0;
 }
 
-static void force_recorded_addresses(const struct replay_input *in, struct device *dev)
+static int force_recorded_addresses(const struct replay_input *in, struct device *dev, struct err *e)
 {
     size_t n = 0;
     for (size_t i = 0; i < in->nevents; i++)
         n += in->events[i].op == RP_RECORDED_SEGMENT_ALLOC;
     uint64_t *addrs = malloc((n + 1) * sizeof *addrs);
     if (!addrs)
-        abort();
+        return err_set(e, ERR_INTERNAL, "out of host memory for %zu recorded segment addresses", n);
     n = 0;
     for (size_t i = 0; i < in->nevents; i++)
         if (in->events[i].op == RP_RECORDED_SEGMENT_ALLOC)
             addrs[n++] = in->events[i].key;
-    sim_device_force_addresses(dev, addrs, n);
+    int rc = sim_device_force_addresses(dev, addrs, n);
     free(addrs);
+    return rc ? err_set(e, ERR_INTERNAL, "out of host memory for %zu recorded segment addresses", n) : 0;
 }
 
 /* A recorded segment_free (empty_cache, or PyTorch's own release before a retry): the model releases its
@@ -289,8 +299,10 @@ static void check_final(struct run *r)
 {
     const struct alloc_snapshot *rec = &r->in->final;
     struct alloc_snapshot ours;
-    if (allocator_snapshot(r->a, &ours))
-        abort();
+    if (allocator_snapshot(r->a, &ours)) {
+        r->out_of_memory = true;
+        return;
+    }
     bool all = ours.nsegments == rec->nsegments;
     if (!all)
         mismatch(r->res, "final state: the model holds %zu segments, the snapshot %zu", ours.nsegments, rec->nsegments);
@@ -323,7 +335,7 @@ int replay_run(const struct replay_input *in, struct device *dev, const struct a
         return err_set(e, ERR_INTERNAL, "out of host memory");
     int rc = restore_initial(&r, dev, e);
     if (rc == 0 && opt->same_addresses && device_is_sim(dev))
-        force_recorded_addresses(in, dev);
+        rc = force_recorded_addresses(in, dev, e);
     allocator_set_trace(r.a, on_trace, &r);
     for (size_t i = 0; rc == 0 && i < in->nevents; i++) {
         const struct replay_event *ev = &in->events[i];
@@ -335,18 +347,22 @@ int replay_run(const struct replay_input *in, struct device *dev, const struct a
         case RP_RESET_ACCUMULATED: allocator_reset_accumulated_stats(r.a); break;
         case RP_RECORDED_SEGMENT_ALLOC:
             res->check.segment_allocs_recorded++;
-            grow_or_abort((void **)&r.recorded, &r.recorded_cap, r.nrecorded + 1, sizeof *r.recorded);
-            r.recorded[r.nrecorded++] = (struct seg_log){ev->key, ev->bytes, r.allocs_done};
+            if (grow(&r, (void **)&r.recorded, &r.recorded_cap, r.nrecorded + 1, sizeof *r.recorded))
+                r.recorded[r.nrecorded++] = (struct seg_log){ev->key, ev->bytes, r.allocs_done};
             break;
         case RP_RECORDED_SEGMENT_FREE: release_recorded(&r, ev); break;
         }
         res->events_replayed += ev->op != RP_RECORDED_SEGMENT_ALLOC && ev->op != RP_RECORDED_SEGMENT_FREE;
+        if (rc == 0 && r.out_of_memory)
+            rc = err_set(e, ERR_INTERNAL, "%s: event %zu: out of host memory", in->name, ev->index);
     }
     if (rc == 0 && in->is_snapshot) {
         pair_segments(&r);
         if (r.nours != r.nrecorded)
             mismatch(res, "the snapshot records %zu segment_allocs, the model made %zu", r.nrecorded, r.nours);
         check_final(&r);
+        if (r.out_of_memory)
+            rc = err_set(e, ERR_INTERNAL, "%s: out of host memory checking the final state", in->name);
     }
     res->stats = *allocator_stats(r.a);
     if (rc == 0 && allocator_snapshot(r.a, &res->final))
