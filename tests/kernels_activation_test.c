@@ -17,6 +17,21 @@ static double silu_ref(double x)
     return x / (1.0 + exp(-x));
 }
 
+static double gelu_grad_ref(double x, int tanh_approx)
+{
+    if (tanh_approx) {
+        const double c = sqrt(2.0 / M_PI), t = tanh(c * (x + 0.044715 * x * x * x));
+        return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * x * x);
+    }
+    return 0.5 * (1.0 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2.0 * M_PI);
+}
+
+static double silu_grad_ref(double x)
+{
+    const double s = 1.0 / (1.0 + exp(-x));
+    return s * (1.0 + x * (1.0 - s));
+}
+
 /* ---- unary: gelu (approx 0/1), silu ---- */
 
 struct unary {
@@ -54,6 +69,10 @@ static void unary_case(unsigned fwd, int64_t approx, int dt)
     k.kernel = fwd + 1;
     k.ntensors = 3;
     run(&k, (void *[]){tx, tdy, tdx});
+    for (size_t i = 0; i < n; i++)
+        ref[i] = u.w[i] * (fwd == K_GELU_FWD ? gelu_grad_ref(u.x[i], (int)approx) : silu_grad_ref(u.x[i]));
+    snprintf(msg, sizeof msg, "%s approx=%lld", kernel_get(fwd + 1)->name, (long long)approx);
+    check_close(tdx, dt, ref, n, kernel_get(fwd + 1)->tol[dt], msg);
     if (dt == DT_F32)
         fd_check(u.x, n, unary_loss, &u, tdx, FD_TOL, kernel_get(fwd + 1)->name);
     free(u.x);
