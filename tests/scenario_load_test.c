@@ -160,6 +160,27 @@ static void test_family_and_variants(void)
     scenario_free(&s);
 }
 
+/* Keys beside a preset override its choices, wherever they are written; the rest is the preset's. */
+static void test_preset_overrides(void)
+{
+    struct scenario s;
+    if (!ok(load(GOOD "preset-overrides.yaml", &s) == 0, "a preset with overrides loads"))
+        return;
+    const struct model_spec *m = &s.variants[0].job.model;
+    struct model_spec preset;
+    struct err e = {0};
+    preset_apply(&preset, "gpt2-large", &e);
+    is_str(m->preset, "gpt2-large", "the preset names the model");
+    is_int(m->attn, ATTN_EAGER, "attn: eager overrides the preset's SDPA (written before the preset)");
+    is_int(m->layers, 12, "layers: 12 overrides the preset's 36");
+    ok(m->dropout == 0.0f && preset.dropout == 0.1f, "dropout: 0 overrides the preset's 0.1");
+    is_int(m->hidden, preset.hidden, "hidden is the preset's");
+    is_int(m->heads, preset.heads, "heads is the preset's");
+    is_int(m->vocab, preset.vocab, "vocab is the preset's");
+    ok(m->tied_embeddings && m->causal, "the preset's choices stay where not overridden");
+    scenario_free(&s);
+}
+
 static void test_allocator_fixes(void)
 {
     struct scenario s;
@@ -192,11 +213,12 @@ static void test_directory(void)
         diag("%s", e.msg);
     if (rc)
         return;
-    is_int(n, 4, "every *.yaml in it");
+    is_int(n, 5, "every *.yaml in it");
     is_str(all[0].name, "flan-t5-xl-allocator", "in file-name order (allocator-fixes.yaml)");
     is_str(all[1].name, "gpt2-small-growth", "family-decoder.yaml");
     is_str(all[2].name, "flan-t5-xl-duplicate-conversion", "flan-t5-xl.yaml");
     is_str(all[3].name, "minimal", "minimal.yaml");
+    is_str(all[4].name, "preset-overrides", "preset-overrides.yaml");
     scenario_free_all(all, n);
 
     rc = scenario_load_dir_or_file("tests/data/scenarios/good/", &all, &n, &e);
@@ -236,6 +258,7 @@ int main(void)
     test_example();
     test_defaults();
     test_family_and_variants();
+    test_preset_overrides();
     test_allocator_fixes();
     test_directory();
     return done_testing();

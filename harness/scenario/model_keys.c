@@ -19,34 +19,16 @@ static void model_defaults(void *obj)
     memset(obj, 0, sizeof(struct model_input));
 }
 
-/* A preset fixes every dimension (the workload expands it when the job is validated), so it stands
- * alone; without one the model is the family and the dimensions written. Per-level lists must match
- * the number of levels. */
-static int check_model(const struct key_ctx *c, yaml_node_t *m, void *obj, struct err *e)
+/* Per-level lists must match the number of levels. */
+static int check_levels(const struct key_ctx *c, yaml_node_t *m, const struct model_input *in, struct err *e)
 {
-    struct model_input *in = obj;
-    yaml_node_t *preset_key = NULL;
-    if (yaml_mapping_get(c->doc, m, "preset", &preset_key)) {
-        for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-            yaml_node_t *k = yaml_doc_node(c->doc, p->key);
-            if (k != preset_key)
-                return yaml_doc_error(c->doc, k, e,
-                                      "%s.%s cannot be combined with %s.preset: a preset sets every dimension "
-                                      "(write the family and its dimensions instead)",
-                                      c->where, yaml_scalar_text(k), c->where);
-        }
-        return 0;
-    }
-    yaml_node_t *key = NULL;
-    if (!yaml_mapping_get(c->doc, m, "family", &key))
-        return yaml_doc_error(c->doc, m, e, "%s needs a preset, or a family with its dimensions", c->where);
     static const struct { const char *name; size_t count; } per_level[] = {
         {"transformer_depth", offsetof(struct model_input, ntransformer_depth)},
         {"attn_heads", offsetof(struct model_input, nattn_heads)},
     };
     for (size_t i = 0; i < COUNT(per_level); i++) {
         int n;
-        memcpy(&n, (char *)obj + per_level[i].count, sizeof n);
+        memcpy(&n, (const char *)in + per_level[i].count, sizeof n);
         yaml_node_t *list = yaml_mapping_get(c->doc, m, per_level[i].name, NULL);
         if (list && n != in->spec.nlevels)
             return yaml_doc_error(c->doc, list, e, "%s.%s has %d entries but channels has %d levels", c->where,
@@ -55,11 +37,40 @@ static int check_model(const struct key_ctx *c, yaml_node_t *m, void *obj, struc
     return 0;
 }
 
+static const struct key_table model_override_table;
+
+/* A preset fills every dimension; the other keys written beside it then override those (eager
+ * attention, dropout, fewer layers), so the model is expanded here rather than when the job is
+ * validated. The family comes with the preset. Without a preset the model is the family and the
+ * dimensions written. */
+static int check_model(const struct key_ctx *c, yaml_node_t *m, void *obj, struct err *e)
+{
+    struct model_input *in = obj;
+    yaml_node_t *family = NULL;
+    bool has_family = yaml_mapping_get(c->doc, m, "family", &family) != NULL;
+    if (in->spec.preset[0]) {
+        if (has_family)
+            return yaml_doc_error(c->doc, family, e,
+                                  "%s.family cannot be combined with %s.preset: the preset sets the family", c->where,
+                                  c->where);
+        char name[SPEC_NAME_MAX];
+        snprintf(name, sizeof name, "%s", in->spec.preset);
+        *in = (struct model_input){0};
+        if (preset_apply(&in->spec, name, e) < 0 || keytable_apply(&model_override_table, c, m, obj, e) < 0)
+            return -1;
+        return check_levels(c, m, in, e);
+    }
+    if (!has_family)
+        return yaml_doc_error(c->doc, m, e, "%s needs a preset, or a family with its dimensions", c->where);
+    return check_levels(c, m, in, e);
+}
+
 #define M struct model_input
 static const struct key model_keys[] = {
     {.name = "preset", .type = KEY_CUSTOM, FIELD(M, spec.preset), .parse = parse_preset,
      .doc_type = "preset name, see [Presets](#presets)", .zero_means = "none",
-     .help = "A published model; it sets every dimension, so no other model key may be given with it."},
+     .help = "A published model: it sets the family and every dimension; other model keys written beside it "
+             "override those (for instance `attn: eager`)."},
     K_ENUM(M, "family", spec.family, family_at, FAMILY_COUNT, "Model family, when no preset is given."),
     K_INT(M, "layers", spec.layers, 1, 4096, "unset", "Transformer blocks (T5: encoder layers)."),
     K_INT(M, "decoder_layers", spec.decoder_layers, 0, 4096, "same as layers", "T5 decoder layers."),
@@ -114,9 +125,15 @@ static const struct key model_keys[] = {
 
 const struct key_table scenario_model_table = {
     .name = "model",
-    .help = "The trained model: a `preset` (a published model with its exact parameter count), or a "
-            "`family` with its dimensions. Keys a family does not use are ignored by it.",
+    .help = "The trained model: a `preset` (a published model with its exact parameter count), with "
+            "any dimension or choice overridden, or a `family` with its dimensions. Keys a family does "
+            "not use are ignored by it.",
     .keys = model_keys, .nkeys = COUNT(model_keys), .obj_size = sizeof(struct model_input),
     .init = model_defaults, .check = check_model,
+};
+
+/* The same keys read again over an expanded preset (no defaults, no checks). */
+static const struct key_table model_override_table = {
+    .name = "model", .keys = model_keys, .nkeys = COUNT(model_keys), .obj_size = sizeof(struct model_input),
 };
 

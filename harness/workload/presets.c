@@ -273,6 +273,7 @@ int preset_apply(struct model_spec *m, const char *name, struct err *e)
     snprintf(keep, sizeof keep, "%s", name);
     memset(m, 0, sizeof *m);
     snprintf(m->preset, sizeof m->preset, "%s", keep);
+    snprintf(m->expanded_from, sizeof m->expanded_from, "%s", keep);
     p->fill(m, p->variant);
     return 0;
 }

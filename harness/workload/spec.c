@@ -66,7 +66,7 @@ static bool is_float(enum dtype d)
 
 int job_spec_validate(struct job_spec *s, struct err *e)
 {
-    if (s->model.preset[0]) {
+    if (s->model.preset[0] && strcmp(s->model.preset, s->model.expanded_from) != 0) {
         char name[SPEC_NAME_MAX];
         snprintf(name, sizeof name, "%s", s->model.preset);
         if (preset_apply(&s->model, name, e) < 0)

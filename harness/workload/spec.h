@@ -48,6 +48,9 @@ enum attn_impl { ATTN_EAGER, ATTN_SDPA, ATTN_COUNT };  /* unfused matmuls + mate
 /* The model: a preset name, or a family with its dimensions (preset_apply fills these from a preset). */
 struct model_spec {
     char preset[SPEC_NAME_MAX];  /* "" = described by the fields below */
+    /* The preset the fields were filled from (they may since have been overridden): validation
+     * expands `preset` only when it names another one. */
+    char expanded_from[SPEC_NAME_MAX];
     enum model_family family;
 
     /* transformers (decoder, encoder, T5, CLIP text) */
