@@ -139,10 +139,23 @@ static double train_seconds(const struct run_result *r)
 {
     double s = 0;
     for (size_t i = 0; i < r->nphases; i++)
-        if (strcmp(r->phases[i].name, "load") && strcmp(r->phases[i].name, "eval") &&
-            strcmp(r->phases[i].name, "decode") && strcmp(r->phases[i].name, "start"))
+        if (phase_is_training(r->phases[i].name))
             s += r->phases[i].seconds;
     return s;
+}
+
+/* Every step timed, and (two steps) their training kernel times add up to the training phases'. */
+static void check_step_times(const char *job, const char *dev, const struct run_result *r, int steps)
+{
+    double t = train_seconds(r);
+    is_int((int)r->steps_timed, steps, "%s on %s: every step timed", job, dev);
+    ok(r->step_seconds_min > 0 && r->step_seconds_min <= r->step_seconds_median &&
+           r->step_seconds_median <= r->step_seconds_max,
+       "%s on %s: step times %.4f <= %.4f <= %.4f s", job, dev, r->step_seconds_min, r->step_seconds_median,
+       r->step_seconds_max);
+    ok(steps == 2 && fabs(r->step_seconds_min + r->step_seconds_max - t) <= 1e-9 * t,
+       "%s on %s: the two steps' times add up to the training phases' %.4f s (load, eval, decode apart)", job, dev,
+       t);
 }
 
 static void compare(const char *job, const struct run_result *h, const struct probe *hp, const struct run_result *s,
@@ -204,6 +217,8 @@ static void run_job(const char *job, const struct job_spec *spec, size_t want_lo
     rc = run_on(sim, gpu_profile_find("rtx5090"), spec, &sp, &s);
     ok(rc == 0 && !s.oom.happened, "%s: runs on sim", job);
     compare(job, &h, &hp, &s, &sp);
+    check_step_times(job, "host", &h, spec->steps);
+    check_step_times(job, "sim", &s, spec->steps);
 }
 
 static void transformer_job(void)
@@ -236,6 +251,12 @@ static void unet_job(void)
 
 int main(void)
 {
+    ok(phase_is_training("forward") && phase_is_training("backward") && phase_is_training("optimizer") &&
+           phase_is_training("ema"),
+       "forward, backward, optimizer and the EMA update are a step's training phases");
+    ok(!phase_is_training("load") && !phase_is_training("eval") && !phase_is_training("decode") &&
+           !phase_is_training("debug"),
+       "load, eval, decode and a debugger's forwards are not");
     transformer_job();
     unet_job();
     return done_testing();

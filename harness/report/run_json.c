@@ -38,9 +38,12 @@ static json_t *variant_json(const struct variant_result *r)
     }
     json_object_set_new(v, "oom", oom);
     json_object_set_new(v, "throughput",
-                        json_pack("{s:f, s:f, s:f, s:s}", "steps_per_s", r->steps_per_s, "samples_per_s",
-                                  r->samples_per_s, "train_seconds", r->train_seconds, "figures",
-                                  r->run.measured ? "measured" : "modelled"));
+                        json_pack("{s:f, s:f, s:f, s:f, s:{s:I, s:f, s:f, s:f}, s:s}", "steps_per_s", r->steps_per_s,
+                                  "samples_per_s", r->samples_per_s, "train_seconds", r->train_seconds, "train_flops",
+                                  r->train_flops,
+                                  "step_seconds", "steps", (json_int_t)r->run.steps_timed, "median",
+                                  r->run.step_seconds_median, "min", r->run.step_seconds_min, "max",
+                                  r->run.step_seconds_max, "figures", r->run.measured ? "measured" : "modelled"));
     json_object_set_new(v, "expect", json_pack("{s:b, s:s}", "ok", r->expect_ok, "why", r->expect_why));
     return v;
 }

@@ -84,12 +84,14 @@ void report_table(FILE *f, const struct scenario *sc, const struct variant_resul
         if (r[i].run.oom.happened)
             fprintf(f, "    %-26s none: the job OOMs\n", r[i].variant->name);
         else if (r[i].run.measured)
-            fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (measured, training phases)\n", r[i].variant->name,
-                    r[i].steps_per_s, r[i].samples_per_s);
+            fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (measured: median of %lld steps' training kernels, "
+                       "%.3f s; range %.3f-%.3f s)\n",
+                    r[i].variant->name, r[i].steps_per_s, r[i].samples_per_s, (long long)r[i].run.steps_timed,
+                    r[i].run.step_seconds_median, r[i].run.step_seconds_min, r[i].run.step_seconds_max);
         else
             fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (modelled: roofline of %s, %.2f TFLOP per step)\n",
                     r[i].variant->name, r[i].steps_per_s, r[i].samples_per_s, r[i].rates_from,
-                    r[i].variant->job.steps ? r[i].run.flops / 1e12 / r[i].variant->job.steps : 0.0);
+                    r[i].variant->job.steps ? r[i].train_flops / 1e12 / r[i].variant->job.steps : 0.0);
     }
     for (size_t i = 0; i < n; i++) {
         if (!r[i].run.measured)

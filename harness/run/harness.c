@@ -48,20 +48,25 @@ static void judge(struct variant_result *r)
     snprintf(r->expect_why, sizeof r->expect_why, "%s", why);
 }
 
+/* Steps per second: on a measured device from the median step (robust to a noisy machine: the first
+ * step's page faults, another process), on sim from the modelled total over the job's steps. */
 static void throughput(struct variant_result *r)
 {
     double train = 0;
-    for (size_t i = 0; i < r->run.nphases; i++) {
-        const char *name = r->run.phases[i].name;
-        if (strcmp(name, "load") && strncmp(name, "eval", 4) && strcmp(name, "start"))
+    for (size_t i = 0; i < r->run.nphases; i++)
+        if (phase_is_training(r->run.phases[i].name)) {
             train += r->run.phases[i].seconds;
-    }
+            r->train_flops += r->run.phases[i].flops;
+        }
     r->train_seconds = train;
     int64_t steps = r->run.oom.happened ? 0 : r->variant->job.steps;
-    if (train > 0 && steps > 0) {
+    if (train <= 0 || steps <= 0)
+        return;
+    if (r->run.measured && r->run.step_seconds_median > 0)
+        r->steps_per_s = 1.0 / r->run.step_seconds_median;
+    else
         r->steps_per_s = (double)steps / train;
-        r->samples_per_s = r->steps_per_s * r->variant->job.batch;
-    }
+    r->samples_per_s = r->steps_per_s * r->variant->job.batch;
 }
 
 int harness_run_variant(const struct scenario *sc, const struct variant *v, const struct job_spec *job_override,

@@ -21,7 +21,8 @@ struct variant_result {
     uint64_t device_total;
     const char *rates_from;   /* profile whose roofline timed a sim run */
     struct run_result run;
-    double train_seconds;     /* kernel time outside load and eval */
+    double train_seconds;     /* kernel time in the training phases (phase_is_training) */
+    double train_flops;       /* FLOPs of the kernels in those phases */
     double steps_per_s, samples_per_s;
     bool expect_ok;
     char expect_why[256];     /* what differed, when !expect_ok */

@@ -8,6 +8,7 @@
 #include <uthash.h>
 
 #include "kernels.h"
+#include "util/vec.h"
 
 struct live_tensor {
     uint64_t id;
@@ -35,8 +36,21 @@ struct runner {
     struct run_result res;
     size_t phase; /* index into res.phases of the current phase */
     const char *phase_name;
+    bool phase_trains; /* phase_is_training(phase_name) */
     struct timespec started;
+    double step_train;   /* training kernel time of the current step so far */
+    double *step_times;  /* of each completed step */
+    size_t nstep_times, step_times_cap;
 };
+
+bool phase_is_training(const char *name)
+{
+    static const char *const training[] = {"forward", "backward", "optimizer", "ema"};
+    for (size_t i = 0; i < sizeof training / sizeof training[0]; i++)
+        if (!strcmp(name, training[i]))
+            return true;
+    return false;
+}
 
 static struct phase_peak *current_phase(struct runner *r)
 {
@@ -61,6 +75,7 @@ static void enter_phase(struct runner *r, const char *name)
     r->phase_used_start = used;
     r->phase_name = name ? name : "?";
     name = r->phase_name;
+    r->phase_trains = phase_is_training(name);
     for (size_t i = 0; i < r->res.nphases; i++) {
         if (!strcmp(r->res.phases[i].name, name)) {
             r->phase = i;
@@ -157,6 +172,8 @@ static int do_kernel(struct runner *r, const struct op *op, struct err *e)
     r->res.kernels++;
     r->res.flops += flops;
     r->res.bytes_moved += bytes;
+    if (current_phase(r))
+        current_phase(r)->flops += flops;
     if (r->profile) {
         double rate = (op->kernel.dtype == DT_F32 ? r->profile->tflops_fp32 : r->profile->tflops_16bit) * 1e12;
         double t_compute = flops / rate, t_memory = bytes / (r->profile->bandwidth_gbs * 1e9);
@@ -164,6 +181,8 @@ static int do_kernel(struct runner *r, const struct op *op, struct err *e)
         r->res.seconds += t;
         if (current_phase(r))
             current_phase(r)->seconds += t;
+        if (r->phase_trains)
+            r->step_train += t;
         return 0;
     }
     if (!r->dev->ops->launch)
@@ -181,9 +200,41 @@ static int do_kernel(struct runner *r, const struct op *op, struct err *e)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = r->dev->ops->launch(r->dev, &op->kernel, addrs, e);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    double t = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (current_phase(r))
-        current_phase(r)->seconds += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        current_phase(r)->seconds += t;
+    if (r->phase_trains)
+        r->step_train += t;
     return rc;
+}
+
+/* Closes the current step's training time. */
+static int end_step(struct runner *r, struct err *e)
+{
+    if (vec_grow((void **)&r->step_times, &r->step_times_cap, r->nstep_times + 1, sizeof *r->step_times))
+        return err_set(e, ERR_INTERNAL, "out of host memory timing step %lld", (long long)r->res.steps);
+    r->step_times[r->nstep_times++] = r->step_train;
+    r->step_train = 0;
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median, min and max of the steps' training times (sorts them). */
+static void step_stats(struct runner *r)
+{
+    size_t n = r->nstep_times;
+    r->res.steps_timed = (int64_t)n;
+    if (!n)
+        return;
+    qsort(r->step_times, n, sizeof *r->step_times, cmp_double);
+    r->res.step_seconds_min = r->step_times[0];
+    r->res.step_seconds_max = r->step_times[n - 1];
+    r->res.step_seconds_median = n % 2 ? r->step_times[n / 2] : 0.5 * (r->step_times[n / 2 - 1] + r->step_times[n / 2]);
 }
 
 static int emit(struct op_sink *sink, const struct op *op, struct err *e)
@@ -197,7 +248,12 @@ static int emit(struct op_sink *sink, const struct op *op, struct err *e)
     case OP_KERNEL: return do_kernel(r, op, e);
     case OP_EMPTY_CACHE: allocator_empty_cache(r->a); return 0;
     case OP_PHASE: enter_phase(r, op->name); return 0;
-    case OP_STEP: r->res.steps = (int64_t)op->id; return 0;
+    case OP_STEP:
+        if (r->res.steps > 0 && end_step(r, e))
+            return -1;
+        r->step_train = 0; /* what ran before the first step is not a step's */
+        r->res.steps = (int64_t)op->id;
+        return 0;
     case OP_MARK: return 0;
     }
     return err_set(e, ERR_INTERNAL, "op program has an op of unknown kind %d", (int)op->kind);
@@ -290,6 +346,9 @@ void runner_finish(struct runner *r, struct run_result *out)
         clock_gettime(CLOCK_MONOTONIC, &now);
         r->res.seconds = (double)(now.tv_sec - r->started.tv_sec) + 1e-9 * (double)(now.tv_nsec - r->started.tv_nsec);
     }
+    if (r->res.steps > 0 && !r->res.oom.happened)
+        end_step(r, &(struct err){0}); /* without host memory for it, the last step goes untimed */
+    step_stats(r);
     r->res.stats = *allocator_stats(r->a);
     *out = r->res;
 }
@@ -309,5 +368,6 @@ void runner_destroy(struct runner *r)
         free(t);
     }
     allocator_destroy(r->a);
+    free(r->step_times);
     free(r);
 }

@@ -19,6 +19,7 @@ struct phase_peak {
     char name[32];
     uint64_t peak_allocated, peak_reserved;
     double seconds; /* kernel time in this phase (modelled on sim) */
+    double flops;   /* of the kernels run in this phase */
     int64_t device_used_delta; /* change of the device's used memory (total - free, cudaMemGetInfo on cuda)
                                 * over the phase's first occurrence, where it grows */
     bool delta_recorded;
@@ -44,6 +45,10 @@ struct run_result {
     struct run_oom oom;
     uint64_t allocs, frees, kernels;
     int64_t steps;                         /* training steps begun */
+    /* Kernel time of the training phases (phase_is_training) in each completed step, modelled or
+     * measured: its median, min and max over steps_timed steps (0 if none completed). */
+    double step_seconds_median, step_seconds_min, step_seconds_max;
+    int64_t steps_timed;
     double flops, bytes_moved;
     double seconds;                        /* modelled (roofline) or measured */
     bool measured;
@@ -60,6 +65,10 @@ struct runner_ref {
 };
 int runner_workspace_alloc(void *user, uint64_t bytes, int stream, uint64_t *addr);
 void runner_workspace_free(void *user, uint64_t addr);
+
+/* The phases of a training step proper: forward, backward, optimizer and EMA update (not load, eval,
+ * decode, or a debugger's extra forwards). */
+bool phase_is_training(const char *name);
 
 /* profile: roofline parameters for sim (NULL on devices that measure). */
 struct runner *runner_create(struct device *dev, const struct alloc_config *cfg, const struct gpu_profile *profile);
