@@ -1,6 +1,7 @@
 /* kernels_attention_test.c: unfused and fused attention against naive attention (causal, GQA,
- * Tq != Tk, packed qkv) in every dtype; fused equals unfused; both backward kernels against
- * finite differences of the forward and against each other. */
+ * Tq != Tk, packed qkv) in every dtype; fused equals unfused; both backward kernels (and the
+ * fused backward's prep pass) against naive backward in every dtype, against finite differences
+ * of the forward and against each other. */
 #include "kernels_test_util.h"
 
 struct cfg {
@@ -50,6 +51,46 @@ static void attn_ref(struct cfg c, const float *q, const float *kv, double *o, d
                     p[row * c.Tk + j] = s[j] / sum;
             }
     free(s);
+}
+
+/* Naive attention backward in double from p (attn_ref's): dP = do v^T, dS = P (dP - rowsum(P dP)),
+ * dq = scale dS k, dk = scale dS^T q, dv = P^T do (k/v heads summed over their query heads); and
+ * the prep pass's per-row stats (lse, rowsum(do * o)). */
+static void attn_bwd_ref(struct cfg c, const float *q, const float *kv, const double *p, const double *o,
+                         const double *lse, const float *dout, double *dq, double *dkv, double *stats)
+{
+    double scale = 1.0 / sqrt((double)c.D);
+    double *dp = malloc((size_t)c.Tk * sizeof *dp);
+    memset(dq, 0, nq(c) * sizeof *dq);
+    memset(dkv, 0, nkv(c) * sizeof *dkv);
+    for (int64_t b = 0; b < c.B; b++)
+        for (int64_t h = 0; h < c.H; h++)
+            for (int64_t i = 0; i < c.Tq; i++) {
+                int64_t g = h / (c.H / c.Hkv);
+                size_t row = (size_t)((b * c.H + h) * c.Tq + i), qi = (size_t)(((b * c.Tq + i) * c.H + h) * c.D);
+                double dot = 0.0, delta = 0.0;
+                for (int64_t j = 0; j < c.Tk; j++) {
+                    size_t vj = (size_t)((((b * c.Tk + j) * 2 + 1) * c.Hkv + g) * c.D);
+                    dp[j] = 0.0;
+                    for (int64_t x = 0; x < c.D; x++)
+                        dp[j] += (double)dout[qi + x] * kv[vj + x];
+                    dot += p[row * c.Tk + j] * dp[j];
+                }
+                for (int64_t x = 0; x < c.D; x++)
+                    delta += (double)dout[qi + x] * o[qi + x];
+                stats[2 * row] = lse[row];
+                stats[2 * row + 1] = delta;
+                for (int64_t j = 0; j < c.Tk; j++) {
+                    size_t kj = (size_t)((((b * c.Tk + j) * 2 + 0) * c.Hkv + g) * c.D), vj = kj + (size_t)(c.Hkv * c.D);
+                    double pij = p[row * c.Tk + j], ds = pij * (dp[j] - dot) * scale;
+                    for (int64_t x = 0; x < c.D; x++) {
+                        dq[qi + x] += ds * kv[kj + x];
+                        dkv[kj + x] += ds * q[qi + x];
+                        dkv[vj + x] += pij * dout[qi + x];
+                    }
+                }
+            }
+    free(dp);
 }
 
 struct fd_ctx {
@@ -117,6 +158,19 @@ static void attn_case(int dt, struct cfg c)
     run(&k, (void *[]){fo, tdo, lse, stats});
     k = call(K_FLASH_BWD, dt, c);
     run(&k, (void *[]){tq, tkv, stats, tdo, fdq, fdkv});
+    double *dq_ref = malloc(nq(c) * sizeof(double)), *dkv_ref = malloc(nkv(c) * sizeof(double));
+    double *stats_ref = malloc(2 * nrows(c) * sizeof(double));
+    attn_bwd_ref(c, q, kv, p_ref, o_ref, lse_ref, dout, dq_ref, dkv_ref, stats_ref);
+    snprintf(msg, sizeof msg, "flash_bwd_prep stats %s, %s inputs", what, dtype_name((enum dtype)dt));
+    check_close(stats, DT_F32, stats_ref, 2 * nrows(c), kernel_get(K_FLASH_BWD_PREP)->tol[dt], msg);
+    snprintf(msg, sizeof msg, "attn_bwd dq %s", what);
+    check_close(udq, dt, dq_ref, nq(c), kernel_get(K_ATTN_BWD)->tol[dt], msg);
+    snprintf(msg, sizeof msg, "attn_bwd dkv %s", what);
+    check_close(udkv, dt, dkv_ref, nkv(c), kernel_get(K_ATTN_BWD)->tol[dt], msg);
+    snprintf(msg, sizeof msg, "flash_bwd dq %s", what);
+    check_close(fdq, dt, dq_ref, nq(c), kernel_get(K_FLASH_BWD)->tol[dt], msg);
+    snprintf(msg, sizeof msg, "flash_bwd dkv %s", what);
+    check_close(fdkv, dt, dkv_ref, nkv(c), kernel_get(K_FLASH_BWD)->tol[dt], msg);
     float *dq = as_float(udq, nq(c), dt), *dkv = as_float(udkv, nkv(c), dt);
     double *dqd = dvec(dq, nq(c)), *dkvd = dvec(dkv, nkv(c));
     snprintf(msg, sizeof msg, "flash_bwd dq equals attn_bwd %s", what);
@@ -136,7 +190,7 @@ static void attn_case(int dt, struct cfg c)
         fd_check(kv, nkv(c), attn_loss, &f, fdkv, FD_TOL, msg);
     }
     void *all[] = {q, kv, dout, o_ref, p_ref, lse_ref, tq, tkv, tdo, tp, to, fo, lse, stats, uo, fof, uod,
-                   udq, udkv, fdq, fdkv, dq, dkv, dqd, dkvd};
+                   udq, udkv, fdq, fdkv, dq, dkv, dqd, dkvd, dq_ref, dkv_ref, stats_ref};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         free(all[i]);
 }

@@ -1,5 +1,6 @@
 /* kernels_norm_test.c: softmax, LayerNorm, RMSNorm and GroupNorm against naive references in every
- * dtype (outputs and saved statistics), and every backward kernel against finite differences. */
+ * dtype (outputs and saved statistics); every backward kernel against a double reference in every
+ * dtype and against finite differences in fp32. */
 #include "kernels_test_util.h"
 
 /* A normalisation problem: groups of `len` elements; channel of element i of group g is chan(). */
@@ -81,6 +82,43 @@ static void ref_fwd(const struct norm *n, double *y, double *mean, double *rstd)
     }
 }
 
+/* Reference backward in double from the forward's double statistics: dx for every kernel; dgamma
+ * and dbeta (LN, GN), dgamma (RMS). Softmax's backward takes its forward's output y. */
+static void ref_bwd(const struct norm *n, const float *y, const double *mean, const double *rstd, double *dx,
+                    double *dgamma, double *dbeta)
+{
+    int gn = n->fwd == K_GROUPNORM_FWD;
+    int64_t groups = gn ? n->rows * n->G : n->rows, len = gn ? n->C / n->G * n->HW : n->C;
+    for (int64_t c = 0; c < n->C; c++)
+        dgamma[c] = dbeta[c] = 0.0;
+    for (int64_t g = 0; g < groups; g++) {
+        const float *x = n->x + g * len, *dy = n->w + g * len;
+        if (n->fwd == K_SOFTMAX_FWD) {
+            double dot = 0;
+            for (int64_t i = 0; i < len; i++)
+                dot += (double)y[g * len + i] * dy[i];
+            for (int64_t i = 0; i < len; i++)
+                dx[g * len + i] = y[g * len + i] * (dy[i] - dot);
+            continue;
+        }
+        double m = n->fwd == K_RMSNORM_FWD ? 0.0 : mean[g], sg = 0, sgx = 0;
+        for (int64_t i = 0; i < len; i++) {
+            int64_t c = gn ? (g % n->G) * (n->C / n->G) + i / n->HW : i;
+            double xh = (x[i] - m) * rstd[g], gi = (double)dy[i] * n->gamma[c];
+            sg += gi;
+            sgx += gi * xh;
+            dgamma[c] += dy[i] * xh;
+            dbeta[c] += dy[i];
+        }
+        double mg = n->fwd == K_RMSNORM_FWD ? 0.0 : sg / len, mgx = sgx / len;
+        for (int64_t i = 0; i < len; i++) {
+            int64_t c = gn ? (g % n->G) * (n->C / n->G) + i / n->HW : i;
+            double xh = (x[i] - m) * rstd[g];
+            dx[g * len + i] = rstd[g] * ((double)dy[i] * n->gamma[c] - mg - xh * mgx);
+        }
+    }
+}
+
 static void norm_case(unsigned fwd, int dt, int64_t rows, int64_t C, int64_t HW, int64_t G)
 {
     struct norm n = {fwd, rows, C, HW, G, 1e-5f, NULL, NULL, NULL, NULL};
@@ -123,7 +161,6 @@ static void norm_case(unsigned fwd, int dt, int64_t rows, int64_t C, int64_t HW,
         check_close(mean, DT_F32, m_ref, ns, 1e-5, msg);
     }
 
-    /* backward kernels, checked by finite differences in fp32 */
     k = fwd_call(&n, dt);
     if (fwd == K_SOFTMAX_FWD) {
         k.kernel = K_SOFTMAX_BWD;
@@ -139,40 +176,39 @@ static void norm_case(unsigned fwd, int dt, int64_t rows, int64_t C, int64_t HW,
         k.kernel = fwd + 2;
         run(&k, (void *[]){tdy, tx, mean, rstd, tdg, tdb});
     }
+    /* backward kernels against the double reference in every dtype, each within its own tolerance */
+    double *dx_ref = malloc(nx * sizeof(double)), *dg_ref = malloc((size_t)C * sizeof(double));
+    double *db_ref = malloc((size_t)C * sizeof(double));
+    float *yin = as_float(ty, nx, dt); /* softmax_bwd's input: the forward's output, as stored */
+    ref_bwd(&n, yin, m_ref, r_ref, dx_ref, dg_ref, db_ref);
+    unsigned kdx = fwd == K_SOFTMAX_FWD ? K_SOFTMAX_BWD : fwd == K_RMSNORM_FWD ? K_RMSNORM_BWD : fwd + 1;
+    unsigned kpar = fwd == K_RMSNORM_FWD ? K_RMSNORM_BWD : fwd + 2;
+    snprintf(msg, sizeof msg, "%s dx", kernel_get(kdx)->name);
+    check_close(tdx, dt, dx_ref, nx, kernel_get(kdx)->tol[dt], msg);
+    if (fwd != K_SOFTMAX_FWD) {
+        snprintf(msg, sizeof msg, "%s dgamma", kernel_get(kpar)->name);
+        check_close(tdg, dt, dg_ref, (size_t)C, kernel_get(kpar)->tol[dt], msg);
+    }
+    if (fwd == K_LAYERNORM_FWD || fwd == K_GROUPNORM_FWD) {
+        snprintf(msg, sizeof msg, "%s dbeta", kernel_get(kpar)->name);
+        check_close(tdb, dt, db_ref, (size_t)C, kernel_get(kpar)->tol[dt], msg);
+    }
+    free(dx_ref);
+    free(dg_ref);
+    free(db_ref);
+    free(yin);
+    /* and by finite differences of the fp32 forward */
     if (dt == DT_F32) {
-        snprintf(msg, sizeof msg, "%s dx", name);
+        snprintf(msg, sizeof msg, "%s dx", kernel_get(kdx)->name);
         fd_check(n.x, nx, norm_loss, &n, tdx, FD_TOL, msg);
         if (fwd != K_SOFTMAX_FWD) {
-            snprintf(msg, sizeof msg, "%s dgamma", name);
+            snprintf(msg, sizeof msg, "%s dgamma", kernel_get(kpar)->name);
             fd_check(n.gamma, (size_t)C, norm_loss, &n, tdg, FD_TOL, msg);
         }
         if (fwd == K_LAYERNORM_FWD || fwd == K_GROUPNORM_FWD) {
-            snprintf(msg, sizeof msg, "%s dbeta", name);
+            snprintf(msg, sizeof msg, "%s dbeta", kernel_get(kpar)->name);
             fd_check(n.beta, (size_t)C, norm_loss, &n, tdb, FD_TOL, msg);
         }
-    } else {
-        /* low precision backward: against the fp32 backward on the same rounded inputs */
-        struct kernel_call k32 = k;
-        void *dx32 = malloc(nx * 4);
-        float *x32 = n.x, *dy32 = n.w, *g32 = n.gamma;
-        k32.dtype = DT_F32;
-        if (fwd == K_SOFTMAX_FWD) {
-            float *y32 = as_float(ty, nx, dt);
-            run(&k32, (void *[]){y32, dy32, dx32});
-            free(y32);
-        } else if (fwd == K_RMSNORM_FWD) {
-            float *dg32 = zeros((size_t)C);
-            run(&k32, (void *[]){dy32, x32, g32, rstd, dx32, dg32});
-            free(dg32);
-        } else {
-            k32.kernel = fwd + 1;
-            run(&k32, (void *[]){dy32, x32, g32, mean, rstd, dx32});
-        }
-        double *ref = dvec(dx32, nx);
-        snprintf(msg, sizeof msg, "%s dx vs fp32", name);
-        check_close(tdx, dt, ref, nx, 2 * tol, msg);
-        free(ref);
-        free(dx32);
     }
     void *all[] = {n.x, n.gamma, n.beta, n.w, y_ref, m_ref, r_ref, tx, tg, tb, ty, tdy, tdx, tdg, tdb, mean, rstd};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)

@@ -1,6 +1,7 @@
 /* kernels_pointwise_test.c: dtype casts (round to nearest even on known bit patterns, exhaustive
- * round trips), add, scale, fill, bias (+ backward), nearest 2x upsampling (+ backward),
- * cross-entropy (+ backward) and embedding (+ backward), each against a naive reference. */
+ * round trips, the cast kernel for every dtype pair), add, scale, fill, bias (+ backward), nearest 2x
+ * upsampling (+ backward), cross-entropy (+ backward) and embedding (+ backward), each against a
+ * naive reference; backward kernels also against finite differences. */
 #include "kernels_test_util.h"
 
 static float f32_of(uint32_t bits)
@@ -87,6 +88,52 @@ static void cast_kernel(void)
     k = KCALL(K_CAST, DT_F16, 4, DT_F32);
     run(&k, (void *[]){hf, back});
     ok(back[0] == 1.0f && isinf(back[3]) && back[3] < 0, "cast fp16 -> fp32 kernel");
+}
+
+/* The cast kernel for every (source, destination) pair against the scalar conversions checked
+ * above: every 16-bit source pattern (and a few again, for a tail shorter than a vector), and fp32
+ * sources from special values and random bits. NaN
+ * must stay NaN (its payload is the kernel's choice); every other value has exact bits. */
+static void cast_pairs(void)
+{
+    const size_t n16 = (1u << 16) + 13, n32 = 70001; /* not multiples of any chunk or vector width */
+    uint32_t *src32 = malloc(n32 * 4);
+    static const uint32_t special[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u,
+                                       0x00000001u, 0x477ff000u, 0x477fefffu, 0x33000000u, 0x3f808000u, 0x7f7fffffu};
+    for (size_t i = 0; i < n32; i++) {
+        test_rng_state = test_rng_state * 6364136223846793005ull + 1442695040888963407ull;
+        src32[i] = i < sizeof special / sizeof *special ? special[i] : (uint32_t)(test_rng_state >> 32);
+    }
+    uint16_t *src16 = malloc(n16 * 2);
+    for (size_t i = 0; i < n16; i++)
+        src16[i] = (uint16_t)(i * 0x9e37u); /* every pattern, out of order */
+    for (unsigned a = 0; a < 3; a++)
+        for (unsigned b = 0; b < 3; b++) {
+            int from = test_dtypes[a], to = test_dtypes[b];
+            size_t n = from == DT_F32 ? n32 : n16, bad = 0, first = n;
+            const void *x = from == DT_F32 ? (const void *)src32 : (const void *)src16;
+            void *y = malloc(n * 4);
+            struct kernel_call k = KCALL(K_CAST, from, (int64_t)n, to);
+            if (run(&k, (void *[]){(void *)x, y}) < 0)
+                bad = n;
+            for (size_t i = 0; i < n && bad < n; i++) {
+                float v = from == DT_F32 ? f32_of(src32[i]) : from == DT_BF16 ? oom_bf16_to_f32(src16[i]) : oom_f16_to_f32(src16[i]);
+                uint32_t want = to == DT_F32 ? oom_f32_bits(v) : to == DT_BF16 ? oom_f32_to_bf16(v) : oom_f32_to_f16(v);
+                uint32_t got = to == DT_F32 ? ((uint32_t *)y)[i] : ((uint16_t *)y)[i];
+                int nan_ok = isnan(v) && (to == DT_F32 ? isnan(f32_of(got)) : to == DT_BF16 ? isnan(oom_bf16_to_f32((uint16_t)got))
+                                                                                         : isnan(oom_f16_to_f32((uint16_t)got)));
+                if (got != want && !nan_ok) {
+                    bad++;
+                    if (first == n)
+                        first = i;
+                }
+            }
+            ok(bad == 0, "cast %s -> %s: %zu values as the scalar conversion rounds them (%zu differ, first #%zu)",
+               dtype_name((enum dtype)from), dtype_name((enum dtype)to), n, bad, first);
+            free(y);
+        }
+    free(src32);
+    free(src16);
 }
 
 static void simple_ops(int dt)
@@ -252,14 +299,14 @@ static void cross_entropy(int dt)
     round_to(c.logits, n, dt);
     int64_t target[6] = {0, 10, 3, -100, 7, 5};
     c.target = target;
-    double loss_ref[6], *dref = malloc(n * sizeof *dref);
+    double loss_ref[6], lse_ref[6], *dref = malloc(n * sizeof *dref);
     for (int64_t r = 0; r < c.rows; r++) {
         double mx = -INFINITY, z = 0;
         for (int64_t j = 0; j < c.V; j++)
             mx = fmax(mx, c.logits[r * c.V + j]);
         for (int64_t j = 0; j < c.V; j++)
             z += exp(c.logits[r * c.V + j] - mx);
-        double lse = mx + log(z);
+        double lse = lse_ref[r] = mx + log(z);
         loss_ref[r] = target[r] < 0 ? 0 : lse - c.logits[r * c.V + target[r]];
         for (int64_t j = 0; j < c.V; j++)
             dref[r * c.V + j] = target[r] < 0 ? 0 : exp(c.logits[r * c.V + j] - lse) - (j == target[r]);
@@ -268,7 +315,11 @@ static void cross_entropy(int dt)
     float loss[6], lse[6];
     struct kernel_call k = KCALL(K_CROSS_ENTROPY_FWD, dt, c.rows, c.V);
     run(&k, (void *[]){tl, target, loss, lse});
-    check_close(loss, DT_F32, loss_ref, 6, 1e-5, "cross_entropy_fwd loss (ignore_index row gives 0)");
+    char msg[96];
+    snprintf(msg, sizeof msg, "cross_entropy_fwd loss, %s logits (ignore_index row gives 0)", dtype_name((enum dtype)dt));
+    check_close(loss, DT_F32, loss_ref, 6, 1e-5, msg);
+    snprintf(msg, sizeof msg, "cross_entropy_fwd lse, %s logits (every row, ignored ones too)", dtype_name((enum dtype)dt));
+    check_close(lse, DT_F32, lse_ref, 6, 1e-5, msg);
     struct kernel_call kb = KCALL(K_CROSS_ENTROPY_BWD, dt, c.rows, c.V);
     kb.fparam[0] = 1.0f;
     run(&kb, (void *[]){tl, target, lse, tdl});
@@ -283,6 +334,24 @@ static void cross_entropy(int dt)
     free(dref);
     free(tl);
     free(tdl);
+}
+
+struct emb {
+    int64_t rows, V, C;
+    int64_t *ids;
+    float *table, *w;
+};
+
+static double emb_loss(void *arg)
+{
+    struct emb *m = arg;
+    size_t ny = (size_t)(m->rows * m->C);
+    float *y = zeros(ny);
+    struct kernel_call k = KCALL(K_EMBEDDING_FWD, DT_F32, m->rows, m->V, m->C);
+    run(&k, (void *[]){m->ids, m->table, y});
+    double l = wsum(m->w, y, ny);
+    free(y);
+    return l;
 }
 
 static void embedding(int dt)
@@ -305,6 +374,10 @@ static void embedding(int dt)
     k = KCALL(K_EMBEDDING_BWD, dt, rows, V, C);
     run(&k, (void *[]){ids, tdy, tdt});
     check_close(tdt, dt, dt_ref, 12, kernel_get(K_EMBEDDING_BWD)->tol[dt], "embedding_bwd (repeated ids add up)");
+    if (dt == DT_F32) {
+        struct emb m = {rows, V, C, ids, table, dy};
+        fd_check(table, 12, emb_loss, &m, tdt, FD_TOL, "embedding_bwd");
+    }
     free(table);
     free(dy);
     free(tt);
@@ -317,6 +390,7 @@ int main(void)
 {
     cast_patterns();
     cast_kernel();
+    cast_pairs();
     for (unsigned d = 0; d < 3; d++) {
         simple_ops(test_dtypes[d]);
         bias_and_upsample(test_dtypes[d]);
