@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "program/program.h" /* enum dtype */
+
 #ifdef __CUDACC__
 #define OOM_HD __host__ __device__ inline
 #else
@@ -358,6 +360,20 @@ OOM_HD float oom_uniform_between(float lo, float hi, double u)
 #else
     return lo + (hi - lo) * (float)u;
 #endif
+}
+
+/* v rounded to a tensor dtype (fp32, bf16, fp16) and read back. */
+OOM_HD float oom_round_to(int dt, float v)
+{
+    return dt == DT_BF16 ? oom_bf16_to_f32(oom_f32_to_bf16(v)) : dt == DT_F16 ? oom_f16_to_f32(oom_f32_to_f16(v)) : v;
+}
+
+/* One element of PyTorch's uniform_ in dtype dt: lo + (hi - lo) * u rounded to dt, or lo where that
+ * rounds to hi, so the values stay in [lo, hi) (PyTorch's uniform kernel does the same, #96947). */
+OOM_HD float oom_uniform_value(float lo, float hi, double u, int dt)
+{
+    float v = oom_round_to(dt, oom_uniform_between(lo, hi, u));
+    return v == oom_round_to(dt, hi) ? oom_round_to(dt, lo) : v;
 }
 
 /* An integer in [0, high) for element i (high >= 1). */

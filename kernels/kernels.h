@@ -173,7 +173,8 @@
  *     dims {rows, cols, step}; tensors{param: T [rows * cols] (in place), grad: T [rows * cols],
  *     state: f32 [rows + cols] (row means then column means), or f32 [rows] when cols == 1 (in place)}
  *     fparam {lr, eps1, clip, decay_rate}  (0s mean 1e-3, 1e-30, 1.0, -0.8)
- * K_RAND_UNIFORM    y[i] = lo + (hi - lo) * u, u in [0, 1) from splitmix64 of seed and i
+ * K_RAND_UNIFORM    y[i] = lo + (hi - lo) * u, u in [0, 1) from splitmix64 of seed and i, rounded
+ *     to T; a value that rounds to hi becomes lo, as in PyTorch's uniform_, so y stays in [lo, hi)
  *     (parameter and input initialisation); dims {n, seed}; tensors{y: T [n]}; fparam {lo, hi}
  * K_RANDINT         y[i] = an integer in [0, high) from splitmix64 of seed and i (token ids, labels);
  *     the call's dtype is not used; dims {n, seed, high}; tensors{y: i64 [n]}

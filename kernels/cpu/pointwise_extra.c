@@ -95,7 +95,7 @@ int cpu_rand_uniform(const struct kernel_call *k, void *const *t, struct err *e)
     const float lo = k->fparam[0], hi = k->fparam[1];
     const uint64_t seed = (uint64_t)k->dims[1];
     for (size_t i = 0; i < (size_t)k->dims[0]; i++)
-        st(t[0], k->dtype, i, oom_uniform_between(lo, hi, oom_uniform01(seed, i)));
+        st(t[0], k->dtype, i, oom_uniform_value(lo, hi, oom_uniform01(seed, i), k->dtype));
     return 0;
 }
 

@@ -7,7 +7,7 @@
 __global__ void rand_uniform_kernel(int dt, size_t n, uint64_t seed, float lo, float hi, void *y)
 {
     GRID_LOOP(i, n)
-    stt(y, dt, i, oom_uniform_between(lo, hi, oom_uniform01(seed, i)));
+    stt(y, dt, i, oom_uniform_value(lo, hi, oom_uniform01(seed, i), dt));
 }
 
 __global__ void randint_kernel(size_t n, uint64_t seed, uint64_t high, int64_t *y)
