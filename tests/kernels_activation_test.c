@@ -1,6 +1,6 @@
 /* kernels_activation_test.c: GELU (tanh, erf), SiLU, GEGLU and SwiGLU (separate and packed) and
  * dropout against naive double references in every dtype; backward kernels against finite
- * differences; the 16-bit unary activations over every input pattern, bit for bit the fp32
+ * differences (dropout's too, under its fixed mask); the 16-bit unary activations over every input pattern, bit for bit the fp32
  * kernel's result rounded; dropout's mask deterministic, at the right rate and reused by its
  * backward. */
 #include "kernels_test_util.h"
@@ -172,6 +172,19 @@ static void gated_case(unsigned fwd, int64_t approx, int dt)
     check_close(ty, dt, ref, n, tol, msg);
     struct kernel_call kb = KCALL(fwd + 1, dt, g.rows, g.F, 0, approx);
     run(&kb, (void *[]){tg, tu, tdy, tdg, tdu});
+    /* dgate = dy * up * act'(gate), dup = dy * act(gate) */
+    double *rdg = malloc(n * sizeof *rdg), *rdu = malloc(n * sizeof *rdu);
+    for (size_t i = 0; i < n; i++) {
+        double x = g.gate[i];
+        double act = fwd == K_GEGLU_FWD ? gelu_ref(x, (int)approx) : silu_ref(x);
+        double grad = fwd == K_GEGLU_FWD ? gelu_grad_ref(x, (int)approx) : silu_grad_ref(x);
+        rdg[i] = g.w[i] * g.up[i] * grad;
+        rdu[i] = g.w[i] * act;
+    }
+    snprintf(msg, sizeof msg, "%s approx=%lld dgate", kernel_get(fwd + 1)->name, (long long)approx);
+    check_close(tdg, dt, rdg, n, kernel_get(fwd + 1)->tol[dt], msg);
+    snprintf(msg, sizeof msg, "%s approx=%lld dup", kernel_get(fwd + 1)->name, (long long)approx);
+    check_close(tdu, dt, rdu, n, kernel_get(fwd + 1)->tol[dt], msg);
 
     /* packed layout: same y, and dgate/dup land in the packed gradient */
     float *packed = pack(&g);
@@ -200,9 +213,50 @@ static void gated_case(unsigned fwd, int64_t approx, int dt)
         fd_check(g.up, n, gated_loss, &g, sep.up, FD_TOL, msg);
     }
     void *all[] = {g.gate, g.up, g.w, ref, tg, tu, ty, tdy, tdg, tdu, packed, tp, ty2, tdp, y1, y1d,
-                   sep.gate, sep.up, dpacked, got, dref};
+                   sep.gate, sep.up, dpacked, got, dref, rdg, rdu};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         free(all[i]);
+}
+
+/* sum(w * dropout(x)) under a fixed seed, for the finite-difference check of dropout's backward */
+struct dropped {
+    size_t n;
+    float p;
+    float *x, *w;
+};
+
+static double dropout_loss(void *arg)
+{
+    struct dropped *d = arg;
+    float *y = zeros(d->n);
+    uint8_t *mask = malloc(d->n);
+    struct kernel_call k = KCALL(K_DROPOUT_FWD, DT_F32, (int64_t)d->n, 42);
+    k.fparam[0] = d->p;
+    run(&k, (void *[]){d->x, y, mask});
+    double l = wsum(d->w, y, d->n);
+    free(y);
+    free(mask);
+    return l;
+}
+
+/* dropout_bwd(w) is d/dx sum(w * dropout(x)) with the forward's mask */
+static void dropout_fd_case(void)
+{
+    struct dropped d = {300, 0.25f, rnd_vec(300, 1.0f), rnd_vec(300, 1.0f)};
+    float *y = zeros(d.n), *dx = zeros(d.n);
+    uint8_t *mask = malloc(d.n);
+    struct kernel_call k = KCALL(K_DROPOUT_FWD, DT_F32, (int64_t)d.n, 42);
+    k.fparam[0] = d.p;
+    run(&k, (void *[]){d.x, y, mask});
+    struct kernel_call kb = KCALL(K_DROPOUT_BWD, DT_F32, (int64_t)d.n);
+    kb.fparam[0] = d.p;
+    run(&kb, (void *[]){d.w, mask, dx});
+    fd_check(d.x, d.n, dropout_loss, &d, dx, FD_TOL, "dropout_bwd");
+    free(d.x);
+    free(d.w);
+    free(y);
+    free(dx);
+    free(mask);
 }
 
 static void dropout_case(int dt)
@@ -266,6 +320,7 @@ static void dropout_rng_case(void)
 int main(void)
 {
     dropout_rng_case();
+    dropout_fd_case();
     for (unsigned d = 0; d < 3; d++) {
         int dt = test_dtypes[d];
         unary_case(K_GELU_FWD, 1, dt);
