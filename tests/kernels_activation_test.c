@@ -1,8 +1,8 @@
 /* kernels_activation_test.c: GELU (tanh, erf), SiLU, GEGLU and SwiGLU (separate and packed) and
  * dropout against naive double references in every dtype; backward kernels against finite
- * differences (dropout's too, under its fixed mask); the 16-bit unary activations over every input pattern, bit for bit the fp32
- * kernel's result rounded; dropout's mask deterministic, at the right rate and reused by its
- * backward. */
+ * differences (dropout's too, under its fixed mask); the 16-bit unary activations over every input
+ * pattern, bit for bit the fp32 kernel's result rounded; dropout's mask deterministic, at the right
+ * rate, drawn as elementwise.h defines it and reused by its backward. */
 #include "kernels_test_util.h"
 
 static double gelu_ref(double x, int tanh_approx)
