@@ -134,11 +134,11 @@ CPU_BODY uint8_t qfast_encode(const float *map, const uint32_t *tab, float x)
     return (uint8_t)(x > QF_CLAMP ? big : x < -QF_CLAMP ? small : code);
 }
 
-/* codes[i] = the code of qscaled(x[i], absmax) in map m (0 signed, 1 unsigned). */
-CPU_BODY void qmap_encode_n_body(uint8_t *codes, const float *x, size_t n, int m, float absmax)
+/* codes[i] = the code of x[i] in map m (0 signed, 1 unsigned). */
+CPU_BODY void qmap_encode_n_body(uint8_t *codes, const float *x, size_t n, int m)
 {
     for (size_t i = 0; i < n; i++)
-        codes[i] = qfast_encode(qmaps[m], qfast[m], qscaled(x[i], absmax));
+        codes[i] = qfast_encode(qmaps[m], qfast[m], x[i]);
 }
 
 /* m and v of n codes: the code's value times the block's absmax. */
@@ -151,84 +151,104 @@ CPU_BODY void adamw8_decode_body(float *m, float *v, const uint8_t *mq, const ui
     }
 }
 
-/* The new moments the codes are made from (m and v in place). */
-CPU_BODY void adamw8_moments_body(float *m, float *v, const float *g, size_t n, struct oom_adamw a)
+/* The codes of one element's new moments, from its decoded old ones. The codes have always been
+ * made from the moments as a separate encode pass recomputed them, which gcc contracted (with FMA)
+ * the other way round than the step: m = fma(g, 1 - beta1, beta1 m) there, fma(beta1, m,
+ * (1 - beta1) g) in the step (v alike); the two can differ in the last bit. with_fma spells the
+ * former out for the AVX2 path, so the codes stay the same. */
+CPU_BODY void adamw8_encode_one(uint8_t *mq, uint8_t *vq, float m, float v, float g, struct oom_adamw a, float mmax,
+                                float vmax, int with_fma)
 {
-#pragma omp simd
+    if (with_fma) {
+        m = fmaf(g, 1.0f - a.beta1, a.beta1 * m);
+        v = fmaf(g, g * (1.0f - a.beta2), a.beta2 * v);
+    } else {
+        oom_adamw_elem(&a, 0.0f, g, &m, &v);
+    }
+    m = qscaled(m, mmax);
+    v = qscaled(v, vmax);
+    *mq = qfast_ok ? qfast_encode(qmaps[0], qfast[0], m) : oom_qmap_encode(qmaps[0], m);
+    *vq = qfast_ok ? qfast_encode(qmaps[1], qfast[1], v) : oom_qmap_encode(qmaps[1], v);
+}
+
+CPU_BODY void adamw8_encode_body(uint8_t *mq, uint8_t *vq, const float *m, const float *v, const float *g, size_t n,
+                                 struct oom_adamw a, float mmax, float vmax)
+{
     for (size_t i = 0; i < n; i++)
-        oom_adamw_elem(&a, 0.0f, g[i], &m[i], &v[i]);
+        adamw8_encode_one(mq + i, vq + i, m[i], v[i], g[i], a, mmax, vmax, 0);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-/* The loops above with AVX2 gathers (gcc's generic tuning does not emit them); the same steps, so
- * the same results. */
-__attribute__((target("avx2,fma"))) static void qmap_encode_n_avx2(uint8_t *codes, const float *x, size_t n, int m,
-                                                                   float absmax)
+#define AVX2_FMA __attribute__((target("avx2,fma")))
+
+/* qfast_encode of 8 floats with one 8-wide gather (the same steps, so the same codes), stored to
+ * codes; 0 if some x is beyond +-2 or NaN, whose codes the caller then redoes. */
+AVX2_FMA static inline int qfast_encode8(uint8_t *codes, __m256 x, const int *tab)
 {
-    const int *tab = (const int *)qfast[m];
-    const __m256 div = _mm256_set1_ps(absmax), keep = _mm256_castsi256_ps(_mm256_set1_epi32(absmax > 0.0f ? -1 : 0));
-    const __m256 hi = _mm256_set1_ps(QF_CLAMP), lo = _mm256_set1_ps(-QF_CLAMP);
-    const __m256i elo = _mm256_set1_epi32((int)QF_ELO), nb = _mm256_set1_epi32((int)QF_NB);
     const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
                                           -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_and_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), div), keep);
-        /* min(c, v) keeps NaN, max(., -c) then turns it into -c */
-        __m256i b = _mm256_castps_si256(_mm256_max_ps(_mm256_min_ps(hi, v), lo));
-        __m256i e = _mm256_max_epi32(_mm256_srli_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff)), 16), elo);
-        __m256i idx = _mm256_add_epi32(_mm256_sub_epi32(e, elo), _mm256_and_si256(_mm256_srai_epi32(b, 31), nb));
-        __m256i ent = _mm256_i32gather_epi32(tab, idx, 4);
-        __m256 thr = _mm256_castsi256_ps(_mm256_blend_epi16(b, ent, 0x55)); /* low 16 bits from ent */
-        __m256i ge = _mm256_castps_si256(_mm256_cmp_ps(v, thr, _CMP_GE_OQ));
-        /* shift the code wanted to the low byte: by 24 (ge: -1 << 3 = -8 below 16) or 16 */
-        __m256i code = _mm256_srlv_epi32(ent, _mm256_sub_epi32(_mm256_set1_epi32(16), _mm256_slli_epi32(ge, 3)));
-        __m256i bytes = _mm256_shuffle_epi8(code, pick);
-        _mm_storel_epi64((__m128i *)(codes + i),
-                         _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1)));
-        __m256 out = _mm256_or_ps(_mm256_cmp_ps(v, hi, _CMP_GT_OQ), _mm256_cmp_ps(v, lo, _CMP_LT_OQ));
-        if (_mm256_movemask_ps(out)) /* beyond +-2 (not from a finite block): the scalar steps */
-            qmap_encode_n_body(codes + i, x + i, 8, m, absmax);
-    }
-    qmap_encode_n_body(codes + i, x + i, n - i, m, absmax);
+    __m256i b = _mm256_castps_si256(x), ab = _mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff));
+    __m256i e = _mm256_min_epi32(_mm256_max_epi32(_mm256_srli_epi32(ab, 16), _mm256_set1_epi32((int)QF_ELO)),
+                                 _mm256_set1_epi32((int)QF_EHI));
+    __m256i base = _mm256_sub_epi32(_mm256_and_si256(_mm256_srai_epi32(b, 31), _mm256_set1_epi32((int)QF_NB)),
+                                    _mm256_set1_epi32((int)QF_ELO));
+    __m256i ent = _mm256_i32gather_epi32(tab, _mm256_add_epi32(e, base), 4);
+    __m256 thr = _mm256_castsi256_ps(_mm256_blend_epi16(b, ent, 0x55)); /* low 16 bits from ent */
+    __m256i ge = _mm256_castps_si256(_mm256_cmp_ps(x, thr, _CMP_GE_OQ));
+    /* shift the code wanted to the low byte: by 24 (ge: -1 << 3 = -8 below 16) or 16 */
+    __m256i code = _mm256_srlv_epi32(ent, _mm256_sub_epi32(_mm256_set1_epi32(16), _mm256_slli_epi32(ge, 3)));
+    __m256i bytes = _mm256_shuffle_epi8(code, pick);
+    _mm_storel_epi64((__m128i *)codes,
+                     _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1)));
+    return !_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(ab, _mm256_set1_epi32(0x40000000))));
 }
 
-__attribute__((target("avx2,fma"))) static void adamw8_decode_avx2(float *m, float *v, const uint8_t *mq,
-                                                                   const uint8_t *vq, float mscale, float vscale,
-                                                                   size_t n)
+AVX2_FMA static void qmap_encode_n_avx2(uint8_t *codes, const float *x, size_t n, int m)
 {
-    const __m256 ms = _mm256_set1_ps(mscale), vs = _mm256_set1_ps(vscale);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        if (!qfast_encode8(codes + i, _mm256_loadu_ps(x + i), (const int *)qfast[m]))
+            qmap_encode_n_body(codes + i, x + i, 8, m);
+    qmap_encode_n_body(codes + i, x + i, n - i, m);
+}
+
+/* The table lookups by scalar loads: this machine's gathers (AMD Zen 3) are slower here. */
+AVX2_FMA static void adamw8_decode_avx2(float *m, float *v, const uint8_t *mq, const uint8_t *vq, float mscale,
+                                        float vscale, size_t n)
+{
+    const float *qm = qmaps[0], *qv = qmaps[1];
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        __m256i cm = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(mq + i)));
-        __m256i cv = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(vq + i)));
-        _mm256_storeu_ps(m + i, _mm256_mul_ps(_mm256_i32gather_ps(qmaps[0], cm, 4), ms));
-        _mm256_storeu_ps(v + i, _mm256_mul_ps(_mm256_i32gather_ps(qmaps[1], cv, 4), vs));
+        const uint8_t *c = mq + i, *d = vq + i;
+        __m256 mi = _mm256_setr_ps(qm[c[0]], qm[c[1]], qm[c[2]], qm[c[3]], qm[c[4]], qm[c[5]], qm[c[6]], qm[c[7]]);
+        __m256 vi = _mm256_setr_ps(qv[d[0]], qv[d[1]], qv[d[2]], qv[d[3]], qv[d[4]], qv[d[5]], qv[d[6]], qv[d[7]]);
+        _mm256_storeu_ps(m + i, _mm256_mul_ps(mi, _mm256_set1_ps(mscale)));
+        _mm256_storeu_ps(v + i, _mm256_mul_ps(vi, _mm256_set1_ps(vscale)));
     }
     adamw8_decode_body(m + i, v + i, mq + i, vq + i, mscale, vscale, n - i);
 }
 
-/* The codes have always been made from the moments recomputed in a pass of their own, where gcc
- * contracts oom_adamw_elem's updates the other way round than in the step: m = fma(g, 1 - beta1,
- * beta1 m) there, fma(beta1, m, (1 - beta1) g) in the step (v alike), which can differ in the last
- * bit. Spelled out here, so the codes stay the same. */
-__attribute__((target("avx2,fma"))) static void adamw8_moments_avx2(float *m, float *v, const float *g, size_t n,
-                                                                    struct oom_adamw a)
+AVX2_FMA static void adamw8_encode_avx2(uint8_t *mq, uint8_t *vq, const float *m, const float *v, const float *g,
+                                        size_t n, struct oom_adamw a, float mmax, float vmax)
 {
-    const float c1 = 1.0f - a.beta1, c2 = 1.0f - a.beta2;
-    const __m256 b1v = _mm256_set1_ps(a.beta1), c1v = _mm256_set1_ps(c1), b2v = _mm256_set1_ps(a.beta2),
-                 c2v = _mm256_set1_ps(c2);
+    const __m256 b1 = _mm256_set1_ps(a.beta1), c1 = _mm256_set1_ps(1.0f - a.beta1), b2 = _mm256_set1_ps(a.beta2),
+                 c2 = _mm256_set1_ps(1.0f - a.beta2), mdiv = _mm256_set1_ps(mmax), vdiv = _mm256_set1_ps(vmax);
+    /* qscaled: 0 where the absmax is 0 */
+    const __m256 mkeep = _mm256_castsi256_ps(_mm256_set1_epi32(mmax > 0.0f ? -1 : 0)),
+                 vkeep = _mm256_castsi256_ps(_mm256_set1_epi32(vmax > 0.0f ? -1 : 0));
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
+    for (; qfast_ok && i + 8 <= n; i += 8) {
         __m256 gi = _mm256_loadu_ps(g + i);
-        _mm256_storeu_ps(m + i, _mm256_fmadd_ps(gi, c1v, _mm256_mul_ps(b1v, _mm256_loadu_ps(m + i))));
-        _mm256_storeu_ps(v + i, _mm256_fmadd_ps(gi, _mm256_mul_ps(gi, c2v), _mm256_mul_ps(b2v, _mm256_loadu_ps(v + i))));
+        __m256 mi = _mm256_fmadd_ps(gi, c1, _mm256_mul_ps(b1, _mm256_loadu_ps(m + i)));
+        __m256 vi = _mm256_fmadd_ps(gi, _mm256_mul_ps(gi, c2), _mm256_mul_ps(b2, _mm256_loadu_ps(v + i)));
+        int ok = qfast_encode8(mq + i, _mm256_and_ps(_mm256_div_ps(mi, mdiv), mkeep), (const int *)qfast[0]);
+        ok &= qfast_encode8(vq + i, _mm256_and_ps(_mm256_div_ps(vi, vdiv), vkeep), (const int *)qfast[1]);
+        for (size_t j = i; !ok && j < i + 8; j++)
+            adamw8_encode_one(mq + j, vq + j, m[j], v[j], g[j], a, mmax, vmax, 1);
     }
-    for (; i < n; i++) {
-        m[i] = fmaf(g[i], c1, a.beta1 * m[i]);
-        v[i] = fmaf(g[i], g[i] * c2, a.beta2 * v[i]);
-    }
+    for (; i < n; i++)
+        adamw8_encode_one(mq + i, vq + i, m[i], v[i], g[i], a, mmax, vmax, 1);
 }
 
 /* name(params): name##_avx2 above when the CPU has AVX2 and FMA, else name##_body. */
@@ -245,30 +265,22 @@ __attribute__((target("avx2,fma"))) static void adamw8_moments_avx2(float *m, fl
 #define AVX2_OR_BASE CPU_MULTIVERSION
 #endif
 
-AVX2_OR_BASE(qmap_encode_n, (uint8_t *codes, const float *x, size_t n, int m, float absmax), (codes, x, n, m, absmax))
+AVX2_OR_BASE(qmap_encode_n, (uint8_t *codes, const float *x, size_t n, int m), (codes, x, n, m))
 AVX2_OR_BASE(adamw8_decode,
              (float *m, float *v, const uint8_t *mq, const uint8_t *vq, float mscale, float vscale, size_t n),
              (m, v, mq, vq, mscale, vscale, n))
-AVX2_OR_BASE(adamw8_moments, (float *m, float *v, const float *g, size_t n, struct oom_adamw a), (m, v, g, n, a))
+AVX2_OR_BASE(adamw8_encode,
+             (uint8_t *mq, uint8_t *vq, const float *m, const float *v, const float *g, size_t n, struct oom_adamw a,
+              float mmax, float vmax),
+             (mq, vq, m, v, g, n, a, mmax, vmax))
 
 int cpu_qmap_encode_fast(int is_signed, uint8_t *codes, const float *x, size_t n)
 {
     pthread_once(&qmaps_once, qmaps_fill);
     if (!qfast_ok)
         return 0;
-    qmap_encode_n(codes, x, n, is_signed ? 0 : 1, 1.0f);
+    qmap_encode_n(codes, x, n, is_signed ? 0 : 1);
     return 1;
-}
-
-/* codes[i] = the code of qscaled(x[i], absmax) in map m, by lookup or else by search. */
-static void qmap_encode(uint8_t *codes, const float *x, size_t n, int m, float absmax)
-{
-    if (qfast_ok) {
-        qmap_encode_n(codes, x, n, m, absmax);
-        return;
-    }
-    for (size_t i = 0; i < n; i++)
-        codes[i] = oom_qmap_encode(qmaps[m], qscaled(x[i], absmax));
 }
 
 /* AdamW on the decoded moments m and v (p_out may be p), raising *mmax and *vmax to the new
@@ -320,9 +332,7 @@ static void adamw8_block(const struct kernel_call *k, void *const *t, size_t b0,
             g = chunk_in(t[1], k->dtype, b0 + i0, n, gb);
             adamw8_decode(mb, vb, mq + i0, vq + i0, mscale, vscale, n);
         }
-        adamw8_moments(mb, vb, g, n, a);
-        qmap_encode(mq + i0, mb, n, 0, mmax);
-        qmap_encode(vq + i0, vb, n, 1, vmax);
+        adamw8_encode(mq + i0, vq + i0, mb, vb, g, n, a, mmax, vmax);
     }
     m_absmax[blk] = mmax;
     v_absmax[blk] = vmax;
