@@ -48,20 +48,22 @@ static float qmaps[2][OOM_QMAP_SIZE];
 static pthread_once_t qmaps_once = PTHREAD_ONCE_INIT;
 
 /* oom_qmap_encode(map, x) is a step function of x in [-2, 2]. qfast splits those floats into
- * buckets by sign and the top 16 bits of |x| (8 exponent bits, 7 mantissa bits; all |x| < 2^-22
- * share a bucket), in each of which the code steps at most once: entry = the bits of the step's
- * threshold t (NaN if none) | code below t << 32 | code from t on << 40. The builder checks each
- * bucket's ends and finds t by bisection; tests/kernels_optim_test.c checks the lookup against
- * oom_qmap_encode over dense floats (exhaustively in [-2, 2] on request). Beyond +-2 the search
- * ends at lo = 254 (x > 2) or 0 (x < -2), so the code is its last comparison, done here the same
- * way (rounding makes it alternate far out). NaN looks up the -2 bucket and, compared with t,
- * gets the code below t: 0, as the search's comparisons all fail. */
-#define QF_ELO 0x3480u /* top 16 bits of 2^-22 */
+ * buckets by sign and the top 16 bits of |x| (8 exponent bits, 7 mantissa bits; all |x| < 2^-23
+ * share a bucket), in each of which the code steps at most once: entry = the low 16 bits of the
+ * step's threshold t (its top 16 are the bucket's) | code below t << 16 | code from t on << 24.
+ * The lowest bucket holds floats of other top bits, so it must not step (the maps' first step
+ * from 0 is near 1.6e-7). The builder checks each bucket's ends and finds t by bisection;
+ * tests/kernels_optim_test.c checks the lookup against oom_qmap_encode over dense floats
+ * (exhaustively in [-2, 2] on request). Beyond +-2 the search ends at lo = 254 (x > 2) or 0
+ * (x < -2), so the code is its last comparison, done here the same way (rounding makes it
+ * alternate far out). NaN looks up the -2 bucket, which does not step: code 0, as the search's
+ * comparisons all fail. */
+#define QF_ELO 0x3400u /* top 16 bits of 2^-23 */
 #define QF_EHI 0x4000u /* top 16 bits of 2.0 */
 #define QF_NB (QF_EHI - QF_ELO + 1)
 #define QF_CLAMP 2.0f
-static uint64_t qfast[2][2 * QF_NB];
-static int qfast_ok; /* 0 if some bucket steps twice: then the search is used */
+static uint32_t qfast[2][2 * QF_NB];
+static int qfast_ok; /* 0 if some bucket steps twice (or the lowest once): then the search is used */
 
 /* A float's position in value order (-0 just below +0; NaN not asked). */
 static int64_t qf_order(uint32_t bits)
@@ -74,7 +76,7 @@ static uint32_t qf_unorder(int64_t k)
     return k < 0 ? 0x80000000u | (uint32_t)(-(k + 1)) : (uint32_t)k;
 }
 
-static int qfast_build(const float *map, uint64_t *tab)
+static int qfast_build(const float *map, uint32_t *tab)
 {
     for (uint32_t sgn = 0; sgn < 2; sgn++)
         for (uint32_t e = QF_ELO; e <= QF_EHI; e++) {
@@ -83,8 +85,10 @@ static int qfast_build(const float *map, uint64_t *tab)
             int64_t klo = k0 < k1 ? k0 : k1, khi = k0 < k1 ? k1 : k0;
             uint8_t clo = oom_qmap_encode(map, oom_bits_f32(qf_unorder(klo)));
             uint8_t chi = oom_qmap_encode(map, oom_bits_f32(qf_unorder(khi)));
-            uint32_t thr = 0x7fc00000u; /* NaN: never reached */
+            uint32_t thr = 0; /* no step: either code */
             if (clo != chi) {
+                if (e == QF_ELO)
+                    return 0;
                 int64_t l = klo, h = khi; /* code(l) == clo, code(h) == chi */
                 while (h - l > 1) {
                     int64_t mid = l + (h - l) / 2;
@@ -97,7 +101,7 @@ static int qfast_build(const float *map, uint64_t *tab)
                     return 0; /* more than one step */
                 thr = qf_unorder(h);
             }
-            tab[sgn * QF_NB + (e - QF_ELO)] = thr | (uint64_t)clo << 32 | (uint64_t)chi << 40;
+            tab[sgn * QF_NB + (e - QF_ELO)] = (thr & 0xffffu) | (uint32_t)clo << 16 | (uint32_t)chi << 24;
         }
     return 1;
 }
@@ -109,91 +113,169 @@ static void qmaps_fill(void)
     qfast_ok = qfast_build(qmaps[0], qfast[0]) && qfast_build(qmaps[1], qfast[1]);
 }
 
-/* The bucket of x. */
-CPU_BODY int qfast_index(float x)
+/* What 8-bit AdamW encodes: a moment over its block's absmax, 0 in a block of zeros. */
+CPU_BODY float qscaled(float x, float absmax)
+{
+    return absmax > 0.0f ? x / absmax : 0.0f;
+}
+
+/* oom_qmap_encode(map, x) from map's qfast table, branch-free. */
+CPU_BODY uint8_t qfast_encode(const float *map, const uint32_t *tab, float x)
 {
     float xc = x > QF_CLAMP ? QF_CLAMP : x;
     xc = xc >= -QF_CLAMP ? xc : -QF_CLAMP; /* NaN too */
     uint32_t b = oom_f32_bits(xc), e = (b & 0x7fffffffu) >> 16;
     e = e < QF_ELO ? QF_ELO : e;
-    return (int)(e - QF_ELO) + (int)(b >> 31) * (int)QF_NB;
-}
-
-/* oom_qmap_encode(map, x) from map's qfast table, branch-free. */
-CPU_BODY uint8_t qfast_encode(const float *map, const uint64_t *tab, float x)
-{
-    uint64_t ent = tab[qfast_index(x)];
-    int code = x >= oom_bits_f32((uint32_t)ent) ? (int)(ent >> 40) : (int)(ent >> 32);
+    uint32_t ent = tab[(e - QF_ELO) + (b >> 31) * QF_NB];
+    float thr = oom_bits_f32((b & 0xffff0000u) | (ent & 0xffffu));
+    int code = (int)(x >= thr ? ent >> 24 : (ent >> 16) & 0xffu);
     int big = fabsf(map[255] - x) < fabsf(map[254] - x) ? 255 : 254;
     int small = fabsf(map[1] - x) < fabsf(map[0] - x) ? 1 : 0;
     return (uint8_t)(x > QF_CLAMP ? big : x < -QF_CLAMP ? small : code);
 }
 
+/* codes[i] = the code of x[i] in map m (0 signed, 1 unsigned). */
 CPU_BODY void qmap_encode_n_body(uint8_t *codes, const float *x, size_t n, int m)
 {
-    const uint64_t *tab = qfast[m];
     for (size_t i = 0; i < n; i++)
-        codes[i] = qfast_encode(qmaps[m], tab, x[i]);
+        codes[i] = qfast_encode(qmaps[m], qfast[m], x[i]);
+}
+
+/* m and v of n codes: the code's value times the block's absmax. */
+CPU_BODY void adamw8_decode_body(float *m, float *v, const uint8_t *mq, const uint8_t *vq, float mscale, float vscale,
+                                 size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        m[i] = qmaps[0][mq[i]] * mscale;
+        v[i] = qmaps[1][vq[i]] * vscale;
+    }
+}
+
+/* The codes of one element's new moments, from its decoded old ones. The codes have always been
+ * made from the moments as a separate encode pass recomputed them, which gcc contracted (with FMA)
+ * the other way round than the step: m = fma(g, 1 - beta1, beta1 m) there, fma(beta1, m,
+ * (1 - beta1) g) in the step (v alike); the two can differ in the last bit. with_fma spells the
+ * former out for the AVX2 path, so the codes stay the same. */
+CPU_BODY void adamw8_encode_one(uint8_t *mq, uint8_t *vq, float m, float v, float g, struct oom_adamw a, float mmax,
+                                float vmax, int with_fma)
+{
+    if (with_fma) {
+        m = fmaf(g, 1.0f - a.beta1, a.beta1 * m);
+        v = fmaf(g, g * (1.0f - a.beta2), a.beta2 * v);
+    } else {
+        oom_adamw_elem(&a, 0.0f, g, &m, &v);
+    }
+    m = qscaled(m, mmax);
+    v = qscaled(v, vmax);
+    *mq = qfast_ok ? qfast_encode(qmaps[0], qfast[0], m) : oom_qmap_encode(qmaps[0], m);
+    *vq = qfast_ok ? qfast_encode(qmaps[1], qfast[1], v) : oom_qmap_encode(qmaps[1], v);
+}
+
+CPU_BODY void adamw8_encode_body(uint8_t *mq, uint8_t *vq, const float *m, const float *v, const float *g, size_t n,
+                                 struct oom_adamw a, float mmax, float vmax)
+{
+    for (size_t i = 0; i < n; i++)
+        adamw8_encode_one(mq + i, vq + i, m[i], v[i], g[i], a, mmax, vmax, 0);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-/* qfast_encode on 8 floats with two 4-wide AVX2 gathers; the same steps, so the same codes. */
-__attribute__((target("avx2,fma"))) static void qmap_encode_n_avx2(uint8_t *codes, const float *x, size_t n, int m)
+#define AVX2_FMA __attribute__((target("avx2,fma")))
+
+/* qfast_encode of 8 floats with one 8-wide gather (the same steps, so the same codes), stored to
+ * codes; 0 if some x is beyond +-2 or NaN, whose codes the caller then redoes. */
+AVX2_FMA static inline int qfast_encode8(uint8_t *codes, __m256 x, const int *tab)
 {
-    const long long *tab = (const long long *)qfast[m];
-    const float *map = qmaps[m];
-    const __m256 m0 = _mm256_set1_ps(map[0]), m1 = _mm256_set1_ps(map[1]), m254 = _mm256_set1_ps(map[254]),
-                 m255 = _mm256_set1_ps(map[255]), absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    const __m256i elo = _mm256_set1_epi32((int)QF_ELO), ff = _mm256_set1_epi32(0xff);
     const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
                                           -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    __m256i b = _mm256_castps_si256(x), ab = _mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff));
+    __m256i e = _mm256_min_epi32(_mm256_max_epi32(_mm256_srli_epi32(ab, 16), _mm256_set1_epi32((int)QF_ELO)),
+                                 _mm256_set1_epi32((int)QF_EHI));
+    __m256i base = _mm256_sub_epi32(_mm256_and_si256(_mm256_srai_epi32(b, 31), _mm256_set1_epi32((int)QF_NB)),
+                                    _mm256_set1_epi32((int)QF_ELO));
+    __m256i ent = _mm256_i32gather_epi32(tab, _mm256_add_epi32(e, base), 4);
+    __m256 thr = _mm256_castsi256_ps(_mm256_blend_epi16(b, ent, 0x55)); /* low 16 bits from ent */
+    __m256i ge = _mm256_castps_si256(_mm256_cmp_ps(x, thr, _CMP_GE_OQ));
+    /* shift the code wanted to the low byte: by 24 (ge: -1 << 3 = -8 below 16) or 16 */
+    __m256i code = _mm256_srlv_epi32(ent, _mm256_sub_epi32(_mm256_set1_epi32(16), _mm256_slli_epi32(ge, 3)));
+    __m256i bytes = _mm256_shuffle_epi8(code, pick);
+    _mm_storel_epi64((__m128i *)codes,
+                     _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1)));
+    return !_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(ab, _mm256_set1_epi32(0x40000000))));
+}
+
+AVX2_FMA static void qmap_encode_n_avx2(uint8_t *codes, const float *x, size_t n, int m)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        if (!qfast_encode8(codes + i, _mm256_loadu_ps(x + i), (const int *)qfast[m]))
+            qmap_encode_n_body(codes + i, x + i, 8, m);
+    qmap_encode_n_body(codes + i, x + i, n - i, m);
+}
+
+/* adamw8_decode_body with 8 scalar loads per vector: on AMD Zen 3, where this was measured, an
+ * 8-wide gather from the map takes longer. */
+AVX2_FMA static void adamw8_decode_avx2(float *m, float *v, const uint8_t *mq, const uint8_t *vq, float mscale,
+                                        float vscale, size_t n)
+{
+    const float *qm = qmaps[0], *qv = qmaps[1];
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(x + i);
-        /* min(c, v) keeps NaN, max(., -c) then turns it into -c */
-        __m256 xc = _mm256_max_ps(_mm256_min_ps(_mm256_set1_ps(QF_CLAMP), v), _mm256_set1_ps(-QF_CLAMP));
-        __m256i b = _mm256_castps_si256(xc);
-        __m256i e = _mm256_max_epi32(_mm256_srli_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff)), 16), elo);
-        __m256i idx = _mm256_add_epi32(_mm256_sub_epi32(e, elo),
-                                       _mm256_and_si256(_mm256_srai_epi32(b, 31), _mm256_set1_epi32((int)QF_NB)));
-        __m256i g0 = _mm256_i32gather_epi64(tab, _mm256_castsi256_si128(idx), 8);
-        __m256i g1 = _mm256_i32gather_epi64(tab, _mm256_extracti128_si256(idx, 1), 8);
-        /* 32-bit halves: thresholds (even) and code pairs (odd), in element order 0 1 4 5 | 2 3 6 7 */
-        __m256 thr = _mm256_shuffle_ps(_mm256_castsi256_ps(g0), _mm256_castsi256_ps(g1), _MM_SHUFFLE(2, 0, 2, 0));
-        __m256i cw = _mm256_castps_si256(
-            _mm256_shuffle_ps(_mm256_castsi256_ps(g0), _mm256_castsi256_ps(g1), _MM_SHUFFLE(3, 1, 3, 1)));
-        thr = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(thr), _MM_SHUFFLE(3, 1, 2, 0)));
-        cw = _mm256_permute4x64_epi64(cw, _MM_SHUFFLE(3, 1, 2, 0));
-        __m256i ge = _mm256_castps_si256(_mm256_cmp_ps(v, thr, _CMP_GE_OQ));
-        __m256i code = _mm256_and_si256(_mm256_blendv_epi8(cw, _mm256_srli_epi32(cw, 8), ge), ff);
-        __m256 d255 = _mm256_and_ps(_mm256_sub_ps(m255, v), absmask), d254 = _mm256_and_ps(_mm256_sub_ps(m254, v), absmask);
-        __m256 d1 = _mm256_and_ps(_mm256_sub_ps(m1, v), absmask), d0 = _mm256_and_ps(_mm256_sub_ps(m0, v), absmask);
-        __m256i big = _mm256_sub_epi32(_mm256_set1_epi32(254), _mm256_castps_si256(_mm256_cmp_ps(d255, d254, _CMP_LT_OQ)));
-        __m256i small = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_castps_si256(_mm256_cmp_ps(d1, d0, _CMP_LT_OQ)));
-        code = _mm256_blendv_epi8(code, big, _mm256_castps_si256(_mm256_cmp_ps(v, _mm256_set1_ps(QF_CLAMP), _CMP_GT_OQ)));
-        code = _mm256_blendv_epi8(code, small, _mm256_castps_si256(_mm256_cmp_ps(v, _mm256_set1_ps(-QF_CLAMP), _CMP_LT_OQ)));
-        __m256i bytes = _mm256_shuffle_epi8(code, pick);
-        __m128i packed = _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1));
-        _mm_storel_epi64((__m128i *)(codes + i), packed);
+        const uint8_t *c = mq + i, *d = vq + i;
+        __m256 mi = _mm256_setr_ps(qm[c[0]], qm[c[1]], qm[c[2]], qm[c[3]], qm[c[4]], qm[c[5]], qm[c[6]], qm[c[7]]);
+        __m256 vi = _mm256_setr_ps(qv[d[0]], qv[d[1]], qv[d[2]], qv[d[3]], qv[d[4]], qv[d[5]], qv[d[6]], qv[d[7]]);
+        _mm256_storeu_ps(m + i, _mm256_mul_ps(mi, _mm256_set1_ps(mscale)));
+        _mm256_storeu_ps(v + i, _mm256_mul_ps(vi, _mm256_set1_ps(vscale)));
+    }
+    adamw8_decode_body(m + i, v + i, mq + i, vq + i, mscale, vscale, n - i);
+}
+
+/* adamw8_encode_body 8 elements at a time: the moments as adamw8_encode_one computes them with
+ * FMA, then qfast_encode8 of each over its absmax. */
+AVX2_FMA static void adamw8_encode_avx2(uint8_t *mq, uint8_t *vq, const float *m, const float *v, const float *g,
+                                        size_t n, struct oom_adamw a, float mmax, float vmax)
+{
+    const __m256 b1 = _mm256_set1_ps(a.beta1), c1 = _mm256_set1_ps(1.0f - a.beta1), b2 = _mm256_set1_ps(a.beta2),
+                 c2 = _mm256_set1_ps(1.0f - a.beta2), mdiv = _mm256_set1_ps(mmax), vdiv = _mm256_set1_ps(vmax);
+    /* qscaled: 0 where the absmax is 0 */
+    const __m256 mkeep = _mm256_castsi256_ps(_mm256_set1_epi32(mmax > 0.0f ? -1 : 0)),
+                 vkeep = _mm256_castsi256_ps(_mm256_set1_epi32(vmax > 0.0f ? -1 : 0));
+    size_t i = 0;
+    for (; qfast_ok && i + 8 <= n; i += 8) {
+        __m256 gi = _mm256_loadu_ps(g + i);
+        __m256 mi = _mm256_fmadd_ps(gi, c1, _mm256_mul_ps(b1, _mm256_loadu_ps(m + i)));
+        __m256 vi = _mm256_fmadd_ps(gi, _mm256_mul_ps(gi, c2), _mm256_mul_ps(b2, _mm256_loadu_ps(v + i)));
+        int ok = qfast_encode8(mq + i, _mm256_and_ps(_mm256_div_ps(mi, mdiv), mkeep), (const int *)qfast[0]);
+        ok &= qfast_encode8(vq + i, _mm256_and_ps(_mm256_div_ps(vi, vdiv), vkeep), (const int *)qfast[1]);
+        for (size_t j = i; !ok && j < i + 8; j++)
+            adamw8_encode_one(mq + j, vq + j, m[j], v[j], g[j], a, mmax, vmax, 1);
     }
     for (; i < n; i++)
-        codes[i] = qfast_encode(map, qfast[m], x[i]);
+        adamw8_encode_one(mq + i, vq + i, m[i], v[i], g[i], a, mmax, vmax, 1);
 }
-static void qmap_encode_n_base(uint8_t *codes, const float *x, size_t n, int m)
-{
-    qmap_encode_n_body(codes, x, n, m);
-}
-static void qmap_encode_n(uint8_t *codes, const float *x, size_t n, int m)
-{
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        qmap_encode_n_avx2(codes, x, n, m);
-    else
-        qmap_encode_n_base(codes, x, n, m);
-}
+
+/* name(params): name##_avx2 above when the CPU has AVX2 and FMA, else name##_body. */
+#define AVX2_OR_BASE(name, params, args)                                     \
+    static void name##_base params { name##_body args; }                     \
+    static void name params                                                  \
+    {                                                                        \
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) \
+            name##_avx2 args;                                                \
+        else                                                                 \
+            name##_base args;                                                \
+    }
 #else
-CPU_MULTIVERSION(qmap_encode_n, (uint8_t *codes, const float *x, size_t n, int m), (codes, x, n, m))
+#define AVX2_OR_BASE CPU_MULTIVERSION
 #endif
+
+AVX2_OR_BASE(qmap_encode_n, (uint8_t *codes, const float *x, size_t n, int m), (codes, x, n, m))
+AVX2_OR_BASE(adamw8_decode,
+             (float *m, float *v, const uint8_t *mq, const uint8_t *vq, float mscale, float vscale, size_t n),
+             (m, v, mq, vq, mscale, vscale, n))
+AVX2_OR_BASE(adamw8_encode,
+             (uint8_t *mq, uint8_t *vq, const float *m, const float *v, const float *g, size_t n, struct oom_adamw a,
+              float mmax, float vmax),
+             (mq, vq, m, v, g, n, a, mmax, vmax))
 
 int cpu_qmap_encode_fast(int is_signed, uint8_t *codes, const float *x, size_t n)
 {
@@ -204,61 +286,31 @@ int cpu_qmap_encode_fast(int is_signed, uint8_t *codes, const float *x, size_t n
     return 1;
 }
 
-/* Decodes m and v of n elements, applies AdamW (p_out may be p) and raises *mmax, *vmax to the
- * new moments' absmax. */
-CPU_BODY void adamw8_step_body(float *p_out, const float *p, const float *g, const uint8_t *mq, const uint8_t *vq,
-                               float mscale, float vscale, size_t n, struct oom_adamw a, float *mmax, float *vmax)
+/* AdamW on the decoded moments m and v (p_out may be p), raising *mmax and *vmax to the new
+ * moments' absmax. */
+CPU_BODY void adamw8_step_body(float *p_out, const float *p, const float *g, const float *m, const float *v,
+                               size_t n, struct oom_adamw a, float *mmax, float *vmax)
 {
-    const float *qm = qmaps[0], *qv = qmaps[1];
     float mx = *mmax, vx = *vmax;
 #pragma omp simd reduction(max : mx, vx)
     for (size_t i = 0; i < n; i++) {
-        float m = qm[(int32_t)mq[i]] * mscale, v = qv[(int32_t)vq[i]] * vscale;
-        p_out[i] = oom_adamw_elem(&a, p[i], g[i], &m, &v);
-        float am = fabsf(m);
+        float mi = m[i], vi = v[i];
+        p_out[i] = oom_adamw_elem(&a, p[i], g[i], &mi, &vi);
+        float am = fabsf(mi);
         mx = am > mx ? am : mx; /* = fmaxf (skips a NaN; no -0 arises), but vectorizes */
-        vx = v > vx ? v : vx;
+        vx = vi > vx ? vi : vx;
     }
     *mmax = mx;
     *vmax = vx;
 }
 
-/* Recomputes the same new moments from the old codes and encodes them against the new absmax. */
-CPU_BODY void adamw8_encode_body(uint8_t *mq, uint8_t *vq, const float *g, float mscale, float vscale, size_t n,
-                                 struct oom_adamw a, float mmax, float vmax)
-{
-    const float *qm = qmaps[0], *qv = qmaps[1];
-    if (!qfast_ok) {
-        for (size_t i = 0; i < n; i++) {
-            float m = qm[(int32_t)mq[i]] * mscale, v = qv[(int32_t)vq[i]] * vscale;
-            oom_adamw_elem(&a, 0.0f, g[i], &m, &v);
-            mq[i] = oom_qmap_encode(qmaps[0], mmax > 0.0f ? m / mmax : 0.0f);
-            vq[i] = oom_qmap_encode(qmaps[1], vmax > 0.0f ? v / vmax : 0.0f);
-        }
-        return;
-    }
-    float xm[CPU_CHUNK], xv[CPU_CHUNK];
-#pragma omp simd
-    for (size_t i = 0; i < n; i++) {
-        float m = qm[(int32_t)mq[i]] * mscale, v = qv[(int32_t)vq[i]] * vscale;
-        oom_adamw_elem(&a, 0.0f, g[i], &m, &v);
-        xm[i] = mmax > 0.0f ? m / mmax : 0.0f;
-        xv[i] = vmax > 0.0f ? v / vmax : 0.0f;
-    }
-    qmap_encode_n(mq, xm, n, 0);
-    qmap_encode_n(vq, xv, n, 1);
-}
-
 CPU_MULTIVERSION(adamw8_step,
-                 (float *p_out, const float *p, const float *g, const uint8_t *mq, const uint8_t *vq, float mscale,
-                  float vscale, size_t n, struct oom_adamw a, float *mmax, float *vmax),
-                 (p_out, p, g, mq, vq, mscale, vscale, n, a, mmax, vmax))
-CPU_MULTIVERSION(adamw8_encode,
-                 (uint8_t *mq, uint8_t *vq, const float *g, float mscale, float vscale, size_t n, struct oom_adamw a,
-                  float mmax, float vmax),
-                 (mq, vq, g, mscale, vscale, n, a, mmax, vmax))
+                 (float *p_out, const float *p, const float *g, const float *m, const float *v, size_t n,
+                  struct oom_adamw a, float *mmax, float *vmax),
+                 (p_out, p, g, m, v, n, a, mmax, vmax))
 
-/* One block from b0: the step in fp32 pieces, then (the new absmax known) the codes. */
+/* One block from b0: the step in fp32 chunks, then (the new absmax known) the codes. A block of
+ * one chunk still has its decoded moments and gradient at hand; a longer one decodes again. */
 static void adamw8_block(const struct kernel_call *k, void *const *t, size_t b0, size_t len)
 {
     const struct oom_adamw a = adamw_of(k);
@@ -266,17 +318,24 @@ static void adamw8_block(const struct kernel_call *k, void *const *t, size_t b0,
     uint8_t *mq = (uint8_t *)t[2] + b0, *vq = (uint8_t *)t[3] + b0;
     float *m_absmax = t[4], *v_absmax = t[5];
     const float mscale = m_absmax[blk], vscale = v_absmax[blk];
-    float mmax = 0.0f, vmax = 0.0f, pb[CPU_CHUNK], gb[CPU_CHUNK];
+    float mmax = 0.0f, vmax = 0.0f, pb[CPU_CHUNK], gb[CPU_CHUNK], mb[CPU_CHUNK], vb[CPU_CHUNK];
+    const float *g = gb;
     for (size_t i0 = 0; i0 < len; i0 += CPU_CHUNK) {
         size_t n = len - i0 < CPU_CHUNK ? len - i0 : CPU_CHUNK;
-        const float *p = chunk_in(t[0], k->dtype, b0 + i0, n, pb), *g = chunk_in(t[1], k->dtype, b0 + i0, n, gb);
+        const float *p = chunk_in(t[0], k->dtype, b0 + i0, n, pb);
         float *p_out = chunk_out(t[0], k->dtype, b0 + i0, pb);
-        adamw8_step(p_out, p, g, mq + i0, vq + i0, mscale, vscale, n, a, &mmax, &vmax);
+        g = chunk_in(t[1], k->dtype, b0 + i0, n, gb);
+        adamw8_decode(mb, vb, mq + i0, vq + i0, mscale, vscale, n);
+        adamw8_step(p_out, p, g, mb, vb, n, a, &mmax, &vmax);
         chunk_put(t[0], k->dtype, b0 + i0, n, p_out);
     }
     for (size_t i0 = 0; i0 < len; i0 += CPU_CHUNK) {
         size_t n = len - i0 < CPU_CHUNK ? len - i0 : CPU_CHUNK;
-        adamw8_encode(mq + i0, vq + i0, chunk_in(t[1], k->dtype, b0 + i0, n, gb), mscale, vscale, n, a, mmax, vmax);
+        if (len > CPU_CHUNK) {
+            g = chunk_in(t[1], k->dtype, b0 + i0, n, gb);
+            adamw8_decode(mb, vb, mq + i0, vq + i0, mscale, vscale, n);
+        }
+        adamw8_encode(mq + i0, vq + i0, mb, vb, g, n, a, mmax, vmax);
     }
     m_absmax[blk] = mmax;
     v_absmax[blk] = vmax;
