@@ -203,8 +203,10 @@ OOM_HD struct oom_adamw oom_adamw_setup(float lr, float beta1, float beta2, floa
 OOM_HD float oom_adamw_elem(const struct oom_adamw *a, float p, float g, float *m, float *v)
 {
     p -= a->lr * a->weight_decay * p;
-    *m = a->beta1 * *m + (1.0f - a->beta1) * g;
-    *v = a->beta2 * *v + (1.0f - a->beta2) * g * g;
+    /* fused by hand: every compiled copy (a step, a recompute, CPU or GPU) gets the same bits, where
+     * the compiler's own contraction may pick either product */
+    *m = fmaf(a->beta1, *m, (1.0f - a->beta1) * g);
+    *v = fmaf(a->beta2, *v, (1.0f - a->beta2) * g * g);
     float denom = sqrtf(*v) * a->inv_sqrt_bc2 + a->eps;
     return p - a->step_size * *m / denom;
 }

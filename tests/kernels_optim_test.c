@@ -1,6 +1,6 @@
 /* kernels_optim_test.c: AdamW against PyTorch's formula in double over several steps (fp32 and
- * low-precision params), 8-bit block-wise AdamW tracking fp32 AdamW, the dynamic 8-bit map, and
- * the EMA update. */
+ * low-precision params), 8-bit block-wise AdamW against a plain per-element reference (codes and
+ * absmax exact, every dtype) and tracking fp32 AdamW, the dynamic 8-bit map, and the EMA update. */
 #include "kernels_test_util.h"
 #include "cpu/cpu_kernels.h"
 
@@ -119,6 +119,68 @@ static void qmap_checks(void)
        checked, bad[0], bad[1]);
 }
 
+/* 8-bit AdamW against a plain per-element reference over several steps: each block decodes its
+ * codes times its absmax, takes the AdamW step, and encodes the new moments (nearest code, by the
+ * search) over their new absmax. Codes and absmax must match exactly; params within tolerance. */
+static void adamw8_exact_case(int dt, size_t n, int64_t block)
+{
+    const int steps = 4;
+    float qs[OOM_QMAP_SIZE], qu[OOM_QMAP_SIZE];
+    oom_qmap_fill(1, qs);
+    oom_qmap_fill(0, qu);
+    size_t nb = (n + (size_t)block - 1) / (size_t)block;
+    float *p = rnd_vec(n, 1.0f);
+    round_to(p, n, dt);
+    void *tp = typed(p, n, dt);
+    uint8_t *mq = calloc(n, 1), *vq = calloc(n, 1), *rmq = calloc(n, 1), *rvq = calloc(n, 1);
+    float *mabs = zeros(nb), *vabs = zeros(nb), *rmabs = zeros(nb), *rvabs = zeros(nb);
+    float *nm = zeros(n), *nv = zeros(n);
+    size_t bad_codes = 0, bad_absmax = 0;
+    for (int s = 1; s <= steps; s++) {
+        float *g = rnd_vec(n, 0.1f);
+        round_to(g, n, dt);
+        void *tg = typed(g, n, dt);
+        struct kernel_call k = adamw_call(K_ADAMW8, dt, (int64_t)n, s, block);
+        run(&k, (void *[]){tp, tg, mq, vq, mabs, vabs});
+        struct oom_adamw a = oom_adamw_setup(LR, B1, B2, kernel_adamw_eps(&k), WD, s);
+        for (size_t b = 0; b < nb; b++) {
+            size_t lo = b * (size_t)block, hi = lo + (size_t)block < n ? lo + (size_t)block : n;
+            float mmax = 0.0f, vmax = 0.0f;
+            for (size_t i = lo; i < hi; i++) {
+                nm[i] = qs[rmq[i]] * rmabs[b];
+                nv[i] = qu[rvq[i]] * rvabs[b];
+                float q = oom_adamw_elem(&a, p[i], g[i], &nm[i], &nv[i]);
+                round_to(&q, 1, dt);
+                p[i] = q;
+                mmax = fabsf(nm[i]) > mmax ? fabsf(nm[i]) : mmax;
+                vmax = nv[i] > vmax ? nv[i] : vmax;
+            }
+            for (size_t i = lo; i < hi; i++) {
+                rmq[i] = oom_qmap_encode(qs, mmax > 0.0f ? nm[i] / mmax : 0.0f);
+                rvq[i] = oom_qmap_encode(qu, vmax > 0.0f ? nv[i] / vmax : 0.0f);
+            }
+            rmabs[b] = mmax;
+            rvabs[b] = vmax;
+            bad_absmax += mabs[b] != rmabs[b] || vabs[b] != rvabs[b];
+        }
+        for (size_t i = 0; i < n; i++)
+            bad_codes += mq[i] != rmq[i] || vq[i] != rvq[i];
+        free(g);
+        free(tg);
+    }
+    ok(bad_codes == 0 && bad_absmax == 0,
+       "adamw8 (%s) n %zu block %lld, %d steps: every code and absmax as the plain reference makes them "
+       "(%zu codes, %zu absmax differ)",
+       dtype_name((enum dtype)dt), n, (long long)block, steps, bad_codes, bad_absmax);
+    double *pref = dvec(p, n);
+    char msg[64];
+    snprintf(msg, sizeof msg, "adamw8 params, block %lld", (long long)block);
+    check_close(tp, dt, pref, n, kernel_get(K_ADAMW)->tol[dt], msg);
+    void *all[] = {p, tp, mq, vq, rmq, rvq, mabs, vabs, rmabs, rvabs, nm, nv, pref};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        free(all[i]);
+}
+
 /* 8-bit AdamW against fp32 AdamW on the same gradients: params must stay within tol of the fp32
  * path's total movement (tol[dt] of the 8-bit entry is that fraction). */
 static void adamw8_case(size_t n, int64_t block)
@@ -190,5 +252,10 @@ int main(void)
     adamw8_case(5000, 2048);
     adamw8_case(5000, 256);
     adamw8_case(5003, 3001); /* blocks over a CPU chunk (2048), ends not a multiple of 8 */
+    for (unsigned d = 0; d < 3; d++) {
+        adamw8_exact_case(test_dtypes[d], 5000, 2048);
+        adamw8_exact_case(test_dtypes[d], 5003, 3001);
+        adamw8_exact_case(test_dtypes[d], 1000, 256);
+    }
     return done_testing();
 }

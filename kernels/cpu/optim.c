@@ -151,31 +151,20 @@ CPU_BODY void adamw8_decode_body(float *m, float *v, const uint8_t *mq, const ui
     }
 }
 
-/* The codes of one element's new moments, from its decoded old ones. The codes have always been
- * made from the moments as a separate encode pass recomputed them, which gcc contracted (with FMA)
- * the other way round than the step: m = fma(g, 1 - beta1, beta1 m) there, fma(beta1, m,
- * (1 - beta1) g) in the step (v alike); the two can differ in the last bit. with_fma spells the
- * former out for the AVX2 path, so the codes stay the same. */
-CPU_BODY void adamw8_encode_one(uint8_t *mq, uint8_t *vq, float m, float v, float g, struct oom_adamw a, float mmax,
-                                float vmax, int with_fma)
+/* The codes of one element's new moments over the block's absmax. */
+CPU_BODY void adamw8_encode_one(uint8_t *mq, uint8_t *vq, float m, float v, float mmax, float vmax)
 {
-    if (with_fma) {
-        m = fmaf(g, 1.0f - a.beta1, a.beta1 * m);
-        v = fmaf(g, g * (1.0f - a.beta2), a.beta2 * v);
-    } else {
-        oom_adamw_elem(&a, 0.0f, g, &m, &v);
-    }
     m = qscaled(m, mmax);
     v = qscaled(v, vmax);
     *mq = qfast_ok ? qfast_encode(qmaps[0], qfast[0], m) : oom_qmap_encode(qmaps[0], m);
     *vq = qfast_ok ? qfast_encode(qmaps[1], qfast[1], v) : oom_qmap_encode(qmaps[1], v);
 }
 
-CPU_BODY void adamw8_encode_body(uint8_t *mq, uint8_t *vq, const float *m, const float *v, const float *g, size_t n,
-                                 struct oom_adamw a, float mmax, float vmax)
+CPU_BODY void adamw8_encode_body(uint8_t *mq, uint8_t *vq, const float *m, const float *v, size_t n, float mmax,
+                                 float vmax)
 {
     for (size_t i = 0; i < n; i++)
-        adamw8_encode_one(mq + i, vq + i, m[i], v[i], g[i], a, mmax, vmax, 0);
+        adamw8_encode_one(mq + i, vq + i, m[i], v[i], mmax, vmax);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -230,28 +219,24 @@ AVX2_FMA static void adamw8_decode_avx2(float *m, float *v, const uint8_t *mq, c
     adamw8_decode_body(m + i, v + i, mq + i, vq + i, mscale, vscale, n - i);
 }
 
-/* adamw8_encode_body 8 elements at a time: the moments as adamw8_encode_one computes them with
- * FMA, then qfast_encode8 of each over its absmax. */
-AVX2_FMA static void adamw8_encode_avx2(uint8_t *mq, uint8_t *vq, const float *m, const float *v, const float *g,
-                                        size_t n, struct oom_adamw a, float mmax, float vmax)
+/* adamw8_encode_body 8 elements at a time: qfast_encode8 of each moment over its absmax. */
+AVX2_FMA static void adamw8_encode_avx2(uint8_t *mq, uint8_t *vq, const float *m, const float *v, size_t n, float mmax,
+                                        float vmax)
 {
-    const __m256 b1 = _mm256_set1_ps(a.beta1), c1 = _mm256_set1_ps(1.0f - a.beta1), b2 = _mm256_set1_ps(a.beta2),
-                 c2 = _mm256_set1_ps(1.0f - a.beta2), mdiv = _mm256_set1_ps(mmax), vdiv = _mm256_set1_ps(vmax);
+    const __m256 mdiv = _mm256_set1_ps(mmax), vdiv = _mm256_set1_ps(vmax);
     /* qscaled: 0 where the absmax is 0 */
     const __m256 mkeep = _mm256_castsi256_ps(_mm256_set1_epi32(mmax > 0.0f ? -1 : 0)),
                  vkeep = _mm256_castsi256_ps(_mm256_set1_epi32(vmax > 0.0f ? -1 : 0));
     size_t i = 0;
     for (; qfast_ok && i + 8 <= n; i += 8) {
-        __m256 gi = _mm256_loadu_ps(g + i);
-        __m256 mi = _mm256_fmadd_ps(gi, c1, _mm256_mul_ps(b1, _mm256_loadu_ps(m + i)));
-        __m256 vi = _mm256_fmadd_ps(gi, _mm256_mul_ps(gi, c2), _mm256_mul_ps(b2, _mm256_loadu_ps(v + i)));
-        int ok = qfast_encode8(mq + i, _mm256_and_ps(_mm256_div_ps(mi, mdiv), mkeep), (const int *)qfast[0]);
-        ok &= qfast_encode8(vq + i, _mm256_and_ps(_mm256_div_ps(vi, vdiv), vkeep), (const int *)qfast[1]);
+        __m256 mi = _mm256_and_ps(_mm256_div_ps(_mm256_loadu_ps(m + i), mdiv), mkeep);
+        __m256 vi = _mm256_and_ps(_mm256_div_ps(_mm256_loadu_ps(v + i), vdiv), vkeep);
+        int ok = qfast_encode8(mq + i, mi, (const int *)qfast[0]);
+        ok &= qfast_encode8(vq + i, vi, (const int *)qfast[1]);
         for (size_t j = i; !ok && j < i + 8; j++)
-            adamw8_encode_one(mq + j, vq + j, m[j], v[j], g[j], a, mmax, vmax, 1);
+            adamw8_encode_one(mq + j, vq + j, m[j], v[j], mmax, vmax);
     }
-    for (; i < n; i++)
-        adamw8_encode_one(mq + i, vq + i, m[i], v[i], g[i], a, mmax, vmax, 1);
+    adamw8_encode_body(mq + i, vq + i, m + i, v + i, n - i, mmax, vmax);
 }
 
 /* name(params): name##_avx2 above when the CPU has AVX2 and FMA, else name##_body. */
@@ -272,10 +257,8 @@ AVX2_OR_BASE(qmap_encode_n, (uint8_t *codes, const float *x, size_t n, int m), (
 AVX2_OR_BASE(adamw8_decode,
              (float *m, float *v, const uint8_t *mq, const uint8_t *vq, float mscale, float vscale, size_t n),
              (m, v, mq, vq, mscale, vscale, n))
-AVX2_OR_BASE(adamw8_encode,
-             (uint8_t *mq, uint8_t *vq, const float *m, const float *v, const float *g, size_t n, struct oom_adamw a,
-              float mmax, float vmax),
-             (mq, vq, m, v, g, n, a, mmax, vmax))
+AVX2_OR_BASE(adamw8_encode, (uint8_t *mq, uint8_t *vq, const float *m, const float *v, size_t n, float mmax, float vmax),
+             (mq, vq, m, v, n, mmax, vmax))
 
 int cpu_qmap_encode_fast(int is_signed, uint8_t *codes, const float *x, size_t n)
 {
@@ -286,31 +269,39 @@ int cpu_qmap_encode_fast(int is_signed, uint8_t *codes, const float *x, size_t n
     return 1;
 }
 
-/* AdamW on the decoded moments m and v (p_out may be p), raising *mmax and *vmax to the new
- * moments' absmax. */
-CPU_BODY void adamw8_step_body(float *p_out, const float *p, const float *g, const float *m, const float *v,
-                               size_t n, struct oom_adamw a, float *mmax, float *vmax)
+/* AdamW on the decoded moments m and v, which become the new ones (p_out may be p), raising *mmax
+ * and *vmax to their absmax. */
+CPU_BODY void adamw8_step_body(float *p_out, const float *p, const float *g, float *m, float *v, size_t n,
+                               struct oom_adamw a, float *mmax, float *vmax)
 {
     float mx = *mmax, vx = *vmax;
 #pragma omp simd reduction(max : mx, vx)
     for (size_t i = 0; i < n; i++) {
-        float mi = m[i], vi = v[i];
-        p_out[i] = oom_adamw_elem(&a, p[i], g[i], &mi, &vi);
-        float am = fabsf(mi);
+        p_out[i] = oom_adamw_elem(&a, p[i], g[i], &m[i], &v[i]);
+        float am = fabsf(m[i]);
         mx = am > mx ? am : mx; /* = fmaxf (skips a NaN; no -0 arises), but vectorizes */
-        vx = vi > vx ? vi : vx;
+        vx = v[i] > vx ? v[i] : vx;
     }
     *mmax = mx;
     *vmax = vx;
 }
 
-CPU_MULTIVERSION(adamw8_step,
-                 (float *p_out, const float *p, const float *g, const float *m, const float *v, size_t n,
-                  struct oom_adamw a, float *mmax, float *vmax),
-                 (p_out, p, g, m, v, n, a, mmax, vmax))
+/* The step's new moments again, from the decoded old ones (same bits: oom_adamw_elem fuses by hand). */
+CPU_BODY void adamw8_moments_body(float *m, float *v, const float *g, size_t n, struct oom_adamw a)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        oom_adamw_elem(&a, 0.0f, g[i], &m[i], &v[i]);
+}
 
-/* One block from b0: the step in fp32 chunks, then (the new absmax known) the codes. A block of
- * one chunk still has its decoded moments and gradient at hand; a longer one decodes again. */
+CPU_MULTIVERSION(adamw8_step,
+                 (float *p_out, const float *p, const float *g, float *m, float *v, size_t n, struct oom_adamw a,
+                  float *mmax, float *vmax),
+                 (p_out, p, g, m, v, n, a, mmax, vmax))
+CPU_MULTIVERSION(adamw8_moments, (float *m, float *v, const float *g, size_t n, struct oom_adamw a), (m, v, g, n, a))
+
+/* One block from b0: the step in fp32 chunks, then (the new absmax known) the codes of the new
+ * moments. A block of one chunk still holds them; a longer one decodes and steps them again. */
 static void adamw8_block(const struct kernel_call *k, void *const *t, size_t b0, size_t len)
 {
     const struct oom_adamw a = adamw_of(k);
@@ -319,12 +310,10 @@ static void adamw8_block(const struct kernel_call *k, void *const *t, size_t b0,
     float *m_absmax = t[4], *v_absmax = t[5];
     const float mscale = m_absmax[blk], vscale = v_absmax[blk];
     float mmax = 0.0f, vmax = 0.0f, pb[CPU_CHUNK], gb[CPU_CHUNK], mb[CPU_CHUNK], vb[CPU_CHUNK];
-    const float *g = gb;
     for (size_t i0 = 0; i0 < len; i0 += CPU_CHUNK) {
         size_t n = len - i0 < CPU_CHUNK ? len - i0 : CPU_CHUNK;
-        const float *p = chunk_in(t[0], k->dtype, b0 + i0, n, pb);
+        const float *p = chunk_in(t[0], k->dtype, b0 + i0, n, pb), *g = chunk_in(t[1], k->dtype, b0 + i0, n, gb);
         float *p_out = chunk_out(t[0], k->dtype, b0 + i0, pb);
-        g = chunk_in(t[1], k->dtype, b0 + i0, n, gb);
         adamw8_decode(mb, vb, mq + i0, vq + i0, mscale, vscale, n);
         adamw8_step(p_out, p, g, mb, vb, n, a, &mmax, &vmax);
         chunk_put(t[0], k->dtype, b0 + i0, n, p_out);
@@ -332,10 +321,10 @@ static void adamw8_block(const struct kernel_call *k, void *const *t, size_t b0,
     for (size_t i0 = 0; i0 < len; i0 += CPU_CHUNK) {
         size_t n = len - i0 < CPU_CHUNK ? len - i0 : CPU_CHUNK;
         if (len > CPU_CHUNK) {
-            g = chunk_in(t[1], k->dtype, b0 + i0, n, gb);
             adamw8_decode(mb, vb, mq + i0, vq + i0, mscale, vscale, n);
+            adamw8_moments(mb, vb, chunk_in(t[1], k->dtype, b0 + i0, n, gb), n, a);
         }
-        adamw8_encode(mq + i0, vq + i0, mb, vb, g, n, a, mmax, vmax);
+        adamw8_encode(mq + i0, vq + i0, mb, vb, n, mmax, vmax);
     }
     m_absmax[blk] = mmax;
     v_absmax[blk] = vmax;
