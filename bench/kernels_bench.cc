@@ -3,14 +3,19 @@
 //   shapes, reported as FLOP/s, so the wrapper's overhead shows (it should stay within 80% of
 //   BLAS); for bf16 operands the conversion to and from fp32 is benchmarked on its own too.
 //   Elementwise kernels (activations forward and backward, dropout, casts, add, scale, bias add,
-//   AdamW fp32/16-bit/8-bit, SGD, EMA): bytes/s from the table's byte counts, next to a memcpy of
-//   2 x 16 MiB as this machine's bandwidth reference (the target: at least half of it).
+//   AdamW fp32/16-bit/8-bit, SGD, EMA): bytes/s from the table's byte counts, next to two
+//   bandwidth references: a memcpy of 2 x 16 MiB on one core, and the same copy split over every
+//   core the process may use, as the kernels split long tensors (the machine's memory bandwidth;
+//   the target: at least half of it).
 // Run alone: build/bench/kernels_bench [--benchmark_filter=Gemm]
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
+#include <sched.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 extern "C" {
@@ -251,12 +256,37 @@ void BM_Memcpy(benchmark::State &state)
     state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(2 * src.size()));
 }
 
+// The same copy split over the cores the process may use (as cpu_for_chunks splits the kernels).
+void BM_MemcpyAllCores(benchmark::State &state)
+{
+    std::vector<uint8_t> src(kElems * 4, 1), dst(kElems * 4);
+    cpu_set_t set;
+    size_t cores = sched_getaffinity(0, sizeof set, &set) == 0 ? static_cast<size_t>(CPU_COUNT(&set)) : 1;
+    const size_t per = (src.size() / cores + 63) / 64 * 64;
+    for (auto _ : state) {
+        std::vector<std::thread> threads;
+        for (size_t i = 1; i < cores; i++)
+            threads.emplace_back([&, i] {
+                size_t lo = i * per < src.size() ? i * per : src.size();
+                size_t hi = lo + per < src.size() ? lo + per : src.size();
+                std::memcpy(dst.data() + lo, src.data() + lo, hi - lo);
+            });
+        std::memcpy(dst.data(), src.data(), per < src.size() ? per : src.size());
+        for (auto &t : threads)
+            t.join();
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(2 * src.size()));
+    state.counters["threads"] = static_cast<double>(cores);
+}
+
 void elementwise_opts(benchmark::internal::Benchmark *b)
 {
     b->Unit(benchmark::kMillisecond)->MinTime(0.2)->UseRealTime();
 }
 
 BENCHMARK(BM_Memcpy)->Apply(elementwise_opts);
+BENCHMARK(BM_MemcpyAllCores)->Apply(elementwise_opts);
 
 // Every elementwise kernel in fp32 and bf16 (fp16 runs the same loops as bf16 but its conversions).
 #define BENCH_DTYPES(fn, name, ...)                                          \
