@@ -13,6 +13,9 @@ out=$("$BIN" list faults); ok $(contains "$out" "variable_length_fragmentation")
 out=$("$BIN" list fixes); ok $(contains "$out" "sets PYTORCH_CUDA_ALLOC_CONF expandable_segments:True") "list fixes shows allocator settings"
 out=$("$BIN" list kernels); ok $(contains "$out" "flash_fwd") "list kernels"
 out=$("$BIN" list profiles); ok $(contains "$out" "rtx5090   31.51 GiB total, 1792 GB/s") "list profiles: the RTX 5090 as CUDA reports it"
+out=$("$BIN" list scenarios scenarios/host); ok $? "the host scenarios load"
+ok $(contains "$out" "host-checkpointing") "host-checkpointing listed"
+ok $(contains "$out" "host-chunked-decode") "host-chunked-decode listed"
 "$BIN" list nonsense > /dev/null 2>&1; ok $([ $? = 2 ] && echo 0 || echo 1) "unknown list exits 2"
 
 out=$("$BIN" devices 2>&1); rc=$?
