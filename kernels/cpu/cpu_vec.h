@@ -18,23 +18,28 @@ __attribute__((simd("notinbranch"))) float erff(float);
 /* A loop body, inlined into both compiled versions of its loop. */
 #define CPU_BODY static inline __attribute__((always_inline))
 
-/* CPU_MULTIVERSION(name, (params), (args)) defines static void name(params) running
- * name##_body(args) compiled for AVX2 + FMA when the CPU has them, else for baseline x86-64.
- * (target_clones cannot ask for AVX2 and FMA together, and "arch=haswell" misses AMD CPUs.) */
+/* CPU_DISPATCH(name, (params), (args)) defines static void name(params) running name##_avx2(args)
+ * (written by hand, or by CPU_MULTIVERSION) when the CPU has AVX2 and FMA, else name##_body(args)
+ * compiled for baseline x86-64. CPU_MULTIVERSION(name, (params), (args)) compiles name##_body
+ * twice, for AVX2 + FMA and for the baseline, and dispatches. (target_clones cannot ask for AVX2
+ * and FMA together, and "arch=haswell" misses AMD CPUs.) */
 #if defined(__x86_64__) && defined(__GNUC__)
+#define CPU_DISPATCH(name, params, args)                                     \
+    static void name##_base params { name##_body args; }                     \
+    static void name params                                                  \
+    {                                                                        \
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) \
+            name##_avx2 args;                                                \
+        else                                                                 \
+            name##_base args;                                                \
+    }
 #define CPU_MULTIVERSION(name, params, args)                                                 \
     __attribute__((target("avx2,fma"))) static void name##_avx2 params { name##_body args; } \
-    static void name##_base params { name##_body args; }                                     \
-    static void name params                                                                  \
-    {                                                                                        \
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))                 \
-            name##_avx2 args;                                                                \
-        else                                                                                 \
-            name##_base args;                                                                \
-    }
+    CPU_DISPATCH(name, params, args)
 #else
-#define CPU_MULTIVERSION(name, params, args) \
+#define CPU_DISPATCH(name, params, args) \
     static void name params { name##_body args; }
+#define CPU_MULTIVERSION CPU_DISPATCH
 #endif
 
 /* Elements per chunk: each fp32 buffer of a chunk is 8 KiB, so a kernel's few stay in L1. */

@@ -239,25 +239,13 @@ AVX2_FMA static void adamw8_encode_avx2(uint8_t *mq, uint8_t *vq, const float *m
     adamw8_encode_body(mq + i, vq + i, m + i, v + i, n - i, mmax, vmax);
 }
 
-/* name(params): name##_avx2 above when the CPU has AVX2 and FMA, else name##_body. */
-#define AVX2_OR_BASE(name, params, args)                                     \
-    static void name##_base params { name##_body args; }                     \
-    static void name params                                                  \
-    {                                                                        \
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) \
-            name##_avx2 args;                                                \
-        else                                                                 \
-            name##_base args;                                                \
-    }
-#else
-#define AVX2_OR_BASE CPU_MULTIVERSION
 #endif
 
-AVX2_OR_BASE(qmap_encode_n, (uint8_t *codes, const float *x, size_t n, int m), (codes, x, n, m))
-AVX2_OR_BASE(adamw8_decode,
+CPU_DISPATCH(qmap_encode_n, (uint8_t *codes, const float *x, size_t n, int m), (codes, x, n, m))
+CPU_DISPATCH(adamw8_decode,
              (float *m, float *v, const uint8_t *mq, const uint8_t *vq, float mscale, float vscale, size_t n),
              (m, v, mq, vq, mscale, vscale, n))
-AVX2_OR_BASE(adamw8_encode, (uint8_t *mq, uint8_t *vq, const float *m, const float *v, size_t n, float mmax, float vmax),
+CPU_DISPATCH(adamw8_encode, (uint8_t *mq, uint8_t *vq, const float *m, const float *v, size_t n, float mmax, float vmax),
              (mq, vq, m, v, n, mmax, vmax))
 
 int cpu_qmap_encode_fast(int is_signed, uint8_t *codes, const float *x, size_t n)
