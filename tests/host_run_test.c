@@ -145,10 +145,13 @@ static double train_seconds(const struct run_result *r)
 }
 
 /* Every step timed, and (two steps) their training kernel times add up to the training phases'. */
-static void check_step_times(const char *job, const char *dev, const struct run_result *r, int steps)
+static void check_step_times(const char *job, const char *dev, const struct run_result *r, const struct job_spec *spec)
 {
+    const int steps = spec->steps;
     double t = train_seconds(r);
     is_int((int)r->steps_timed, steps, "%s on %s: every step timed", job, dev);
+    is_u64(r->samples, (uint64_t)(steps * spec->batch * spec->grad_accum), "%s on %s: %d steps of %d x %d samples",
+           job, dev, steps, spec->batch, spec->grad_accum);
     ok(r->step_seconds_min > 0 && r->step_seconds_min <= r->step_seconds_median &&
            r->step_seconds_median <= r->step_seconds_max,
        "%s on %s: step times %.4f <= %.4f <= %.4f s", job, dev, r->step_seconds_min, r->step_seconds_median,
@@ -217,8 +220,8 @@ static void run_job(const char *job, const struct job_spec *spec, size_t want_lo
     rc = run_on(sim, gpu_profile_find("rtx5090"), spec, &sp, &s);
     ok(rc == 0 && !s.oom.happened, "%s: runs on sim", job);
     compare(job, &h, &hp, &s, &sp);
-    check_step_times(job, "host", &h, spec->steps);
-    check_step_times(job, "sim", &s, spec->steps);
+    check_step_times(job, "host", &h, spec);
+    check_step_times(job, "sim", &s, spec);
 }
 
 static void transformer_job(void)

@@ -55,7 +55,7 @@ struct op {
     uint8_t category; /* enum category, for OP_ALLOC */
     int32_t stream;
     uint64_t id;      /* tensor id (ALLOC, FREE, and the tensor ids a kernel names); step number (STEP) */
-    uint64_t bytes;   /* requested bytes (ALLOC) */
+    uint64_t bytes;   /* requested bytes (ALLOC); training samples in the step (STEP) */
     const char *name; /* interned: module tag, phase or label; valid while the producer lives */
     struct kernel_call kernel;
 };

@@ -20,7 +20,9 @@ void op_print(FILE *f, const struct op *op)
     case OP_FREE: fprintf(f, "free t%llu\n", (unsigned long long)op->id); return;
     case OP_EMPTY_CACHE: fprintf(f, "empty_cache\n"); return;
     case OP_PHASE: fprintf(f, "phase %s\n", op->name); return;
-    case OP_STEP: fprintf(f, "step %llu\n", (unsigned long long)op->id); return;
+    case OP_STEP:
+        fprintf(f, "step %llu samples %llu\n", (unsigned long long)op->id, (unsigned long long)op->bytes);
+        return;
     case OP_MARK: fprintf(f, "mark %s\n", op->name); return;
     case OP_KERNEL: break;
     }

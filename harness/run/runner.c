@@ -253,6 +253,7 @@ static int emit(struct op_sink *sink, const struct op *op, struct err *e)
             return -1;
         r->step_train = 0; /* what ran before the first step is not a step's */
         r->res.steps = (int64_t)op->id;
+        r->res.samples += op->bytes;
         return 0;
     case OP_MARK: return 0;
     }

@@ -45,6 +45,7 @@ struct run_result {
     struct run_oom oom;
     uint64_t allocs, frees, kernels;
     int64_t steps;                         /* training steps begun */
+    uint64_t samples;                      /* training samples in those steps (batch x micro-batches) */
     /* Kernel time of the training phases (phase_is_training) in each completed step, modelled or
      * measured: its median, min and max over steps_timed steps (0 if none completed). */
     double step_seconds_median, step_seconds_min, step_seconds_max;

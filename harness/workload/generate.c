@@ -617,9 +617,9 @@ int workload_run(struct workload *w, struct op_sink *sink, struct err *e)
     if (s->eval.before_training)
         eval(w);
     for (int step = 1; step <= s->steps && !g->failed; step++) {
-        struct op op = {.kind = OP_STEP, .id = (uint64_t)step};
-        gen_emit(g, &op);
         struct batch bt = step_batch(g, step);
+        struct op op = {.kind = OP_STEP, .id = (uint64_t)step, .bytes = (uint64_t)(bt.b * s->grad_accum)};
+        gen_emit(g, &op);
         for (int k = 0; k < s->grad_accum && !g->failed; k++)
             train_micro_batch(w, &bt);
         optimizer_step(g);
