@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
 #include "device/sim.h"
 #include "replay/replay.h"
+#include "util/hash.h"
 #include "util/vec.h"
 
 struct live {
@@ -182,6 +182,11 @@ static int do_alloc(struct run *r, const struct replay_event *ev, struct err *e)
         l->key = ev->key;
         l->block = b;
         HASH_ADD(hh, r->live, key, sizeof l->key, l);
+        if (!HASH_ADDED(l)) {
+            free(l);
+            r->out_of_memory = true;
+            return 0;
+        }
     }
     if (r->in->is_snapshot) {
         pair_segments(r);
@@ -249,6 +254,11 @@ static int restore_initial(struct run *r, struct device *dev, struct err *e)
             l->key = s->keys[k];
             l->block = handles[k];
             HASH_ADD(hh, r->live, key, sizeof l->key, l);
+            if (!HASH_ADDED(l)) {
+                free(l);
+                free(handles);
+                return err_set(e, ERR_INTERNAL, "out of host memory restoring a segment of %zu blocks", s->nblocks);
+            }
         }
         free(handles);
     }

@@ -5,10 +5,10 @@
  * allocator's rules give its request (rounded, or the whole gap when that remainder would not be split). */
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
 #include "replay/replay.h"
 #include "replay/snapshot_file.h"
+#include "util/hash.h"
 #include "util/size.h"
 #include "util/vec.h"
 
@@ -84,6 +84,10 @@ static int unwind(const struct snapshot *s, struct live_entry **live, struct seg
             return -1;
         *g = (struct seg_entry){.addr = ss->address, .size = ss->total_size, .stream = ss->stream, .small = ss->small};
         HASH_ADD(hh, *segs, addr, sizeof g->addr, g);
+        if (!HASH_ADDED(g)) {
+            free(g);
+            return -1;
+        }
         for (size_t k = 0; k < ss->nblocks; k++) {
             const struct snap_block *sb = &ss->blocks[k];
             if (!is_live_state(sb->state))
@@ -94,6 +98,10 @@ static int unwind(const struct snapshot *s, struct live_entry **live, struct seg
             *l = (struct live_entry){.addr = sb->address, .size = sb->size, .requested = sb->requested_size,
                                      .stream = ss->stream};
             HASH_ADD(hh, *live, addr, sizeof l->addr, l);
+            if (!HASH_ADDED(l)) {
+                free(l);
+                return -1;
+            }
         }
     }
     for (size_t i = s->nevents; i-- > 0;) {
@@ -115,6 +123,10 @@ static int unwind(const struct snapshot *s, struct live_entry **live, struct seg
                     return -1;
                 *l = (struct live_entry){.addr = ev->addr, .requested = ev->size, .stream = ev->stream};
                 HASH_ADD(hh, *live, addr, sizeof l->addr, l);
+                if (!HASH_ADDED(l)) {
+                    free(l);
+                    return -1;
+                }
             }
             break;
         case SNAP_SEGMENT_ALLOC:
@@ -129,6 +141,10 @@ static int unwind(const struct snapshot *s, struct live_entry **live, struct seg
                 return -1;
             *g = (struct seg_entry){.addr = ev->addr, .size = ev->size, .stream = ev->stream, .small = ev->size == 2 * MiB};
             HASH_ADD(hh, *segs, addr, sizeof g->addr, g);
+            if (!HASH_ADDED(g)) {
+                free(g);
+                return -1;
+            }
             break;
         default:
             break;

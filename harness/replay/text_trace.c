@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
 #include "replay/replay.h"
+#include "util/hash.h"
 #include "util/size.h"
 #include "util/vec.h"
 
@@ -49,6 +49,10 @@ static int intern(struct parse *ps, const char *word, bool create, uint64_t *key
     it->key = in->nids;
     in->id_names[in->nids++] = it->name;
     HASH_ADD_KEYPTR(hh, ps->ids, it->name, strlen(it->name), it);
+    if (!HASH_ADDED(it)) {
+        free(it); /* its name stays in id_names, which owns it */
+        return err_set(e, ERR_INTERNAL, "out of host memory reading %s", ps->path);
+    }
     *key = it->key;
     return 1;
 }

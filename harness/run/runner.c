@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <uthash.h>
 
 #include "kernels.h"
+#include "util/hash.h"
 #include "util/vec.h"
 
 struct live_tensor {
@@ -140,6 +140,11 @@ static int do_alloc(struct runner *r, const struct op *op, struct err *e)
     t->block = b;
     t->category = op->category < CAT_COUNT ? op->category : CAT_OTHER;
     HASH_ADD(hh, r->live, id, sizeof t->id, t);
+    if (!HASH_ADDED(t)) {
+        allocator_free(r->a, b);
+        free(t);
+        return err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
+    }
     if (b)
         r->category_live[t->category] += alloc_block_size(b);
     track_peaks(r);
