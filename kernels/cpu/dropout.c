@@ -7,6 +7,8 @@
 /* mask[i] = keep(i0 + i). The draws of the pairs that elements [i0, i0 + n) fall in come first;
  * on a little-endian CPU their 32-bit halves, in memory order, are then the elements' in order,
  * each holding its 24 bits above 8 others. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "dropout_mask_body reads the draws' halves in little-endian order");
+
 CPU_BODY void dropout_mask_body(uint8_t *restrict mask, size_t n, uint64_t stream, size_t i0, uint32_t threshold)
 {
     union {
