@@ -39,6 +39,16 @@ b=$(largest before); l=$(largest after-lora); p=$(largest after-linear-probe)
 ok $([ -n "$b" ] && [ "$b" -ge 1 ] && [ "$b" -lt 128 ] && echo 0 || echo 1) "fit: full fine-tune's largest batch ($b) is below the 128 that OOMs"
 ok $([ -n "$l" ] && [ "$l" -gt "$b" ] && echo 0 || echo 1) "fit: LoRA fits a larger batch ($l > $b)"
 ok $(contains "$fit" "256+") "fit: the linear probe reaches the search limit ($p)"
+ok $(echo "$fit" | grep -q '^   before .* [0-9.]* (modelled) ' && echo 0 || echo 1) "fit: samples/s at the largest batch, marked modelled"
+# --margin 10%: the reserved peak leaves 10% of the T4's 14.75 GiB free (<= 13.27 GiB), so less fits
+fit=$("$BIN" fit --limit 256 --margin 10% scenarios/vit_lora_linear_probe.yaml 2>&1); rc=$?
+ok $rc "oomlab fit --margin exits 0"
+bm=$(largest before)
+resv=$(echo "$fit" | awk '$1 == "before" { for (i = 2; i < NF; i++) if ($(i + 1) == "GiB") { print $i; exit } }')
+ok $([ -n "$bm" ] && [ "$bm" -ge 1 ] && [ "$bm" -lt "$b" ] && echo 0 || echo 1) "fit --margin 10%: a smaller batch ($bm < $b)"
+ok $(awk -v r="$resv" 'BEGIN { exit !(r != "" && r <= 13.27) }' && echo 0 || echo 1) "fit --margin 10%: its reserved peak $resv GiB leaves 10% free"
+"$BIN" fit --margin 100 scenarios/vit_lora_linear_probe.yaml > /dev/null 2>&1
+ok $([ $? = 2 ] && echo 0 || echo 1) "fit --margin 100 is refused (exit 2)"
 
 # bad input: file:line:col, exit 2, no result file
 printf 'name: x\ntitle: t\nsource: s\nmodel: { preset: gpt2 }\njob: { bach_size: 8 }\nvariants:\n  before: { expect: { oom: false } }\n' > "$T/bad.yaml"

@@ -11,30 +11,32 @@ static int *field(struct job_spec *job, enum fit_param p)
     return &job->batch;
 }
 
-/* 1 fits, 0 OOMs, -1 error. A value the job rejects (e.g. an image size the model cannot halve) is an error. */
+/* 1 fits (no OOM, and the margin free at the reserved peak), 0 does not, -1 error. A value the job
+ * rejects (e.g. an image size the model cannot halve) is an error. */
 static int probe(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
-                 enum fit_param param, int value, struct fit_result *out, struct err *e)
+                 const struct fit_options *fo, int value, struct fit_result *out, struct err *e)
 {
     struct job_spec job = v->job;
-    *field(&job, param) = value;
-    if (param == FIT_BATCH && job.fix.micro_batch > value)
+    *field(&job, fo->param) = value;
+    if (fo->param == FIT_BATCH && job.fix.micro_batch > value)
         job.fix.micro_batch = value;
     struct variant_result r;
     out->probes++;
     if (harness_run_variant(sc, v, &job, opt, &r, e))
         return -1;
-    if (!r.run.oom.happened)
-        out->at_largest = r.run;
-    return !r.run.oom.happened;
+    bool fits = !r.run.oom.happened && (double)r.run.peak_reserved <= (1.0 - fo->margin) * (double)r.device_total;
+    if (fits)
+        out->at_largest = r;
+    return fits;
 }
 
 int fit_variant(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
-                enum fit_param param, int limit, struct fit_result *out, struct err *e)
+                const struct fit_options *fo, struct fit_result *out, struct err *e)
 {
     *out = (struct fit_result){0};
-    int good = 0, bad = 0, step = param == FIT_IMAGE_SIZE ? 64 : 1, x = step;
-    while (x <= limit) {
-        int rc = probe(sc, v, opt, param, x, out, e);
+    int good = 0, bad = 0, step = fo->param == FIT_IMAGE_SIZE ? 64 : 1, x = step;
+    while (x <= fo->limit) {
+        int rc = probe(sc, v, opt, fo, x, out, e);
         if (rc < 0)
             return -1;
         if (!rc) {
@@ -53,7 +55,7 @@ int fit_variant(const struct scenario *sc, const struct variant *v, const struct
         int mid = (good + bad) / 2 / step * step;
         if (mid <= good)
             break;
-        int rc = probe(sc, v, opt, param, mid, out, e);
+        int rc = probe(sc, v, opt, fo, mid, out, e);
         if (rc < 0)
             return -1;
         if (rc)
@@ -63,6 +65,6 @@ int fit_variant(const struct scenario *sc, const struct variant *v, const struct
     }
     out->largest = good;
     if (good) /* the last probe may have been a failure: keep the figures of the largest that fit */
-        probe(sc, v, opt, param, good, out, e);
+        probe(sc, v, opt, fo, good, out, e);
     return 0;
 }

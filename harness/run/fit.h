@@ -1,5 +1,7 @@
-/* fit.h: the largest batch size (or sequence length) with which a scenario variant still fits its
- * device: exponential search up from 1, then bisection, each probe a full run of the job. */
+/* fit.h: the largest batch size (or sequence length, or image size) with which a scenario variant
+ * still fits its device, optionally with a share of the device left free at the peak (headroom for
+ * what the model does not see: other processes, a different context size): exponential search up
+ * from 1, then bisection, each probe a full run of the job. */
 #ifndef OOMLAB_FIT_H
 #define OOMLAB_FIT_H
 
@@ -7,14 +9,20 @@
 
 enum fit_param { FIT_BATCH, FIT_SEQ_LEN, FIT_IMAGE_SIZE };
 
+struct fit_options {
+    enum fit_param param;
+    int limit;            /* largest value tried */
+    double margin;        /* share of the device's capacity that must stay free at the reserved peak, [0, 1) */
+};
+
 struct fit_result {
     int largest;          /* 0: even 1 does not fit */
     int probes;
-    struct run_result at_largest;
+    struct variant_result at_largest; /* the run at the largest value (memory, throughput) */
     bool hit_limit;       /* still fits at the search limit */
 };
 
 int fit_variant(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
-                enum fit_param param, int limit, struct fit_result *out, struct err *e);
+                const struct fit_options *fo, struct fit_result *out, struct err *e);
 
 #endif
