@@ -260,6 +260,8 @@ int main(void)
     ok(!phase_is_training("load") && !phase_is_training("eval") && !phase_is_training("decode") &&
            !phase_is_training("debug"),
        "load, eval, decode and a debugger's forwards are not");
+    ok(phase_is_eval("eval") && phase_is_eval("decode") && !phase_is_eval("forward") && !phase_is_eval("debug"),
+       "eval and decode are an eval's phases, forward and debug are not");
     transformer_job();
     unet_job();
     return done_testing();

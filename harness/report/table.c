@@ -76,7 +76,7 @@ void report_table(FILE *f, const struct scenario *sc, const struct variant_resul
     for (size_t i = 0; i < n; i++) {
         double eval = 0;
         for (size_t k = 0; k < r[i].run.nphases; k++)
-            if (!strncmp(r[i].run.phases[k].name, "eval", 4) || !strcmp(r[i].run.phases[k].name, "decode"))
+            if (phase_is_eval(r[i].run.phases[k].name))
                 eval += r[i].run.phases[k].seconds;
         if (eval > 0 && !r[i].run.oom.happened)
             fprintf(f, "    %-26s eval (sampling and decode) %.3f s in kernels (%s)\n", r[i].variant->name, eval,

@@ -59,13 +59,12 @@ static void throughput(struct variant_result *r)
             r->train_flops += r->run.phases[i].flops;
         }
     r->train_seconds = train;
-    int64_t steps = r->run.oom.happened ? 0 : r->variant->job.steps;
-    if (train <= 0 || steps <= 0 || r->run.steps <= 0)
+    if (r->run.oom.happened || train <= 0 || r->run.steps <= 0)
         return;
     if (r->run.measured && r->run.step_seconds_median > 0)
         r->steps_per_s = 1.0 / r->run.step_seconds_median;
     else
-        r->steps_per_s = (double)steps / train;
+        r->steps_per_s = (double)r->run.steps / train;
     r->samples_per_s = r->steps_per_s * (double)r->run.samples / (double)r->run.steps;
 }
 

@@ -52,6 +52,11 @@ bool phase_is_training(const char *name)
     return false;
 }
 
+bool phase_is_eval(const char *name)
+{
+    return !strncmp(name, "eval", 4) || !strcmp(name, "decode");
+}
+
 static struct phase_peak *current_phase(struct runner *r)
 {
     return r->res.nphases ? &r->res.phases[r->phase] : NULL;

@@ -70,6 +70,8 @@ void runner_workspace_free(void *user, uint64_t addr);
 /* The phases of a training step proper: forward, backward, optimizer and EMA update (not load, eval,
  * decode, or a debugger's extra forwards). */
 bool phase_is_training(const char *name);
+/* The phases of an eval: sampling (eval) and the VAE decode. */
+bool phase_is_eval(const char *name);
 
 /* profile: roofline parameters for sim (NULL on devices that measure). */
 struct runner *runner_create(struct device *dev, const struct alloc_config *cfg, const struct gpu_profile *profile);
