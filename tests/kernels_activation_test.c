@@ -303,6 +303,72 @@ static void dropout_case(int dt)
     free(ref);
 }
 
+/* Element i of a tensor of dtype dt as its bits. */
+static uint32_t bits_at(const void *p, int dt, size_t i)
+{
+    return dt == DT_F32 ? ((const uint32_t *)p)[i] : ((const uint16_t *)p)[i];
+}
+
+/* dropout_fwd's y, bit for bit: x * (mask ? 1 / (1 - p) : 0) in fp32, rounded once to the dtype,
+ * over special values (NaN, infinities, signed zeros, the largest and smallest values) that the
+ * vector loops and their tails both see. */
+static void dropout_bits_case(int dt)
+{
+    static const float special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 3.0e38f, -1.0e-40f, 1.0f, -2.5f, 65504.0f};
+    const size_t ns = sizeof special / sizeof *special, n = 37 * ns; /* not a multiple of 8 */
+    float *x = zeros(n);
+    for (size_t i = 0; i < n; i++)
+        x[i] = special[i % ns] * (i % 3 == 2 ? 0.3f : 1.0f);
+    void *tx = typed(x, n, dt), *ty = malloc(n * 4);
+    uint8_t *mask = malloc(n);
+    struct kernel_call k = KCALL(K_DROPOUT_FWD, dt, (int64_t)n, 7);
+    k.fparam[0] = 0.5f;
+    run(&k, (void *[]){tx, ty, mask});
+    const float scale = 1.0f / (1.0f - k.fparam[0]);
+    size_t bad = 0, first = n;
+    for (size_t i = 0; i < n; i++) {
+        float v = ld(tx, dt, i) * (mask[i] ? scale : 0.0f);
+        uint32_t want = dt == DT_F32 ? oom_f32_bits(v) : dt == DT_BF16 ? oom_f32_to_bf16(v) : oom_f32_to_f16(v);
+        if (bits_at(ty, dt, i) != want && first == n)
+            first = i;
+        bad += bits_at(ty, dt, i) != want;
+    }
+    ok(bad == 0, "dropout (%s): y bit for bit x * mask * scale rounded once, NaN and inf included (%zu differ, first #%zu)",
+       dtype_name((enum dtype)dt), bad, first);
+    free(x);
+    free(tx);
+    free(ty);
+    free(mask);
+}
+
+/* ReLU on 16-bit patterns works on the bits: every x pattern with every dy pattern (NaNs with and
+ * without the quiet bit among them), against converting, computing and rounding. */
+static void relu16_bits_case(int dt)
+{
+    const size_t n = 1u << 16;
+    uint16_t *x = malloc(n * 2), *dy = malloc(n * 2), *y = malloc(n * 2), *dx = malloc(n * 2);
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (uint16_t)i;
+        dy[i] = (uint16_t)(i * 0x9e37u + 0x1234u); /* odd multiplier: every pattern once */
+    }
+    struct kernel_call kf = KCALL(K_RELU_FWD, dt, (int64_t)n), kb = KCALL(K_RELU_BWD, dt, (int64_t)n);
+    run(&kf, (void *[]){x, y});
+    run(&kb, (void *[]){x, dy, dx});
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        float xf = ld(x, dt, i), yf = oom_relu(xf), dxf = oom_relu_bwd(xf, ld(dy, dt, i));
+        uint16_t want_y = dt == DT_BF16 ? oom_f32_to_bf16(yf) : oom_f32_to_f16(yf);
+        uint16_t want_dx = dt == DT_BF16 ? oom_f32_to_bf16(dxf) : oom_f32_to_f16(dxf);
+        bad += y[i] != want_y || dx[i] != want_dx;
+    }
+    ok(bad == 0, "relu (%s): every x and dy pattern as fp32 computes and rounds them (%zu differ)",
+       dtype_name((enum dtype)dt), bad);
+    free(x);
+    free(dy);
+    free(y);
+    free(dx);
+}
+
 /* The draw behind the masks: SplitMix64 of the stream, two elements per 64-bit draw. */
 static void dropout_rng_case(void)
 {
@@ -330,7 +396,9 @@ int main(void)
         gated_case(K_GEGLU_FWD, 0, dt);
         gated_case(K_SWIGLU_FWD, 0, dt);
         dropout_case(dt);
+        dropout_bits_case(dt);
         if (dt != DT_F32) {
+            relu16_bits_case(dt);
             unary_exhaustive_case(K_GELU_FWD, 1, dt);
             unary_exhaustive_case(K_GELU_FWD, 0, dt);
             unary_exhaustive_case(K_SILU_FWD, 0, dt);

@@ -194,6 +194,35 @@ static double linear_loss(void *arg)
     return s;
 }
 
+/* bias_add bit for bit: x + bias[c] in fp32, rounded once to the dtype, for a linear layer's
+ * layout (inner 1) whose rows run across chunk boundaries, and a conv's (inner > 1). */
+static void bias_add_bits(int dt)
+{
+    static const int64_t shapes[][3] = {{7, 700, 1}, {3, 5, 1111}};
+    for (size_t s = 0; s < 2; s++) {
+        const int64_t outer = shapes[s][0], C = shapes[s][1], inner = shapes[s][2];
+        const size_t n = (size_t)(outer * C * inner);
+        float *x = rnd_vec(n, 4.0f), *bias = rnd_vec((size_t)C, 4.0f);
+        void *tx = typed(x, n, dt), *tb = typed(bias, (size_t)C, dt), *ty = malloc(n * 4);
+        struct kernel_call k = KCALL(K_BIAS_ADD, dt, outer, C, inner);
+        run(&k, (void *[]){tx, tb, ty});
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            float v = ld(tx, dt, i) + ld(tb, dt, i / (size_t)inner % (size_t)C);
+            uint32_t want = dt == DT_F32 ? oom_f32_bits(v) : dt == DT_BF16 ? oom_f32_to_bf16(v) : oom_f32_to_f16(v);
+            uint32_t got = dt == DT_F32 ? ((uint32_t *)ty)[i] : ((uint16_t *)ty)[i];
+            bad += got != want;
+        }
+        ok(bad == 0, "bias_add (%s, %lld x %lld x %lld): x + bias in fp32 rounded once, bit for bit (%zu differ)",
+           dtype_name((enum dtype)dt), (long long)outer, (long long)C, (long long)inner, bad);
+        free(x);
+        free(bias);
+        free(tx);
+        free(tb);
+        free(ty);
+    }
+}
+
 static void bias_and_upsample(int dt)
 {
     /* bias_add / bias_bwd */
@@ -394,6 +423,7 @@ int main(void)
     for (unsigned d = 0; d < 3; d++) {
         simple_ops(test_dtypes[d]);
         bias_and_upsample(test_dtypes[d]);
+        bias_add_bits(test_dtypes[d]);
         cross_entropy(test_dtypes[d]);
         embedding(test_dtypes[d]);
     }

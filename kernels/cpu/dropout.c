@@ -1,6 +1,9 @@
 /* dropout.c: CPU dropout, forward (the mask from elementwise.h's counter-based draws, then
  * y = x * mask / (1 - p)) and backward (dx = dy * mask / (1 - p)), as vectorized loops that read
  * and write each dtype directly. */
+#include <string.h>
+
+#include "cpu/cpu_bf16x8.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_vec.h"
 
@@ -51,8 +54,39 @@ static inline float f32_store(float v)
                      (y, x, mask, n, scale))
 
 MASKED_SCALE(masked_scale_f32, float, f32_load, f32_store)
-MASKED_SCALE(masked_scale_bf16, uint16_t, oom_bf16_to_f32, oom_f32_to_bf16)
 MASKED_SCALE(masked_scale_f16, uint16_t, oom_f16_to_f32, oom_f32_to_f16)
+
+CPU_BODY void masked_scale_bf16_body(uint16_t *y, const uint16_t *x, const uint8_t *restrict mask, size_t n,
+                                     float scale)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        y[i] = oom_f32_to_bf16(oom_bf16_to_f32(x[i]) * (mask[i] ? scale : 0.0f));
+}
+
+#ifdef OOM_HAVE_BF16X8
+/* masked_scale_bf16_body eight at a time (gcc's own vectorization of it takes twice as long): the
+ * mask's bytes widened to lanes of scale or 0. */
+__attribute__((target("avx2,fma"))) static void masked_scale_bf16_avx2(uint16_t *y, const uint16_t *x,
+                                                                        const uint8_t *restrict mask, size_t n,
+                                                                        float scale)
+{
+    const __m256 s = _mm256_set1_ps(scale);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t m8;
+        memcpy(&m8, mask + i, sizeof m8);
+        __m256i keep = _mm256_cmpgt_epi32(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)m8)), _mm256_setzero_si256());
+        bf16x8_store(y + i, _mm256_mul_ps(bf16x8_load(x + i), _mm256_and_ps(s, _mm256_castsi256_ps(keep))));
+    }
+    masked_scale_bf16_body(y + i, x + i, mask + i, n - i, scale);
+}
+CPU_DISPATCH(masked_scale_bf16, (uint16_t * y, const uint16_t *x, const uint8_t *restrict mask, size_t n, float scale),
+             (y, x, mask, n, scale))
+#else
+CPU_MULTIVERSION(masked_scale_bf16, (uint16_t * y, const uint16_t *x, const uint8_t *restrict mask, size_t n, float scale),
+                 (y, x, mask, n, scale))
+#endif
 
 /* Elements [i0, i0 + len) of y = x * mask * scale in the call's dtype. */
 static void masked_scale(int dt, void *y, const void *x, const uint8_t *mask, size_t i0, size_t len, float scale)

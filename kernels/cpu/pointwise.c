@@ -2,6 +2,7 @@
  * upsampling (+ backward); casts, add, scale and bias as vectorized loops over fp32 chunks. */
 #include <string.h>
 
+#include "cpu/cpu_bf16x8.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
@@ -181,10 +182,35 @@ static void bias_chunk(const struct kernel_call *k, const void *bias, size_t i0,
     }
 }
 
+/* y = x + b rounded to bf16, with x in bf16: one pass over x and y. */
+CPU_BODY void add_bf16_body(uint16_t *y, const uint16_t *x, const float *b, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        y[i] = oom_f32_to_bf16(oom_bf16_to_f32(x[i]) + b[i]);
+}
+
+#ifdef OOM_HAVE_BF16X8
+__attribute__((target("avx2,fma"))) static void add_bf16_avx2(uint16_t *y, const uint16_t *x, const float *b, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        bf16x8_store(y + i, _mm256_add_ps(bf16x8_load(x + i), _mm256_loadu_ps(b + i)));
+    add_bf16_body(y + i, x + i, b + i, n - i);
+}
+CPU_DISPATCH(add_bf16, (uint16_t * y, const uint16_t *x, const float *b, size_t n), (y, x, b, n))
+#else
+CPU_MULTIVERSION(add_bf16, (uint16_t * y, const uint16_t *x, const float *b, size_t n), (y, x, b, n))
+#endif
+
 static void bias_add_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
 {
     float xb[CPU_CHUNK], bb[CPU_CHUNK];
     bias_chunk(k, t[1], i0, len, bb);
+    if (k->dtype == DT_BF16) {
+        add_bf16((uint16_t *)t[2] + i0, (const uint16_t *)t[0] + i0, bb, len);
+        return;
+    }
     const float *x = chunk_in(t[0], k->dtype, i0, len, xb);
     float *y = chunk_out(t[2], k->dtype, i0, xb);
     add(y, x, bb, len);

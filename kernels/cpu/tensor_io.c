@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <string.h>
 
+#include "cpu/cpu_bf16x8.h"
 #include "cpu/cpu_vec.h"
 
 CPU_BODY void bf16_to_f32_body(float *restrict dst, const uint16_t *restrict h, size_t n)
@@ -35,7 +36,18 @@ CPU_BODY void f32_to_f16_body(uint16_t *restrict h, const float *restrict src, s
 
 CPU_MULTIVERSION(bf16_to_f32, (float *restrict dst, const uint16_t *restrict h, size_t n), (dst, h, n))
 CPU_MULTIVERSION(f16_to_f32, (float *restrict dst, const uint16_t *restrict h, size_t n), (dst, h, n))
+#ifdef OOM_HAVE_BF16X8
+__attribute__((target("avx2,fma"))) static void f32_to_bf16_avx2(uint16_t *restrict h, const float *restrict src, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        bf16x8_store(h + i, _mm256_loadu_ps(src + i));
+    f32_to_bf16_body(h + i, src + i, n - i);
+}
+CPU_DISPATCH(f32_to_bf16, (uint16_t *restrict h, const float *restrict src, size_t n), (h, src, n))
+#else
 CPU_MULTIVERSION(f32_to_bf16, (uint16_t *restrict h, const float *restrict src, size_t n), (h, src, n))
+#endif
 CPU_MULTIVERSION(f32_to_f16, (uint16_t *restrict h, const float *restrict src, size_t n), (h, src, n))
 
 void tensor_to_f32(float *dst, const void *src, int dt, size_t n)
