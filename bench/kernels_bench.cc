@@ -189,18 +189,18 @@ void copy_all_cores(std::vector<uint8_t> &dst, const std::vector<uint8_t> &src, 
         t.join();
 }
 
+double seconds_since(std::chrono::steady_clock::time_point t0)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // Seconds one all-core copy of a tensor's bytes takes now.
 double time_copy()
 {
     static std::vector<uint8_t> src(tensor_bytes(), 1), dst(tensor_bytes());
     auto t0 = std::chrono::steady_clock::now();
     copy_all_cores(dst, src, usable_cores());
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0)
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return seconds_since(t0);
 }
 
 // One elementwise kernel; bytes per iteration from the table.
