@@ -341,6 +341,32 @@ static void dropout_bits_case(int dt)
     free(mask);
 }
 
+/* The mask at the ends of the threshold's range (p = 0 keeps all; a tiny p drops only bits 0;
+ * p = 0.9) over a length that leaves a tail: every byte as oom_dropout_keep draws it. */
+static void dropout_mask_edges(int dt)
+{
+    static const float ps[] = {0.0f, 1e-9f, 0.9f};
+    const size_t n = 5003;
+    float *x = rnd_vec(n, 1.0f);
+    void *tx = typed(x, n, dt), *ty = malloc(n * 4);
+    uint8_t *mask = malloc(n);
+    for (size_t j = 0; j < sizeof ps / sizeof *ps; j++) {
+        struct kernel_call k = KCALL(K_DROPOUT_FWD, dt, (int64_t)n, 99);
+        k.fparam[0] = ps[j];
+        run(&k, (void *[]){tx, ty, mask});
+        const uint64_t stream = oom_dropout_stream(99);
+        size_t off = 0;
+        for (size_t i = 0; i < n; i++)
+            off += mask[i] != oom_dropout_keep(stream, i, oom_dropout_threshold(ps[j]));
+        ok(off == 0, "dropout (%s, p = %g): every mask byte as oom_dropout_keep draws it (%zu differ)",
+           dtype_name((enum dtype)dt), (double)ps[j], off);
+    }
+    free(x);
+    free(tx);
+    free(ty);
+    free(mask);
+}
+
 /* ReLU on 16-bit patterns works on the bits: every x pattern with every dy pattern (NaNs with and
  * without the quiet bit among them), against converting, computing and rounding. */
 static void relu16_bits_case(int dt)
@@ -397,6 +423,7 @@ int main(void)
         gated_case(K_SWIGLU_FWD, 0, dt);
         dropout_case(dt);
         dropout_bits_case(dt);
+        dropout_mask_edges(dt);
         if (dt != DT_F32) {
             relu16_bits_case(dt);
             unary_exhaustive_case(K_GELU_FWD, 1, dt);
