@@ -22,6 +22,13 @@ out=$("$BIN" devices 2>&1); rc=$?
 ok $rc "devices exits 0 without a GPU"
 ok $(contains "$out" "sim    yes") "sim is available"
 ok $(contains "$out" "host   yes") "host is available"
+# the host's memory is the kernel's count (MemTotal), or the cgroup v2 limit when lower; hwloc's sum
+# of NUMA nodes misses memory on no node on some VMs
+ram=$(awk '/^MemTotal:/ { print $2 * 1024 }' /proc/meminfo)
+limit=$(cat /sys/fs/cgroup/memory.max 2>/dev/null | grep -x '[0-9]*')
+if [ -n "$limit" ] && [ "$limit" -lt "$ram" ]; then want=$limit; src="cgroup limit"; else want=$ram; src=RAM; fi
+want=$(awk -v b="$want" 'BEGIN { printf "%.2f GiB", b / 1073741824 }')
+ok $(contains "$out" "default half of $want $src") "host capacity: half of $want $src, as /proc/meminfo and the cgroup say"
 ok $(echo "$out" | grep -q '^  cuda   no   -            unavailable: ..*' && echo 0 || echo 1) "cuda is unavailable with a reason"
 out=$("$BIN" run --device cuda scenarios/vae_decode_burst.yaml 2>&1); rc=$?
 ok $([ $rc = 2 ] && echo 0 || echo 1) "running on cuda without a GPU fails cleanly (exit $rc)"

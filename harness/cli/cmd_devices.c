@@ -5,26 +5,27 @@
 
 #include "cli/commands.h"
 #include "device/cuda_loader.h"
+#include "device/host.h"
 #include "device/profiles.h"
 #include "util/size.h"
 
 static void host_line(void)
 {
     hwloc_topology_t topo;
-    uint64_t mem = 0;
     int cores = 0, pus = 0;
     if (hwloc_topology_init(&topo) == 0 && hwloc_topology_load(topo) == 0) {
-        mem = hwloc_get_root_obj(topo)->total_memory;
         cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
         pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
     }
     hwloc_topology_destroy(topo);
+    const char *source;
+    uint64_t mem = host_memory_bytes(&source);
     char half[32], all[32];
     size_format_pytorch(mem / 2, half, sizeof half);
     size_format_pytorch(mem, all, sizeof all);
-    printf("  %-6s %-4s %-12s real host memory under a capacity (default half of %s RAM), CPU kernels on real\n"
-           "  %-6s %-4s %-12s data, throughput measured; %d cores, %d hardware threads (hwloc)\n",
-           "host", mem ? "yes" : "no", half, all, "", "", "", cores, pus);
+    printf("  %-6s %-4s %-12s real host memory under a capacity (default half of %s %s), CPU kernels on\n"
+           "  %-6s %-4s %-12s real data, throughput measured; %d cores, %d hardware threads (hwloc)\n",
+           "host", mem ? "yes" : "no", half, all, source, "", "", "", cores, pus);
 }
 
 int cmd_devices(int argc, char **argv)

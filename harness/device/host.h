@@ -5,7 +5,11 @@
 
 #include "device/device.h"
 
-/* capacity 0: half of the machine's physical memory (hwloc). */
+/* capacity 0: half of host_memory_bytes(). */
 struct device *host_device_create(uint64_t capacity, struct err *e);
+
+/* The memory this process may use: the machine's physical memory, or the cgroup's memory limit
+ * when that is lower; *source (if not NULL) says which ("RAM" or "cgroup limit"). 0 if unknown. */
+uint64_t host_memory_bytes(const char **source);
 
 #endif
