@@ -24,6 +24,9 @@ ok $(contains "$out" "OOM at line 4: CUDA out of memory. Tried to allocate 40.00
 ok $(contains "$out" "free of 'c', whose allocation failed; ignored") "free of the failed allocation warned about"
 ok $(contains "$out" "(modelled)") "figures are labelled modelled"
 
+# a share of the device: 25% of a 400 MiB sim is the same 100 MiB, so the same OOM
+out=$("$BIN" replay --device sim:400MiB --capacity 25% "$T/oom.trace" 2>&1)
+ok $(contains "$out" "GPU 0 has a total capacity of 100.00 MiB of which 20.00 MiB is free.") "--capacity 25% of sim:400MiB OOMs as 100MiB does"
 "$BIN" replay --capacity 100MiB --json "$T/r.json" "$T/oom.trace" > /dev/null 2>&1
 ok $? "--json writes"
 j=$(cat "$T/r.json" 2>/dev/null)
@@ -52,6 +55,9 @@ bad "free of unknown id" "free.trace:1:6: free of 'zz', which no earlier line al
 bad "malformed alloc-conf" "allocator config 'max_split_size_mb:5', column 19: CachingAllocator option max_split_size_mb too small, must be >= 20" \
     "$BIN" replay --alloc-conf max_split_size_mb:5 --json "$T/bad.json" "$T/oom.trace"
 bad "bad capacity" "--capacity: size '12 parsecs' has an unknown unit" "$BIN" replay --capacity "12 parsecs" --json "$T/bad.json" "$T/oom.trace"
+bad "zero capacity" "--capacity: capacity '0' is zero" "$BIN" replay --capacity 0 --json "$T/bad.json" "$T/oom.trace"
+bad "capacity share above 100%" "capacity '150%' is not a percentage in (0, 100]" "$BIN" replay --capacity 150% --json "$T/bad.json" "$T/oom.trace"
+bad "fractional bytes" "capacity '1.5': a bare number is a fraction in (0, 1] or a whole count of bytes" "$BIN" replay --capacity 1.5 --json "$T/bad.json" "$T/oom.trace"
 bad "missing file" "nosuch.trace: cannot open" "$BIN" replay --json "$T/bad.json" "$T/nosuch.trace"
 bad "unknown device" "unknown device 'gpu9'" "$BIN" replay --device gpu9 --json "$T/bad.json" "$T/oom.trace"
 

@@ -67,7 +67,7 @@ int cmd_fit(int argc, char **argv)
             break;
         case 'd': opt.device = optarg; break;
         case 'c':
-            if (size_parse(optarg, &opt.capacity, &e)) {
+            if (capacity_parse(optarg, &opt.capacity, &e)) {
                 fprintf(stderr, "oomlab fit: --capacity: %s\n", e.msg);
                 return 2;
             }
@@ -76,7 +76,7 @@ int cmd_fit(int argc, char **argv)
         default:
             fprintf(c == 'h' ? stdout : stderr,
                     "usage: oomlab fit [--param batch_size|seq_len|image_size] [--limit N] [--device DEV]\n"
-                    "                  [--capacity SIZE] [--margin PCT] SCENARIO.yaml\n"
+                    "                  [--capacity SIZE|FRACTION] [--margin PCT] SCENARIO.yaml\n"
                     "  the largest value of the parameter with which each variant runs without an OOM\n"
                     "  and, with --margin, with PCT of the device's capacity still free at the reserved\n"
                     "  peak; with the samples/s at that value\n");

@@ -22,7 +22,8 @@ static void usage(FILE *f)
             "  --alloc-conf STR     PYTORCH_CUDA_ALLOC_CONF to replay under (default: $PYTORCH_ALLOC_CONF, then\n"
             "                       $PYTORCH_CUDA_ALLOC_CONF, then PyTorch's defaults)\n"
             "  --device sim:PROFILE simulated GPU (default sim:rtx5090; `oomlab list profiles`)\n"
-            "  --capacity SIZE      device capacity instead of the profile's (e.g. 100MiB, 31.5GiB)\n"
+            "  --capacity CAP       device capacity instead of the profile's: a size (100MiB, 31.5GiB)\n"
+            "                       or a share of it (0.5, 50%%)\n"
             "  --same-addresses     new segments take the addresses recorded in the snapshot's segment_alloc events\n"
             "  --json FILE          write stats, OOMs and the check as JSON\n"
             "  --snapshot FILE      write the model's final segments and blocks as JSON, in memory_snapshot()'s structure\n"
@@ -126,10 +127,10 @@ int cmd_replay(int argc, char **argv)
         return 2;
     }
     const char *path = argv[optind];
-    uint64_t capacity = 0;
+    struct capacity capacity = {0, 0.0};
     struct alloc_config cfg;
     alloc_config_default(&cfg);
-    if ((capacity_s && size_parse(capacity_s, &capacity, &e) && err_prefix(&e, "--capacity: ")) ||
+    if ((capacity_s && capacity_parse(capacity_s, &capacity, &e) && err_prefix(&e, "--capacity: ")) ||
         alloc_config_parse(&cfg, conf, &e)) {
         fprintf(stderr, "oomlab replay: %s\n", e.msg);
         return 2;

@@ -16,8 +16,10 @@ static void usage(FILE *f)
     fprintf(f, "usage: oomlab run [options] SCENARIO.yaml|DIR...\n"
                "  runs every variant (before = the faults, after = faults + fixes) of every scenario\n"
                "options:\n"
-               "  --device DEV     run every scenario on DEV instead of its own (sim:PROFILE, sim:SIZE)\n"
-               "  --capacity SIZE  override the device capacity (e.g. 24GiB)\n"
+               "  --device DEV     run every scenario on DEV instead of its own (sim:PROFILE, sim:SIZE,\n"
+               "                   host, host:SIZE|FRACTION, cuda, cuda:N)\n"
+               "  --capacity CAP   override the device capacity: a size (24GiB) or a share of the\n"
+               "                   device's memory (0.5 or 50%%)\n"
                "  --json FILE      results as JSON (memory_stats key names), '-' for stdout\n"
                "  --csv FILE       one row per variant, '-' for stdout\n"
                "  --tap            one TAP line per expectation instead of the tables\n"
@@ -90,7 +92,7 @@ int cmd_run(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (capacity_s && size_parse(capacity_s, &opt.capacity, &e)) {
+    if (capacity_s && capacity_parse(capacity_s, &opt.capacity, &e)) {
         fprintf(stderr, "oomlab run: --capacity: %s\n", e.msg);
         return 2;
     }

@@ -11,7 +11,7 @@
 #include "device/sim.h"
 #include "util/size.h"
 
-static struct device *open_sim(const char *spec, const char *arg, uint64_t capacity, struct err *e)
+static struct device *open_sim(const char *spec, const char *arg, struct capacity capacity, struct err *e)
 {
     const struct gpu_profile *p = gpu_profile_find(*arg ? arg : "rtx5090");
     uint64_t total, context = 0;
@@ -27,10 +27,13 @@ static struct device *open_sim(const char *spec, const char *arg, uint64_t capac
         }
         snprintf(name, sizeof name, "sim:%s", arg);
     }
-    if (capacity) {
-        total = capacity;
+    if (capacity.bytes) {
+        total = capacity.bytes;
         context = 0;
-        snprintf(name + strlen(name), sizeof name - strlen(name), "@%llu", (unsigned long long)capacity);
+        snprintf(name + strlen(name), sizeof name - strlen(name), "@%llu", (unsigned long long)capacity.bytes);
+    } else if (capacity.fraction > 0.0) { /* the same card with a share of it: the context stays */
+        total = capacity_resolve(capacity, total, total);
+        snprintf(name + strlen(name), sizeof name - strlen(name), "@%g%%", capacity.fraction * 100.0);
     }
     if (total == 0) {
         err_set(e, ERR_INPUT, "--device %s: capacity must be positive", spec);
@@ -42,23 +45,34 @@ static struct device *open_sim(const char *spec, const char *arg, uint64_t capac
     return d;
 }
 
-struct device *device_open(const char *spec, uint64_t capacity, const struct cuda_workspace_alloc *workspace,
+/* host or host:SIZE|FRACTION, whose fractions are of the host's memory; --capacity wins. */
+static struct device *open_host(const char *spec, struct capacity capacity, struct err *e)
+{
+    struct capacity own = {0, 0.0};
+    if (spec[4] && capacity_parse(spec + 5, &own, e)) {
+        err_prefix(e, "--device %s: ", spec);
+        return NULL;
+    }
+    if (!capacity.bytes && capacity.fraction == 0.0)
+        capacity = own;
+    const uint64_t memory = host_memory_bytes(NULL);
+    uint64_t total = capacity_resolve(capacity, memory, memory / 2);
+    if (!total) {
+        err_set(e, ERR_INTERNAL, "--device %s: cannot read the machine's memory size; give --capacity SIZE", spec);
+        return NULL;
+    }
+    return host_device_create(total, e);
+}
+
+struct device *device_open(const char *spec, struct capacity capacity, const struct cuda_workspace_alloc *workspace,
                            struct err *e)
 {
     if (!spec || !strcmp(spec, "sim"))
         return open_sim("sim", "", capacity, e);
     if (!strncmp(spec, "sim:", 4))
         return open_sim(spec, spec + 4, capacity, e);
-    if (!strcmp(spec, "host"))
-        return host_device_create(capacity, e);
-    if (!strncmp(spec, "host:", 5)) {
-        uint64_t size;
-        if (size_parse(spec + 5, &size, e)) {
-            err_prefix(e, "--device %s: ", spec);
-            return NULL;
-        }
-        return host_device_create(capacity ? capacity : size, e);
-    }
+    if (!strcmp(spec, "host") || !strncmp(spec, "host:", 5))
+        return open_host(spec, capacity, e);
     if (!strcmp(spec, "cuda") || !strncmp(spec, "cuda:", 5)) {
         char *end;
         long ordinal = spec[4] ? strtol(spec + 5, &end, 10) : 0;
@@ -66,12 +80,13 @@ struct device *device_open(const char *spec, uint64_t capacity, const struct cud
             err_set(e, ERR_INPUT, "--device %s: expected cuda or cuda:N", spec);
             return NULL;
         }
-        struct oomlab_cuda_options opt = {.capacity_limit = capacity};
+        struct oomlab_cuda_options opt = {.capacity_limit = capacity.bytes, .capacity_fraction = capacity.fraction};
         if (workspace)
             opt.workspace = *workspace;
         return cuda_device_open(NULL, (int)ordinal, &opt, e);
     }
-    err_set(e, ERR_INPUT, "unknown device '%s' (devices: sim, sim:PROFILE, sim:SIZE, host, host:SIZE, cuda, cuda:N)",
+    err_set(e, ERR_INPUT,
+            "unknown device '%s' (devices: sim, sim:PROFILE, sim:SIZE, host, host:SIZE, host:FRACTION, cuda, cuda:N)",
             spec);
     return NULL;
 }

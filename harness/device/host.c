@@ -168,10 +168,6 @@ uint64_t host_memory_bytes(const char **source)
 
 struct device *host_device_create(uint64_t capacity, struct err *e)
 {
-    if (!capacity && !(capacity = host_memory_bytes(NULL) / 2)) {
-        err_set(e, ERR_INTERNAL, "host: cannot read the machine's memory size; give --capacity");
-        return NULL;
-    }
     struct device *d = calloc(1, sizeof *d);
     struct host *h = calloc(1, sizeof *h);
     if (!d || !h) {

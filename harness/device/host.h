@@ -5,7 +5,7 @@
 
 #include "device/device.h"
 
-/* capacity 0: half of host_memory_bytes(). */
+/* A host device of `capacity` bytes (device_open picks the default: half of host_memory_bytes()). */
 struct device *host_device_create(uint64_t capacity, struct err *e);
 
 /* The memory this process may use: the machine's physical memory, or the cgroup's memory limit

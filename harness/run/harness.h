@@ -8,10 +8,11 @@
 
 #include "run/runner.h"
 #include "scenario/scenario.h"
+#include "util/size.h"
 
 struct harness_options {
     const char *device;  /* overrides every scenario's device ("sim:a100-80", "host", ...); NULL = the file's */
-    uint64_t capacity;   /* overrides the device capacity; 0 = the device's */
+    struct capacity capacity; /* overrides the device capacity (a size or a fraction); {0, 0} = the device's */
 };
 
 struct variant_result {

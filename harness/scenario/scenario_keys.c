@@ -40,9 +40,9 @@ static const struct key top_keys[] = {
     K_STR(F, "source", head.source, true, NULL, "Where the failure was reported (a report, an issue, a section)."),
     {.name = "device", .type = KEY_CUSTOM, FIELD(F, head.device), .parse = parse_device,
      .format = format_device_default,
-     .doc_type = "`sim`, `sim:PROFILE`, `sim:SIZE`, `host`, `host:SIZE`, `cuda` or `cuda:N`",
+     .doc_type = "`sim`, `sim:PROFILE`, `sim:SIZE`, `host`, `host:SIZE`, `host:FRACTION`, `cuda` or `cuda:N`",
      .help = "Where the variants run; a simulated GPU profile (see [Devices](#devices)) or capacity, host "
-             "memory, or a real GPU."},
+             "memory (a size, or a share of the machine's as 0.5 or 50%; default half), or a real GPU."},
     {.name = "alloc_conf", .type = KEY_CUSTOM, FIELD(F, head.alloc_conf), .parse = parse_alloc_conf,
      .doc_type = "PYTORCH_CUDA_ALLOC_CONF string", .zero_means = "PyTorch's defaults",
      .help = "Allocator settings for every variant, kept verbatim and checked with PyTorch's rules."},

@@ -71,9 +71,9 @@ int parse_device(const struct key_ctx *c, const struct key *k, yaml_node_t *v, v
         rc = target ? check_sim_target(c, v, target, e) : 0;
     } else if (kind_len == 4 && !strncmp(s, "host", 4)) {
         struct err why = {0};
-        uint64_t bytes;
+        struct capacity cap;
         rc = 0;
-        if (target && size_parse(target, &bytes, &why))
+        if (target && capacity_parse(target, &cap, &why))
             rc = yaml_doc_error(c->doc, v, e, "%s: %s", c->where, why.msg);
     } else if (kind_len == 4 && !strncmp(s, "cuda", 4)) {
         rc = 0;
@@ -81,7 +81,7 @@ int parse_device(const struct key_ctx *c, const struct key *k, yaml_node_t *v, v
             rc = yaml_doc_error(c->doc, v, e, "%s: '%s' is not a CUDA device number", c->where, target);
     } else {
         rc = yaml_doc_error(c->doc, v, e,
-                            "%s must be sim, sim:PROFILE, sim:SIZE, host, host:SIZE, cuda or cuda:N, got '%s'",
+                            "%s must be sim, sim:PROFILE, sim:SIZE, host, host:SIZE, host:FRACTION, cuda or cuda:N, got '%s'",
                             c->where, s);
     }
     if (rc)

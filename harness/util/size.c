@@ -56,6 +56,47 @@ int size_parse(const char *s, uint64_t *out, struct err *e)
                    end);
 }
 
+int capacity_parse(const char *s, struct capacity *out, struct err *e)
+{
+    *out = (struct capacity){0, 0.0};
+    size_t len = s ? strlen(s) : 0;
+    char *end;
+    if (len > 1 && s[len - 1] == '%') {
+        errno = 0;
+        double pct = strtod(s, &end);
+        if (errno || end != s + len - 1 || !(pct > 0.0 && pct <= 100.0))
+            return err_set(e, ERR_INPUT, "capacity '%s' is not a percentage in (0, 100]", s);
+        out->fraction = pct / 100.0;
+        return 0;
+    }
+    uint64_t bytes;
+    if (size_parse(s, &bytes, e))
+        return -1;
+    errno = 0;
+    double bare = strtod(s, &end);
+    while (isspace((unsigned char)*end))
+        end++;
+    if (!*end && !errno && bare > 0.0 && bare <= 1.0) {
+        out->fraction = bare;
+        return 0;
+    }
+    if (!*end && bare != (double)bytes)
+        return err_set(e, ERR_INPUT, "capacity '%s': a bare number is a fraction in (0, 1] or a whole count of bytes", s);
+    if (!bytes)
+        return err_set(e, ERR_INPUT, "capacity '%s' is zero", s);
+    out->bytes = bytes;
+    return 0;
+}
+
+uint64_t capacity_resolve(struct capacity c, uint64_t full, uint64_t dflt)
+{
+    if (c.bytes)
+        return c.bytes;
+    if (c.fraction > 0.0)
+        return (uint64_t)((double)full * c.fraction);
+    return dflt;
+}
+
 void size_format_pytorch(uint64_t n, char *buf, size_t len)
 {
     if (n <= 1024)

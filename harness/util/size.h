@@ -15,6 +15,20 @@
  * B, KiB, MiB, GiB, TiB (binary) or KB, MB, GB, TB (decimal). Fractional bytes round down. */
 int size_parse(const char *s, uint64_t *out, struct err *e);
 
+/* A device capacity as written: a size, or a share of the device's full memory (as
+ * torch.cuda.set_per_process_memory_fraction takes one). Both 0: the device's own default. */
+struct capacity {
+    uint64_t bytes;
+    double fraction; /* (0, 1] */
+};
+
+/* "24GiB", "100MiB", a bare byte count above 1, a bare fraction in (0, 1] ("0.5") or a percentage
+ * in (0, 100] ("50%"). Zero is rejected: a device of no memory is a typo. */
+int capacity_parse(const char *s, struct capacity *out, struct err *e);
+
+/* The capacity of a device whose full memory is `full`: c.bytes, else full x c.fraction, else dflt. */
+uint64_t capacity_resolve(struct capacity c, uint64_t full, uint64_t dflt);
+
 /* c10's format_size, as used in the OOM message: "512 bytes", "1.00 KiB", "20.00 MiB", "31.51 GiB". */
 void size_format_pytorch(uint64_t n, char *buf, size_t len);
 

@@ -129,6 +129,9 @@ extern "C" __attribute__((visibility("default"))) int oomlab_cuda_open(int ordin
     c->ordinal = ordinal;
     if (opt)
         c->opt = *opt;
+    size_t gpu_free = 0, gpu_total = 0;
+    if (!c->opt.capacity_limit && c->opt.capacity_fraction > 0.0 && cudaMemGetInfo(&gpu_free, &gpu_total) == cudaSuccess)
+        c->opt.capacity_limit = (uint64_t)((double)gpu_total * c->opt.capacity_fraction);
     c->dev.ops = &cuda_ops;
     c->dev.impl = c;
     c->dev.measured = true;

@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever anything in this header changes; the loader refuses another version. */
-#define OOMLAB_CUDA_ABI 1
+#define OOMLAB_CUDA_ABI 2
 
 /* Device memory for library workspaces (cuBLAS per stream, cuDNN per call) and kernel scratch,
  * taken from the caller's allocator the way PyTorch takes them from its caching allocator, so
@@ -32,6 +32,7 @@ struct cuda_workspace_alloc {
 
 struct oomlab_cuda_options {
     uint64_t capacity_limit;          /* 0: the GPU's memory; else report and enforce this total */
+    double capacity_fraction;         /* with capacity_limit 0: this share of the GPU's total, if > 0 */
     uint64_t cublas_workspace_bytes;  /* per stream; 0: PyTorch's default for the GPU */
     struct cuda_workspace_alloc workspace;
 };

@@ -1,0 +1,118 @@
+/* device_open_test.c: --capacity as a size or a share of the device (capacity_parse with worked
+ * values and every malformed kind), and device_open resolving it: a sim profile keeps its CUDA
+ * context under a share and drops it under a size, host shares are of the machine's memory (the
+ * spec's own size or share unless --capacity is given), and bad specs are input errors. */
+#include "device/device_open.h"
+#include "device/host.h"
+#include "device/profiles.h"
+#include "tap.h"
+
+static struct capacity parsed(const char *s)
+{
+    struct capacity c = {0, 0.0};
+    struct err e = {0};
+    ok(capacity_parse(s, &c, &e) == 0, "capacity '%s' parses%s%s", s, e.msg[0] ? ": " : "", e.msg);
+    return c;
+}
+
+static void parse_cases(void)
+{
+    struct capacity c = parsed("24GiB");
+    ok(c.bytes == 24ULL << 30 && c.fraction == 0.0, "24GiB is 25769803776 bytes");
+    c = parsed("512");
+    ok(c.bytes == 512 && c.fraction == 0.0, "a bare whole number above 1 is bytes");
+    c = parsed("0.5");
+    ok(c.bytes == 0 && c.fraction == 0.5, "0.5 is half the device");
+    c = parsed("50%");
+    ok(c.bytes == 0 && c.fraction == 0.5, "50%% is half the device");
+    c = parsed("1");
+    ok(c.fraction == 1.0, "1 is the whole device, not one byte");
+    c = parsed("12.5%");
+    ok(c.fraction == 0.125, "12.5%% is an eighth");
+    static const struct {
+        const char *s, *msg;
+    } bad[] = {
+        {"0", "capacity '0' is zero"},
+        {"0GiB", "capacity '0GiB' is zero"},
+        {"1.5", "capacity '1.5': a bare number is a fraction in (0, 1] or a whole count of bytes"},
+        {"150%", "capacity '150%' is not a percentage in (0, 100]"},
+        {"0%", "capacity '0%' is not a percentage in (0, 100]"},
+        {"-5%", "capacity '-5%' is not a percentage in (0, 100]"},
+        {"half%", "capacity 'half%' is not a percentage in (0, 100]"},
+        {"12 parsecs", "size '12 parsecs' has an unknown unit 'parsecs' (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)"},
+        {"", "empty size"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct capacity b;
+        struct err e = {0};
+        ok(capacity_parse(bad[i].s, &b, &e) == -1 && e.code == ERR_INPUT, "capacity '%s' rejected", bad[i].s);
+        is_str(e.msg, bad[i].msg, "and says why");
+    }
+    is_u64(capacity_resolve((struct capacity){0, 0.25}, 8ULL << 30, 1), 2ULL << 30, "a quarter of 8 GiB is 2 GiB");
+    is_u64(capacity_resolve((struct capacity){3, 0.0}, 8ULL << 30, 1), 3, "a size is itself");
+    is_u64(capacity_resolve((struct capacity){0, 0.0}, 8ULL << 30, 7), 7, "neither: the default");
+}
+
+/* Opens spec under cap, checks its total (and free, on sim), closes it. */
+static void open_case(const char *spec, struct capacity cap, uint64_t total, const char *what)
+{
+    struct err e = {0};
+    struct device *d = device_open(spec, cap, NULL, &e);
+    ok(d != NULL, "%s opens%s%s", spec, e.msg[0] ? ": " : "", e.msg);
+    if (!d)
+        return;
+    is_u64(d->total, total, "%s: %s", spec, what);
+    d->ops->destroy(d);
+}
+
+static void open_cases(void)
+{
+    const struct gpu_profile *p = gpu_profile_find("rtx5090");
+    open_case("sim:rtx5090", (struct capacity){0, 0.0}, p->total_bytes, "the profile's total");
+    open_case("sim:rtx5090", (struct capacity){0, 0.5}, (uint64_t)((double)p->total_bytes * 0.5),
+              "--capacity 50%: half the profile's total");
+    open_case("sim:24GiB", (struct capacity){0, 0.25}, 6ULL << 30, "--capacity 0.25 of a 24 GiB sim: 6 GiB");
+    open_case("sim:rtx5090", (struct capacity){1ULL << 30, 0.0}, 1ULL << 30, "--capacity 1GiB");
+
+    struct err e = {0};
+    struct device *half = device_open("sim:rtx5090", (struct capacity){0, 0.5}, NULL, &e);
+    struct device *sized = device_open("sim:rtx5090", (struct capacity){p->total_bytes / 2, 0.0}, NULL, &e);
+    if (half && sized) {
+        uint64_t f1, t1, f2, t2;
+        half->ops->mem_info(half, &f1, &t1);
+        sized->ops->mem_info(sized, &f2, &t2);
+        is_u64(t1 - f1, p->context_bytes, "a share of a profile keeps its CUDA context (%llu bytes in use)",
+               (unsigned long long)p->context_bytes);
+        is_u64(t2 - f2, 0, "a bare size has none");
+        is_str(half->name, "sim:rtx5090@50%", "the share is in the device's name");
+    } else {
+        ok(0, "sim devices for the context check open");
+    }
+    if (half)
+        half->ops->destroy(half);
+    if (sized)
+        sized->ops->destroy(sized);
+
+    const uint64_t memory = host_memory_bytes(NULL);
+    open_case("host", (struct capacity){0, 0.0}, memory / 2, "by default half the host's memory");
+    open_case("host:25%", (struct capacity){0, 0.0}, (uint64_t)((double)memory * 0.25), "host:25% of its memory");
+    open_case("host:2GiB", (struct capacity){0, 0.0}, 2ULL << 30, "host:2GiB");
+    open_case("host:2GiB", (struct capacity){0, 0.125}, (uint64_t)((double)memory * 0.125),
+              "--capacity 0.125 wins over the spec's size");
+
+    static const char *bad[] = {"host:0", "host:150%", "sim:nosuch", "tpu", "cuda:x"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct err be = {0};
+        struct device *d = device_open(bad[i], (struct capacity){0, 0.0}, NULL, &be);
+        ok(!d && be.code == ERR_INPUT, "device '%s' is an input error: %s", bad[i], be.msg);
+        if (d)
+            d->ops->destroy(d);
+    }
+}
+
+int main(void)
+{
+    parse_cases();
+    open_cases();
+    return done_testing();
+}
