@@ -87,7 +87,7 @@ $(BUILD)/tests/%.t: tests/%_test.c tests/tap.h $(BUILD)/liboomlab.a
 # The CUDA plugin: device code and host glue compiled by nvcc, linked against cudart, cuBLAS, cuDNN.
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) -std=c++17 -O2 $(NVCC_ARCHS) -Xcompiler -fPIC -Xcompiler -fvisibility=hidden -Iharness -Ikernels -c $< -o $@
+	$(NVCC) -std=c++17 -O2 $(NVCC_ARCHS) -Xcompiler -fPIC -Xcompiler -fvisibility=hidden -MMD -MP -MF $(@:.o=.d) -Iharness -Ikernels -c $< -o $@
 
 $(BUILD)/oomlab-cuda.so: $(CUDA_OBJS)
 	$(NVCC) -shared $^ -o $@ -L/usr/local/cuda/lib64 -Xlinker -rpath -Xlinker /usr/local/cuda/lib64 -lcudart -lcublas -lcudnn
