@@ -1,6 +1,6 @@
 /* activation_extra.c: CPU ReLU and quick GELU (x * sigmoid(1.702 x), CLIP's activation), forward
- * and backward (unary activations, cpu_unary.h), and the rotary position embedding
- * (forward rotation, or its inverse for backward). */
+ * and backward (unary activations, cpu_unary.h; ReLU on bf16/fp16 works on the bit patterns), and
+ * the rotary position embedding (forward rotation, or its inverse for backward). */
 #include <string.h>
 
 #include "cpu/cpu_kernels_extra.h"

@@ -1,5 +1,6 @@
 /* pointwise.c: CPU casts, add, scale, fill, per-channel bias (+ backward) and nearest 2x
- * upsampling (+ backward); casts, add, scale and bias as vectorized loops over fp32 chunks. */
+ * upsampling (+ backward); casts, add, scale and bias as vectorized loops over fp32 chunks (a bf16
+ * bias add in one pass over its bf16 data). */
 #include <string.h>
 
 #include "cpu/cpu_bf16x8.h"
