@@ -47,6 +47,12 @@ bm=$(largest before)
 resv=$(echo "$fit" | awk '$1 == "before" { for (i = 2; i < NF; i++) if ($(i + 1) == "GiB") { print $i; exit } }')
 ok $([ -n "$bm" ] && [ "$bm" -ge 1 ] && [ "$bm" -lt "$b" ] && echo 0 || echo 1) "fit --margin 10%: a smaller batch ($bm < $b)"
 ok $(awk -v r="$resv" 'BEGIN { exit !(r != "" && r <= 13.27) }' && echo 0 || echo 1) "fit --margin 10%: its reserved peak $resv GiB leaves 10% free"
+# --capacity 50%: half the T4 (its CUDA context kept) fits a smaller batch still
+fit=$("$BIN" fit --limit 256 --capacity 50% scenarios/vit_lora_linear_probe.yaml 2>&1); rc=$?
+ok $rc "oomlab fit --capacity 50% exits 0"
+bh=$(largest before)
+ok $([ -n "$bh" ] && [ "$bh" -ge 1 ] && [ "$bh" -lt "$bm" ] && echo 0 || echo 1) "fit --capacity 50%: a smaller batch ($bh < $bm)"
+ok $(contains "$fit" "modelled on sim:t4 with capacity 50%") "fit names the capacity it ran under"
 "$BIN" fit --margin 100 scenarios/vit_lora_linear_probe.yaml > /dev/null 2>&1
 ok $([ $? = 2 ] && echo 0 || echo 1) "fit --margin 100 is refused (exit 2)"
 

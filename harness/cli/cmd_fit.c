@@ -39,6 +39,7 @@ int cmd_fit(int argc, char **argv)
         {0, 0, 0, 0},
     };
     struct harness_options opt = {0};
+    const char *capacity_s = NULL;
     struct fit_options fo = {FIT_BATCH, 4096, 0.0};
     int c;
     struct err e = {0};
@@ -67,6 +68,7 @@ int cmd_fit(int argc, char **argv)
             break;
         case 'd': opt.device = optarg; break;
         case 'c':
+            capacity_s = optarg;
             if (capacity_parse(optarg, &opt.capacity, &e)) {
                 fprintf(stderr, "oomlab fit: --capacity: %s\n", e.msg);
                 return 2;
@@ -96,7 +98,8 @@ int cmd_fit(int argc, char **argv)
     printf("== %s: largest %s that fits", sc.name, names[fo.param]);
     if (fo.margin > 0)
         printf(" with %g%% of the device free", fo.margin * 100.0);
-    printf(" (modelled on %s unless the device measures)\n", opt.device ? opt.device : sc.device);
+    printf(" (modelled on %s%s%s unless the device measures)\n", opt.device ? opt.device : sc.device,
+           capacity_s ? " with capacity " : "", capacity_s ? capacity_s : "");
     printf("   %-22s %-44s %8s %12s %-24s %7s\n", "variant", "fixes", names[fo.param], "peak resv", "samples/s",
            "probes");
     int rc = 0;
