@@ -24,14 +24,20 @@ __attribute__((simd("notinbranch"))) float erff(float);
  * twice, for AVX2 + FMA and for the baseline, and dispatches. (target_clones cannot ask for AVX2
  * and FMA together, and "arch=haswell" misses AMD CPUs.) */
 #if defined(__x86_64__) && defined(__GNUC__)
-#define CPU_DISPATCH(name, params, args)                                     \
-    static void name##_base params { name##_body args; }                     \
-    static void name params                                                  \
-    {                                                                        \
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) \
-            name##_avx2 args;                                                \
-        else                                                                 \
-            name##_base args;                                                \
+/* What every name##_avx2 (target "avx2,fma") needs of the CPU. */
+static inline int cpu_has_avx2_fma(void)
+{
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+#define CPU_DISPATCH(name, params, args)                 \
+    static void name##_base params { name##_body args; } \
+    static void name params                              \
+    {                                                    \
+        if (cpu_has_avx2_fma())                          \
+            name##_avx2 args;                            \
+        else                                             \
+            name##_base args;                            \
     }
 #define CPU_MULTIVERSION(name, params, args)                                                 \
     __attribute__((target("avx2,fma"))) static void name##_avx2 params { name##_body args; } \

@@ -81,12 +81,9 @@ __attribute__((target("avx2,fma"))) static void masked_scale_bf16_avx2(uint16_t 
     }
     masked_scale_bf16_body(y + i, x + i, mask + i, n - i, scale);
 }
+#endif
 CPU_DISPATCH(masked_scale_bf16, (uint16_t * y, const uint16_t *x, const uint8_t *restrict mask, size_t n, float scale),
              (y, x, mask, n, scale))
-#else
-CPU_MULTIVERSION(masked_scale_bf16, (uint16_t * y, const uint16_t *x, const uint8_t *restrict mask, size_t n, float scale),
-                 (y, x, mask, n, scale))
-#endif
 
 /* Elements [i0, i0 + len) of y = x * mask * scale in the call's dtype. */
 static void masked_scale(int dt, void *y, const void *x, const uint8_t *mask, size_t i0, size_t len, float scale)
@@ -154,7 +151,7 @@ static void dropout_fwd_chunk(const struct kernel_call *k, void *const *t, size_
     const uint32_t threshold = oom_dropout_threshold(k->fparam[0]);
     size_t done = 0;
 #ifdef OOM_HAVE_BF16X8
-    if (k->dtype == DT_BF16 && i0 % 2 == 0 && __builtin_cpu_supports("avx2"))
+    if (k->dtype == DT_BF16 && i0 % 2 == 0 && cpu_has_avx2_fma())
         done = dropout_fwd_bf16_avx2((uint16_t *)t[1] + i0, (const uint16_t *)t[0] + i0, mask + i0, len, stream, i0,
                                      threshold, dropout_scale(k));
 #endif

@@ -199,10 +199,8 @@ __attribute__((target("avx2,fma"))) static void add_bf16_avx2(uint16_t *y, const
         bf16x8_store(y + i, _mm256_add_ps(bf16x8_load(x + i), _mm256_loadu_ps(b + i)));
     add_bf16_body(y + i, x + i, b + i, n - i);
 }
-CPU_DISPATCH(add_bf16, (uint16_t * y, const uint16_t *x, const float *b, size_t n), (y, x, b, n))
-#else
-CPU_MULTIVERSION(add_bf16, (uint16_t * y, const uint16_t *x, const float *b, size_t n), (y, x, b, n))
 #endif
+CPU_DISPATCH(add_bf16, (uint16_t * y, const uint16_t *x, const float *b, size_t n), (y, x, b, n))
 
 static void bias_add_chunk(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
 {

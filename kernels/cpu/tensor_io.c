@@ -44,10 +44,8 @@ __attribute__((target("avx2,fma"))) static void f32_to_bf16_avx2(uint16_t *restr
         bf16x8_store(h + i, _mm256_loadu_ps(src + i));
     f32_to_bf16_body(h + i, src + i, n - i);
 }
-CPU_DISPATCH(f32_to_bf16, (uint16_t *restrict h, const float *restrict src, size_t n), (h, src, n))
-#else
-CPU_MULTIVERSION(f32_to_bf16, (uint16_t *restrict h, const float *restrict src, size_t n), (h, src, n))
 #endif
+CPU_DISPATCH(f32_to_bf16, (uint16_t *restrict h, const float *restrict src, size_t n), (h, src, n))
 CPU_MULTIVERSION(f32_to_f16, (uint16_t *restrict h, const float *restrict src, size_t n), (h, src, n))
 
 void tensor_to_f32(float *dst, const void *src, int dt, size_t n)
