@@ -303,12 +303,6 @@ static void dropout_case(int dt)
     free(ref);
 }
 
-/* Element i of a tensor of dtype dt as its bits. */
-static uint32_t bits_at(const void *p, int dt, size_t i)
-{
-    return dt == DT_F32 ? ((const uint32_t *)p)[i] : ((const uint16_t *)p)[i];
-}
-
 /* dropout_fwd's y, bit for bit: x * (mask ? 1 / (1 - p) : 0) in fp32, rounded once to the dtype,
  * over special values (NaN, infinities, signed zeros, the largest and smallest values) that the
  * vector loops and their tails both see. */
@@ -328,7 +322,7 @@ static void dropout_bits_case(int dt)
     size_t bad = 0, first = n;
     for (size_t i = 0; i < n; i++) {
         float v = ld(tx, dt, i) * (mask[i] ? scale : 0.0f);
-        uint32_t want = dt == DT_F32 ? oom_f32_bits(v) : dt == DT_BF16 ? oom_f32_to_bf16(v) : oom_f32_to_f16(v);
+        uint32_t want = bits_of(dt, v);
         if (bits_at(ty, dt, i) != want && first == n)
             first = i;
         bad += bits_at(ty, dt, i) != want;
@@ -383,9 +377,7 @@ static void relu16_bits_case(int dt)
     size_t bad = 0;
     for (size_t i = 0; i < n; i++) {
         float xf = ld(x, dt, i), yf = oom_relu(xf), dxf = oom_relu_bwd(xf, ld(dy, dt, i));
-        uint16_t want_y = dt == DT_BF16 ? oom_f32_to_bf16(yf) : oom_f32_to_f16(yf);
-        uint16_t want_dx = dt == DT_BF16 ? oom_f32_to_bf16(dxf) : oom_f32_to_f16(dxf);
-        bad += y[i] != want_y || dx[i] != want_dx;
+        bad += y[i] != bits_of(dt, yf) || dx[i] != bits_of(dt, dxf);
     }
     ok(bad == 0, "relu (%s): every x and dy pattern as fp32 computes and rounds them (%zu differ)",
        dtype_name((enum dtype)dt), bad);

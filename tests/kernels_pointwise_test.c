@@ -118,8 +118,7 @@ static void cast_pairs(void)
                 bad = n;
             for (size_t i = 0; i < n && bad < n; i++) {
                 float v = from == DT_F32 ? f32_of(src32[i]) : from == DT_BF16 ? oom_bf16_to_f32(src16[i]) : oom_f16_to_f32(src16[i]);
-                uint32_t want = to == DT_F32 ? oom_f32_bits(v) : to == DT_BF16 ? oom_f32_to_bf16(v) : oom_f32_to_f16(v);
-                uint32_t got = to == DT_F32 ? ((uint32_t *)y)[i] : ((uint16_t *)y)[i];
+                uint32_t want = bits_of(to, v), got = bits_at(y, to, i);
                 int nan_ok = isnan(v) && (to == DT_F32 ? isnan(f32_of(got)) : to == DT_BF16 ? isnan(oom_bf16_to_f32((uint16_t)got))
                                                                                          : isnan(oom_f16_to_f32((uint16_t)got)));
                 if (got != want && !nan_ok) {
@@ -209,9 +208,7 @@ static void bias_add_bits(int dt)
         size_t bad = 0;
         for (size_t i = 0; i < n; i++) {
             float v = ld(tx, dt, i) + ld(tb, dt, i / (size_t)inner % (size_t)C);
-            uint32_t want = dt == DT_F32 ? oom_f32_bits(v) : dt == DT_BF16 ? oom_f32_to_bf16(v) : oom_f32_to_f16(v);
-            uint32_t got = dt == DT_F32 ? ((uint32_t *)ty)[i] : ((uint16_t *)ty)[i];
-            bad += got != want;
+            bad += bits_at(ty, dt, i) != bits_of(dt, v);
         }
         ok(bad == 0, "bias_add (%s, %lld x %lld x %lld): x + bias in fp32 rounded once, bit for bit (%zu differ)",
            dtype_name((enum dtype)dt), (long long)outer, (long long)C, (long long)inner, bad);

@@ -65,6 +65,18 @@ static inline float *as_float(const void *p, size_t n, int dt)
     return x;
 }
 
+/* v rounded to dtype dt, as that dtype's bit pattern (the scalar conversions of elementwise.h). */
+static inline uint32_t bits_of(int dt, float v)
+{
+    return dt == DT_F32 ? oom_f32_bits(v) : dt == DT_BF16 ? oom_f32_to_bf16(v) : oom_f32_to_f16(v);
+}
+
+/* Element i of a tensor of dtype dt as its bits. */
+static inline uint32_t bits_at(const void *p, int dt, size_t i)
+{
+    return dt == DT_F32 ? ((const uint32_t *)p)[i] : ((const uint16_t *)p)[i];
+}
+
 /* A call with tensor ids 1..ntensors and dims as given (unused dims 0). */
 static inline struct kernel_call kcall(unsigned kernel, int dt, const int64_t *dims, unsigned ndims)
 {
