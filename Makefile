@@ -7,7 +7,7 @@ CC       ?= gcc
 CXX      ?= g++
 CUDA     ?= auto
 SANITIZE ?=
-PKGS     := yaml-0.1 hwloc jansson libbsd openblas
+PKGS     := yaml-0.1 hwloc jansson libbsd openblas zlib
 SHARED   ?= $(abspath ../shared)
 
 ifeq ($(SANITIZE),1)

@@ -44,7 +44,7 @@ void BM_FlanT5XlStepOnSim(benchmark::State &state)
         alloc_config cfg;
         alloc_config_default(&cfg);
         device *dev = sim_device_create("sim:rtx5090", p->total_bytes, p->context_bytes, p);
-        runner *r = runner_create(dev, &cfg, p);
+        runner *r = runner_create(dev, &cfg, p, nullptr);
         int rc = workload_generate(&spec, runner_sink(r), &e);
         run_result res;
         runner_finish(r, &res);
@@ -76,7 +76,7 @@ void BM_AllScenarios(benchmark::State &state)
         harness_options opt{};
         variants = 0;
         for (size_t i = 0; i < n; i++) {
-            variant_result *r;
+            job_result *r;
             if (harness_run_scenario(&sc[i], &opt, &r, &e)) {
                 state.SkipWithError(e.msg);
                 scenario_free_all(sc, n);

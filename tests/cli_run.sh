@@ -52,7 +52,7 @@ fit=$("$BIN" fit --limit 256 --capacity 50% scenarios/vit_lora_linear_probe.yaml
 ok $rc "oomlab fit --capacity 50% exits 0"
 bh=$(largest before)
 ok $([ -n "$bh" ] && [ "$bh" -ge 1 ] && [ "$bh" -lt "$bm" ] && echo 0 || echo 1) "fit --capacity 50%: a smaller batch ($bh < $bm)"
-ok $(contains "$fit" "modelled on sim:t4 with capacity 50%") "fit names the capacity it ran under"
+ok $(contains "$fit" "modelled on sim:t4@50% with capacity 50%") "fit names the device and the capacity it ran under"
 "$BIN" fit --margin 100 scenarios/vit_lora_linear_probe.yaml > /dev/null 2>&1
 ok $([ $? = 2 ] && echo 0 || echo 1) "fit --margin 100 is refused (exit 2)"
 

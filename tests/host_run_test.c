@@ -120,7 +120,7 @@ static int run_on(struct device *dev, const struct gpu_profile *profile, const s
     struct alloc_config cfg;
     alloc_config_default(&cfg);
     attach(p, dev);
-    struct runner *r = runner_create(dev, &cfg, profile);
+    struct runner *r = runner_create(dev, &cfg, profile, NULL);
     struct err e = {0};
     struct workload *w = r ? workload_create(spec, &e) : NULL;
     int rc = w ? workload_run(w, runner_sink(r), &e) : -1;

@@ -4,27 +4,20 @@
  * every alloc; the mid-run ones must replay from their rebuilt start state to their recorded final state. */
 #include "tap.h"
 
-#include "device/sim.h"
 #include "replay/replay.h"
 #include "util/size.h"
 
-static int replay(const char *file, bool same, struct replay_input *in, struct replay_result *res)
+static struct job_result res; /* large: not on the stack */
+
+static int replay(const char *file, bool same)
 {
     char path[1024];
     struct err e = {0};
     tap_shared_path(file, path, sizeof path);
-    if (snapshot_replay_load(path, in, &e)) {
-        diag("%s", e.msg);
-        return -1;
-    }
-    struct alloc_config cfg;
-    alloc_config_default(&cfg);
-    struct device *dev = sim_device_create("sim:test", 80 * GiB, 0, NULL);
-    struct replay_options opt = {.same_addresses = same};
-    int rc = replay_run(in, dev, &cfg, &opt, res, &e);
+    struct replay_options opt = {.device = "sim", .capacity = {80 * GiB, 0.0}, .same_addresses = same};
+    int rc = replay_path(path, &opt, &res, NULL, &e);
     if (rc)
         diag("%s", e.msg);
-    dev->ops->destroy(dev);
     return rc;
 }
 
@@ -34,12 +27,11 @@ static int replay(const char *file, bool same, struct replay_input *in, struct r
 static void exact(const char *file, size_t segs, size_t allocs, size_t final_segs, size_t differing)
 {
     for (int same = 0; same <= 1; same++) {
-        struct replay_input in;
-        struct replay_result res;
-        if (!ok(replay(file, same, &in, &res) == 0, "%s replays (same_addresses=%d)", file, same))
+        if (!ok(replay(file, same) == 0, "%s replays (same_addresses=%d)", file, same))
             continue;
-        const struct replay_check *c = &res.check;
-        is_int(in.ninitial, 0, "%s starts from an empty allocator", file);
+        const struct recorded_check *c = &res.check;
+        ok(res.checked, "%s is checked against its recording", file);
+        ok(!res.rebuilt_start, "%s starts from an empty allocator", file);
         is_int(c->segment_allocs_recorded, segs, "%s: %zu segment_allocs recorded", file, segs);
         is_int(c->segment_allocs_matched, segs, "%s: every segment_alloc size in its place", file);
         is_int(c->allocs, allocs, "%s: %zu allocs", file, allocs);
@@ -51,9 +43,7 @@ static void exact(const char *file, size_t segs, size_t allocs, size_t final_seg
             is_int(c->final_segments - c->final_segments_matched, differing,
                    "%s: with sim addresses, %zu final layouts differ", file, differing);
         }
-        is_int(res.nooms, 0, "%s: no OOM on 80 GiB", file);
-        replay_result_free(&res);
-        replay_input_free(&in);
+        is_int(res.run.nooms, 0, "%s: no OOM on 80 GiB", file);
     }
 }
 
@@ -79,9 +69,7 @@ int main(void)
         "data/pytorch-snapshots/jogregoire_How-Diffusion-Models-Work__my_snapshot.pickle",
     };
     for (size_t i = 0; i < sizeof midrun / sizeof midrun[0]; i++) {
-        struct replay_input in;
-        struct replay_result res;
-        if (!ok(replay(midrun[i], true, &in, &res) == 0, "%s loads and replays", midrun[i]))
+        if (!ok(replay(midrun[i], true) == 0, "%s loads and replays", midrun[i]))
             continue;
         ok(res.check.final_layout_matched, "%s: replay reaches the recorded final state %s", midrun[i],
            res.check.first_mismatch);
@@ -89,8 +77,6 @@ int main(void)
                "%s: every traced segment_alloc reproduced", midrun[i]);
         is_int(res.check.addresses_matched, res.check.allocs, "%s: every traced alloc at its recorded address",
                midrun[i]);
-        replay_result_free(&res);
-        replay_input_free(&in);
     }
     return done_testing();
 }

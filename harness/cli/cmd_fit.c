@@ -1,12 +1,12 @@
 /* cmd_fit.c: `oomlab fit SCENARIO`: the largest batch size (or sequence length, or image size) each variant
  * can run with on its device, optionally leaving a margin of the device free, and the throughput at that
  * size, so a fix's value reads as "how much more fits, and how fast it runs". */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "run/fit.h"
 #include "util/size.h"
@@ -21,13 +21,46 @@ static double parse_percent(const char *s)
     return v / 100.0;
 }
 
-/* "1234.5 samples/s (modelled)", or "-" when the run reports none. */
-static void throughput_text(const struct variant_result *r, char *buf, size_t len)
+static void usage(FILE *f)
 {
-    if (r->samples_per_s > 0)
-        snprintf(buf, len, "%.2f (%s)", r->samples_per_s, r->run.measured ? "measured" : "modelled");
-    else
-        snprintf(buf, len, "-");
+    fprintf(f, "usage: oomlab fit [options] SCENARIO.yaml\n"
+               "  the largest value of the parameter with which each variant runs without an OOM\n"
+               "  and, with --margin, with PCT of the device's capacity still free at the reserved\n"
+               "  peak; with the samples/s at that value\n"
+               "options:\n"
+               "  --param P        batch_size (default), seq_len or image_size\n"
+               "  --limit N        largest value tried (default 4096)\n"
+               "  --device DEV     run on DEV instead of the scenario's device\n"
+               "  --capacity CAP   a size (24GiB) or a share of the device's memory (0.5 or 50%%)\n"
+               "  --margin PCT     keep PCT of the device free at the reserved peak (5%%)\n" CLI_REPORT_HELP
+               "exit: 0 every variant fits at some value, 1 one fits at none, 2 bad input, 3 internal error\n");
+}
+
+static const char *const param_names[] = {"batch_size", "seq_len", "image_size"};
+
+static int fit_all(const struct scenario *sc, const struct harness_options *opt, const struct fit_options *fo,
+                   const char *capacity_s, struct report_outputs *out, struct err *e)
+{
+    struct job_result *jobs = calloc(sc->nvariants + 1, sizeof *jobs);
+    struct fit_row *rows = calloc(sc->nvariants + 1, sizeof *rows);
+    int rc = jobs && rows ? 0 : err_set(e, ERR_INTERNAL, "out of host memory");
+    for (size_t i = 0; i < sc->nvariants && rc == 0; i++) {
+        struct fit_result f;
+        if ((rc = fit_variant(sc, &sc->variants[i], opt, fo, &f, e)))
+            break;
+        jobs[i] = f.at_largest;
+        rows[i] = (struct fit_row){f.largest, f.probes, f.hit_limit};
+    }
+    if (rc == 0) {
+        struct report_group g = {.kind = REPORT_FIT, .name = sc->name, .title = sc->title, .source = sc->source,
+                                 .file = sc->path, .jobs = jobs, .njobs = sc->nvariants, .fits = rows,
+                                 .fit_param = param_names[fo->param], .fit_margin = fo->margin,
+                                 .capacity_text = capacity_s};
+        report_outputs_add(out, &g);
+    }
+    free(jobs);
+    free(rows);
+    return rc;
 }
 
 int cmd_fit(int argc, char **argv)
@@ -36,24 +69,23 @@ int cmd_fit(int argc, char **argv)
         {"param", required_argument, 0, 'p'},  {"limit", required_argument, 0, 'l'},
         {"device", required_argument, 0, 'd'}, {"capacity", required_argument, 0, 'c'},
         {"margin", required_argument, 0, 'm'}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
+        CLI_REPORT_OPTIONS,                    {0, 0, 0, 0},
     };
     struct harness_options opt = {0};
+    struct cli_report_args ra = {0};
     const char *capacity_s = NULL;
     struct fit_options fo = {FIT_BATCH, 4096, 0.0};
     int c;
     struct err e = {0};
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (cli_report_option(c, optarg, &ra))
+            continue;
         switch (c) {
         case 'p':
-            if (!strcmp(optarg, "batch_size"))
-                fo.param = FIT_BATCH;
-            else if (!strcmp(optarg, "seq_len"))
-                fo.param = FIT_SEQ_LEN;
-            else if (!strcmp(optarg, "image_size"))
-                fo.param = FIT_IMAGE_SIZE;
-            else {
+            for (fo.param = 0; fo.param < 3 && strcmp(optarg, param_names[fo.param]); fo.param++)
+                ;
+            if (fo.param == 3) {
                 fprintf(stderr, "oomlab fit: --param must be batch_size, seq_len or image_size\n");
                 return 2;
             }
@@ -69,20 +101,11 @@ int cmd_fit(int argc, char **argv)
         case 'd': opt.device = optarg; break;
         case 'c':
             capacity_s = optarg;
-            if (capacity_parse(optarg, &opt.capacity, &e)) {
-                fprintf(stderr, "oomlab fit: --capacity: %s\n", e.msg);
-                return 2;
-            }
+            if (capacity_parse(optarg, &opt.capacity, &e) && err_prefix(&e, "--capacity: "))
+                return cli_fail("fit", &e);
             break;
-        case 'h':
-        default:
-            fprintf(c == 'h' ? stdout : stderr,
-                    "usage: oomlab fit [--param batch_size|seq_len|image_size] [--limit N] [--device DEV]\n"
-                    "                  [--capacity SIZE|FRACTION] [--margin PCT] SCENARIO.yaml\n"
-                    "  the largest value of the parameter with which each variant runs without an OOM\n"
-                    "  and, with --margin, with PCT of the device's capacity still free at the reserved\n"
-                    "  peak; with the samples/s at that value\n");
-            return c == 'h' ? 0 : 2;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
         }
     }
     if (optind != argc - 1 || fo.limit < 1) {
@@ -90,33 +113,14 @@ int cmd_fit(int argc, char **argv)
         return 2;
     }
     struct scenario sc;
-    if (scenario_load(argv[optind], &sc, &e)) {
-        fprintf(stderr, "oomlab fit: %s\n", e.msg);
-        return 2;
-    }
-    static const char *const names[] = {"batch_size", "seq_len", "image_size"};
-    printf("== %s: largest %s that fits", sc.name, names[fo.param]);
-    if (fo.margin > 0)
-        printf(" with %g%% of the device free", fo.margin * 100.0);
-    printf(" (modelled on %s%s%s unless the device measures)\n", opt.device ? opt.device : sc.device,
-           capacity_s ? " with capacity " : "", capacity_s ? capacity_s : "");
-    printf("   %-22s %-44s %8s %12s %-24s %7s\n", "variant", "fixes", names[fo.param], "peak resv", "samples/s",
-           "probes");
-    int rc = 0;
-    for (size_t i = 0; i < sc.nvariants && rc == 0; i++) {
-        struct fit_result f;
-        if (fit_variant(&sc, &sc.variants[i], &opt, &fo, &f, &e)) {
-            fprintf(stderr, "oomlab fit: %s\n", e.msg);
-            rc = e.code == ERR_INPUT ? 2 : 3;
-            break;
-        }
-        char fixes[256], resv[32], rate[48];
-        variant_fixes_text(&sc.variants[i], fixes, sizeof fixes);
-        snprintf(resv, sizeof resv, "%.2f GiB", (double)f.at_largest.run.peak_reserved / (double)GiB);
-        throughput_text(&f.at_largest, rate, sizeof rate);
-        printf("   %-22s %-44s %7d%s %12s %-24s %7d\n", sc.variants[i].name, fixes, f.largest, f.hit_limit ? "+" : " ",
-               f.largest ? resv : "-", f.largest ? rate : "-", f.probes);
+    if (scenario_load(argv[optind], &sc, &e))
+        return cli_fail("fit", &e);
+    struct report_outputs out;
+    int rc = report_outputs_open(&out, "fit", ra.json, ra.csv, ra.tap, &e);
+    if (rc == 0) {
+        rc = fit_all(&sc, &opt, &fo, capacity_s, &out, &e);
+        rc = report_outputs_close(&out, rc == 0, &e) || rc;
     }
     scenario_free(&sc);
-    return rc;
+    return rc ? cli_fail("fit", &e) : cli_exit_status(&out);
 }

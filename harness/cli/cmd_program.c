@@ -6,7 +6,7 @@
 
 #include "cli/commands.h"
 #include "device/profiles.h"
-#include "program/program_text.h"
+#include "report/program_text.h"
 #include "scenario/scenario.h"
 #include "workload/generate.h"
 

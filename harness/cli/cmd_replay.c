@@ -1,13 +1,13 @@
-/* cmd_replay.c: `oomlab replay FILE`: replays a PyTorch memory snapshot or a text trace through the
- * allocator model under any allocator settings and device capacity, and reports memory_stats, the OOMs
- * (in PyTorch's words) and, for snapshots, how exactly the replay reproduced what was recorded. */
-#include <getopt.h>
+/* cmd_replay.c: `oomlab replay FILE`: replays a PyTorch memory snapshot or a text trace through the one
+ * runner under any allocator settings and device capacity, and reports it with the writers run uses:
+ * memory_stats, the OOMs (in PyTorch's words) and, for snapshots, how exactly the replay reproduced what
+ * was recorded. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli_common.h"
 #include "cli/commands.h"
-#include "device/device_open.h"
 #include "replay/replay.h"
 #include "report/json_out.h"
 #include "util/size.h"
@@ -16,8 +16,10 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: oomlab replay [options] FILE\n"
-            "  FILE is a PyTorch snapshot pickle (torch.cuda.memory._dump_snapshot) or a text trace:\n"
-            "      alloc ID BYTES [STREAM] | free ID | empty_cache | reset_peak_memory_stats | # comment\n"
+            "  FILE ('-' for standard input; plain or gzip) is a PyTorch snapshot pickle\n"
+            "  (torch.cuda.memory._dump_snapshot) or a text trace in `oomlab program`'s form:\n"
+            "      alloc ID BYTES [STREAM] [CATEGORY [TAG]] | free ID | phase NAME | step N | kernel ...\n"
+            "      | empty_cache | reset_peak_memory_stats | reset_accumulated_memory_stats | # comment\n"
             "options:\n"
             "  --alloc-conf STR     PYTORCH_CUDA_ALLOC_CONF to replay under (default: $PYTORCH_ALLOC_CONF, then\n"
             "                       $PYTORCH_CUDA_ALLOC_CONF, then PyTorch's defaults)\n"
@@ -25,96 +27,37 @@ static void usage(FILE *f)
             "  --capacity CAP       device capacity instead of the profile's: a size (100MiB, 31.5GiB)\n"
             "                       or a share of it (0.5, 50%%)\n"
             "  --same-addresses     new segments take the addresses recorded in the snapshot's segment_alloc events\n"
-            "  --json FILE          write stats, OOMs and the check as JSON\n"
             "  --snapshot FILE      write the model's final segments and blocks as JSON, in memory_snapshot()'s structure\n"
-            "All figures are modelled by the allocator model on a simulated device.\n");
-}
-
-static int is_pickle(const char *path, struct err *e)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return err_set(e, ERR_INPUT, "%s: cannot open: %m", path);
-    int c = fgetc(f);
-    fclose(f);
-    return c == 0x80; /* pickle PROTO opcode */
-}
-
-static void print_summary(const char *path, const struct replay_input *in, const struct device *dev,
-                          const struct alloc_config *cfg, const struct replay_options *opt,
-                          const struct replay_result *res)
-{
-    const struct alloc_stats *s = &res->stats;
-    char b1[32], b2[32], b3[32], b4[32];
-    size_t allocs = 0, frees = 0;
-    for (size_t i = 0; i < in->nevents; i++) {
-        allocs += in->events[i].op == RP_ALLOC;
-        frees += in->events[i].op == RP_FREE;
-    }
-    printf("oomlab replay %s\n", path);
-    printf("  input      %s: %zu allocs, %zu frees%s\n", in->is_snapshot ? "PyTorch snapshot" : "text trace", allocs,
-           frees, in->ninitial ? " (recording began mid-run: state at trace start rebuilt)" : "");
-    printf("  device     %s (modelled)\n", dev->name);
-    printf("  settings   %s\n", cfg->text[0] ? cfg->text : "(PyTorch defaults)");
-    size_format_pytorch((uint64_t)s->allocated_bytes[STAT_ALL].peak, b1, sizeof b1);
-    size_format_pytorch((uint64_t)s->reserved_bytes[STAT_ALL].peak, b2, sizeof b2);
-    size_format_pytorch((uint64_t)s->reserved_bytes[STAT_ALL].current, b3, sizeof b3);
-    size_format_pytorch((uint64_t)s->allocated_bytes[STAT_ALL].current, b4, sizeof b4);
-    printf("modelled memory (PyTorch memory_stats):\n");
-    printf("  peak allocated   %12s   allocated_bytes.all.peak\n", b1);
-    printf("  peak reserved    %12s   reserved_bytes.all.peak\n", b2);
-    printf("  end allocated    %12s   reserved at end %s\n", b4, b3);
-    printf("  cudaMalloc calls %12lld   cudaFree calls %lld, alloc retries %lld, OOMs %lld\n",
-           (long long)s->num_device_alloc, (long long)s->num_device_free, (long long)s->num_alloc_retries,
-           (long long)s->num_ooms);
-    for (size_t i = 0; i < res->nooms; i++)
-        printf("  OOM at %s %zu: %s\n", in->is_snapshot ? "event" : "line", res->ooms[i].event, res->ooms[i].message);
-    for (size_t i = 0; i < res->nwarnings; i++)
-        printf("  warning: %s\n", res->warnings[i]);
-    if (res->frees_of_unknown > res->nwarnings)
-        printf("  (%zu frees of allocations that do not exist were ignored in all)\n", res->frees_of_unknown);
-    if (!in->is_snapshot)
-        return;
-    const struct replay_check *c = &res->check;
-    printf("check against the snapshot:\n");
-    printf("  segment_allocs   %zu/%zu matched (size and place in the event order)\n", c->segment_allocs_matched,
-           c->segment_allocs_recorded);
-    if (c->final_layout_matched)
-        printf("  final layout     every segment's blocks match\n");
-    else
-        printf("  final layout     %zu/%zu segments laid out alike\n", c->final_segments_matched, c->final_segments);
-    printf("  alloc addresses  %zu/%zu matched (%s)\n", c->addresses_matched, c->allocs,
-           opt->same_addresses ? "recorded segment addresses" : "segment-relative");
-    if (c->first_mismatch[0])
-        printf("  first mismatch   %s\n", c->first_mismatch);
-    if (c->first_mismatch[0] && !opt->same_addresses)
-        printf("  note: best fit breaks ties between equal free blocks by address, so simulated addresses can\n"
-               "        change which block is reused; --same-addresses places segments where the driver did\n");
+            CLI_REPORT_HELP
+            "exit: 0 the trace ran without an OOM, 1 it OOMed, 2 bad input, 3 internal error\n");
 }
 
 int cmd_replay(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"alloc-conf", required_argument, 0, 'a'}, {"device", required_argument, 0, 'd'},
-        {"capacity", required_argument, 0, 'c'},   {"json", required_argument, 0, 'j'},
-        {"same-addresses", no_argument, 0, 's'},   {"help", no_argument, 0, 'h'},
-        {"snapshot", required_argument, 0, 'S'},
-        {0, 0, 0, 0},
+        {"capacity", required_argument, 0, 'c'},   {"same-addresses", no_argument, 0, 's'},
+        {"snapshot", required_argument, 0, 'S'},   {"help", no_argument, 0, 'h'},
+        CLI_REPORT_OPTIONS,                        {0, 0, 0, 0},
     };
-    const char *conf = getenv("PYTORCH_ALLOC_CONF");
-    if (!conf)
-        conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
-    const char *device = "sim:rtx5090", *capacity_s = NULL, *json_path = NULL, *snapshot_path = NULL;
-    struct replay_options opt = {0};
+    struct replay_options opt = {.alloc_conf = getenv("PYTORCH_ALLOC_CONF")};
+    if (!opt.alloc_conf)
+        opt.alloc_conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
+    struct cli_report_args ra = {0};
+    const char *snapshot_path = NULL;
     struct err e = {0};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (cli_report_option(c, optarg, &ra))
+            continue;
         switch (c) {
-        case 'a': conf = optarg; break;
-        case 'd': device = optarg; break;
-        case 'c': capacity_s = optarg; break;
-        case 'j': json_path = optarg; break;
+        case 'a': opt.alloc_conf = optarg; break;
+        case 'd': opt.device = optarg; break;
+        case 'c':
+            if (capacity_parse(optarg, &opt.capacity, &e) && err_prefix(&e, "--capacity: "))
+                return cli_fail("replay", &e);
+            break;
         case 's': opt.same_addresses = true; break;
         case 'S': snapshot_path = optarg; break;
         case 'h': usage(stdout); return 0;
@@ -127,42 +70,23 @@ int cmd_replay(int argc, char **argv)
         return 2;
     }
     const char *path = argv[optind];
-    struct capacity capacity = {0, 0.0};
-    struct alloc_config cfg;
-    alloc_config_default(&cfg);
-    if ((capacity_s && capacity_parse(capacity_s, &capacity, &e) && err_prefix(&e, "--capacity: ")) ||
-        alloc_config_parse(&cfg, conf, &e)) {
-        fprintf(stderr, "oomlab replay: %s\n", e.msg);
-        return 2;
+    struct report_outputs out;
+    if (report_outputs_open(&out, "replay", ra.json, ra.csv, ra.tap, &e))
+        return cli_fail("replay", &e);
+    if (snapshot_path && !strcmp(snapshot_path, "-"))
+        out.table = false;
+    struct job_result *res = calloc(1, sizeof *res);
+    struct alloc_snapshot final = {0};
+    int rc = res ? replay_path(path, &opt, res, snapshot_path ? &final : NULL, &e)
+                 : err_set(&e, ERR_INTERNAL, "out of host memory");
+    if (rc == 0) {
+        struct report_group g = {.kind = REPORT_REPLAY, .name = path, .jobs = res, .njobs = 1};
+        report_outputs_add(&out, &g);
+        if (snapshot_path)
+            rc = json_write_file(snapshot_path, json_alloc_snapshot(&final), &e);
     }
-    if (cfg.backend_async) {
-        fprintf(stderr, "oomlab replay: backend:cudaMallocAsync is the driver's allocator, which oomlab does not model\n");
-        return 2;
-    }
-    struct replay_input in;
-    int pickle = is_pickle(path, &e);
-    if (pickle < 0 || (pickle ? snapshot_replay_load(path, &in, &e) : text_trace_load(path, &in, &e))) {
-        fprintf(stderr, "oomlab replay: %s\n", e.msg);
-        return e.code == ERR_INTERNAL ? 3 : 2;
-    }
-    struct device *dev = device_open(device, capacity, NULL, &e);
-    struct replay_result res;
-    int rc = 0;
-    if (!dev || replay_run(&in, dev, &cfg, &opt, &res, &e)) {
-        fprintf(stderr, "oomlab replay: %s\n", e.msg);
-        rc = e.code == ERR_INPUT ? 2 : 3;
-    } else {
-        if ((json_path && json_write_replay(json_path, &in, dev, &res, &e)) ||
-            (snapshot_path && json_write_file(snapshot_path, json_alloc_snapshot(&res.final), &e))) {
-            fprintf(stderr, "oomlab replay: %s\n", e.msg);
-            rc = e.code == ERR_INPUT ? 2 : 3;
-        }
-        if ((!json_path || strcmp(json_path, "-")) && (!snapshot_path || strcmp(snapshot_path, "-")))
-            print_summary(path, &in, dev, &cfg, &opt, &res);
-        replay_result_free(&res);
-    }
-    if (dev)
-        dev->ops->destroy(dev);
-    replay_input_free(&in);
-    return rc;
+    rc = report_outputs_close(&out, rc == 0, &e) || rc;
+    alloc_snapshot_free(&final);
+    free(res);
+    return rc ? cli_fail("replay", &e) : cli_exit_status(&out);
 }

@@ -1,7 +1,34 @@
-/* program.c: names of op-program categories and dtypes. */
+/* program.c: names of op-program verbs, categories and dtypes. */
 #include "program/program.h"
 
 #include <string.h>
+
+static const char *const op_kind_names[OP_KIND_COUNT] = {
+    [OP_ALLOC] = "alloc",
+    [OP_FREE] = "free",
+    [OP_KERNEL] = "kernel",
+    [OP_EMPTY_CACHE] = "empty_cache",
+    [OP_PHASE] = "phase",
+    [OP_STEP] = "step",
+    [OP_MARK] = "mark",
+    [OP_RESET_PEAK] = "reset_peak_memory_stats",
+    [OP_RESET_ACCUMULATED] = "reset_accumulated_memory_stats",
+    [OP_SEGMENT_ALLOC] = "segment_alloc",
+    [OP_SEGMENT_FREE] = "segment_free",
+};
+
+const char *op_kind_name(enum op_kind k)
+{
+    return (unsigned)k < OP_KIND_COUNT ? op_kind_names[k] : "?";
+}
+
+int op_kind_from_name(const char *s)
+{
+    for (int i = 0; i < OP_KIND_COUNT; i++)
+        if (strcmp(s, op_kind_names[i]) == 0)
+            return i;
+    return -1;
+}
 
 static const char *const category_names[CAT_COUNT] = {
     "param", "grad", "optimizer_state", "ema", "activation", "temp", "workspace", "input", "output", "other",

@@ -17,6 +17,14 @@ enum op_kind {
     OP_PHASE,       /* name = phase ("load", "forward", "backward", "optimizer", "eval", ...) */
     OP_STEP,        /* id = training step number */
     OP_MARK,        /* name = free-form label */
+    OP_RESET_PEAK,        /* torch.cuda.reset_peak_memory_stats() */
+    OP_RESET_ACCUMULATED, /* torch.cuda.reset_accumulated_memory_stats() */
+    /* What a snapshot recorded of the driver (id = the address it returned, bytes = the segment size,
+     * stream): a segment_alloc is checked against the model's own, not run; a segment_free (empty_cache,
+     * or PyTorch's release before a retry) releases the model's counterpart if it is wholly free. */
+    OP_SEGMENT_ALLOC,
+    OP_SEGMENT_FREE,
+    OP_KIND_COUNT
 };
 
 enum category {
@@ -57,6 +65,7 @@ struct op {
     uint64_t id;      /* tensor id (ALLOC, FREE, and the tensor ids a kernel names); step number (STEP) */
     uint64_t bytes;   /* requested bytes (ALLOC); training samples in the step (STEP) */
     const char *name; /* interned: module tag, phase or label; valid while the producer lives */
+    uint64_t where;   /* position in the source: line of a text trace, event of a snapshot; 0 if generated */
     struct kernel_call kernel;
 };
 
@@ -65,6 +74,9 @@ struct op_sink {
     int (*emit)(struct op_sink *sink, const struct op *op, struct err *e);
 };
 
+/* The verb of an op in the text form ("alloc", "reset_peak_memory_stats", ...); -1 if unknown. */
+const char *op_kind_name(enum op_kind k);
+int op_kind_from_name(const char *s);
 const char *category_name(enum category c);
 int category_from_name(const char *s); /* -1 if unknown */
 const char *dtype_name(enum dtype d);

@@ -1,13 +1,12 @@
-/* snapshot_replay.c: turning a PyTorch snapshot into a replay: its alloc and free_completed events in
- * order (segment_alloc and segment_free kept as checkpoints), its final segments to compare with, and,
+/* snapshot_replay.c: turning a PyTorch snapshot into a replay plan: its alloc, free_completed,
+ * segment_alloc and segment_free events as ops in order, its final segments to compare with, and,
  * when recording began mid-run, the state at trace start: the final segments and live blocks minus the
  * net effect of the traced events. A live block whose size the file no longer shows gets the size the
  * allocator's rules give its request (rounded, or the whole gap when that remainder would not be split). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay/replay.h"
-#include "replay/snapshot_file.h"
+#include "replay/snapshot_plan.h"
 #include "util/hash.h"
 #include "util/size.h"
 #include "util/vec.h"
@@ -28,29 +27,29 @@ static bool is_live_state(enum snap_block_state st)
     return st == SNAP_ACTIVE_ALLOCATED || st == SNAP_ACTIVE_PENDING_FREE;
 }
 
-static int build_events(const struct snapshot *s, struct replay_input *in)
+static int build_ops(const struct snapshot *s, struct snapshot_plan *p)
 {
     size_t cap = 0;
     for (size_t i = 0; i < s->nevents; i++) {
         const struct snap_event *ev = &s->events[i];
-        struct replay_event r = {.key = ev->addr, .bytes = ev->size, .stream = ev->stream, .index = i};
+        struct op op = {.id = ev->addr, .bytes = ev->size, .stream = (int32_t)ev->stream, .where = i,
+                        .category = CAT_OTHER};
         switch (ev->action) {
-        case SNAP_ALLOC: r.op = RP_ALLOC; break;
-        case SNAP_FREE_COMPLETED: r.op = RP_FREE; break;
-        case SNAP_SEGMENT_ALLOC: r.op = RP_RECORDED_SEGMENT_ALLOC; break;
-        case SNAP_SEGMENT_FREE: r.op = RP_RECORDED_SEGMENT_FREE; break;
-        default: in->skipped_events++; continue;
+        case SNAP_ALLOC: op.kind = OP_ALLOC; break;
+        case SNAP_FREE_COMPLETED: op.kind = OP_FREE; break;
+        case SNAP_SEGMENT_ALLOC: op.kind = OP_SEGMENT_ALLOC; break;
+        case SNAP_SEGMENT_FREE: op.kind = OP_SEGMENT_FREE; break;
+        default: p->skipped_events++; continue;
         }
-        if (vec_grow((void **)&in->events, &cap, in->nevents + 1, sizeof *in->events))
+        if (vec_grow((void **)&p->ops, &cap, p->nops + 1, sizeof *p->ops))
             return -1;
-        in->events[in->nevents++] = r;
+        p->ops[p->nops++] = op;
     }
     return 0;
 }
 
-static int build_final(const struct snapshot *s, struct replay_input *in)
+static int build_final(const struct snapshot *s, struct snapshot_plan *in)
 {
-    in->has_final = true;
     if (!s->nsegments)
         return 0;
     if (!(in->final.segments = calloc(s->nsegments, sizeof *in->final.segments)))
@@ -174,7 +173,7 @@ static uint64_t inferred_size(const struct alloc_config *cfg, bool small, uint64
     return split ? rounded : gap;
 }
 
-static int build_initial(const struct snapshot *s, const struct alloc_config *cfg, struct replay_input *in,
+static int build_initial(const struct snapshot *s, const struct alloc_config *cfg, struct snapshot_plan *in,
                          struct err *e)
 {
     struct live_entry *live = NULL, *l, *ltmp;
@@ -222,48 +221,50 @@ static int build_initial(const struct snapshot *s, const struct alloc_config *cf
     return 0;
 }
 
-int snapshot_replay_load(const char *path, struct replay_input *in, struct err *e)
+int snapshot_plan_build(const char *name, const unsigned char *data, size_t len, struct snapshot_plan *p,
+                        struct err *e)
 {
-    *in = (struct replay_input){.name = path, .is_snapshot = true};
+    *p = (struct snapshot_plan){.name = name};
     struct snapshot s;
-    if (snapshot_load(path, &s, e))
+    if (snapshot_parse(name, data, len, &s, e))
         return -1;
     for (size_t i = 0; i < s.nsegments; i++) {
         if (s.segments[i].is_expandable) {
+            uint64_t addr = s.segments[i].address;
             snapshot_free(&s);
             return err_set(e, ERR_INPUT,
                            "%s: segment at 0x%llx is expandable; replaying snapshots with expandable segments "
                            "is not supported yet",
-                           path, (unsigned long long)s.segments[i].address);
+                           name, (unsigned long long)addr);
         }
     }
     struct alloc_config file_cfg;
     struct err ignored = {0};
     alloc_config_default(&file_cfg);
-    if (s.alloc_conf)
+    if (s.alloc_conf) {
         alloc_config_parse(&file_cfg, s.alloc_conf, &ignored); /* only its rounding rules are used */
+        p->alloc_conf = strdup(s.alloc_conf);
+    }
     int rc = 0;
-    if (build_events(&s, in) || build_final(&s, in))
-        rc = err_set(e, ERR_INTERNAL, "%s: out of host memory", path);
+    if (build_ops(&s, p) || build_final(&s, p) || (s.alloc_conf && !p->alloc_conf))
+        rc = err_set(e, ERR_INTERNAL, "%s: out of host memory", name);
     if (rc == 0)
-        rc = build_initial(&s, &file_cfg, in, e);
+        rc = build_initial(&s, &file_cfg, p, e);
     snapshot_free(&s);
     if (rc)
-        replay_input_free(in);
+        snapshot_plan_free(p);
     return rc;
 }
 
-void replay_input_free(struct replay_input *in)
+void snapshot_plan_free(struct snapshot_plan *p)
 {
-    free(in->events);
-    for (size_t i = 0; i < in->ninitial; i++) {
-        free(in->initial[i].blocks);
-        free(in->initial[i].keys);
+    free(p->ops);
+    for (size_t i = 0; i < p->ninitial; i++) {
+        free(p->initial[i].blocks);
+        free(p->initial[i].keys);
     }
-    free(in->initial);
-    for (size_t i = 0; i < in->nids; i++)
-        free(in->id_names[i]);
-    free(in->id_names);
-    alloc_snapshot_free(&in->final);
-    *in = (struct replay_input){0};
+    free(p->initial);
+    free(p->alloc_conf);
+    alloc_snapshot_free(&p->final);
+    *p = (struct snapshot_plan){0};
 }

@@ -1,72 +1,66 @@
-/* text_trace.c: the text trace format: one event per line,
- *     alloc ID BYTES [STREAM]     BYTES is an integer or a size with a unit (4096, 10MiB); STREAM defaults to 0
+/* text_trace.c: reading oomlab's text form of an op program (report/program_text.h prints it) and
+ * feeding each line's op to a sink as it is read, in constant memory but for the live IDs:
+ *     alloc ID BYTES [STREAM] [CATEGORY [TAG]]   STREAM: sN or N (default 0); CATEGORY: param, grad, ...
  *     free ID
- *     empty_cache
- *     reset_peak_memory_stats
- *     reset_accumulated_memory_stats
- *     # a comment (also after an event)
- * IDs are any non-blank words. Errors name file:line:column. */
+ *     kernel NAME DTYPE DIM=N... [f=X,...] ID... TAG
+ *     phase NAME | mark LABEL | step N [samples M]
+ *     empty_cache | reset_peak_memory_stats | reset_accumulated_memory_stats
+ *     segment_alloc ADDR BYTES [STREAM] | segment_free ADDR BYTES [STREAM]    (ADDR: 0x hex or decimal)
+ *     # a comment (also after an op)
+ * IDs are words without blanks. An ID is live from its alloc to its free: a free or a kernel of an ID
+ * that is not live, or an alloc of one that is, is an error naming file:line:column. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "replay/replay.h"
+#include "replay/trace_input.h"
 #include "util/hash.h"
 #include "util/size.h"
-#include "util/vec.h"
 
-struct id_entry {
-    char *name;
+#define MAX_WORDS (4 + KERNEL_MAX_DIMS + KERNEL_MAX_TENSORS + 2)
+
+struct live_id {
     uint64_t key;
     UT_hash_handle hh;
+    char word[]; /* the ID as written */
 };
 
-struct parse {
-    const char *path;
-    struct replay_input *in;
-    struct id_entry *ids;
-    size_t cap_events, cap_ids;
+struct reader {
+    const char *name;
+    size_t lineno;
+    struct live_id *live;
+    struct live_id *freed; /* the ID the current line frees, dropped once its op is emitted */
+    uint64_t next_key;
 };
 
-static int intern(struct parse *ps, const char *word, bool create, uint64_t *key, struct err *e)
+static int line_error(const struct reader *r, int col, struct err *e, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int line_error(const struct reader *r, int col, struct err *e, const char *fmt, ...)
 {
-    struct id_entry *it;
-    HASH_FIND_STR(ps->ids, word, it);
-    if (it) {
-        *key = it->key;
-        return 1;
-    }
-    if (!create)
-        return 0;
-    struct replay_input *in = ps->in;
-    if (vec_grow((void **)&in->id_names, &ps->cap_ids, in->nids + 1, sizeof *in->id_names) ||
-        !(it = calloc(1, sizeof *it)) || !(it->name = strdup(word))) {
-        free(it);
-        return err_set(e, ERR_INTERNAL, "out of host memory reading %s", ps->path);
-    }
-    it->key = in->nids;
-    in->id_names[in->nids++] = it->name;
-    HASH_ADD_KEYPTR(hh, ps->ids, it->name, strlen(it->name), it);
-    if (!HASH_ADDED(it)) {
-        free(it); /* its name stays in id_names, which owns it */
-        return err_set(e, ERR_INTERNAL, "out of host memory reading %s", ps->path);
-    }
-    *key = it->key;
-    return 1;
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return err_set(e, ERR_INPUT, "%s:%zu:%d: %s", r->name, r->lineno, col, msg);
 }
 
-/* Splits a line into at most 8 words, remembering their columns; '#' starts a comment. */
+/* Splits a line into words, remembering their columns; '#' starts a comment. Returns the count, or
+ * max + 1 when there are more. */
 static int split_words(char *line, char **words, int *cols, int max)
 {
     int n = 0;
     char *p = line;
-    while (*p) {
+    for (;;) {
         while (*p && isspace((unsigned char)*p))
             p++;
         if (!*p || *p == '#')
-            break;
+            return n;
         if (n == max)
             return max + 1;
         words[n] = p;
@@ -75,103 +69,243 @@ static int split_words(char *line, char **words, int *cols, int max)
             p++;
         if (*p == '#') {
             *p = '\0';
-            break;
+            return n;
         }
         if (*p)
             *p++ = '\0';
     }
-    return n;
 }
 
-static int parse_line(struct parse *ps, char *line, size_t lineno, struct err *e)
+/* A decimal integer in [0, max]. */
+static bool decimal(const char *s, uint64_t max, uint64_t *out)
 {
-    char *w[8];
-    int col[8];
-    int n = split_words(line, w, col, 6);
-    if (n == 0)
-        return 0;
-    const char *path = ps->path;
-    if (n > 6)
-        return err_set(e, ERR_INPUT, "%s:%zu:1: too many words", path, lineno);
-    struct replay_event ev = {.index = lineno};
-    int want_min, want_max;
-    if (!strcmp(w[0], "alloc")) {
-        ev.op = RP_ALLOC;
-        want_min = 3, want_max = 4;
-    } else if (!strcmp(w[0], "free")) {
-        ev.op = RP_FREE;
-        want_min = want_max = 2;
-    } else if (!strcmp(w[0], "empty_cache")) {
-        ev.op = RP_EMPTY_CACHE;
-        want_min = want_max = 1;
-    } else if (!strcmp(w[0], "reset_peak_memory_stats")) {
-        ev.op = RP_RESET_PEAK;
-        want_min = want_max = 1;
-    } else if (!strcmp(w[0], "reset_accumulated_memory_stats")) {
-        ev.op = RP_RESET_ACCUMULATED;
-        want_min = want_max = 1;
-    } else {
-        return err_set(e, ERR_INPUT,
-                       "%s:%zu:%d: unknown trace verb '%s' (expected alloc, free, empty_cache, "
-                       "reset_peak_memory_stats or reset_accumulated_memory_stats)",
-                       path, lineno, col[0], w[0]);
+    if (!isdigit((unsigned char)*s))
+        return false;
+    uint64_t v = 0;
+    for (; *s; s++) {
+        if (!isdigit((unsigned char)*s) || v > (max - (uint64_t)(*s - '0')) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(*s - '0');
     }
-    if (n < want_min || n > want_max) {
-        static const char *const usage[] = {[RP_ALLOC] = "alloc ID BYTES [STREAM]", [RP_FREE] = "free ID",
-                                            [RP_EMPTY_CACHE] = "empty_cache",
-                                            [RP_RESET_PEAK] = "reset_peak_memory_stats",
-                                            [RP_RESET_ACCUMULATED] = "reset_accumulated_memory_stats"};
-        return err_set(e, ERR_INPUT, "%s:%zu:%d: expected '%s'", path, lineno, col[n < want_min ? 0 : want_max],
-                       usage[ev.op]);
-    }
-    if (ev.op == RP_ALLOC) {
-        if (size_parse(w[2], &ev.bytes, e))
-            return err_prefix(e, "%s:%zu:%d: ", path, lineno, col[2]);
-        if (n == 4) {
-            char *end;
-            errno = 0;
-            if (w[3][0] == '-' || (ev.stream = strtoull(w[3], &end, 0), *end || errno))
-                return err_set(e, ERR_INPUT, "%s:%zu:%d: stream '%s' is not a non-negative integer", path, lineno,
-                               col[3], w[3]);
-        }
-        if (intern(ps, w[1], true, &ev.key, e) < 0)
-            return -1;
-    } else if (ev.op == RP_FREE) {
-        int found = intern(ps, w[1], false, &ev.key, e);
-        if (found == 0)
-            return err_set(e, ERR_INPUT, "%s:%zu:%d: free of '%s', which no earlier line allocates", path, lineno,
-                           col[1], w[1]);
-    }
-    struct replay_input *in = ps->in;
-    if (vec_grow((void **)&in->events, &ps->cap_events, in->nevents + 1, sizeof *in->events))
-        return err_set(e, ERR_INTERNAL, "out of host memory reading %s", path);
-    in->events[in->nevents++] = ev;
+    *out = v;
+    return true;
+}
+
+static struct live_id *find_id(const struct reader *r, const char *word)
+{
+    struct live_id *it;
+    HASH_FIND_STR(r->live, word, it);
+    return it;
+}
+
+/* The key of a live ID; `use` says what the line does with it ("free of", "kernel reads"). */
+static int id_of(struct reader *r, const char *use, const char *word, int col, uint64_t *key, struct err *e)
+{
+    struct live_id *it = find_id(r, word);
+    if (!it)
+        return line_error(r, col, e, "%s '%s', which is not live (no earlier line allocates it, or it was freed)",
+                          use, word);
+    *key = it->key;
     return 0;
 }
 
-int text_trace_load(const char *path, struct replay_input *in, struct err *e)
+static int stream_of(const struct reader *r, const char *w, int col, int32_t *stream, struct err *e)
 {
-    *in = (struct replay_input){.name = path};
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return err_set(e, ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    struct parse ps = {.path = path, .in = in};
-    char *line = NULL;
-    size_t cap = 0, lineno = 0;
-    int rc = 0;
-    while (getline(&line, &cap, f) >= 0) {
-        lineno++;
-        if ((rc = parse_line(&ps, line, lineno, e)))
+    uint64_t v;
+    if (!decimal(w[0] == 's' ? w + 1 : w, 1u << 30, &v))
+        return line_error(r, col, e, "stream '%s' is not sN or a decimal number N", w);
+    *stream = (int32_t)v;
+    return 0;
+}
+
+static bool looks_like_stream(const char *w)
+{
+    return isdigit((unsigned char)w[w[0] == 's']);
+}
+
+static int parse_alloc(struct reader *r, char **w, const int *col, int n, struct op *op, struct err *e)
+{
+    if (n < 3 || n > 6)
+        return line_error(r, col[n < 3 ? 0 : 6], e, "expected 'alloc ID BYTES [STREAM] [CATEGORY [TAG]]'");
+    if (find_id(r, w[1]))
+        return line_error(r, col[1], e, "'%s' is allocated again while still live", w[1]);
+    if (size_parse(w[2], &op->bytes, e))
+        return err_prefix(e, "%s:%zu:%d: ", r->name, r->lineno, col[2]);
+    int at = 3;
+    op->category = CAT_OTHER;
+    if (at < n && looks_like_stream(w[at]) && stream_of(r, w[at], col[at], &op->stream, e))
+        return -1;
+    at += at < n && looks_like_stream(w[at]);
+    if (at < n) {
+        int c = category_from_name(w[at]);
+        if (c < 0)
+            return line_error(r, col[at], e, "unknown category '%s' (param, grad, optimizer_state, ema, activation, "
+                              "temp, workspace, input, output, other)", w[at]);
+        op->category = (uint8_t)c;
+        at++;
+    }
+    if (at < n)
+        op->name = w[at++];
+    if (at < n)
+        return line_error(r, col[at], e, "expected 'alloc ID BYTES [STREAM] [CATEGORY [TAG]]'");
+    size_t len = strlen(w[1]);
+    struct live_id *it = malloc(sizeof *it + len + 1);
+    if (!it)
+        return err_set(e, ERR_INTERNAL, "out of host memory reading %s", r->name);
+    memcpy(it->word, w[1], len + 1);
+    it->key = op->id = r->next_key++;
+    HASH_ADD_KEYPTR(hh, r->live, it->word, len, it);
+    if (!HASH_ADDED(it)) {
+        free(it);
+        return err_set(e, ERR_INTERNAL, "out of host memory reading %s", r->name);
+    }
+    return 0;
+}
+
+/* "f=0.1,0.9": up to four floats. */
+static int parse_fparams(const struct reader *r, const char *s, int col, float *f, struct err *e)
+{
+    for (int i = 0; i < 4; i++) {
+        char *end;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (end == s || errno)
+            return line_error(r, col, e, "kernel scalar '%s' is not a number", s);
+        f[i] = (float)v;
+        if (*end == '\0')
+            return 0;
+        if (*end != ',')
             break;
+        s = end + 1;
     }
-    free(line);
-    fclose(f);
-    struct id_entry *it, *tmp;
-    HASH_ITER(hh, ps.ids, it, tmp) {
-        HASH_DEL(ps.ids, it);
-        free(it); /* the name itself is owned by in->id_names */
+    return line_error(r, col, e, "expected f= with one to four comma-separated numbers");
+}
+
+static int parse_kernel(struct reader *r, char **w, const int *col, int n, struct op *op, struct err *e)
+{
+    if (n < 3)
+        return line_error(r, col[0], e, "expected 'kernel NAME DTYPE DIM=N... ID... TAG'");
+    int id = kernel_from_name(w[1]), dt = dtype_from_name(w[2]);
+    if (id < 0)
+        return line_error(r, col[1], e, "unknown kernel '%s' (see `oomlab list kernels`)", w[1]);
+    if (dt < 0)
+        return line_error(r, col[2], e, "unknown dtype '%s'", w[2]);
+    const struct kernel_desc *d = kernel_get((unsigned)id);
+    struct kernel_call *k = &op->kernel;
+    k->kernel = (uint16_t)id;
+    k->dtype = (uint8_t)dt;
+    int at = 3;
+    for (int i = 0; i < KERNEL_MAX_DIMS && d->dim_names[i]; i++, at++) {
+        size_t len = strlen(d->dim_names[i]);
+        uint64_t v;
+        if (at >= n || strncmp(w[at], d->dim_names[i], len) || w[at][len] != '=')
+            return line_error(r, col[at < n ? at : 0], e, "%s: expected %s=N", d->name, d->dim_names[i]);
+        if (!decimal(w[at] + len + 1, INT64_MAX, &v))
+            return line_error(r, col[at], e, "%s: %s is not a decimal number", d->name, w[at]);
+        k->dims[i] = (int64_t)v;
     }
-    if (rc)
-        replay_input_free(in);
+    if (at < n && !strncmp(w[at], "f=", 2) && parse_fparams(r, w[at] + 2, col[at], k->fparam, e))
+        return -1;
+    at += at < n && !strncmp(w[at], "f=", 2);
+    if (n - at != d->ntensors + 1)
+        return line_error(r, col[at < n ? at : 0], e, "%s: expected %u tensor IDs and a tag", d->name,
+                          (unsigned)d->ntensors);
+    k->ntensors = d->ntensors;
+    for (unsigned i = 0; i < d->ntensors; i++, at++)
+        if (id_of(r, "kernel names", w[at], col[at], &k->tensors[i], e))
+            return -1;
+    op->name = w[at];
+    if (kernel_validate(k, e))
+        return err_prefix(e, "%s:%zu:%d: ", r->name, r->lineno, col[0]);
+    return 0;
+}
+
+static int parse_segment(const struct reader *r, char **w, const int *col, int n, struct op *op, struct err *e)
+{
+    if (n < 3 || n > 4)
+        return line_error(r, col[n < 3 ? 0 : 4], e, "expected '%s ADDRESS BYTES [STREAM]'", w[0]);
+    char *end;
+    errno = 0;
+    op->id = strtoull(w[1], &end, !strncmp(w[1], "0x", 2) ? 16 : 10);
+    if (*end || errno || w[1][0] == '-')
+        return line_error(r, col[1], e, "address '%s' is not 0x-hex or decimal", w[1]);
+    if (size_parse(w[2], &op->bytes, e))
+        return err_prefix(e, "%s:%zu:%d: ", r->name, r->lineno, col[2]);
+    return n == 4 ? stream_of(r, w[3], col[3], &op->stream, e) : 0;
+}
+
+static int parse_line(struct reader *r, char *line, struct op *op, struct err *e)
+{
+    char *w[MAX_WORDS];
+    int col[MAX_WORDS + 1];
+    int n = split_words(line, w, col, MAX_WORDS);
+    op->kind = OP_KIND_COUNT; /* nothing to emit */
+    if (n == 0)
+        return 0;
+    if (n > MAX_WORDS)
+        return line_error(r, 1, e, "more than %d words", MAX_WORDS);
+    col[n] = (int)strlen(line) + 1;
+    int kind = op_kind_from_name(w[0]);
+    *op = (struct op){.kind = (enum op_kind)kind, .where = r->lineno};
+    switch (kind) {
+    case OP_ALLOC: return parse_alloc(r, w, col, n, op, e);
+    case OP_KERNEL: return parse_kernel(r, w, col, n, op, e);
+    case OP_SEGMENT_ALLOC:
+    case OP_SEGMENT_FREE: return parse_segment(r, w, col, n, op, e);
+    case OP_FREE:
+        if (n != 2)
+            return line_error(r, col[n < 2 ? 0 : 2], e, "expected 'free ID'");
+        if (id_of(r, "free of", w[1], col[1], &op->id, e))
+            return -1;
+        r->freed = find_id(r, w[1]);
+        return 0;
+    case OP_PHASE:
+    case OP_MARK:
+        if (n != 2)
+            return line_error(r, col[n < 2 ? 0 : 2], e, "expected '%s NAME'", w[0]);
+        op->name = w[1];
+        return 0;
+    case OP_STEP:
+        if ((n != 2 && n != 4) || (n == 4 && strcmp(w[2], "samples")) || !decimal(w[1], INT64_MAX, &op->id) ||
+            (n == 4 && !decimal(w[3], INT64_MAX, &op->bytes)))
+            return line_error(r, col[0], e, "expected 'step N [samples M]' with decimal N and M");
+        return 0;
+    case OP_EMPTY_CACHE:
+    case OP_RESET_PEAK:
+    case OP_RESET_ACCUMULATED:
+        return n == 1 ? 0 : line_error(r, col[1], e, "'%s' takes nothing after it", w[0]);
+    }
+    return line_error(r, col[0], e,
+                      "unknown verb '%s' (expected alloc, free, kernel, phase, step, mark, empty_cache, "
+                      "reset_peak_memory_stats, reset_accumulated_memory_stats, segment_alloc or segment_free)",
+                      w[0]);
+}
+
+int text_trace_run(struct trace_input *in, struct op_sink *sink, struct err *e)
+{
+    struct reader r = {.name = trace_input_name(in), .next_key = 1};
+    int rc = 0;
+    for (;;) {
+        char *line;
+        if ((rc = trace_input_line(in, &line, &r.lineno, e)) || !line)
+            break;
+        struct op op;
+        if ((rc = parse_line(&r, line, &op, e)))
+            break;
+        if (op.kind == OP_KIND_COUNT) /* a blank or comment line */
+            continue;
+        if ((rc = sink->emit(sink, &op, e)))
+            break;
+        if (r.freed) {
+            HASH_DEL(r.live, r.freed);
+            free(r.freed);
+            r.freed = NULL;
+        }
+    }
+    struct live_id *it, *tmp;
+    HASH_ITER(hh, r.live, it, tmp) {
+        HASH_DEL(r.live, it);
+        free(it);
+    }
     return rc;
 }

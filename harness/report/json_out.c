@@ -1,4 +1,4 @@
-/* json_out.c: memory_stats and replay results as JSON (see json_out.h). */
+/* json_out.c: memory_stats and snapshots as JSON, and writing a JSON document (see json_out.h). */
 #include "report/json_out.h"
 
 #include <errno.h>
@@ -68,28 +68,4 @@ int json_write_file(const char *path, json_t *root, struct err *e)
     }
     fputc('\n', af.f);
     return atomic_commit(&af, e);
-}
-
-int json_write_replay(const char *path, const struct replay_input *in, const struct device *dev,
-                      const struct replay_result *res, struct err *e)
-{
-    json_t *root = json_object();
-    json_object_set_new(root, "device", json_pack("{s:s, s:s}", "name", dev->name, "figures", "modelled"));
-    json_object_set_new(root, "stats", json_memory_stats(&res->stats));
-    json_t *ooms = json_array();
-    for (size_t i = 0; i < res->nooms; i++)
-        json_array_append_new(ooms, json_pack("{s:I, s:s}", "event", (json_int_t)res->ooms[i].event, "message",
-                                              res->ooms[i].message));
-    json_object_set_new(root, "ooms", ooms);
-    if (in->is_snapshot) {
-        const struct replay_check *c = &res->check;
-        json_object_set_new(root, "check",
-                            json_pack("{s:I, s:I, s:b, s:I, s:I, s:s?}", "segment_allocs_recorded",
-                                      (json_int_t)c->segment_allocs_recorded, "segment_allocs_matched",
-                                      (json_int_t)c->segment_allocs_matched, "final_layout_matched",
-                                      c->final_layout_matched, "allocs", (json_int_t)c->allocs, "addresses_matched",
-                                      (json_int_t)c->addresses_matched, "first_mismatch",
-                                      c->first_mismatch[0] ? c->first_mismatch : NULL));
-    }
-    return json_write_file(path, root, e);
 }

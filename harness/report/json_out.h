@@ -7,8 +7,6 @@
 
 #include "alloc/snapshot.h"
 #include "alloc/stats.h"
-#include "device/device.h"
-#include "replay/replay.h"
 #include "util/err.h"
 
 /* {"reserved_bytes.all.peak": N, ...} in Python's sorted key order */
@@ -17,7 +15,5 @@ json_t *json_memory_stats(const struct alloc_stats *s);
 json_t *json_alloc_snapshot(const struct alloc_snapshot *snap);
 /* Writes root to path ("-" = stdout) atomically; steals the reference. */
 int json_write_file(const char *path, json_t *root, struct err *e);
-int json_write_replay(const char *path, const struct replay_input *in, const struct device *dev,
-                      const struct replay_result *res, struct err *e);
 
 #endif

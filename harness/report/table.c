@@ -1,22 +1,13 @@
-/* table.c: the human-readable before/after table of one scenario. */
+/* table.c: the human-readable tables: a scenario's before/after table, a replay's summary and check
+ * against its recording, and fit's largest values; every figure labelled measured or modelled. */
 #include <string.h>
 
-#include "report/run_report.h"
+#include "report/report.h"
 #include "util/size.h"
 
-static const char *figures(const struct variant_result *r)
+static const char *figures(const struct job_result *r)
 {
     return r->run.measured ? "measured" : "modelled";
-}
-
-void report_outcome(const struct variant_result *r, char *buf, size_t len)
-{
-    const struct run_oom *o = &r->run.oom;
-    if (!o->happened)
-        snprintf(buf, len, "fits");
-    else
-        snprintf(buf, len, "OOM in %s, step %lld (%s)", o->phase, (long long)o->step,
-                 o->tag);
 }
 
 static void gib(uint64_t n, char *buf, size_t len)
@@ -24,9 +15,9 @@ static void gib(uint64_t n, char *buf, size_t len)
     snprintf(buf, len, "%.2f GiB", (double)n / (double)GiB);
 }
 
-static void print_categories(FILE *f, const char *variant, const char *when, const uint64_t *bytes)
+static void print_categories(FILE *f, const char *name, const char *when, const uint64_t *bytes)
 {
-    fprintf(f, "    %-26s %s:", variant, when);
+    fprintf(f, "    %-26s %s:", name, when);
     int printed = 0;
     for (int c = 0; c < CAT_COUNT; c++) {
         if (!bytes[c])
@@ -38,75 +29,172 @@ static void print_categories(FILE *f, const char *variant, const char *when, con
     fprintf(f, "%s\n", printed ? "" : " nothing allocated");
 }
 
-static void print_breakdown(FILE *f, const struct variant_result *r)
+static void print_breakdown(FILE *f, const struct job_result *r)
 {
     char when[64];
     snprintf(when, sizeof when, "at peak allocated (%s)", figures(r));
-    print_categories(f, r->variant->name, when, r->run.category_at_peak);
+    print_categories(f, r->name, when, r->run.category_at_peak);
     if (r->run.oom.happened)
         print_categories(f, "", "at the OOM", r->run.oom.category_live);
 }
 
-void report_table(FILE *f, const struct scenario *sc, const struct variant_result *r, size_t n)
+static void print_header(FILE *f, const struct report_group *g)
 {
+    const struct job_result *r = g->njobs ? &g->jobs[0] : NULL;
     char total[32];
-    size_format_pytorch(n ? r[0].device_total : 0, total, sizeof total);
-    fprintf(f, "== %s: %s\n", sc->name, sc->title);
-    fprintf(f, "   source: %s\n", sc->source);
-    fprintf(f, "   device: %s (%s total, %s)\n", n ? r[0].device : sc->device, total,
-            n && r[0].run.measured ? "measured" : "modelled by the allocator model");
+    size_format_pytorch(r ? r->device_total : 0, total, sizeof total);
+    if (g->kind == REPORT_REPLAY)
+        fprintf(f, "== %s: replay of a %s\n", g->name, r && r->input_kind ? r->input_kind : "trace");
+    else
+        fprintf(f, "== %s: %s\n", g->name, g->title);
+    if (g->source)
+        fprintf(f, "   source: %s\n", g->source);
+    fprintf(f, "   device: %s (%s total, %s)\n", r ? r->device : "-", total,
+            r && r->run.measured ? "measured" : "modelled by the allocator model");
+}
+
+static void print_rows(FILE *f, const struct report_group *g)
+{
     fprintf(f, "   %-26s %-44s %10s %10s %10s %7s  %-6s %s\n", "variant", "fixes", "peak alloc", "peak resv",
             "unalloc@pk", "retries", "expect", "result");
-    for (size_t i = 0; i < n; i++) {
-        char fixes[256], a[32], b[32], u[32], outcome[256];
-        variant_fixes_text(r[i].variant, fixes, sizeof fixes);
-        gib(r[i].run.peak_allocated, a, sizeof a);
-        gib(r[i].run.peak_reserved, b, sizeof b);
-        gib(r[i].run.unallocated_at_peak, u, sizeof u);
-        report_outcome(&r[i], outcome, sizeof outcome);
-        fprintf(f, "   %-26s %-44s %10s %10s %10s %7lld  %-6s %s\n", r[i].variant->name, fixes, a, b, u,
-                (long long)r[i].run.stats.num_alloc_retries, r[i].expect_ok ? "ok" : "FAILED", outcome);
-        if (!r[i].expect_ok)
-            fprintf(f, "   %-26s expectation failed: %s\n", "", r[i].expect_why);
+    for (size_t i = 0; i < g->njobs; i++) {
+        const struct job_result *r = &g->jobs[i];
+        char a[32], b[32], u[32], outcome[256];
+        gib(r->run.peak_allocated, a, sizeof a);
+        gib(r->run.peak_reserved, b, sizeof b);
+        gib(r->run.unallocated_at_peak, u, sizeof u);
+        job_outcome(r, outcome, sizeof outcome);
+        if (g->kind == REPORT_REPLAY && r->run.nooms > 1)
+            snprintf(outcome + strlen(outcome), sizeof outcome - strlen(outcome), ", %llu OOMs in all",
+                     (unsigned long long)r->run.nooms);
+        fprintf(f, "   %-26s %-44s %10s %10s %10s %7lld  %-6s %s\n", r->name, r->fixes, a, b, u,
+                (long long)r->run.stats.num_alloc_retries, !r->has_expect ? "-" : r->expect_ok ? "ok" : "FAILED",
+                outcome);
+        if (r->has_expect && !r->expect_ok)
+            fprintf(f, "   %-26s expectation failed: %s\n", "", r->expect_why);
     }
-    fprintf(f, "   breakdown by category:\n");
-    for (size_t i = 0; i < n; i++)
-        print_breakdown(f, &r[i]);
-    fprintf(f, "   throughput:\n");
-    for (size_t i = 0; i < n; i++) {
-        double eval = 0;
-        for (size_t k = 0; k < r[i].run.nphases; k++)
-            if (phase_is_eval(r[i].run.phases[k].name))
-                eval += r[i].run.phases[k].seconds;
-        if (eval > 0 && !r[i].run.oom.happened)
-            fprintf(f, "    %-26s eval (sampling and decode) %.3f s in kernels (%s)\n", r[i].variant->name, eval,
-                    figures(&r[i]));
-        if (r[i].run.oom.happened)
-            fprintf(f, "    %-26s none: the job OOMs\n", r[i].variant->name);
-        else if (r[i].run.measured)
-            fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (measured: median of %lld steps' training kernels, "
-                       "%.3f s; range %.3f-%.3f s)\n",
-                    r[i].variant->name, r[i].steps_per_s, r[i].samples_per_s, (long long)r[i].run.steps_timed,
-                    r[i].run.step_seconds_median, r[i].run.step_seconds_min, r[i].run.step_seconds_max);
+}
+
+static void print_throughput(FILE *f, const struct job_result *r)
+{
+    double eval = 0;
+    for (size_t k = 0; k < r->run.nphases; k++)
+        if (phase_is_eval(r->run.phases[k].name))
+            eval += r->run.phases[k].seconds;
+    if (eval > 0 && !r->run.oom.happened)
+        fprintf(f, "    %-26s eval (sampling and decode) %.3f s in kernels (%s)\n", r->name, eval, figures(r));
+    if (r->run.oom.happened)
+        fprintf(f, "    %-26s none: the job OOMs\n", r->name);
+    else if (r->steps_per_s <= 0)
+        fprintf(f, "    %-26s none: no training step was timed\n", r->name);
+    else if (r->run.measured)
+        fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (measured: median of %lld steps' training kernels, "
+                   "%.3f s; range %.3f-%.3f s)\n",
+                r->name, r->steps_per_s, r->samples_per_s, (long long)r->run.steps_timed, r->run.step_seconds_median,
+                r->run.step_seconds_min, r->run.step_seconds_max);
+    else
+        fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (modelled: roofline of %s, %.2f TFLOP per step)\n", r->name,
+                r->steps_per_s, r->samples_per_s, r->rates_from ? r->rates_from : "?",
+                r->steps_planned ? r->train_flops / 1e12 / r->steps_planned
+                                 : r->train_flops / 1e12 / (double)r->run.steps);
+}
+
+static void print_device_growth(FILE *f, const struct job_result *r)
+{
+    fprintf(f, "    %-26s device memory growth in each phase's first run (measured, total - free):", r->name);
+    for (size_t k = 0; k < r->run.nphases; k++) {
+        int64_t d = r->run.phases[k].device_used_delta;
+        char s[32];
+        size_format_pytorch((uint64_t)(d < 0 ? -d : d), s, sizeof s);
+        fprintf(f, "%s %s %c%s", k ? "," : "", r->run.phases[k].name, d < 0 ? '-' : '+', s);
+    }
+    fprintf(f, "\n");
+}
+
+/* A replay's OOMs with their position, its warnings, and how it matched its recording. */
+static void print_replay_details(FILE *f, const struct job_result *r)
+{
+    const struct run_result *run = &r->run;
+    size_t shown = run->nooms < RUN_MAX_OOMS ? (size_t)run->nooms : RUN_MAX_OOMS;
+    const char *unit = r->checked ? "event" : "line";
+    for (size_t i = 0; i < shown; i++)
+        fprintf(f, "   OOM at %s %llu: %s\n", unit, (unsigned long long)run->ooms[i].where, run->ooms[i].message);
+    if (run->nooms > shown)
+        fprintf(f, "   ... and %llu more OOMs (memory_stats num_ooms counts them all)\n",
+                (unsigned long long)(run->nooms - shown));
+    size_t nwarn = run->nwarnings < RUN_MAX_WARNINGS ? (size_t)run->nwarnings : RUN_MAX_WARNINGS;
+    for (size_t i = 0; i < nwarn; i++)
+        fprintf(f, "   warning: %s\n", run->warnings[i]);
+    if (run->nwarnings > nwarn)
+        fprintf(f, "   ... and %llu more warnings\n", (unsigned long long)(run->nwarnings - nwarn));
+    fprintf(f, "   settings: %s%s\n", r->alloc_conf[0] ? r->alloc_conf : "(PyTorch defaults)",
+            r->rebuilt_start ? "; recording began mid-run: the state at trace start was rebuilt" : "");
+    if (!r->checked)
+        return;
+    const struct recorded_check *c = &r->check;
+    fprintf(f, "   check against the snapshot:\n");
+    fprintf(f, "    segment_allocs   %zu/%zu matched (size and place in the event order)\n", c->segment_allocs_matched,
+            c->segment_allocs_recorded);
+    if (c->final_layout_matched)
+        fprintf(f, "    final layout     every segment's blocks match\n");
+    else
+        fprintf(f, "    final layout     %zu/%zu segments laid out alike\n", c->final_segments_matched,
+                c->final_segments);
+    fprintf(f, "    alloc addresses  %zu/%zu matched (%s)\n", c->addresses_matched, c->allocs,
+            c->recorded_addresses ? "recorded segment addresses" : "segment-relative");
+    if (c->first_mismatch[0])
+        fprintf(f, "    first mismatch   %s\n", c->first_mismatch);
+    if (c->first_mismatch[0] && !c->recorded_addresses)
+        fprintf(f, "    note: best fit breaks ties between equal free blocks by address, so simulated addresses can\n"
+                   "          change which block is reused; --same-addresses places segments where the driver did\n");
+}
+
+static void print_fit(FILE *f, const struct report_group *g)
+{
+    const struct job_result *first = g->njobs ? &g->jobs[0] : NULL;
+    fprintf(f, "== %s: largest %s that fits", g->name, g->fit_param);
+    if (g->fit_margin > 0)
+        fprintf(f, " with %g%% of the device free", g->fit_margin * 100.0);
+    fprintf(f, " (%s on %s%s%s)\n", first && first->run.measured ? "measured" : "modelled", first ? first->device : "-",
+            g->capacity_text ? " with capacity " : "", g->capacity_text ? g->capacity_text : "");
+    fprintf(f, "   %-22s %-44s %8s %12s %-24s %7s\n", "variant", "fixes", g->fit_param, "peak resv", "samples/s",
+            "probes");
+    for (size_t i = 0; i < g->njobs; i++) {
+        const struct job_result *r = &g->jobs[i];
+        const struct fit_row *row = &g->fits[i];
+        char resv[32], rate[48];
+        gib(r->run.peak_reserved, resv, sizeof resv);
+        if (r->samples_per_s > 0)
+            snprintf(rate, sizeof rate, "%.2f (%s)", r->samples_per_s, figures(r));
         else
-            fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (modelled: roofline of %s, %.2f TFLOP per step)\n",
-                    r[i].variant->name, r[i].steps_per_s, r[i].samples_per_s, r[i].rates_from,
-                    r[i].variant->job.steps ? r[i].train_flops / 1e12 / r[i].variant->job.steps : 0.0);
+            snprintf(rate, sizeof rate, "-");
+        fprintf(f, "   %-22s %-44s %7d%s %12s %-24s %7d\n", r->name, r->fixes, row->largest, row->hit_limit ? "+" : " ",
+                row->largest ? resv : "-", row->largest ? rate : "-", row->probes);
     }
-    for (size_t i = 0; i < n; i++) {
-        if (!r[i].run.measured)
-            continue;
-        fprintf(f, "    %-26s device memory growth in each phase's first run (measured, total - free):", r[i].variant->name);
-        for (size_t k = 0; k < r[i].run.nphases; k++) {
-            int64_t d = r[i].run.phases[k].device_used_delta;
-            char s[32];
-            size_format_pytorch((uint64_t)(d < 0 ? -d : d), s, sizeof s);
-            fprintf(f, "%s %s %c%s", k ? "," : "", r[i].run.phases[k].name, d < 0 ? '-' : '+', s);
-        }
-        fprintf(f, "\n");
+}
+
+void report_table(FILE *f, const struct report_group *g)
+{
+    if (g->kind == REPORT_FIT) {
+        print_fit(f, g);
+        return;
     }
-    for (size_t i = 0; i < n; i++)
-        if (r[i].run.oom.happened)
-            fprintf(f, "   %s: %s\n", r[i].variant->name, r[i].run.oom.message);
+    print_header(f, g);
+    print_rows(f, g);
+    fprintf(f, "   breakdown by category:\n");
+    for (size_t i = 0; i < g->njobs; i++)
+        print_breakdown(f, &g->jobs[i]);
+    fprintf(f, "   throughput:\n");
+    for (size_t i = 0; i < g->njobs; i++)
+        print_throughput(f, &g->jobs[i]);
+    for (size_t i = 0; i < g->njobs; i++)
+        if (g->jobs[i].run.measured)
+            print_device_growth(f, &g->jobs[i]);
+    for (size_t i = 0; i < g->njobs; i++) {
+        if (g->kind == REPORT_REPLAY)
+            print_replay_details(f, &g->jobs[i]);
+        else if (g->jobs[i].run.oom.happened)
+            fprintf(f, "   %s: %s\n", g->jobs[i].name, g->jobs[i].run.oom.message);
+    }
     fprintf(f, "\n");
 }

@@ -20,12 +20,12 @@ static int probe(const struct scenario *sc, const struct variant *v, const struc
     *field(&job, fo->param) = value;
     if (fo->param == FIT_BATCH && job.fix.micro_batch > value)
         job.fix.micro_batch = value;
-    struct variant_result r;
+    struct job_result r;
     out->probes++;
     if (harness_run_variant(sc, v, &job, opt, &r, e))
         return -1;
     bool fits = !r.run.oom.happened && (double)r.run.peak_reserved <= (1.0 - fo->margin) * (double)r.device_total;
-    if (fits)
+    if (fits || out->probes == 1) /* a first probe that fails still names the variant and its device */
         out->at_largest = r;
     return fits;
 }

@@ -18,7 +18,8 @@ struct fit_options {
 struct fit_result {
     int largest;          /* 0: even 1 does not fit */
     int probes;
-    struct variant_result at_largest; /* the run at the largest value (memory, throughput) */
+    struct job_result at_largest;    /* the run at the largest value (memory, throughput); if none fits, the
+                                      * first probe's run (its device and names) */
     bool hit_limit;       /* still fits at the search limit */
 };
 

@@ -27,9 +27,8 @@ void variant_fixes_text(const struct variant *v, char *buf, size_t len)
         snprintf(buf, len, "-");
 }
 
-static void judge(struct variant_result *r)
+static void judge(struct job_result *r, const struct expectation *x)
 {
-    const struct expectation *x = &r->variant->expect;
     const struct run_result *run = &r->run;
     char why[256] = "";
     if (x->oom && !run->oom.happened)
@@ -48,30 +47,14 @@ static void judge(struct variant_result *r)
     snprintf(r->expect_why, sizeof r->expect_why, "%s", why);
 }
 
-/* Steps per second: on a measured device from the median step (robust to a noisy machine: the first
- * step's page faults, another process), on sim from the modelled total over the job's steps. */
-static void throughput(struct variant_result *r)
-{
-    double train = 0;
-    for (size_t i = 0; i < r->run.nphases; i++)
-        if (phase_is_training(r->run.phases[i].name)) {
-            train += r->run.phases[i].seconds;
-            r->train_flops += r->run.phases[i].flops;
-        }
-    r->train_seconds = train;
-    if (r->run.oom.happened || train <= 0 || r->run.steps <= 0)
-        return;
-    if (r->run.measured && r->run.step_seconds_median > 0)
-        r->steps_per_s = 1.0 / r->run.step_seconds_median;
-    else
-        r->steps_per_s = (double)r->run.steps / train;
-    r->samples_per_s = r->steps_per_s * (double)r->run.samples / (double)r->run.steps;
-}
-
 int harness_run_variant(const struct scenario *sc, const struct variant *v, const struct job_spec *job_override,
-                        const struct harness_options *opt, struct variant_result *r, struct err *e)
+                        const struct harness_options *opt, struct job_result *r, struct err *e)
 {
-    *r = (struct variant_result){.scenario = sc, .variant = v};
+    *r = (struct job_result){.has_expect = true, .expect_oom = v->expect.oom};
+    snprintf(r->group, sizeof r->group, "%s", sc->name);
+    snprintf(r->name, sizeof r->name, "%s", v->name);
+    snprintf(r->alloc_conf, sizeof r->alloc_conf, "%s", v->alloc_conf);
+    variant_fixes_text(v, r->fixes, sizeof r->fixes);
     const char *device = opt->device ? opt->device : sc->device;
     struct runner_ref ref = {0};
     struct cuda_workspace_alloc ws = {runner_workspace_alloc, runner_workspace_free, &ref};
@@ -88,6 +71,7 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
         r->rates_from = profile->name;
     }
     struct job_spec job = job_override ? *job_override : v->job;
+    r->steps_planned = job.steps;
     if (profile)
         job.cublas_workspace_bytes = profile->cublas_workspace_bytes;
     struct alloc_config cfg;
@@ -96,7 +80,7 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     struct runner *run = NULL;
     if (alloc_config_parse(&cfg, v->alloc_conf, e)) {
         err_prefix(e, "%s: variant %s: ", sc->path, v->name);
-    } else if (!(run = runner_create(dev, &cfg, profile))) {
+    } else if (!(run = runner_create(dev, &cfg, profile, NULL))) {
         err_set(e, ERR_INTERNAL, "out of host memory");
     } else {
         ref.runner = run;
@@ -112,16 +96,16 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     runner_destroy(run);
     dev->ops->destroy(dev);
     if (rc == 0) {
-        judge(r);
-        throughput(r);
+        judge(r, &v->expect);
+        job_throughput(r);
     }
     return rc;
 }
 
-int harness_run_scenario(const struct scenario *sc, const struct harness_options *opt, struct variant_result **out,
+int harness_run_scenario(const struct scenario *sc, const struct harness_options *opt, struct job_result **out,
                          struct err *e)
 {
-    struct variant_result *res = calloc(sc->nvariants ? sc->nvariants : 1, sizeof *res);
+    struct job_result *res = calloc(sc->nvariants ? sc->nvariants : 1, sizeof *res);
     if (!res)
         return err_set(e, ERR_INTERNAL, "out of host memory");
     for (size_t i = 0; i < sc->nvariants; i++) {

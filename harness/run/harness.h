@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "run/runner.h"
+#include "run/result.h"
 #include "scenario/scenario.h"
 #include "util/size.h"
 
@@ -15,26 +15,13 @@ struct harness_options {
     struct capacity capacity; /* overrides the device capacity (a size or a fraction); {0, 0} = the device's */
 };
 
-struct variant_result {
-    const struct scenario *scenario;
-    const struct variant *variant;
-    char device[64];
-    uint64_t device_total;
-    const char *rates_from;   /* profile whose roofline timed a sim run */
-    struct run_result run;
-    double train_seconds;     /* kernel time in the training phases (phase_is_training) */
-    double train_flops;       /* FLOPs of the kernels in those phases */
-    double steps_per_s, samples_per_s;
-    bool expect_ok;
-    char expect_why[256];     /* what differed, when !expect_ok */
-};
 
 /* Runs every variant of sc; *out receives nvariants results (free with free()). */
-int harness_run_scenario(const struct scenario *sc, const struct harness_options *opt, struct variant_result **out,
+int harness_run_scenario(const struct scenario *sc, const struct harness_options *opt, struct job_result **out,
                          struct err *e);
 /* Runs one variant, with its job replaced by *job when job is not NULL. */
 int harness_run_variant(const struct scenario *sc, const struct variant *v, const struct job_spec *job,
-                        const struct harness_options *opt, struct variant_result *r, struct err *e);
+                        const struct harness_options *opt, struct job_result *r, struct err *e);
 /* "convert_once,gradient_checkpointing" or "-" */
 void variant_fixes_text(const struct variant *v, char *buf, size_t len);
 

@@ -1,6 +1,7 @@
 /* runner.c: the op-program executor (see runner.h). */
 #include "run/runner.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +18,26 @@ struct live_tensor {
     UT_hash_handle hh;
 };
 
+struct failed_id {
+    uint64_t id;
+    UT_hash_handle hh;
+};
+
 struct lent_workspace { /* a library workspace handed to the device */
     uint64_t addr;
     struct alloc_block *own; /* allocated for the library (freed with it), or NULL if the program's */
 };
 
+#define RUN_MAX_OBSERVERS 4
+
 struct runner {
     struct op_sink sink; /* first: the sink pointer is the runner */
+    struct runner_options opt;
+    struct run_observer *observers[RUN_MAX_OBSERVERS];
+    size_t nobservers;
+    struct failed_id *failed; /* ids whose allocation OOMed (continue_after_oom): their frees are expected */
+    bool stopped;             /* an op failed (an OOM that ends the run, or an error): later ops are refused */
+    bool ended_by_oom;
     struct lent_workspace lent[64];
     size_t nlent;
     uint64_t phase_used_start;
@@ -118,8 +132,99 @@ static void track_peaks(struct runner *r)
     }
 }
 
-static int do_alloc(struct runner *r, const struct op *op, struct err *e)
+static void warn(struct runner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(struct runner *r, const char *fmt, ...)
 {
+    if (r->res.nwarnings < RUN_MAX_WARNINGS) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->res.warnings[r->res.nwarnings], sizeof r->res.warnings[0], fmt, ap);
+        va_end(ap);
+    }
+    r->res.nwarnings++;
+}
+
+static struct live_tensor *find_live(const struct runner *r, uint64_t id)
+{
+    struct live_tensor *t;
+    HASH_FIND(hh, r->live, &id, sizeof id, t);
+    return t;
+}
+
+static void record_oom(struct runner *r, const struct op *op, const struct alloc_oom *oom)
+{
+    struct run_oom o = {.happened = true, .where = op->where, .step = r->res.steps,
+                        .category = (enum category)op->category, .bytes = op->bytes};
+    snprintf(o.phase, sizeof o.phase, "%s", r->phase_name);
+    snprintf(o.tag, sizeof o.tag, "%s", op->name ? op->name : "-");
+    memcpy(o.category_live, r->category_live, sizeof o.category_live);
+    alloc_oom_message(oom, 0, o.message, sizeof o.message);
+    if (r->res.nooms < RUN_MAX_OOMS)
+        r->res.ooms[r->res.nooms] = o;
+    if (r->res.nooms++ == 0)
+        r->res.oom = o;
+}
+
+/* Remembers an id whose allocation failed, so its free is expected (continue_after_oom). */
+static int remember_failed(struct runner *r, uint64_t id, struct err *e)
+{
+    struct failed_id *f;
+    HASH_FIND(hh, r->failed, &id, sizeof id, f);
+    if (f)
+        return 0;
+    if (!(f = malloc(sizeof *f)))
+        return err_set(e, ERR_INTERNAL, "out of host memory tracking failed allocations");
+    f->id = id;
+    HASH_ADD(hh, r->failed, id, sizeof f->id, f);
+    if (!HASH_ADDED(f)) {
+        free(f);
+        return err_set(e, ERR_INTERNAL, "out of host memory tracking failed allocations");
+    }
+    return 0;
+}
+
+static void release_tensor(struct runner *r, struct live_tensor *t)
+{
+    if (t->block)
+        r->category_live[t->category] -= alloc_block_size(t->block);
+    allocator_free(r->a, t->block);
+    HASH_DEL(r->live, t);
+    t->hh.next = r->spare;
+    r->spare = t;
+}
+
+/* A new live tensor under id (block may be NULL: a zero-byte allocation). */
+static int add_live(struct runner *r, uint64_t id, struct alloc_block *b, uint8_t category, struct err *e)
+{
+    struct live_tensor *t = r->spare;
+    if (t)
+        r->spare = (struct live_tensor *)t->hh.next;
+    else if (!(t = malloc(sizeof *t)))
+        return err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
+    t->id = id;
+    t->block = b;
+    t->category = category < CAT_COUNT ? category : CAT_OTHER;
+    HASH_ADD(hh, r->live, id, sizeof t->id, t);
+    if (!HASH_ADDED(t)) {
+        free(t);
+        return err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
+    }
+    if (b)
+        r->category_live[t->category] += alloc_block_size(b);
+    return 0;
+}
+
+static int do_alloc(struct runner *r, const struct op *op, struct alloc_block **out, struct err *e)
+{
+    struct live_tensor *old = find_live(r, op->id);
+    if (old) {
+        if (!r->opt.lenient_ids)
+            return err_set(e, ERR_INTERNAL, "op program allocates tensor %llu, which is still live",
+                           (unsigned long long)op->id);
+        warn(r, "%s %llu: address 0x%llx allocated again while live; the earlier block is freed",
+             r->opt.where_unit, (unsigned long long)op->where, (unsigned long long)op->id);
+        release_tensor(r, old);
+    }
     struct alloc_block *b = NULL;
     struct alloc_oom oom;
     int rc = allocator_malloc(r->a, op->bytes, (uint64_t)op->stream, &b, &oom, e);
@@ -127,49 +232,45 @@ static int do_alloc(struct runner *r, const struct op *op, struct err *e)
         return -1;
     r->res.allocs++;
     if (rc == 1) {
-        struct run_oom *o = &r->res.oom;
-        *o = (struct run_oom){.happened = true, .step = r->res.steps, .category = (enum category)op->category,
-                              .bytes = op->bytes};
-        snprintf(o->phase, sizeof o->phase, "%s", r->phase_name);
-        snprintf(o->tag, sizeof o->tag, "%s", op->name ? op->name : "-");
-        memcpy(o->category_live, r->category_live, sizeof o->category_live);
-        alloc_oom_message(&oom, 0, o->message, sizeof o->message);
+        record_oom(r, op, &oom);
+        if (!r->opt.continue_after_oom) {
+            r->ended_by_oom = true;
+            return -1;
+        }
+        return remember_failed(r, op->id, e);
+    }
+    if (add_live(r, op->id, b, op->category, e)) {
+        allocator_free(r->a, b);
         return -1;
     }
-    struct live_tensor *t = r->spare;
-    if (t)
-        r->spare = (struct live_tensor *)t->hh.next;
-    else if (!(t = malloc(sizeof *t)))
-        return err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
-    t->id = op->id;
-    t->block = b;
-    t->category = op->category < CAT_COUNT ? op->category : CAT_OTHER;
-    HASH_ADD(hh, r->live, id, sizeof t->id, t);
-    if (!HASH_ADDED(t)) {
-        allocator_free(r->a, b);
-        free(t);
-        return err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
-    }
-    if (b)
-        r->category_live[t->category] += alloc_block_size(b);
+    *out = b;
     track_peaks(r);
     return 0;
 }
 
 static int do_free(struct runner *r, const struct op *op, struct err *e)
 {
-    struct live_tensor *t;
-    HASH_FIND(hh, r->live, &op->id, sizeof op->id, t);
-    if (!t)
-        return err_set(e, ERR_INTERNAL, "op program frees tensor %llu, which is not live",
-                       (unsigned long long)op->id);
-    if (t->block)
-        r->category_live[t->category] -= alloc_block_size(t->block);
-    allocator_free(r->a, t->block);
-    HASH_DEL(r->live, t);
-    t->hh.next = r->spare;
-    r->spare = t;
-    r->res.frees++;
+    struct live_tensor *t = find_live(r, op->id);
+    if (t) {
+        release_tensor(r, t);
+        r->res.frees++;
+        return 0;
+    }
+    struct failed_id *f;
+    HASH_FIND(hh, r->failed, &op->id, sizeof op->id, f);
+    if (f) { /* the script caught the OOM: there is nothing to free */
+        HASH_DEL(r->failed, f);
+        free(f);
+        r->res.frees_of_unknown++;
+        warn(r, "%s %llu: free of an allocation that failed with an OOM; ignored", r->opt.where_unit,
+             (unsigned long long)op->where);
+        return 0;
+    }
+    if (!r->opt.lenient_ids)
+        return err_set(e, ERR_INTERNAL, "op program frees tensor %llu, which is not live", (unsigned long long)op->id);
+    r->res.frees_of_unknown++;
+    warn(r, "%s %llu: free of 0x%llx, which is not allocated; ignored", r->opt.where_unit,
+         (unsigned long long)op->where, (unsigned long long)op->id);
     return 0;
 }
 
@@ -247,13 +348,11 @@ static void step_stats(struct runner *r)
     r->res.step_seconds_median = n % 2 ? r->step_times[n / 2] : 0.5 * (r->step_times[n / 2 - 1] + r->step_times[n / 2]);
 }
 
-static int emit(struct op_sink *sink, const struct op *op, struct err *e)
+/* A recorded segment op changes nothing by itself: observers (a replay's check) act on it. */
+static int execute(struct runner *r, const struct op *op, struct alloc_block **block, struct err *e)
 {
-    struct runner *r = (struct runner *)sink;
-    if (r->res.oom.happened)
-        return -1;
     switch (op->kind) {
-    case OP_ALLOC: return do_alloc(r, op, e);
+    case OP_ALLOC: return do_alloc(r, op, block, e);
     case OP_FREE: return do_free(r, op, e);
     case OP_KERNEL: return do_kernel(r, op, e);
     case OP_EMPTY_CACHE: allocator_empty_cache(r->a); return 0;
@@ -265,12 +364,43 @@ static int emit(struct op_sink *sink, const struct op *op, struct err *e)
         r->res.steps = (int64_t)op->id;
         r->res.samples += op->bytes;
         return 0;
-    case OP_MARK: return 0;
+    case OP_RESET_PEAK: allocator_reset_peak_stats(r->a); return 0;
+    case OP_RESET_ACCUMULATED: allocator_reset_accumulated_stats(r->a); return 0;
+    case OP_MARK:
+    case OP_SEGMENT_ALLOC:
+    case OP_SEGMENT_FREE: return 0;
+    case OP_KIND_COUNT: break;
     }
     return err_set(e, ERR_INTERNAL, "op program has an op of unknown kind %d", (int)op->kind);
 }
 
-struct runner *runner_create(struct device *dev, const struct alloc_config *cfg, const struct gpu_profile *profile)
+static int emit(struct op_sink *sink, const struct op *op, struct err *e)
+{
+    struct runner *r = (struct runner *)sink;
+    if (r->stopped)
+        return -1;
+    struct alloc_block *block = NULL;
+    if (execute(r, op, &block, e)) {
+        r->stopped = true;
+        return -1;
+    }
+    r->res.ops++;
+    for (size_t i = 0; i < r->nobservers; i++)
+        if (r->observers[i]->on_op && r->observers[i]->on_op(r->observers[i], r, op, block, e))
+            return -1;
+    return 0;
+}
+
+static void on_alloc_event(void *ctx, const struct alloc_trace_event *ev)
+{
+    struct runner *r = ctx;
+    for (size_t i = 0; i < r->nobservers; i++)
+        if (r->observers[i]->on_alloc_event)
+            r->observers[i]->on_alloc_event(r->observers[i], ev);
+}
+
+struct runner *runner_create(struct device *dev, const struct alloc_config *cfg, const struct gpu_profile *profile,
+                             const struct runner_options *opt)
 {
     struct runner *r = calloc(1, sizeof *r);
     if (!r)
@@ -278,6 +408,10 @@ struct runner *runner_create(struct device *dev, const struct alloc_config *cfg,
     r->sink.emit = emit;
     r->dev = dev;
     r->profile = profile;
+    if (opt)
+        r->opt = *opt;
+    if (!r->opt.where_unit)
+        r->opt.where_unit = "op";
     r->phase_name = "start";
     r->res.measured = profile == NULL;
     if (!(r->a = allocator_create(dev, cfg))) {
@@ -286,6 +420,46 @@ struct runner *runner_create(struct device *dev, const struct alloc_config *cfg,
     }
     clock_gettime(CLOCK_MONOTONIC, &r->started);
     return r;
+}
+
+int runner_add_observer(struct runner *r, struct run_observer *o)
+{
+    if (r->nobservers == RUN_MAX_OBSERVERS)
+        return -1;
+    r->observers[r->nobservers++] = o;
+    if (o->on_alloc_event)
+        allocator_set_trace(r->a, on_alloc_event, r);
+    return 0;
+}
+
+struct allocator *runner_allocator(struct runner *r)
+{
+    return r->a;
+}
+
+int runner_restore_segment(struct runner *r, uint64_t size, uint64_t stream, bool small,
+                           const struct restore_block *blocks, const uint64_t *ids, size_t n, uint64_t *addr,
+                           struct err *e)
+{
+    struct alloc_block **handles = calloc(n + 1, sizeof *handles);
+    if (!handles)
+        return err_set(e, ERR_INTERNAL, "out of host memory restoring a segment of %zu blocks", n);
+    int rc = allocator_restore_segment(r->a, size, stream, small, blocks, n, handles, addr, e);
+    for (size_t k = 0; rc == 0 && k < n; k++) {
+        if (find_live(r, ids[k])) {
+            rc = err_set(e, ERR_INPUT, "two live blocks at trace start have the same id 0x%llx",
+                         (unsigned long long)ids[k]);
+        } else if ((rc = add_live(r, ids[k], handles[k], CAT_OTHER, e)) == 0) {
+            handles[k] = NULL;
+        }
+    }
+    for (size_t k = 0; k < n; k++) /* blocks not handed to the live table go back */
+        if (handles[k])
+            allocator_free(r->a, handles[k]);
+    free(handles);
+    if (rc == 0)
+        track_peaks(r);
+    return rc;
 }
 
 int runner_workspace_alloc(void *user, uint64_t bytes, int stream, uint64_t *addr)
@@ -340,7 +514,7 @@ struct op_sink *runner_sink(struct runner *r)
 
 bool runner_stopped_by_oom(const struct runner *r)
 {
-    return r->res.oom.happened;
+    return r->ended_by_oom;
 }
 
 void runner_finish(struct runner *r, struct run_result *out)
@@ -357,7 +531,7 @@ void runner_finish(struct runner *r, struct run_result *out)
         clock_gettime(CLOCK_MONOTONIC, &now);
         r->res.seconds = (double)(now.tv_sec - r->started.tv_sec) + 1e-9 * (double)(now.tv_nsec - r->started.tv_nsec);
     }
-    if (r->res.steps > 0 && !r->res.oom.happened)
+    if (r->res.steps > 0 && !runner_stopped_by_oom(r))
         end_step(r, &(struct err){0}); /* without host memory for it, the last step goes untimed */
     step_stats(r);
     r->res.stats = *allocator_stats(r->a);
@@ -377,6 +551,11 @@ void runner_destroy(struct runner *r)
         t = r->spare;
         r->spare = (struct live_tensor *)t->hh.next;
         free(t);
+    }
+    struct failed_id *f, *ftmp;
+    HASH_ITER(hh, r->failed, f, ftmp) {
+        HASH_DEL(r->failed, f);
+        free(f);
     }
     allocator_destroy(r->a);
     free(r->step_times);

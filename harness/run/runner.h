@@ -1,8 +1,10 @@
-/* runner.h: executes an op program: every ALLOC and FREE goes through the allocator model on a device,
- * kernels are timed (modelled by a roofline from the device profile on sim, run and measured on real
- * devices), and the run's memory figures are collected: peaks, the reserved-but-unallocated memory at the
- * reserved peak, the live bytes per category at the allocated peak, per-phase peaks, and the OOM with the
- * phase, step and module tag it happened in. */
+/* runner.h: executes an op program, whatever produced it (the workload generator, a text trace, a
+ * PyTorch snapshot): every ALLOC and FREE goes through the allocator model on a device, kernels are timed
+ * (modelled by a roofline from the device profile on sim, run and measured on real devices), and the
+ * run's memory figures are collected: peaks, the reserved-but-unallocated memory at the reserved peak,
+ * the live bytes per category at the allocated peak, per-phase peaks, and each OOM with the phase, step
+ * and module tag it happened in. Observers see every op and every allocator event (a replay's check
+ * against its recording is one). */
 #ifndef OOMLAB_RUNNER_H
 #define OOMLAB_RUNNER_H
 
@@ -14,6 +16,8 @@
 #include "program/program.h"
 
 #define RUN_MAX_PHASES 24
+#define RUN_MAX_OOMS 8      /* OOMs kept in detail; the rest are counted */
+#define RUN_MAX_WARNINGS 8  /* warnings kept in full; the rest are counted */
 
 struct phase_peak {
     char name[32];
@@ -27,6 +31,7 @@ struct phase_peak {
 
 struct run_oom {
     bool happened;
+    uint64_t where;                    /* the op's position in its source (0: generated) */
     char phase[32], tag[192];
     int64_t step;
     enum category category;
@@ -42,7 +47,13 @@ struct run_result {
     uint64_t category_at_peak[CAT_COUNT];  /* allocated block bytes per category when allocated peaked */
     struct phase_peak phases[RUN_MAX_PHASES];
     size_t nphases;
-    struct run_oom oom;
+    struct run_oom oom;                    /* the first OOM (oom.happened) */
+    struct run_oom ooms[RUN_MAX_OOMS];     /* the first RUN_MAX_OOMS, oom among them */
+    uint64_t nooms;                        /* all of them */
+    char warnings[RUN_MAX_WARNINGS][256];  /* the first warnings (a replay's frees of unknown blocks, ...) */
+    uint64_t nwarnings;                    /* all of them */
+    uint64_t frees_of_unknown;             /* frees of allocations that failed or never existed (lenient runs) */
+    uint64_t ops;                          /* ops executed */
     uint64_t allocs, frees, kernels;
     int64_t steps;                         /* training steps begun */
     uint64_t samples;                      /* training samples in those steps (batch x micro-batches) */
@@ -56,6 +67,29 @@ struct run_result {
 };
 
 struct runner;
+
+/* How the runner treats what a generated program never does. */
+struct runner_options {
+    /* An allocation that OOMs is reported and does not exist afterwards, and the run goes on, as a
+     * script that catches the error would (replay). Otherwise the first OOM ends the run. */
+    bool continue_after_oom;
+    /* A free of an allocation that is not live, or an allocation under an id that is still live (the
+     * earlier block is freed first), is a warning instead of an error (snapshots, which are keyed by
+     * address and may have lost events). */
+    bool lenient_ids;
+    /* What an op's `where` counts, for warnings: "line" (text traces) or "event" (snapshots). */
+    const char *where_unit;
+};
+
+/* Sees the run as it happens. Either function may be NULL; a nonzero return from on_op stops the run
+ * with the error in e. */
+struct run_observer {
+    /* every allocator trace event (segment_alloc, segment_free, map, unmap, oom, ...) */
+    void (*on_alloc_event)(struct run_observer *o, const struct alloc_trace_event *ev);
+    /* after the runner executed op; for ALLOC, block is the new block (NULL: zero bytes, or an OOM) */
+    int (*on_op)(struct run_observer *o, struct runner *r, const struct op *op, const struct alloc_block *block,
+                 struct err *e);
+};
 
 /* Library workspaces of a real GPU (cuBLAS per stream, cuDNN per call), taken from the allocator model as
  * PyTorch takes them from its caching allocator: a cuBLAS request on a stream whose workspace the op
@@ -73,10 +107,24 @@ bool phase_is_training(const char *name);
 /* The phases of an eval: sampling (eval) and the VAE decode. */
 bool phase_is_eval(const char *name);
 
-/* profile: roofline parameters for sim (NULL on devices that measure). */
-struct runner *runner_create(struct device *dev, const struct alloc_config *cfg, const struct gpu_profile *profile);
+/* profile: roofline parameters for sim (NULL on devices that measure). opt NULL: a generated program's
+ * rules (the first OOM ends the run; ids must be consistent). */
+struct runner *runner_create(struct device *dev, const struct alloc_config *cfg, const struct gpu_profile *profile,
+                             const struct runner_options *opt);
+/* Up to 4 observers, called in the order added; they must outlive the runner's last op. 0, or -1. */
+int runner_add_observer(struct runner *r, struct run_observer *o);
+struct allocator *runner_allocator(struct runner *r);
 struct op_sink *runner_sink(struct runner *r);
-/* True once an allocation hit an OOM: the sink refuses further ops, as the training script would crash. */
+
+/* A segment that existed before the ops start (a snapshot recorded mid-run), with its live blocks,
+ * which become live allocations under ids[k] (category other, tag "before recording"); *addr receives
+ * the segment's address. */
+int runner_restore_segment(struct runner *r, uint64_t size, uint64_t stream, bool small,
+                           const struct restore_block *blocks, const uint64_t *ids, size_t n, uint64_t *addr,
+                           struct err *e);
+
+/* True once an allocation hit an OOM that ends the run: the sink refuses further ops, as the training
+ * script would crash. */
 bool runner_stopped_by_oom(const struct runner *r);
 void runner_finish(struct runner *r, struct run_result *out);
 void runner_destroy(struct runner *r);

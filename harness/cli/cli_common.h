@@ -1,0 +1,37 @@
+/* cli_common.h: what every command shares: the report options (--json, --csv, --tap) with their help
+ * text, and the one mapping from an outcome to an exit code:
+ *   0 ok; 1 a job failed what it was asked (an expect:, fitting at all, a replay without OOM);
+ *   2 bad input or usage; 3 internal or device error. */
+#ifndef OOMLAB_CLI_COMMON_H
+#define OOMLAB_CLI_COMMON_H
+
+#include <getopt.h>
+#include <stdbool.h>
+
+#include "report/outputs.h"
+#include "util/err.h"
+
+/* getopt_long rows for the report options; their vals are CLI_OPT_JSON, CLI_OPT_CSV, CLI_OPT_TAP. */
+enum { CLI_OPT_JSON = 0x1001, CLI_OPT_CSV, CLI_OPT_TAP };
+#define CLI_REPORT_OPTIONS \
+    {"json", required_argument, 0, CLI_OPT_JSON}, {"csv", required_argument, 0, CLI_OPT_CSV}, \
+    {"tap", no_argument, 0, CLI_OPT_TAP}
+#define CLI_REPORT_HELP \
+    "  --json FILE      results as JSON (schema oomlab-results, memory_stats key names), '-' for stdout\n" \
+    "  --csv FILE       one row per job, '-' for stdout\n" \
+    "  --tap            one TAP line per job instead of the tables\n"
+
+struct cli_report_args {
+    const char *json, *csv;
+    bool tap;
+};
+
+/* Takes a report option; true if c was one. */
+bool cli_report_option(int c, const char *arg, struct cli_report_args *a);
+
+/* Prints "oomlab CMD: message" and returns the exit code for e (2 or 3). */
+int cli_fail(const char *command, const struct err *e);
+/* The exit code of a finished command: 0, or 1 when a job failed. */
+int cli_exit_status(const struct report_outputs *o);
+
+#endif

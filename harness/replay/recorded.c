@@ -1,0 +1,243 @@
+/* recorded.c: the observer that checks a replay against its snapshot (see recorded.h). */
+#include "replay/recorded.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/vec.h"
+
+struct seg_pair { /* a recorded segment and where the model put it */
+    uint64_t rec_addr, size, our_addr;
+};
+
+struct seg_log {
+    uint64_t addr, size;
+    size_t at_alloc;
+};
+
+struct recorded_observer {
+    struct run_observer base; /* first */
+    struct recorded_check check;
+    size_t allocs_done;
+    /* the model's segment_allocs not yet paired with a recorded one */
+    struct seg_log *ours;
+    size_t nours, ours_head, ours_cap;
+    /* recorded segment_allocs not yet paired */
+    struct seg_log *recorded;
+    size_t nrecorded, recorded_head, recorded_cap;
+    /* recorded segments alive now, sorted by recorded address */
+    struct seg_pair *pairs;
+    size_t npairs, pairs_cap;
+    bool out_of_memory; /* a growth failed where no error could be returned */
+};
+
+static bool grow(struct recorded_observer *o, void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (vec_grow(p, cap, need, elem))
+        o->out_of_memory = true;
+    return !o->out_of_memory;
+}
+
+static void mismatch(struct recorded_observer *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void mismatch(struct recorded_observer *o, const char *fmt, ...)
+{
+    if (o->check.first_mismatch[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->check.first_mismatch, sizeof o->check.first_mismatch, fmt, ap);
+    va_end(ap);
+}
+
+static size_t pair_index(const struct recorded_observer *o, uint64_t rec_addr) /* first pair >= rec_addr */
+{
+    size_t lo = 0, hi = o->npairs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (o->pairs[mid].rec_addr < rec_addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void pair_add(struct recorded_observer *o, uint64_t rec_addr, uint64_t size, uint64_t our_addr)
+{
+    size_t i = pair_index(o, rec_addr);
+    if (i < o->npairs && o->pairs[i].rec_addr == rec_addr) {
+        o->pairs[i] = (struct seg_pair){rec_addr, size, our_addr};
+        return;
+    }
+    if (!grow(o, (void **)&o->pairs, &o->pairs_cap, o->npairs + 1, sizeof *o->pairs))
+        return;
+    memmove(&o->pairs[i + 1], &o->pairs[i], (o->npairs - i) * sizeof *o->pairs);
+    o->pairs[i] = (struct seg_pair){rec_addr, size, our_addr};
+    o->npairs++;
+}
+
+static void pair_remove(struct recorded_observer *o, uint64_t rec_addr)
+{
+    size_t i = pair_index(o, rec_addr);
+    if (i < o->npairs && o->pairs[i].rec_addr == rec_addr) {
+        memmove(&o->pairs[i], &o->pairs[i + 1], (o->npairs - i - 1) * sizeof *o->pairs);
+        o->npairs--;
+    }
+}
+
+/* The model's address for a recorded address, through the segment containing it; 0 if none. */
+static uint64_t translate(const struct recorded_observer *o, uint64_t rec_addr)
+{
+    size_t i = pair_index(o, rec_addr + 1);
+    if (i == 0)
+        return 0;
+    const struct seg_pair *p = &o->pairs[i - 1];
+    return rec_addr < p->rec_addr + p->size ? p->our_addr + (rec_addr - p->rec_addr) : 0;
+}
+
+static void pair_segments(struct recorded_observer *o)
+{
+    struct recorded_check *c = &o->check;
+    while (o->ours_head < o->nours && o->recorded_head < o->nrecorded) {
+        const struct seg_log *ours = &o->ours[o->ours_head++], *rec = &o->recorded[o->recorded_head++];
+        if (ours->size == rec->size && ours->at_alloc == rec->at_alloc)
+            c->segment_allocs_matched++;
+        else
+            mismatch(o,
+                     "segment_alloc #%zu: recorded %" PRIu64 " bytes before alloc #%zu, the model allocated %" PRIu64
+                     " bytes before alloc #%zu",
+                     o->recorded_head, rec->size, rec->at_alloc + 1, ours->size, ours->at_alloc + 1);
+        pair_add(o, rec->addr, rec->size, ours->addr);
+    }
+}
+
+static void on_alloc_event(struct run_observer *base, const struct alloc_trace_event *ev)
+{
+    struct recorded_observer *o = (struct recorded_observer *)base;
+    if (ev->action == ACT_SEGMENT_ALLOC &&
+        grow(o, (void **)&o->ours, &o->ours_cap, o->nours + 1, sizeof *o->ours))
+        o->ours[o->nours++] = (struct seg_log){ev->addr, ev->size, o->allocs_done};
+}
+
+static void check_alloc(struct recorded_observer *o, const struct op *op, const struct alloc_block *b)
+{
+    o->allocs_done++;
+    pair_segments(o);
+    o->check.allocs++;
+    uint64_t want = translate(o, op->id);
+    if (b && want == alloc_block_addr(b))
+        o->check.addresses_matched++;
+    else
+        mismatch(o, "alloc #%zu (event %" PRIu64 ", %" PRIu64 " bytes): recorded at 0x%" PRIx64
+                 ", the model placed it %s",
+                 o->allocs_done, op->where, op->bytes, op->id, b ? "elsewhere" : "nowhere (OOM)");
+}
+
+/* A recorded segment_free (empty_cache, or PyTorch's own release before a retry): the model releases its
+ * counterpart if that is a whole free segment; if the model still uses it, the difference shows later. */
+static void release_recorded(struct recorded_observer *o, struct runner *r, const struct op *op)
+{
+    pair_segments(o);
+    uint64_t ours = translate(o, op->id);
+    if (ours && !allocator_release_segment(runner_allocator(r), ours))
+        mismatch(o, "event %" PRIu64 ": segment_free of 0x%" PRIx64 ", which the model still uses", op->where, op->id);
+    pair_remove(o, op->id);
+}
+
+static int on_op(struct run_observer *base, struct runner *r, const struct op *op, const struct alloc_block *block,
+                 struct err *e)
+{
+    struct recorded_observer *o = (struct recorded_observer *)base;
+    switch (op->kind) {
+    case OP_ALLOC: check_alloc(o, op, block); break;
+    case OP_SEGMENT_ALLOC:
+        o->check.segment_allocs_recorded++;
+        if (grow(o, (void **)&o->recorded, &o->recorded_cap, o->nrecorded + 1, sizeof *o->recorded))
+            o->recorded[o->nrecorded++] = (struct seg_log){op->id, op->bytes, o->allocs_done};
+        break;
+    case OP_SEGMENT_FREE: release_recorded(o, r, op); break;
+    default: break;
+    }
+    if (o->out_of_memory)
+        return err_set(e, ERR_INTERNAL, "event %llu: out of host memory checking the replay",
+                       (unsigned long long)op->where);
+    return 0;
+}
+
+struct recorded_observer *recorded_observer_create(void)
+{
+    struct recorded_observer *o = calloc(1, sizeof *o);
+    if (o)
+        o->base = (struct run_observer){.on_alloc_event = on_alloc_event, .on_op = on_op};
+    return o;
+}
+
+struct run_observer *recorded_observer_base(struct recorded_observer *o)
+{
+    return &o->base;
+}
+
+int recorded_observer_restored(struct recorded_observer *o, uint64_t rec_addr, uint64_t size, uint64_t our_addr)
+{
+    pair_add(o, rec_addr, size, our_addr);
+    return o->out_of_memory ? -1 : 0;
+}
+
+static bool same_layout(const struct segment_info *ours, const struct segment_info *rec)
+{
+    if (ours->total_size != rec->total_size || ours->nblocks != rec->nblocks)
+        return false;
+    for (size_t k = 0; k < rec->nblocks; k++) {
+        const struct block_info *x = &ours->blocks[k], *y = &rec->blocks[k];
+        if (x->address - ours->address != y->address - rec->address || x->size != y->size || x->state != y->state)
+            return false;
+    }
+    return true;
+}
+
+int recorded_observer_finish(struct recorded_observer *o, struct runner *r, const struct alloc_snapshot *final,
+                             struct recorded_check *out, struct err *e)
+{
+    pair_segments(o);
+    if (o->nours != o->nrecorded)
+        mismatch(o, "the snapshot records %zu segment_allocs, the model made %zu", o->nrecorded, o->nours);
+    struct alloc_snapshot ours;
+    if (o->out_of_memory || allocator_snapshot(runner_allocator(r), &ours))
+        return err_set(e, ERR_INTERNAL, "out of host memory checking the final state");
+    bool all = ours.nsegments == final->nsegments;
+    if (!all)
+        mismatch(o, "final state: the model holds %zu segments, the snapshot %zu", ours.nsegments, final->nsegments);
+    for (size_t i = 0; i < final->nsegments; i++) {
+        const struct segment_info *g = &final->segments[i];
+        uint64_t addr = translate(o, g->address);
+        const struct segment_info *mine = NULL;
+        for (size_t k = 0; k < ours.nsegments && !mine; k++)
+            if (ours.segments[k].address == addr)
+                mine = &ours.segments[k];
+        o->check.final_segments++;
+        if (mine && same_layout(mine, g)) {
+            o->check.final_segments_matched++;
+        } else {
+            all = false;
+            mismatch(o, "final state: the segment recorded at 0x%" PRIx64 " (%" PRIu64 " bytes, %zu blocks) %s",
+                     g->address, g->total_size, g->nblocks, mine ? "has a different block layout" : "has no counterpart");
+        }
+    }
+    o->check.final_layout_matched = all;
+    alloc_snapshot_free(&ours);
+    *out = o->check;
+    return 0;
+}
+
+void recorded_observer_destroy(struct recorded_observer *o)
+{
+    if (!o)
+        return;
+    free(o->ours);
+    free(o->recorded);
+    free(o->pairs);
+    free(o);
+}

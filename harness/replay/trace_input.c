@@ -1,0 +1,179 @@
+/* trace_input.c: a replay's input read once through zlib (see trace_input.h). */
+#include "replay/trace_input.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define BUF_SIZE (4 * TRACE_MAX_LINE)
+
+struct trace_input {
+    gzFile gz;
+    char name[4096];
+    char *buf;            /* BUF_SIZE bytes plus a NUL */
+    size_t start, end;    /* unread bytes are buf[start, end) */
+    bool eof;
+    size_t lineno;
+};
+
+static int gz_error(struct trace_input *in, struct err *e)
+{
+    int code;
+    const char *msg = gzerror(in->gz, &code);
+    if (code == Z_ERRNO)
+        return err_set(e, ERR_INPUT, "%s: cannot read: %s", in->name, strerror(errno));
+    return err_set(e, ERR_INPUT, "%s: not a readable gzip stream: %s", in->name, msg);
+}
+
+struct trace_input *trace_input_open(const char *path, struct err *e)
+{
+    bool std_in = !strcmp(path, "-");
+    int fd = std_in ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        err_set(e, ERR_INPUT, "%s: cannot open: %s", std_in ? "standard input" : path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        close(fd);
+        err_set(e, ERR_INPUT, "%s: is a directory, not a trace or snapshot file", path);
+        return NULL;
+    }
+    struct trace_input *in = calloc(1, sizeof *in);
+    if (!in || !(in->buf = malloc(BUF_SIZE + 1))) {
+        free(in);
+        close(fd);
+        err_set(e, ERR_INTERNAL, "out of host memory opening %s", path);
+        return NULL;
+    }
+    snprintf(in->name, sizeof in->name, "%s", std_in ? "standard input" : path);
+    if (!(in->gz = gzdopen(fd, "rb"))) {
+        close(fd);
+        free(in->buf);
+        free(in);
+        err_set(e, ERR_INTERNAL, "out of host memory opening %s", path);
+        return NULL;
+    }
+    gzbuffer(in->gz, 256 * 1024);
+    return in;
+}
+
+void trace_input_close(struct trace_input *in)
+{
+    if (!in)
+        return;
+    gzclose(in->gz);
+    free(in->buf);
+    free(in);
+}
+
+const char *trace_input_name(const struct trace_input *in)
+{
+    return in->name;
+}
+
+/* Reads more bytes after buf[end); 0 (possibly at EOF) or -1. */
+static int fill(struct trace_input *in, struct err *e)
+{
+    if (in->start > 0) {
+        memmove(in->buf, in->buf + in->start, in->end - in->start);
+        in->end -= in->start;
+        in->start = 0;
+    }
+    while (!in->eof && in->end < BUF_SIZE) {
+        int n = gzread(in->gz, in->buf + in->end, (unsigned)(BUF_SIZE - in->end));
+        if (n < 0)
+            return gz_error(in, e);
+        if (n == 0)
+            in->eof = true;
+        in->end += (size_t)n;
+        if (n > 0)
+            break;
+    }
+    return 0;
+}
+
+int trace_input_peek(struct trace_input *in, struct err *e)
+{
+    if (in->start == in->end && fill(in, e))
+        return -2;
+    return in->start < in->end ? (unsigned char)in->buf[in->start] : -1;
+}
+
+int trace_input_read_all(struct trace_input *in, unsigned char **data, size_t *len, struct err *e)
+{
+    size_t cap = 1 << 20, n = in->end - in->start;
+    unsigned char *out = malloc(cap > n ? cap : n);
+    if (!out)
+        return err_set(e, ERR_INTERNAL, "out of host memory reading %s", in->name);
+    if (n > cap)
+        cap = n;
+    memcpy(out, in->buf + in->start, n);
+    in->start = in->end;
+    for (;;) {
+        if (n == cap) {
+            if (cap >= TRACE_MAX_PICKLE) {
+                free(out);
+                return err_set(e, ERR_INPUT, "%s: larger than %llu MiB, the largest snapshot oomlab reads", in->name,
+                               TRACE_MAX_PICKLE >> 20);
+            }
+            unsigned char *grown = realloc(out, cap * 2);
+            if (!grown) {
+                free(out);
+                return err_set(e, ERR_INTERNAL, "out of host memory reading %s", in->name);
+            }
+            out = grown;
+            cap *= 2;
+        }
+        unsigned want = cap - n > (1u << 30) ? 1u << 30 : (unsigned)(cap - n);
+        int got = gzread(in->gz, out + n, want);
+        if (got < 0) {
+            free(out);
+            return gz_error(in, e);
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    in->eof = true;
+    *data = out;
+    *len = n;
+    return 0;
+}
+
+int trace_input_line(struct trace_input *in, char **line, size_t *lineno, struct err *e)
+{
+    *line = NULL;
+    char *nl = memchr(in->buf + in->start, '\n', in->end - in->start);
+    while (!nl && !in->eof && in->end - in->start < TRACE_MAX_LINE) {
+        size_t seen = in->end - in->start;
+        if (fill(in, e))
+            return -1;
+        nl = memchr(in->buf + in->start + seen, '\n', in->end - in->start - seen);
+    }
+    size_t avail = in->end - in->start;
+    if (!nl && avail == 0)
+        return 0;
+    size_t len = nl ? (size_t)(nl - (in->buf + in->start)) : avail;
+    *lineno = ++in->lineno;
+    if (len >= TRACE_MAX_LINE)
+        return err_set(e, ERR_INPUT, "%s:%zu: longer than %d bytes, the longest line oomlab reads", in->name,
+                       *lineno, TRACE_MAX_LINE - 1);
+    char *s = in->buf + in->start;
+    const char *nul = memchr(s, '\0', len);
+    if (nul)
+        return err_set(e, ERR_INPUT, "%s:%zu:%zu: a NUL byte; a trace is text", in->name, *lineno,
+                       (size_t)(nul - s) + 1);
+    s[len] = '\0'; /* the newline's place, or the spare byte after the buffer */
+    if (len && s[len - 1] == '\r')
+        s[len - 1] = '\0';
+    in->start += nl ? len + 1 : len;
+    *line = s;
+    return 0;
+}

@@ -1,0 +1,30 @@
+/* trace_input.h: the file a replay reads, opened once: a path or "-" (standard input, a pipe), plain
+ * or gzip-compressed (read through zlib either way), so its kind can be told from its first bytes
+ * without reading it twice, and a text trace can be read line by line in constant memory. */
+#ifndef OOMLAB_TRACE_INPUT_H
+#define OOMLAB_TRACE_INPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util/err.h"
+
+#define TRACE_MAX_LINE (64 * 1024)         /* longest text-trace line, newline included */
+#define TRACE_MAX_PICKLE (1024ULL << 20)   /* largest snapshot read into memory: 1 GiB */
+
+struct trace_input;
+
+/* Opens path ("-" = standard input). A directory, a missing or unreadable file: ERR_INPUT naming it. */
+struct trace_input *trace_input_open(const char *path, struct err *e);
+void trace_input_close(struct trace_input *in);
+const char *trace_input_name(const struct trace_input *in); /* the path, or "standard input" */
+
+/* The first byte of the (decompressed) content without consuming it; -1 if the input is empty. */
+int trace_input_peek(struct trace_input *in, struct err *e);
+/* The whole remaining content in one malloc'd buffer (free it); ERR_INPUT past TRACE_MAX_PICKLE. */
+int trace_input_read_all(struct trace_input *in, unsigned char **data, size_t *len, struct err *e);
+/* The next line without its newline, NUL-terminated, valid until the next call; *line NULL at the end.
+ * A line longer than TRACE_MAX_LINE or holding a NUL byte is an error naming its line and column. */
+int trace_input_line(struct trace_input *in, char **line, size_t *lineno, struct err *e);
+
+#endif

@@ -1,0 +1,56 @@
+/* result.h: the one result type of oomlab's commands. A job is a scenario variant (run, fit) or a
+ * replayed trace (replay); every writer in report/ takes these. */
+#ifndef OOMLAB_RESULT_H
+#define OOMLAB_RESULT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "run/runner.h"
+
+/* How a replayed snapshot matched what it recorded (replay/recorded.c fills it). */
+struct recorded_check {
+    size_t segment_allocs_recorded, segment_allocs_matched; /* size and place in the event order */
+    bool final_layout_matched;
+    size_t final_segments, final_segments_matched; /* the file's final segments, and how many the model laid out alike */
+    size_t allocs, addresses_matched;
+    bool recorded_addresses;                       /* segments were placed at their recorded addresses */
+    char first_mismatch[512];
+};
+
+struct job_result {
+    /* What ran. */
+    char group[256];         /* the scenario's name, or the replayed file */
+    char name[64];           /* the variant, or "replay" */
+    char fixes[256];         /* "convert_once,gradient_checkpointing", or "-" */
+    char alloc_conf[512];    /* the allocator settings it ran under, PYTORCH_CUDA_ALLOC_CONF text ("" = defaults) */
+    char device[64];
+    uint64_t device_total;
+    const char *rates_from;  /* profile whose roofline timed a sim run */
+    int steps_planned;       /* the job's optimizer steps (0 for a replay) */
+    struct run_result run;
+
+    /* A scenario variant's expect: (has_expect false for a replay). */
+    bool has_expect, expect_oom, expect_ok;
+    char expect_why[256];    /* what differed, when !expect_ok */
+
+    /* Throughput of the training phases. */
+    double train_seconds;    /* kernel time in the training phases (phase_is_training) */
+    double train_flops;      /* FLOPs of the kernels in those phases */
+    double steps_per_s, samples_per_s;
+
+    /* A replay: what was read, and for a snapshot how the run matched its recording. */
+    const char *input_kind;  /* "PyTorch snapshot" or "text trace"; NULL for a scenario variant */
+    bool rebuilt_start;      /* recording began mid-run: the state at trace start was rebuilt */
+    bool checked;
+    struct recorded_check check;
+};
+
+/* "OOM in backward, step 2 (decoder.block.3.ffn)" or "fits" */
+void job_outcome(const struct job_result *r, char *buf, size_t len);
+/* Kernel time, FLOPs and the steps/s and samples/s of the training phases: on a measured device from
+ * the median step (robust to a noisy machine), on sim from the modelled total over the steps. */
+void job_throughput(struct job_result *r);
+
+#endif

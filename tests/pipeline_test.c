@@ -1,0 +1,123 @@
+/* pipeline_test.c: one pipeline. Every variant of every scenario in scenarios/ is run, its op program is
+ * printed as text and replayed through the same runner on the same device: a variant that fits must
+ * replay to the same memory_stats (all 122 keys), the same phase peaks and times, the same category
+ * breakdown at the peak and the same throughput; one that OOMs must OOM first with the same message. The
+ * text read back and printed again must equal what was printed (kernel scalars included). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "replay/replay.h"
+#include "replay/trace_input.h"
+#include "report/program_text.h"
+#include "run/harness.h"
+#include "tap.h"
+#include "workload/generate.h"
+
+static struct job_result ran, replayed; /* large: not on the stack */
+
+/* Writes the variant's op program to path; 0 or -1. */
+static int write_program(const struct scenario *sc, const struct job_spec *spec, const char *path)
+{
+    struct job_spec job = *spec; /* the device's cuBLAS workspace, as harness_run_variant gives it */
+    const struct gpu_profile *p = !strncmp(sc->device, "sim:", 4) ? gpu_profile_find(sc->device + 4) : NULL;
+    if (p)
+        job.cublas_workspace_bytes = p->cublas_workspace_bytes;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    struct text_sink sink;
+    text_sink_init(&sink, f);
+    struct err e = {0};
+    int rc = workload_generate(&job, &sink.sink, &e);
+    if (rc)
+        diag("%s", e.msg);
+    return fclose(f) || rc ? -1 : 0;
+}
+
+/* Reads a text trace and prints each op again. */
+struct echo {
+    struct op_sink sink;
+    FILE *f;
+};
+
+static int echo_op(struct op_sink *s, const struct op *op, struct err *e)
+{
+    op_print(((struct echo *)s)->f, op);
+    return 0;
+}
+
+static int files_equal(const char *a, const char *b)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
+    return system(cmd) == 0;
+}
+
+static void check_variant(const struct scenario *sc, const struct variant *v, const char *dir /* short */)
+{
+    char prog[64], again[64];
+    snprintf(prog, sizeof prog, "%s/program.txt", dir);
+    snprintf(again, sizeof again, "%s/again.txt", dir);
+    struct harness_options hopt = {0};
+    struct err e = {0};
+    if (!ok(harness_run_variant(sc, v, NULL, &hopt, &ran, &e) == 0, "%s/%s runs", sc->name, v->name)) {
+        diag("%s", e.msg);
+        return;
+    }
+    if (!ok(write_program(sc, &v->job, prog) == 0, "%s/%s: program written", sc->name, v->name))
+        return;
+    /* the text read back and printed again is the same text */
+    struct trace_input *in = trace_input_open(prog, &e);
+    FILE *f = fopen(again, "w");
+    struct echo echo = {{echo_op}, f};
+    int rc = in && f ? text_trace_run(in, &echo.sink, &e) : -1;
+    trace_input_close(in);
+    if (f)
+        fclose(f);
+    ok(rc == 0 && files_equal(prog, again), "%s/%s: text reads back to itself", sc->name, v->name);
+
+    struct replay_options ropt = {.device = sc->device, .alloc_conf = v->alloc_conf};
+    if (!ok(replay_path(prog, &ropt, &replayed, NULL, &e) == 0, "%s/%s: program replays", sc->name, v->name)) {
+        diag("%s", e.msg);
+        return;
+    }
+    if (ran.run.oom.happened) {
+        ok(replayed.run.oom.happened && !strcmp(ran.run.oom.message, replayed.run.oom.message),
+           "%s/%s: the replay OOMs first where the run does", sc->name, v->name);
+        return;
+    }
+    ok(!memcmp(&ran.run.stats, &replayed.run.stats, sizeof ran.run.stats), "%s/%s: same memory_stats", sc->name,
+       v->name);
+    ok(ran.run.nphases == replayed.run.nphases &&
+           !memcmp(ran.run.phases, replayed.run.phases, ran.run.nphases * sizeof ran.run.phases[0]),
+       "%s/%s: same phase peaks and times", sc->name, v->name);
+    ok(!memcmp(ran.run.category_at_peak, replayed.run.category_at_peak, sizeof ran.run.category_at_peak),
+       "%s/%s: same category breakdown at the peak", sc->name, v->name);
+    ok(ran.steps_per_s == replayed.steps_per_s && ran.samples_per_s == replayed.samples_per_s,
+       "%s/%s: same throughput (%.3f steps/s)", sc->name, v->name, ran.steps_per_s);
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/oomlab-pipeline-XXXXXX";
+    if (!mkdtemp(dir))
+        tap_skip_all("cannot make a temporary directory");
+    struct scenario *sc;
+    size_t n;
+    struct err e = {0};
+    if (!ok(scenario_load_dir_or_file("scenarios", &sc, &n, &e) == 0, "scenarios/ loads"))
+        diag("%s", e.msg);
+    else {
+        for (size_t i = 0; i < n; i++)
+            for (size_t k = 0; k < sc[i].nvariants; k++)
+                check_variant(&sc[i], &sc[i].variants[k], dir);
+        scenario_free_all(sc, n);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd))
+        diag("could not remove %s", dir);
+    return done_testing();
+}
