@@ -36,7 +36,7 @@ ok $(contains "$j" '"where": 4') "JSON OOM position is the line"
 ok $(contains "$j" '"schema_version": 1') "JSON carries its schema version"
 
 out=$(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$BIN" replay --capacity 100MiB "$T/oom.trace" 2>&1)
-ok $(contains "$out" "settings: expandable_segments:True") "PYTORCH_CUDA_ALLOC_CONF from the environment"
+ok $(contains "$out" "settings:  \$PYTORCH_CUDA_ALLOC_CONF: expandable_segments:True") "PYTORCH_CUDA_ALLOC_CONF from the environment, where the file records no settings"
 
 # bad input: message with position, exit 2, no JSON written
 bad() { # name, expected text, command...
@@ -105,10 +105,19 @@ ok $([ -n "$want" ] && [ "$want" = "$got" ] && echo 0 || echo 1) "program | repl
 
 if [ -f "$SHARED/data/pytorch-snapshots/ZidongLiu_DeComFL__memory.pickle" ]; then
     snap="$SHARED/data/pytorch-snapshots/ZidongLiu_DeComFL__memory.pickle"
-    out=$("$BIN" replay --same-addresses "$snap" 2>&1)
+    out=$("$BIN" replay "$snap" 2>&1); rc=$?
+    ok $rc "DeComFL replays as recorded: exit 0"
     ok $(contains "$out" "segment_allocs   61/61 matched") "DeComFL: 61/61 segment_allocs"
-    ok $(contains "$out" "alloc addresses  7946/7946 matched") "DeComFL: 7946/7946 addresses with --same-addresses"
+    ok $(contains "$out" "alloc addresses  7946/7946 matched") "DeComFL: 7946/7946 addresses, with no flag"
     ok $(contains "$out" "final layout     every segment's blocks match") "DeComFL: final layout"
+    ok $(contains "$out" "settings:  recorded in the snapshot") "DeComFL: under the settings it recorded"
+    ok $(contains "$out" "the trace holds in 1.77 GiB reserved at its peak") "DeComFL: the capacity it needs"
+    out=$("$BIN" replay --device sim:400MiB "$snap" 2>&1); rc=$?
+    ok $([ $rc = 1 ] && echo 0 || echo 1) "DeComFL on 400 MiB OOMs: exit 1 (got $rc)"
+    ok $(contains "$out" "too small: the trace needs 1.77 GiB reserved; replay without --device/--capacity to reproduce the recording, or give --capacity 1.77GiB") "a named device too small says what it needs"
+    ok $(contains "$out" "addresses: the sim's deterministic policy") "a what-if places segments by the sim's policy"
+    out=$("$BIN" replay --alloc-conf expandable_segments:True "$snap" 2>&1)
+    ok $(contains "$out" "settings:  --alloc-conf (a what-if: not the recorded settings): expandable_segments:True") "--alloc-conf is a what-if, and says so"
     head -c 100000 "$snap" > "$T/trunc.pickle"
     bad "truncated pickle" "trunc.pickle: truncated pickle at byte" "$BIN" replay --json "$T/bad.json" "$T/trunc.pickle"
     printf '\200\004}(\214\010segments\214\001xu.' > "$T/types.pickle"

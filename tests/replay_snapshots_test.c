@@ -1,7 +1,11 @@
-/* replay_snapshots_test.c: the real snapshots in shared/data/pytorch-snapshots replayed through the
- * allocator model. The two traces recorded from an empty allocator must reproduce every segment_alloc
- * (size and place), the final layout of every segment, and with recorded segment addresses the address of
- * every alloc; the mid-run ones must replay from their rebuilt start state to their recorded final state. */
+/* replay_snapshots_test.c: every real snapshot in shared/data/pytorch-snapshots replayed as a user types
+ * it, with no options: under the settings it recorded, on a device with room for what it held, with new
+ * segments where the driver put them. Each must reproduce every segment_alloc (size and place), every
+ * alloc's address and the final block layout of every segment, without an OOM, and peak at the reserved
+ * bytes the recording held (computed apart, in Python: the final segments minus the traced segment
+ * events, then the running sum). What-ifs: the sim's own addresses change which equal free block is
+ * reused (16 of DeComFL's 61 final layouts), and a device too small for the state at trace start is
+ * refused with the size it needs. */
 #include "tap.h"
 
 #include "replay/replay.h"
@@ -9,42 +13,74 @@
 
 static struct job_result res; /* large: not on the stack */
 
-static int replay(const char *file, bool same)
+struct expected {
+    const char *file;
+    size_t segment_allocs, allocs, final_segments;
+    uint64_t peak_reserved;
+};
+
+static const struct expected files[] = {
+    {"HugePandaCoder_octree-nca-groupeq__my_snapshot_1e496ac.pickle", 48, 1491, 51, 20860370944},
+    {"JasperSolt_EoR_NN__snapshot.pickle", 7, 1935, 10, 134217728},
+    {"LfieLike_SketchKV2__my_snapshot.pickle", 0, 0, 259, 17133731840},
+    {"MAGMA27_assignment2-systems__memory_snapshot.pickle", 0, 1721, 216, 14180941824},
+    {"Maphsge4_select_n__snapshot_5a60101.pickle", 13, 1497, 82, 2776629248},
+    {"Maphsge4_select_n__snapshot_bdf4fe2.pickle", 0, 0, 40, 5559549952},
+    {"Maphsge4_select_n__snapshot_ec5be11.pickle", 584, 3058, 136, 22519218176},
+    {"Muduard_LayoutEditing__dump_snapshot_7bced59.pickle", 0, 0, 673, 11274289152},
+    {"Muduard_LayoutEditing__memory_snapshot.pkl", 0, 0, 255, 3649044480},
+    {"Wedsonlin_assignment2-systems__results_medium_1024_inference_memory_snapshot.pickle", 0, 1280, 108, 3204448256},
+    {"Wedsonlin_assignment2-systems__results_medium_128_inference_memory_snapshot.pickle", 0, 1280, 98, 1763704832},
+    {"Wedsonlin_assignment2-systems__results_medium_128_training_memory_snapshot.pickle", 0, 6526, 377, 7235174400},
+    {"Wedsonlin_assignment2-systems__results_medium_256_inference_memory_snapshot.pickle", 0, 1280, 101, 1864368128},
+    {"Wedsonlin_assignment2-systems__results_medium_256_training_memory_snapshot.pickle", 0, 6624, 495, 9265217536},
+    {"Wedsonlin_assignment2-systems__results_medium_512_inference_memory_snapshot.pickle", 0, 1666, 101, 1981808640},
+    {"Yiyi-philosophy_LLM-inference__log1_1.3b_snapshot.pickle", 0, 0, 112, 1851785216},
+    {"Yiyi-philosophy_LLM-inference__oom_snapshot.pickle", 0, 0, 176, 11844714496},
+    {"ZidongLiu_DeComFL__memory.pickle", 61, 7946, 61, 1897922560},
+    {"ZijianDu_Attention__memory_c005a26.pickle", 0, 0, 499, 16236150784},
+    {"bcrafton_assignment2-systems__memory_snapshot.pickle", 0, 2162, 96, 4238344192},
+    {"cranberrii_ftcourse__memory_snapshot.pickle", 152, 3505, 215, 6471811072},
+    {"jogregoire_How-Diffusion-Models-Work__my_snapshot.pickle", 0, 0, 7, 33554432},
+    {"kkaitlyn111_cs336-a2__memory_files_memory_ctx128_forward_mixed.pickle", 461, 2703, 688, 24245174272},
+    {"kkaitlyn111_cs336-a2__memory_files_memory_ctx256_forward_.pickle", 471, 2057, 700, 26545750016},
+    {"kkaitlyn111_cs336-a2__memory_files_memory_ctx256_forward_mixed.pickle", 598, 2702, 827, 28848422912},
+    {"kkaitlyn111_cs336-a2__memory_files_memory_ctx256_fullstep_.pickle", 791, 6769, 1021, 61111009280},
+    {"kkaitlyn111_cs336-a2__memory_files_memory_ctx512_forward_.pickle", 428, 2057, 658, 44715474944},
+    {"notHanmin_assignment2-systems__memory_snapshot_forward_without_mixed.pickle", 0, 3368, 1423, 45730496512},
+    {"silmont2000_assignment2-systems__mem_snapshot.pickle", 9, 36, 9, 3781165056},
+    {"silmont2000_assignment2-systems__memory_forward_bf16_128.pickle", 0, 937, 43, 861929472},
+    {"silmont2000_assignment2-systems__memory_forward_fp32_128.pickle", 0, 681, 29, 610271232},
+};
+
+static int replay(const char *file, const struct replay_options *opt, struct err *e)
 {
-    char path[1024];
-    struct err e = {0};
-    tap_shared_path(file, path, sizeof path);
-    struct replay_options opt = {.device = "sim", .capacity = {80 * GiB, 0.0}, .same_addresses = same};
-    int rc = replay_path(path, &opt, &res, NULL, &e);
-    if (rc)
-        diag("%s", e.msg);
-    return rc;
+    char rel[256], path[1024];
+    snprintf(rel, sizeof rel, "data/pytorch-snapshots/%s", file);
+    tap_shared_path(rel, path, sizeof path);
+    return replay_path(path, opt, &res, NULL, e);
 }
 
-/* Without the recorded addresses the sim's own address order decides ties between equal free blocks, so
- * only the segment sizes must agree; with them, everything must. differing: final segments whose layout
- * differs under sim addresses (the data README: 16 of 61 for DeComFL). */
-static void exact(const char *file, size_t segs, size_t allocs, size_t final_segs, size_t differing)
+static void exact(const struct expected *x)
 {
-    for (int same = 0; same <= 1; same++) {
-        if (!ok(replay(file, same) == 0, "%s replays (same_addresses=%d)", file, same))
-            continue;
-        const struct recorded_check *c = &res.check;
-        ok(res.checked, "%s is checked against its recording", file);
-        ok(!res.rebuilt_start, "%s starts from an empty allocator", file);
-        is_int(c->segment_allocs_recorded, segs, "%s: %zu segment_allocs recorded", file, segs);
-        is_int(c->segment_allocs_matched, segs, "%s: every segment_alloc size in its place", file);
-        is_int(c->allocs, allocs, "%s: %zu allocs", file, allocs);
-        is_int(c->final_segments, final_segs, "%s: %zu segments at the end", file, final_segs);
-        if (same) {
-            ok(c->final_layout_matched, "%s: final layout of every segment matches %s", file, c->first_mismatch);
-            is_int(c->addresses_matched, allocs, "%s: every alloc at its recorded address", file);
-        } else {
-            is_int(c->final_segments - c->final_segments_matched, differing,
-                   "%s: with sim addresses, %zu final layouts differ", file, differing);
-        }
-        is_int(res.run.nooms, 0, "%s: no OOM on 80 GiB", file);
+    struct replay_options plain = {0};
+    struct err e = {0};
+    if (!ok(replay(x->file, &plain, &e) == 0, "%s replays", x->file)) {
+        diag("%s", e.msg);
+        return;
     }
+    const struct recorded_check *c = &res.replay.check;
+    ok(res.replay.checked, "%s: checked against its recording", x->file);
+    is_int(c->segment_allocs_recorded, x->segment_allocs, "%s: %zu segment_allocs recorded", x->file,
+           x->segment_allocs);
+    is_int(c->segment_allocs_matched, x->segment_allocs, "%s: every segment_alloc in its size and place", x->file);
+    is_int(c->allocs, x->allocs, "%s: %zu allocs", x->file, x->allocs);
+    is_int(c->addresses_matched, x->allocs, "%s: every alloc at its recorded address", x->file);
+    is_int(c->final_segments, x->final_segments, "%s: %zu segments at the end", x->file, x->final_segments);
+    ok(c->final_layout_matched, "%s: the final layout of every segment %s", x->file, c->first_mismatch);
+    is_int(res.run.nooms, 0, "%s: no OOM", x->file);
+    is_u64(res.run.peak_reserved, x->peak_reserved, "%s: peak reserved as recorded", x->file);
+    is_u64(res.replay.needed, x->peak_reserved, "%s: the capacity it needs is its peak reserved", x->file);
 }
 
 int main(void)
@@ -54,29 +90,29 @@ int main(void)
     if (!f)
         tap_skip_all("shared/data/pytorch-snapshots not found (set OOMLAB_SHARED)");
     fclose(f);
-    exact("data/pytorch-snapshots/ZidongLiu_DeComFL__memory.pickle", 61, 7946, 61, 16);
-    exact("data/pytorch-snapshots/silmont2000_assignment2-systems__mem_snapshot.pickle", 9, 36, 9, 0);
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        exact(&files[i]);
 
-    static const char *const midrun[] = {
-        "data/pytorch-snapshots/HugePandaCoder_octree-nca-groupeq__my_snapshot_1e496ac.pickle",
-        "data/pytorch-snapshots/JasperSolt_EoR_NN__snapshot.pickle",
-        "data/pytorch-snapshots/Maphsge4_select_n__snapshot_5a60101.pickle",
-        "data/pytorch-snapshots/Maphsge4_select_n__snapshot_ec5be11.pickle",
-        "data/pytorch-snapshots/Muduard_LayoutEditing__dump_snapshot_7bced59.pickle",
-        "data/pytorch-snapshots/Muduard_LayoutEditing__memory_snapshot.pkl",
-        "data/pytorch-snapshots/Yiyi-philosophy_LLM-inference__oom_snapshot.pickle",
-        "data/pytorch-snapshots/cranberrii_ftcourse__memory_snapshot.pickle",
-        "data/pytorch-snapshots/jogregoire_How-Diffusion-Models-Work__my_snapshot.pickle",
-    };
-    for (size_t i = 0; i < sizeof midrun / sizeof midrun[0]; i++) {
-        if (!ok(replay(midrun[i], true) == 0, "%s loads and replays", midrun[i]))
-            continue;
-        ok(res.check.final_layout_matched, "%s: replay reaches the recorded final state %s", midrun[i],
-           res.check.first_mismatch);
-        is_int(res.check.segment_allocs_matched, res.check.segment_allocs_recorded,
-               "%s: every traced segment_alloc reproduced", midrun[i]);
-        is_int(res.check.addresses_matched, res.check.allocs, "%s: every traced alloc at its recorded address",
-               midrun[i]);
+    /* what-if: the sim's own addresses change which of two equal free blocks is reused */
+    struct replay_options sim_addresses = {.addresses = ADDRESSES_POLICY};
+    struct err e = {0};
+    if (ok(replay("ZidongLiu_DeComFL__memory.pickle", &sim_addresses, &e) == 0, "DeComFL with the sim's addresses")) {
+        is_int(res.replay.check.segment_allocs_matched, 61, "DeComFL: segment sizes do not depend on addresses");
+        is_int(res.replay.check.final_segments - res.replay.check.final_segments_matched, 16,
+               "DeComFL: with the sim's addresses, 16 of 61 final layouts differ");
+    }
+    /* what-if: a card too small for the state at trace start is refused, naming what it needs */
+    struct replay_options t4 = {.device = "sim:t4"};
+    ok(replay("kkaitlyn111_cs336-a2__memory_files_memory_ctx256_fullstep_.pickle", &t4, &e) == -1 &&
+           e.code == ERR_INPUT && strstr(e.msg, "more than sim:t4 has (14.75 GiB)") &&
+           strstr(e.msg, "--capacity 56.92GiB"),
+       "a state at trace start larger than the device: %s", e.msg);
+    /* what-if: a card that holds the start but not the trace OOMs, and says what it needs */
+    struct replay_options small = {.device = "sim", .capacity = {1536 * MiB, 0.0}};
+    e = (struct err){0};
+    if (ok(replay("ZidongLiu_DeComFL__memory.pickle", &small, &e) == 0, "DeComFL on 1.5 GiB replays")) {
+        ok(res.run.nooms > 0, "DeComFL on 1.5 GiB OOMs (%llu times)", (unsigned long long)res.run.nooms);
+        is_u64(res.replay.needed, 1897922560, "and needs the 1,810 MiB the recording reserved");
     }
     return done_testing();
 }

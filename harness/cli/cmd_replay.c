@@ -21,12 +21,15 @@ static void usage(FILE *f)
             "      alloc ID BYTES [STREAM] [CATEGORY [TAG]] | free ID | phase NAME | step N | kernel ...\n"
             "      | empty_cache | reset_peak_memory_stats | reset_accumulated_memory_stats | # comment\n"
             "options:\n"
-            "  --alloc-conf STR     PYTORCH_CUDA_ALLOC_CONF to replay under (default: $PYTORCH_ALLOC_CONF, then\n"
-            "                       $PYTORCH_CUDA_ALLOC_CONF, then PyTorch's defaults)\n"
-            "  --device sim:PROFILE simulated GPU (default sim:rtx5090; `oomlab list profiles`)\n"
-            "  --capacity CAP       device capacity instead of the profile's: a size (100MiB, 31.5GiB)\n"
-            "                       or a share of it (0.5, 50%%)\n"
-            "  --same-addresses     new segments take the addresses recorded in the snapshot's segment_alloc events\n"
+            "  Without options a replay reproduces the recording: the settings the snapshot recorded, a simulated\n"
+            "  device with room for all it held, and new segments where the driver put them. Options make a what-if:\n"
+            "  --alloc-conf STR     PYTORCH_CUDA_ALLOC_CONF to replay under (default: the snapshot's recorded\n"
+            "                       settings; where it records none, $PYTORCH_ALLOC_CONF, $PYTORCH_CUDA_ALLOC_CONF,\n"
+            "                       then PyTorch's defaults)\n"
+            "  --device DEV         sim:PROFILE (`oomlab list profiles`), sim:SIZE, host, ...\n"
+            "  --capacity CAP       device capacity: a size (100MiB, 31.5GiB) or a share of the device (0.5, 50%%)\n"
+            "  --same-addresses     new segments always take the addresses recorded in segment_alloc events\n"
+            "  --sim-addresses      new segments always follow the sim's deterministic address policy\n"
             "  --snapshot FILE      write the model's final segments and blocks as JSON, in memory_snapshot()'s structure\n"
             CLI_REPORT_HELP
             "exit: 0 the trace ran without an OOM, 1 it OOMed, 2 bad input, 3 internal error\n");
@@ -38,11 +41,10 @@ int cmd_replay(int argc, char **argv)
         {"alloc-conf", required_argument, 0, 'a'}, {"device", required_argument, 0, 'd'},
         {"capacity", required_argument, 0, 'c'},   {"same-addresses", no_argument, 0, 's'},
         {"snapshot", required_argument, 0, 'S'},   {"help", no_argument, 0, 'h'},
+        {"sim-addresses", no_argument, 0, 'P'},
         CLI_REPORT_OPTIONS,                        {0, 0, 0, 0},
     };
-    struct replay_options opt = {.alloc_conf = getenv("PYTORCH_ALLOC_CONF")};
-    if (!opt.alloc_conf)
-        opt.alloc_conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
+    struct replay_options opt = {0};
     struct cli_report_args ra = {0};
     const char *snapshot_path = NULL;
     struct err e = {0};
@@ -52,13 +54,14 @@ int cmd_replay(int argc, char **argv)
         if (cli_report_option(c, optarg, &ra))
             continue;
         switch (c) {
-        case 'a': opt.alloc_conf = optarg; break;
+        case 'a': opt.alloc_conf = optarg; opt.alloc_conf_from = "--alloc-conf"; break;
         case 'd': opt.device = optarg; break;
         case 'c':
             if (capacity_parse(optarg, &opt.capacity, &e) && err_prefix(&e, "--capacity: "))
                 return cli_fail("replay", &e);
             break;
-        case 's': opt.same_addresses = true; break;
+        case 's': opt.addresses = ADDRESSES_RECORDED; break;
+        case 'P': opt.addresses = ADDRESSES_POLICY; break;
         case 'S': snapshot_path = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -70,6 +73,10 @@ int cmd_replay(int argc, char **argv)
         return 2;
     }
     const char *path = argv[optind];
+    /* the environment's settings apply where the file records none (text traces, old snapshots) */
+    const char *env = getenv("PYTORCH_ALLOC_CONF") ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
+    opt.env_alloc_conf = getenv(env);
+    opt.env_name = env;
     struct report_outputs out;
     if (report_outputs_open(&out, "replay", ra.json, ra.csv, ra.tap, &e))
         return cli_fail("replay", &e);

@@ -1,7 +1,12 @@
 /* replay.c: a replay is a trace's ops through the one runner (see replay.h). A snapshot's run starts
  * from its rebuilt initial state, with a recorded_observer holding it to what was recorded; a text trace
  * streams into the runner as it is read. OOMs do not end a replay: the allocation is reported and does
- * not exist afterwards, as in a script that catches the error. */
+ * not exist afterwards, as in a script that catches the error.
+ *
+ * Unless told otherwise a replay reproduces the recording: the settings the file recorded, a simulated
+ * device with room for everything the recording held, and new segments at the addresses the driver
+ * gave (best fit breaks ties by address, so the order is observable). A what-if names another device,
+ * capacity or settings; addresses then follow the sim's deterministic policy. */
 #include "replay/replay.h"
 
 #include <stdio.h>
@@ -16,25 +21,31 @@
 #include "run/runner.h"
 
 #define DEFAULT_DEVICE "sim:rtx5090"
+#define UNBOUNDED (1ULL << 50) /* 1 PiB: more than any recording holds */
 
-/* The device, its profile (for a sim roofline) and the runner a replay runs on. */
+/* What one run of a replay is set up with. */
+struct setup {
+    struct alloc_config cfg;
+    const char *device;
+    struct capacity capacity;
+    bool recorded_addresses;
+};
+
 struct replay_run {
     struct device *dev;
     struct runner *runner;
     struct recorded_observer *check;
 };
 
-static int open_run(const struct replay_options *opt, bool snapshot, struct replay_run *rr, struct job_result *out,
+static int open_run(const struct setup *su, bool snapshot, struct replay_run *rr, struct job_result *out,
                     struct err *e)
 {
-    struct alloc_config cfg;
-    alloc_config_default(&cfg);
-    if (alloc_config_parse(&cfg, opt->alloc_conf, e))
-        return err_prefix(e, "--alloc-conf: ");
-    snprintf(out->alloc_conf, sizeof out->alloc_conf, "%s", cfg.text);
-    if (!(rr->dev = device_open(opt->device ? opt->device : DEFAULT_DEVICE, opt->capacity, NULL, e)))
+    if (!(rr->dev = device_open(su->device, su->capacity, NULL, e)))
         return -1;
-    snprintf(out->device, sizeof out->device, "%s", rr->dev->name);
+    if (su->capacity.bytes == UNBOUNDED)
+        snprintf(out->device, sizeof out->device, "sim:unbounded");
+    else
+        snprintf(out->device, sizeof out->device, "%s", rr->dev->name);
     out->device_total = rr->dev->total;
     const struct gpu_profile *profile = device_is_sim(rr->dev) ? sim_device_profile(rr->dev) : NULL;
     if (device_is_sim(rr->dev) && !profile)
@@ -42,7 +53,7 @@ static int open_run(const struct replay_options *opt, bool snapshot, struct repl
     out->rates_from = profile ? profile->name : NULL;
     struct runner_options ro = {.continue_after_oom = true, .lenient_ids = snapshot,
                                 .where_unit = snapshot ? "event" : "line"};
-    if (!(rr->runner = runner_create(rr->dev, &cfg, profile, &ro)))
+    if (!(rr->runner = runner_create(rr->dev, &su->cfg, profile, &ro)))
         return err_set(e, ERR_INTERNAL, "out of host memory");
     if (snapshot && (!(rr->check = recorded_observer_create()) ||
                      runner_add_observer(rr->runner, recorded_observer_base(rr->check))))
@@ -56,6 +67,15 @@ static void close_run(struct replay_run *rr)
     recorded_observer_destroy(rr->check);
     if (rr->dev)
         rr->dev->ops->destroy(rr->dev);
+    *rr = (struct replay_run){0};
+}
+
+static uint64_t plan_reserved_at_start(const struct snapshot_plan *p)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < p->ninitial; i++)
+        n += p->initial[i].size;
+    return n;
 }
 
 /* The state at trace start, each segment at its recorded address. */
@@ -75,9 +95,21 @@ static int restore_initial(struct replay_run *rr, const struct snapshot_plan *p,
     for (size_t i = 0; i < p->ninitial; i++) {
         const struct replay_segment *s = &p->initial[i];
         uint64_t addr;
-        if (runner_restore_segment(rr->runner, s->size, s->stream, s->small, s->blocks, s->keys, s->nblocks, &addr, e))
-            return err_prefix(e, "%s: restoring the segment at 0x%llx live at trace start: ", p->name,
-                              (unsigned long long)s->address);
+        struct err why = {0};
+        if (runner_restore_segment(rr->runner, s->size, s->stream, s->small, s->blocks, s->keys, s->nblocks, &addr,
+                                   &why)) {
+            if (why.code != ERR_INPUT || !strstr(why.msg, "cannot hold"))
+                return *e = why, err_prefix(e, "%s: restoring the segment at 0x%llx live at trace start: ", p->name,
+                                            (unsigned long long)s->address);
+            char need[32], have[32], flag[32];
+            size_format_pytorch(plan_reserved_at_start(p), need, sizeof need);
+            size_format_pytorch(rr->dev->total, have, sizeof have);
+            size_format_flag(plan_reserved_at_start(p), flag, sizeof flag);
+            return err_set(e, ERR_INPUT,
+                           "%s: the state at trace start holds %s reserved, more than %s has (%s): replay without "
+                           "--device/--capacity to reproduce the recording, or give --capacity %s or more",
+                           p->name, need, rr->dev->name, have, flag);
+        }
         if (recorded_observer_restored(rr->check, s->address, s->size, addr))
             return err_set(e, ERR_INTERNAL, "out of host memory restoring %zu segments", p->ninitial);
     }
@@ -110,6 +142,80 @@ static int finish(struct replay_run *rr, struct job_result *out, struct alloc_sn
     return 0;
 }
 
+static int run_plan(const struct snapshot_plan *plan, const struct setup *su, struct job_result *out,
+                    struct alloc_snapshot *final, struct err *e)
+{
+    struct replay_run rr = {0};
+    int rc = open_run(su, true, &rr, out, e);
+    if (rc == 0)
+        rc = restore_initial(&rr, plan, e);
+    if (rc == 0 && su->recorded_addresses)
+        rc = force_recorded_addresses(&rr, plan, e);
+    struct op_sink *sink = rc ? NULL : runner_sink(rr.runner);
+    for (size_t i = 0; rc == 0 && i < plan->nops; i++)
+        if ((rc = sink->emit(sink, &plan->ops[i], e)))
+            err_prefix(e, "%s: event %llu: ", plan->name, (unsigned long long)plan->ops[i].where);
+    if (rc == 0 && (rc = recorded_observer_finish(rr.check, rr.runner, &plan->final, &out->replay.check, e)) == 0)
+        out->replay.checked = true;
+    if (rc == 0)
+        rc = finish(&rr, out, final, e);
+    close_run(&rr);
+    return rc;
+}
+
+static int run_text(struct trace_input *in, const struct setup *su, struct job_result *out,
+                    struct alloc_snapshot *final, struct err *e)
+{
+    struct replay_run rr = {0};
+    int rc = open_run(su, false, &rr, out, e);
+    if (rc == 0)
+        rc = text_trace_run(in, runner_sink(rr.runner), e);
+    if (rc == 0)
+        rc = finish(&rr, out, final, e);
+    close_run(&rr);
+    return rc;
+}
+
+/* The settings, device and address policy of a replay, and why (into out->replay). */
+static int decide(const struct replay_options *opt, const struct snapshot_plan *plan, struct setup *su,
+                  struct job_result *out, struct err *e)
+{
+    struct replay_info *ri = &out->replay;
+    alloc_config_default(&su->cfg);
+    if (opt->alloc_conf) {
+        if (alloc_config_parse(&su->cfg, opt->alloc_conf, e))
+            return err_prefix(e, "--alloc-conf: ");
+        snprintf(ri->settings_from, sizeof ri->settings_from, "%s%s",
+                 opt->alloc_conf_from ? opt->alloc_conf_from : "--alloc-conf",
+                 plan ? " (a what-if: not the recorded settings)" : "");
+    } else if (plan && plan->has_settings) {
+        su->cfg = plan->settings;
+        snprintf(ri->settings_from, sizeof ri->settings_from, "recorded in the snapshot");
+    } else if (opt->env_alloc_conf) {
+        if (alloc_config_parse(&su->cfg, opt->env_alloc_conf, e))
+            return err_prefix(e, "$%s: ", opt->env_name);
+        snprintf(ri->settings_from, sizeof ri->settings_from, "$%s%s", opt->env_name,
+                 plan ? " (the snapshot records no settings)" : "");
+    } else {
+        snprintf(ri->settings_from, sizeof ri->settings_from, "PyTorch's defaults%s",
+                 plan ? " (the snapshot records no settings)" : "");
+    }
+    snprintf(out->alloc_conf, sizeof out->alloc_conf, "%s", su->cfg.text);
+    bool bounded = opt->device || opt->capacity.bytes || opt->capacity.fraction > 0.0;
+    su->device = opt->device ? opt->device : bounded ? DEFAULT_DEVICE : "sim";
+    su->capacity = bounded ? opt->capacity : (struct capacity){UNBOUNDED, 0.0};
+    snprintf(ri->capacity_from, sizeof ri->capacity_from, "%s",
+             bounded ? "as named (a what-if)" : "unbounded: room for everything the recording held");
+    bool what_if = opt->alloc_conf || bounded;
+    su->recorded_addresses = plan && (opt->addresses == ADDRESSES_RECORDED ||
+                                      (opt->addresses == ADDRESSES_AUTO && !what_if));
+    snprintf(ri->addresses, sizeof ri->addresses, "%s",
+             !plan ? "the sim's deterministic policy (a text trace records none)"
+             : su->recorded_addresses ? "where the driver put them (recorded segment_alloc addresses)"
+                                      : "the sim's deterministic policy (first at 2^40, each above the last)");
+    return 0;
+}
+
 static int replay_snapshot(struct trace_input *in, const struct replay_options *opt, struct job_result *out,
                            struct alloc_snapshot *final, struct err *e)
 {
@@ -122,40 +228,50 @@ static int replay_snapshot(struct trace_input *in, const struct replay_options *
     free(data);
     if (rc)
         return -1;
-    out->input_kind = "PyTorch snapshot";
-    out->rebuilt_start = plan.ninitial > 0;
-    struct replay_run rr = {0};
-    rc = open_run(opt, true, &rr, out, e);
+    out->replay.input_kind = "PyTorch snapshot";
+    out->replay.rebuilt_start = plan.ninitial > 0;
+    struct setup su;
+    rc = decide(opt, &plan, &su, out, e);
     if (rc == 0)
-        rc = restore_initial(&rr, &plan, e);
-    if (rc == 0 && opt->same_addresses && device_is_sim(rr.dev))
-        rc = force_recorded_addresses(&rr, &plan, e);
-    out->check.recorded_addresses = opt->same_addresses;
-    struct op_sink *sink = rc ? NULL : runner_sink(rr.runner);
-    for (size_t i = 0; rc == 0 && i < plan.nops; i++)
-        if ((rc = sink->emit(sink, &plan.ops[i], e)))
-            err_prefix(e, "%s: event %llu: ", plan.name, (unsigned long long)plan.ops[i].where);
-    if (rc == 0 && (rc = recorded_observer_finish(rr.check, rr.runner, &plan.final, &out->check, e)) == 0)
-        out->checked = true;
-    if (rc == 0)
-        rc = finish(&rr, out, final, e);
-    close_run(&rr);
+        rc = run_plan(&plan, &su, out, final, e);
+    if (rc == 0 && out->run.nooms && su.capacity.bytes != UNBOUNDED) {
+        /* what it would have needed: the same run with room to spare */
+        struct job_result *big = calloc(1, sizeof *big);
+        struct setup wide = su;
+        wide.device = "sim";
+        wide.capacity = (struct capacity){UNBOUNDED, 0.0};
+        if (big && run_plan(&plan, &wide, big, NULL, &(struct err){0}) == 0)
+            out->replay.needed = big->run.peak_reserved;
+        free(big);
+    } else if (rc == 0) {
+        out->replay.needed = out->run.peak_reserved;
+    }
     snapshot_plan_free(&plan);
     return rc;
 }
 
-static int replay_text(struct trace_input *in, const struct replay_options *opt, struct job_result *out,
-                       struct alloc_snapshot *final, struct err *e)
+static int replay_text(const char *path, struct trace_input *in, const struct replay_options *opt,
+                       struct job_result *out, struct alloc_snapshot *final, struct err *e)
 {
-    out->input_kind = "text trace";
-    struct replay_run rr = {0};
-    int rc = open_run(opt, false, &rr, out, e);
+    out->replay.input_kind = "text trace";
+    struct setup su;
+    int rc = decide(opt, NULL, &su, out, e);
     if (rc == 0)
-        rc = text_trace_run(in, runner_sink(rr.runner), e);
-    if (rc == 0)
-        rc = finish(&rr, out, final, e);
-    close_run(&rr);
-    return rc;
+        rc = run_text(in, &su, out, final, e);
+    if (rc || !out->run.nooms || su.capacity.bytes == UNBOUNDED) {
+        out->replay.needed = rc || out->run.nooms ? 0 : out->run.peak_reserved;
+        return rc;
+    }
+    /* what it would have needed: the same run with room to spare (standard input cannot be read twice) */
+    struct trace_input *again = strcmp(path, "-") ? trace_input_open(path, &(struct err){0}) : NULL;
+    struct job_result *big = again ? calloc(1, sizeof *big) : NULL;
+    su.device = "sim";
+    su.capacity = (struct capacity){UNBOUNDED, 0.0};
+    if (big && run_text(again, &su, big, NULL, &(struct err){0}) == 0 && !big->run.nooms)
+        out->replay.needed = big->run.peak_reserved;
+    free(big);
+    trace_input_close(again);
+    return 0;
 }
 
 int replay_path(const char *path, const struct replay_options *opt, struct job_result *out,
@@ -172,7 +288,7 @@ int replay_path(const char *path, const struct replay_options *opt, struct job_r
         return -1;
     int first = trace_input_peek(in, e);
     int rc = first == -2 ? -1 : first == 0x80 /* pickle PROTO */ ? replay_snapshot(in, opt, out, final, e)
-                                                                  : replay_text(in, opt, out, final, e);
+                                                                  : replay_text(path, in, opt, out, final, e);
     trace_input_close(in);
     if (rc && final)
         alloc_snapshot_free(final);

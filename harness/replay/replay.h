@@ -14,11 +14,23 @@
 
 struct trace_input;
 
+enum replay_addresses {
+    ADDRESSES_AUTO,     /* recorded addresses when reproducing the recording, the sim's policy in a what-if */
+    ADDRESSES_RECORDED, /* new segments take the addresses recorded in segment_alloc events */
+    ADDRESSES_POLICY,   /* the sim's deterministic policy */
+};
+
+/* Unset fields reproduce the recording; set ones make a what-if. */
 struct replay_options {
-    const char *device;          /* NULL: sim:rtx5090 */
+    const char *device;          /* NULL: a simulated device with room for everything the trace holds
+                                  * (sim:rtx5090 when only a capacity is given) */
     struct capacity capacity;    /* {0, 0}: the device's own */
-    const char *alloc_conf;      /* PYTORCH_CUDA_ALLOC_CONF text; NULL: PyTorch's defaults */
-    bool same_addresses;         /* new segments take the addresses recorded in segment_alloc events */
+    const char *alloc_conf;      /* PYTORCH_CUDA_ALLOC_CONF text; NULL: the settings the snapshot recorded
+                                  * (PyTorch's defaults when it records none, and for text traces) */
+    const char *alloc_conf_from; /* where alloc_conf came from, for the report (NULL: "--alloc-conf") */
+    const char *env_alloc_conf;  /* the environment's settings, used where the file records none */
+    const char *env_name;        /* the variable they came from */
+    enum replay_addresses addresses;
 };
 
 /* Replays the file at path ("-" = standard input; plain or gzip) into *out. With final (may be NULL),

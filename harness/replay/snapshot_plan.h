@@ -30,7 +30,8 @@ struct snapshot_plan {
     struct replay_segment *initial;  /* the state at trace start, sorted by address */
     size_t ninitial;
     struct alloc_snapshot final;     /* the file's final segments */
-    char *alloc_conf;                /* the recorded PYTORCH_CUDA_ALLOC_CONF, or NULL */
+    bool has_settings;               /* the file records its allocator settings */
+    struct alloc_config settings;    /* ... which are these (PyTorch's defaults when it records none) */
     size_t skipped_events;           /* events that are not replayed (free_requested, snapshot markers, ...) */
 };
 

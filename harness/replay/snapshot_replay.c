@@ -221,6 +221,22 @@ static int build_initial(const struct snapshot *s, const struct alloc_config *cf
     return 0;
 }
 
+/* The settings the recording ran under: its PYTORCH_CUDA_ALLOC_CONF, then the values the allocator
+ * reported (which include settings made through torch.cuda.memory._set_allocator_settings). */
+static int recorded_settings(const struct snapshot *s, struct snapshot_plan *p, struct err *e)
+{
+    alloc_config_default(&p->settings);
+    p->has_settings = s->has_settings;
+    if (!s->has_settings)
+        return 0;
+    if (alloc_config_parse(&p->settings, s->alloc_conf, e))
+        return err_prefix(e, "%s: allocator_settings: ", p->name);
+    p->settings.expandable_segments = s->expandable_segments;
+    p->settings.max_split_size = s->max_split_size < 0 ? UINT64_MAX : (uint64_t)s->max_split_size;
+    p->settings.garbage_collection_threshold = s->garbage_collection_threshold;
+    return 0;
+}
+
 int snapshot_plan_build(const char *name, const unsigned char *data, size_t len, struct snapshot_plan *p,
                         struct err *e)
 {
@@ -238,18 +254,11 @@ int snapshot_plan_build(const char *name, const unsigned char *data, size_t len,
                            name, (unsigned long long)addr);
         }
     }
-    struct alloc_config file_cfg;
-    struct err ignored = {0};
-    alloc_config_default(&file_cfg);
-    if (s.alloc_conf) {
-        alloc_config_parse(&file_cfg, s.alloc_conf, &ignored); /* only its rounding rules are used */
-        p->alloc_conf = strdup(s.alloc_conf);
-    }
-    int rc = 0;
-    if (build_ops(&s, p) || build_final(&s, p) || (s.alloc_conf && !p->alloc_conf))
+    int rc = recorded_settings(&s, p, e);
+    if (rc == 0 && (build_ops(&s, p) || build_final(&s, p)))
         rc = err_set(e, ERR_INTERNAL, "%s: out of host memory", name);
     if (rc == 0)
-        rc = build_initial(&s, &file_cfg, p, e);
+        rc = build_initial(&s, &p->settings, p, e);
     snapshot_free(&s);
     if (rc)
         snapshot_plan_free(p);
@@ -264,7 +273,6 @@ void snapshot_plan_free(struct snapshot_plan *p)
         free(p->initial[i].keys);
     }
     free(p->initial);
-    free(p->alloc_conf);
     alloc_snapshot_free(&p->final);
     *p = (struct snapshot_plan){0};
 }

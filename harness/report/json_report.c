@@ -49,18 +49,23 @@ static json_t *events_json(const struct run_result *run)
                      (json_int_t)run->frees_of_unknown);
 }
 
-static json_t *check_json(const struct job_result *r)
+static json_t *replay_json(const struct job_result *r)
 {
-    if (!r->checked)
-        return json_null();
-    const struct recorded_check *c = &r->check;
-    return json_pack("{s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:b, s:s?}", "segment_allocs_recorded",
-                     (json_int_t)c->segment_allocs_recorded, "segment_allocs_matched",
-                     (json_int_t)c->segment_allocs_matched, "final_layout_matched", c->final_layout_matched,
-                     "final_segments", (json_int_t)c->final_segments, "final_segments_matched",
-                     (json_int_t)c->final_segments_matched, "allocs", (json_int_t)c->allocs, "addresses_matched",
-                     (json_int_t)c->addresses_matched, "recorded_addresses", c->recorded_addresses,
-                     "first_mismatch", c->first_mismatch[0] ? c->first_mismatch : NULL);
+    const struct replay_info *ri = &r->replay;
+    const struct recorded_check *c = &ri->check;
+    json_t *check = !ri->checked ? json_null()
+                                 : json_pack("{s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:s?}", "segment_allocs_recorded",
+                                             (json_int_t)c->segment_allocs_recorded, "segment_allocs_matched",
+                                             (json_int_t)c->segment_allocs_matched, "final_layout_matched",
+                                             c->final_layout_matched, "final_segments", (json_int_t)c->final_segments,
+                                             "final_segments_matched", (json_int_t)c->final_segments_matched, "allocs",
+                                             (json_int_t)c->allocs, "addresses_matched",
+                                             (json_int_t)c->addresses_matched, "first_mismatch",
+                                             c->first_mismatch[0] ? c->first_mismatch : NULL);
+    return json_pack("{s:s, s:b, s:s, s:s, s:I, s:s, s:o}", "input", ri->input_kind ? ri->input_kind : "?",
+                     "rebuilt_start", ri->rebuilt_start, "settings_from", ri->settings_from, "capacity_from",
+                     ri->capacity_from, "needed_bytes", (json_int_t)ri->needed, "addresses", ri->addresses, "check",
+                     check);
 }
 
 static json_t *job_json(const struct report_group *g, size_t i)
@@ -94,10 +99,7 @@ static json_t *job_json(const struct report_group *g, size_t i)
                             json_pack("{s:s, s:i, s:i, s:b, s:f}", "param", g->fit_param, "largest", g->fits[i].largest,
                                       "probes", g->fits[i].probes, "hit_limit", g->fits[i].hit_limit, "margin",
                                       g->fit_margin));
-    if (g->kind == REPORT_REPLAY)
-        json_object_set_new(v, "input", json_pack("{s:s, s:b}", "kind", r->input_kind ? r->input_kind : "?",
-                                                  "rebuilt_start", r->rebuilt_start));
-    json_object_set_new(v, "check", check_json(r));
+    json_object_set_new(v, "replay", g->kind == REPORT_REPLAY ? replay_json(r) : json_null());
     json_object_set_new(v, "failed", json_boolean(report_job_failed(g, i)));
     return v;
 }

@@ -44,13 +44,16 @@ static void print_header(FILE *f, const struct report_group *g)
     char total[32];
     size_format_pytorch(r ? r->device_total : 0, total, sizeof total);
     if (g->kind == REPORT_REPLAY)
-        fprintf(f, "== %s: replay of a %s\n", g->name, r && r->input_kind ? r->input_kind : "trace");
+        fprintf(f, "== %s: replay of a %s\n", g->name, r && r->replay.input_kind ? r->replay.input_kind : "trace");
     else
         fprintf(f, "== %s: %s\n", g->name, g->title);
     if (g->source)
         fprintf(f, "   source: %s\n", g->source);
-    fprintf(f, "   device: %s (%s total, %s)\n", r ? r->device : "-", total,
-            r && r->run.measured ? "measured" : "modelled by the allocator model");
+    if (r && !strcmp(r->device, "sim:unbounded"))
+        fprintf(f, "   device: %s (modelled by the allocator model)\n", r->device);
+    else
+        fprintf(f, "   device: %s (%s total, %s)\n", r ? r->device : "-", total,
+                r && r->run.measured ? "measured" : "modelled by the allocator model");
 }
 
 static void print_rows(FILE *f, const struct report_group *g)
@@ -116,7 +119,7 @@ static void print_replay_details(FILE *f, const struct job_result *r)
 {
     const struct run_result *run = &r->run;
     size_t shown = run->nooms < RUN_MAX_OOMS ? (size_t)run->nooms : RUN_MAX_OOMS;
-    const char *unit = r->checked ? "event" : "line";
+    const char *unit = r->replay.checked ? "event" : "line";
     for (size_t i = 0; i < shown; i++)
         fprintf(f, "   OOM at %s %llu: %s\n", unit, (unsigned long long)run->ooms[i].where, run->ooms[i].message);
     if (run->nooms > shown)
@@ -127,11 +130,26 @@ static void print_replay_details(FILE *f, const struct job_result *r)
         fprintf(f, "   warning: %s\n", run->warnings[i]);
     if (run->nwarnings > nwarn)
         fprintf(f, "   ... and %llu more warnings\n", (unsigned long long)(run->nwarnings - nwarn));
-    fprintf(f, "   settings: %s%s\n", r->alloc_conf[0] ? r->alloc_conf : "(PyTorch defaults)",
-            r->rebuilt_start ? "; recording began mid-run: the state at trace start was rebuilt" : "");
-    if (!r->checked)
+    const struct replay_info *ri = &r->replay;
+    char need[32];
+    size_format_pytorch(ri->needed, need, sizeof need);
+    fprintf(f, "   settings:  %s: %s\n", ri->settings_from, r->alloc_conf[0] ? r->alloc_conf : "(PyTorch defaults)");
+    fprintf(f, "   capacity:  %s", ri->capacity_from);
+    if (ri->needed)
+        fprintf(f, "; the trace holds in %s reserved at its peak", need);
+    fprintf(f, "\n");
+    if (run->nooms && ri->needed) {
+        char flag[32];
+        size_format_flag(ri->needed, flag, sizeof flag);
+        fprintf(f, "   too small: the trace needs %s reserved; replay without --device/--capacity to reproduce the "
+                   "recording, or give --capacity %s\n", need, flag);
+    }
+    fprintf(f, "   addresses: %s\n", ri->addresses);
+    if (ri->rebuilt_start)
+        fprintf(f, "   recording began mid-run: the state at trace start was rebuilt from the file\n");
+    if (!ri->checked)
         return;
-    const struct recorded_check *c = &r->check;
+    const struct recorded_check *c = &ri->check;
     fprintf(f, "   check against the snapshot:\n");
     fprintf(f, "    segment_allocs   %zu/%zu matched (size and place in the event order)\n", c->segment_allocs_matched,
             c->segment_allocs_recorded);
@@ -140,13 +158,9 @@ static void print_replay_details(FILE *f, const struct job_result *r)
     else
         fprintf(f, "    final layout     %zu/%zu segments laid out alike\n", c->final_segments_matched,
                 c->final_segments);
-    fprintf(f, "    alloc addresses  %zu/%zu matched (%s)\n", c->addresses_matched, c->allocs,
-            c->recorded_addresses ? "recorded segment addresses" : "segment-relative");
+    fprintf(f, "    alloc addresses  %zu/%zu matched\n", c->addresses_matched, c->allocs);
     if (c->first_mismatch[0])
         fprintf(f, "    first mismatch   %s\n", c->first_mismatch);
-    if (c->first_mismatch[0] && !c->recorded_addresses)
-        fprintf(f, "    note: best fit breaks ties between equal free blocks by address, so simulated addresses can\n"
-                   "          change which block is reused; --same-addresses places segments where the driver did\n");
 }
 
 static void print_fit(FILE *f, const struct report_group *g)

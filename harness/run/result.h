@@ -15,8 +15,19 @@ struct recorded_check {
     bool final_layout_matched;
     size_t final_segments, final_segments_matched; /* the file's final segments, and how many the model laid out alike */
     size_t allocs, addresses_matched;
-    bool recorded_addresses;                       /* segments were placed at their recorded addresses */
     char first_mismatch[512];
+};
+
+/* How a replay was set up, and why: a replay reproduces the recording unless told otherwise. */
+struct replay_info {
+    const char *input_kind;   /* "PyTorch snapshot" or "text trace" */
+    bool rebuilt_start;       /* recording began mid-run: the state at trace start was rebuilt */
+    char settings_from[160];  /* where the allocator settings came from */
+    char capacity_from[160];  /* why the device has the capacity it has */
+    uint64_t needed;          /* peak reserved with room to spare: a device of this capacity holds the trace */
+    char addresses[160];      /* how new segments were placed */
+    bool checked;             /* a snapshot: check says how the run matched its recording */
+    struct recorded_check check;
 };
 
 struct job_result {
@@ -40,11 +51,7 @@ struct job_result {
     double train_flops;      /* FLOPs of the kernels in those phases */
     double steps_per_s, samples_per_s;
 
-    /* A replay: what was read, and for a snapshot how the run matched its recording. */
-    const char *input_kind;  /* "PyTorch snapshot" or "text trace"; NULL for a scenario variant */
-    bool rebuilt_start;      /* recording began mid-run: the state at trace start was rebuilt */
-    bool checked;
-    struct recorded_check check;
+    struct replay_info replay; /* a replay only */
 };
 
 /* "OOM in backward, step 2 (decoder.block.3.ffn)" or "fits" */

@@ -108,3 +108,13 @@ void size_format_pytorch(uint64_t n, char *buf, size_t len)
     else
         snprintf(buf, len, "%.2f GiB", (double)n / 1073741824.0);
 }
+
+void size_format_flag(uint64_t n, char *buf, size_t len)
+{
+    uint64_t hundredths = (n * 100 + GiB - 1) / GiB; /* rounded up: the flag must hold n */
+    if (n < GiB)
+        snprintf(buf, len, "%lluMiB", (unsigned long long)((n + MiB - 1) / MiB));
+    else
+        snprintf(buf, len, "%llu.%02lluGiB", (unsigned long long)(hundredths / 100),
+                 (unsigned long long)(hundredths % 100));
+}

@@ -29,6 +29,9 @@ int capacity_parse(const char *s, struct capacity *out, struct err *e);
 /* The capacity of a device whose full memory is `full`: c.bytes, else full x c.fraction, else dflt. */
 uint64_t capacity_resolve(struct capacity c, uint64_t full, uint64_t dflt);
 
+/* A size as a flag takes it, rounded up so it still holds n: "512MiB", "56.92GiB". */
+void size_format_flag(uint64_t n, char *buf, size_t len);
+
 /* c10's format_size, as used in the OOM message: "512 bytes", "1.00 KiB", "20.00 MiB", "31.51 GiB". */
 void size_format_pytorch(uint64_t n, char *buf, size_t len);
 
