@@ -79,7 +79,7 @@ static void check_variant(const struct scenario *sc, const struct variant *v, co
     ok(rc == 0 && files_equal(prog, again), "%s/%s: text reads back to itself", sc->name, v->name);
 
     struct replay_options ropt = {.device = sc->device, .alloc_conf = v->alloc_conf};
-    if (!ok(replay_path(prog, &ropt, &replayed, NULL, &e) == 0, "%s/%s: program replays", sc->name, v->name)) {
+    if (!ok(replay_path(prog, &ropt, &replayed, &e) == 0, "%s/%s: program replays", sc->name, v->name)) {
         diag("%s", e.msg);
         return;
     }

@@ -58,7 +58,7 @@ static int replay(const char *file, const struct replay_options *opt, struct err
     char rel[256], path[1024];
     snprintf(rel, sizeof rel, "data/pytorch-snapshots/%s", file);
     tap_shared_path(rel, path, sizeof path);
-    return replay_path(path, opt, &res, NULL, e);
+    return replay_path(path, opt, &res, e);
 }
 
 static void exact(const struct expected *x)

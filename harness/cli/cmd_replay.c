@@ -9,7 +9,6 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "replay/replay.h"
-#include "report/json_out.h"
 #include "util/size.h"
 
 static void usage(FILE *f)
@@ -30,7 +29,8 @@ static void usage(FILE *f)
             "  --capacity CAP       device capacity: a size (100MiB, 31.5GiB) or a share of the device (0.5, 50%%)\n"
             "  --same-addresses     new segments always take the addresses recorded in segment_alloc events\n"
             "  --sim-addresses      new segments always follow the sim's deterministic address policy\n"
-            "  --snapshot FILE      write the model's final segments and blocks as JSON, in memory_snapshot()'s structure\n"
+            "  --snapshot FILE      write the replayed run as a PyTorch memory snapshot (pytorch.org/memory_viz\n"
+            "                       opens it); FILE.json: the final segments as memory_snapshot()'s JSON\n"
             CLI_REPORT_HELP
             "exit: 0 the trace ran without an OOM, 1 it OOMed, 2 bad input, 3 internal error\n");
 }
@@ -46,7 +46,6 @@ int cmd_replay(int argc, char **argv)
     };
     struct replay_options opt = {0};
     struct cli_report_args ra = {0};
-    const char *snapshot_path = NULL;
     struct err e = {0};
     int c;
     optind = 1;
@@ -62,7 +61,7 @@ int cmd_replay(int argc, char **argv)
             break;
         case 's': opt.addresses = ADDRESSES_RECORDED; break;
         case 'P': opt.addresses = ADDRESSES_POLICY; break;
-        case 'S': snapshot_path = optarg; break;
+        case 'S': opt.snapshot_path = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -80,20 +79,15 @@ int cmd_replay(int argc, char **argv)
     struct report_outputs out;
     if (report_outputs_open(&out, "replay", ra.json, ra.csv, ra.tap, &e))
         return cli_fail("replay", &e);
-    if (snapshot_path && !strcmp(snapshot_path, "-"))
+    if (opt.snapshot_path && !strcmp(opt.snapshot_path, "-"))
         out.table = false;
     struct job_result *res = calloc(1, sizeof *res);
-    struct alloc_snapshot final = {0};
-    int rc = res ? replay_path(path, &opt, res, snapshot_path ? &final : NULL, &e)
-                 : err_set(&e, ERR_INTERNAL, "out of host memory");
+    int rc = res ? replay_path(path, &opt, res, &e) : err_set(&e, ERR_INTERNAL, "out of host memory");
     if (rc == 0) {
         struct report_group g = {.kind = REPORT_REPLAY, .name = path, .jobs = res, .njobs = 1};
         report_outputs_add(&out, &g);
-        if (snapshot_path)
-            rc = json_write_file(snapshot_path, json_alloc_snapshot(&final), &e);
     }
     rc = report_outputs_close(&out, rc == 0, &e) || rc;
-    alloc_snapshot_free(&final);
     free(res);
     return rc ? cli_fail("replay", &e) : cli_exit_status(&out);
 }

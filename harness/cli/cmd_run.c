@@ -16,7 +16,9 @@ static void usage(FILE *f)
                "  --device DEV     run every scenario on DEV instead of its own (sim:PROFILE, sim:SIZE,\n"
                "                   host, host:SIZE|FRACTION, cuda, cuda:N)\n"
                "  --capacity CAP   override the device capacity: a size (24GiB) or a share of the\n"
-               "                   device's memory (0.5 or 50%%)\n" CLI_REPORT_HELP
+               "                   device's memory (0.5 or 50%%)\n"
+               "  --snapshot DIR   write each variant's run as a PyTorch memory snapshot,\n"
+               "                   DIR/SCENARIO--VARIANT.pickle (pytorch.org/memory_viz opens it)\n" CLI_REPORT_HELP
                "exit: 0 every expectation holds, 1 one failed, 2 bad input, 3 internal or device error\n");
 }
 
@@ -44,7 +46,8 @@ int cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"device", required_argument, 0, 'd'}, {"capacity", required_argument, 0, 'c'},
-        {"help", no_argument, 0, 'h'},         CLI_REPORT_OPTIONS,
+        {"help", no_argument, 0, 'h'},         {"snapshot", required_argument, 0, 'S'},
+        CLI_REPORT_OPTIONS,
         {0, 0, 0, 0},
     };
     struct harness_options opt = {0};
@@ -57,6 +60,7 @@ int cmd_run(int argc, char **argv)
             continue;
         switch (c) {
         case 'd': opt.device = optarg; break;
+        case 'S': opt.snapshot_dir = optarg; break;
         case 'c':
             if (capacity_parse(optarg, &opt.capacity, &e) && err_prefix(&e, "--capacity: "))
                 return cli_fail("run", &e);

@@ -18,6 +18,7 @@
 #include "replay/recorded.h"
 #include "replay/snapshot_plan.h"
 #include "replay/trace_input.h"
+#include "report/snapshot_out.h"
 #include "run/runner.h"
 
 #define DEFAULT_DEVICE "sim:rtx5090"
@@ -35,10 +36,11 @@ struct replay_run {
     struct device *dev;
     struct runner *runner;
     struct recorded_observer *check;
+    struct snapshot_recorder *snapshot; /* --snapshot */
 };
 
-static int open_run(const struct setup *su, bool snapshot, struct replay_run *rr, struct job_result *out,
-                    struct err *e)
+static int open_run(const struct setup *su, bool snapshot, bool record, struct replay_run *rr,
+                    struct job_result *out, struct err *e)
 {
     if (!(rr->dev = device_open(su->device, su->capacity, NULL, e)))
         return -1;
@@ -58,6 +60,9 @@ static int open_run(const struct setup *su, bool snapshot, struct replay_run *rr
     if (snapshot && (!(rr->check = recorded_observer_create()) ||
                      runner_add_observer(rr->runner, recorded_observer_base(rr->check))))
         return err_set(e, ERR_INTERNAL, "out of host memory");
+    if (record && (!(rr->snapshot = snapshot_recorder_create()) ||
+                   runner_add_observer(rr->runner, snapshot_recorder_base(rr->snapshot))))
+        return err_set(e, ERR_INTERNAL, "out of host memory");
     return 0;
 }
 
@@ -65,6 +70,7 @@ static void close_run(struct replay_run *rr)
 {
     runner_destroy(rr->runner);
     recorded_observer_destroy(rr->check);
+    snapshot_recorder_destroy(rr->snapshot);
     if (rr->dev)
         rr->dev->ops->destroy(rr->dev);
     *rr = (struct replay_run){0};
@@ -133,20 +139,18 @@ static int force_recorded_addresses(struct replay_run *rr, const struct snapshot
     return rc ? err_set(e, ERR_INTERNAL, "out of host memory for %zu recorded segment addresses", n) : 0;
 }
 
-static int finish(struct replay_run *rr, struct job_result *out, struct alloc_snapshot *final, struct err *e)
+static int finish(struct replay_run *rr, struct job_result *out, const char *snapshot_path, struct err *e)
 {
     runner_finish(rr->runner, &out->run);
     job_throughput(out);
-    if (final && allocator_snapshot(runner_allocator(rr->runner), final))
-        return err_set(e, ERR_INTERNAL, "out of host memory taking the final snapshot");
-    return 0;
+    return rr->snapshot ? snapshot_recorder_write(rr->snapshot, rr->runner, snapshot_path, e) : 0;
 }
 
 static int run_plan(const struct snapshot_plan *plan, const struct setup *su, struct job_result *out,
-                    struct alloc_snapshot *final, struct err *e)
+                    const char *snapshot_path, struct err *e)
 {
     struct replay_run rr = {0};
-    int rc = open_run(su, true, &rr, out, e);
+    int rc = open_run(su, true, snapshot_path != NULL, &rr, out, e);
     if (rc == 0)
         rc = restore_initial(&rr, plan, e);
     if (rc == 0 && su->recorded_addresses)
@@ -158,20 +162,20 @@ static int run_plan(const struct snapshot_plan *plan, const struct setup *su, st
     if (rc == 0 && (rc = recorded_observer_finish(rr.check, rr.runner, &plan->final, &out->replay.check, e)) == 0)
         out->replay.checked = true;
     if (rc == 0)
-        rc = finish(&rr, out, final, e);
+        rc = finish(&rr, out, snapshot_path, e);
     close_run(&rr);
     return rc;
 }
 
 static int run_text(struct trace_input *in, const struct setup *su, struct job_result *out,
-                    struct alloc_snapshot *final, struct err *e)
+                    const char *snapshot_path, struct err *e)
 {
     struct replay_run rr = {0};
-    int rc = open_run(su, false, &rr, out, e);
+    int rc = open_run(su, false, snapshot_path != NULL, &rr, out, e);
     if (rc == 0)
         rc = text_trace_run(in, runner_sink(rr.runner), e);
     if (rc == 0)
-        rc = finish(&rr, out, final, e);
+        rc = finish(&rr, out, snapshot_path, e);
     close_run(&rr);
     return rc;
 }
@@ -217,7 +221,7 @@ static int decide(const struct replay_options *opt, const struct snapshot_plan *
 }
 
 static int replay_snapshot(struct trace_input *in, const struct replay_options *opt, struct job_result *out,
-                           struct alloc_snapshot *final, struct err *e)
+                           struct err *e)
 {
     unsigned char *data;
     size_t len;
@@ -233,7 +237,7 @@ static int replay_snapshot(struct trace_input *in, const struct replay_options *
     struct setup su;
     rc = decide(opt, &plan, &su, out, e);
     if (rc == 0)
-        rc = run_plan(&plan, &su, out, final, e);
+        rc = run_plan(&plan, &su, out, opt->snapshot_path, e);
     if (rc == 0 && out->run.nooms && su.capacity.bytes != UNBOUNDED) {
         /* what it would have needed: the same run with room to spare */
         struct job_result *big = calloc(1, sizeof *big);
@@ -251,13 +255,13 @@ static int replay_snapshot(struct trace_input *in, const struct replay_options *
 }
 
 static int replay_text(const char *path, struct trace_input *in, const struct replay_options *opt,
-                       struct job_result *out, struct alloc_snapshot *final, struct err *e)
+                       struct job_result *out, struct err *e)
 {
     out->replay.input_kind = "text trace";
     struct setup su;
     int rc = decide(opt, NULL, &su, out, e);
     if (rc == 0)
-        rc = run_text(in, &su, out, final, e);
+        rc = run_text(in, &su, out, opt->snapshot_path, e);
     if (rc || !out->run.nooms || su.capacity.bytes == UNBOUNDED) {
         out->replay.needed = rc || out->run.nooms ? 0 : out->run.peak_reserved;
         return rc;
@@ -274,23 +278,18 @@ static int replay_text(const char *path, struct trace_input *in, const struct re
     return 0;
 }
 
-int replay_path(const char *path, const struct replay_options *opt, struct job_result *out,
-                struct alloc_snapshot *final, struct err *e)
+int replay_path(const char *path, const struct replay_options *opt, struct job_result *out, struct err *e)
 {
     *out = (struct job_result){0};
     snprintf(out->group, sizeof out->group, "%s", path);
     snprintf(out->name, sizeof out->name, "replay");
     snprintf(out->fixes, sizeof out->fixes, "-");
-    if (final)
-        *final = (struct alloc_snapshot){0};
     struct trace_input *in = trace_input_open(path, e);
     if (!in)
         return -1;
     int first = trace_input_peek(in, e);
-    int rc = first == -2 ? -1 : first == 0x80 /* pickle PROTO */ ? replay_snapshot(in, opt, out, final, e)
-                                                                  : replay_text(path, in, opt, out, final, e);
+    int rc = first == -2 ? -1 : first == 0x80 /* pickle PROTO */ ? replay_snapshot(in, opt, out, e)
+                                                                  : replay_text(path, in, opt, out, e);
     trace_input_close(in);
-    if (rc && final)
-        alloc_snapshot_free(final);
     return rc;
 }

@@ -31,12 +31,12 @@ struct replay_options {
     const char *env_alloc_conf;  /* the environment's settings, used where the file records none */
     const char *env_name;        /* the variable they came from */
     enum replay_addresses addresses;
+    const char *snapshot_path;   /* the replayed run written there as a PyTorch snapshot (snapshot_out.h) */
 };
 
-/* Replays the file at path ("-" = standard input; plain or gzip) into *out. With final (may be NULL),
- * the model's segments at the end, for --snapshot. Bad input: ERR_INPUT naming file and position. */
-int replay_path(const char *path, const struct replay_options *opt, struct job_result *out,
-                struct alloc_snapshot *final, struct err *e);
+/* Replays the file at path ("-" = standard input; plain or gzip) into *out. Bad input: ERR_INPUT naming
+ * file and position. */
+int replay_path(const char *path, const struct replay_options *opt, struct job_result *out, struct err *e);
 
 /* Reads a text trace from in and emits each line's op to sink as it is read (text_trace.c). */
 int text_trace_run(struct trace_input *in, struct op_sink *sink, struct err *e);

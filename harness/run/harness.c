@@ -7,6 +7,8 @@
 
 #include "device/device_open.h"
 #include "device/sim.h"
+#include "report/snapshot_out.h"
+#include "util/dir.h"
 #include "workload/generate.h"
 
 void variant_fixes_text(const struct variant *v, char *buf, size_t len)
@@ -47,6 +49,18 @@ static void judge(struct job_result *r, const struct expectation *x)
     snprintf(r->expect_why, sizeof r->expect_why, "%s", why);
 }
 
+/* DIR/SCENARIO--VARIANT.pickle, DIR made if missing. */
+static int write_snapshot(struct snapshot_recorder *snap, struct runner *run, const char *dir,
+                          const struct scenario *sc, const struct variant *v, struct err *e)
+{
+    if (dir_make(dir, e))
+        return err_prefix(e, "--snapshot: ");
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s--%s.pickle", dir, sc->name, v->name) >= (int)sizeof path)
+        return err_set(e, ERR_INPUT, "--snapshot %s: path too long", dir);
+    return snapshot_recorder_write(snap, run, path, e);
+}
+
 int harness_run_variant(const struct scenario *sc, const struct variant *v, const struct job_spec *job_override,
                         const struct harness_options *opt, struct job_result *r, struct err *e)
 {
@@ -78,9 +92,13 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     alloc_config_default(&cfg);
     int rc = -1;
     struct runner *run = NULL;
+    struct snapshot_recorder *snap = NULL;
     if (alloc_config_parse(&cfg, v->alloc_conf, e)) {
         err_prefix(e, "%s: variant %s: ", sc->path, v->name);
     } else if (!(run = runner_create(dev, &cfg, profile, NULL))) {
+        err_set(e, ERR_INTERNAL, "out of host memory");
+    } else if (opt->snapshot_dir && (!(snap = snapshot_recorder_create()) ||
+                                     runner_add_observer(run, snapshot_recorder_base(snap)))) {
         err_set(e, ERR_INTERNAL, "out of host memory");
     } else {
         ref.runner = run;
@@ -91,7 +109,10 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
         else if (rc)
             *e = gen_err, err_prefix(e, "%s: variant %s: ", sc->path, v->name);
         runner_finish(run, &r->run);
+        if (rc == 0 && snap)
+            rc = write_snapshot(snap, run, opt->snapshot_dir, sc, v, e);
     }
+    snapshot_recorder_destroy(snap);
     ref.runner = NULL; /* the device gives its workspaces back at destroy; the allocator is gone by then */
     runner_destroy(run);
     dev->ops->destroy(dev);

@@ -13,6 +13,7 @@
 struct harness_options {
     const char *device;  /* overrides every scenario's device ("sim:a100-80", "host", ...); NULL = the file's */
     struct capacity capacity; /* overrides the device capacity (a size or a fraction); {0, 0} = the device's */
+    const char *snapshot_dir; /* each variant's run is written there as a PyTorch snapshot, SCENARIO--VARIANT.pickle */
 };
 
 

@@ -379,6 +379,9 @@ static int emit(struct op_sink *sink, const struct op *op, struct err *e)
     struct runner *r = (struct runner *)sink;
     if (r->stopped)
         return -1;
+    for (size_t i = 0; i < r->nobservers; i++)
+        if (r->observers[i]->before_op)
+            r->observers[i]->before_op(r->observers[i], op);
     struct alloc_block *block = NULL;
     if (execute(r, op, &block, e)) {
         r->stopped = true;

@@ -81,9 +81,11 @@ struct runner_options {
     const char *where_unit;
 };
 
-/* Sees the run as it happens. Either function may be NULL; a nonzero return from on_op stops the run
+/* Sees the run as it happens. Any function may be NULL; a nonzero return from on_op stops the run
  * with the error in e. */
 struct run_observer {
+    /* before the runner executes op */
+    void (*before_op)(struct run_observer *o, const struct op *op);
     /* every allocator trace event (segment_alloc, segment_free, map, unmap, oom, ...) */
     void (*on_alloc_event)(struct run_observer *o, const struct alloc_trace_event *ev);
     /* after the runner executed op; for ALLOC, block is the new block (NULL: zero bytes, or an OOM) */
