@@ -1,6 +1,6 @@
 /* kernels.h: oomlab's one table of kernels (ops a training step launches).
  *
- * Each kernel_call (harness/program/program.h) names a kernel, the compute dtype, up to 8 dims,
+ * Each kernel_call (kernel_call.h) names a kernel, the compute dtype, up to 8 dims,
  * up to 6 tensors (op-program tensor ids; inputs first, then outputs) and 4 float parameters.
  * This header fixes, per kernel, what those slots mean. For every kernel the table gives the
  * FLOP and byte counts a roofline model uses, the size of each tensor, a CPU implementation (used
@@ -185,7 +185,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "program/program.h"
+#include "kernel_call.h"
 #include "util/err.h"
 
 enum kernel_id {

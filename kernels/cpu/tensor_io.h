@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "elementwise.h"
-#include "program/program.h"
+#include "dtype.h"
 
 static inline float ld(const void *p, int dt, size_t i)
 {
