@@ -92,6 +92,17 @@ $(BUILD)/obj/%.cu.o: %.cu
 $(BUILD)/oomlab-cuda.so: $(CUDA_OBJS)
 	$(NVCC) -shared $^ -o $@ -L/usr/local/cuda/lib64 -Xlinker -rpath -Xlinker /usr/local/cuda/lib64 -lcudart -lcublas -lcudnn
 
+# The CUDA kernel table's test reads the table kernels/cuda's objects hold (no GPU needed); without
+# the CUDA build it is compiled without them and skips.
+KERNELS_CUDA_OBJS := $(filter $(BUILD)/obj/kernels/%,$(CUDA_OBJS))
+ifneq ($(and $(WANT_CUDA),$(CUDA_SRCS)),)
+$(BUILD)/tests/kernels_cuda_table.t: tests/kernels_cuda_table_test.c tests/tap.h $(BUILD)/liboomlab.a $(KERNELS_CUDA_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DOOMLAB_CUDA_TABLE -Itests -c $< -o $(@:.t=.o)
+	$(CXX) $(LDFLAGS) $(@:.t=.o) $(KERNELS_CUDA_OBJS) $(BUILD)/liboomlab.a $(LDLIBS) -L/usr/local/cuda/lib64 \
+	    -Wl,-rpath,/usr/local/cuda/lib64 -lcudart -lcublas -lcudnn -o $@
+endif
+
 run: all
 	@mkdir -p results/fresh
 	$(BUILD)/oomlab run --json results/fresh/run.json --csv results/fresh/run.csv scenarios/ | tee results/fresh/run.txt
