@@ -23,7 +23,17 @@ CPU_BODY void f16_to_bf16_body(uint16_t *restrict y, const uint16_t *restrict x,
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
+
+/* CPUID's F16C bit (__builtin_cpu_supports("f16c") is gcc's alone); the caller's AVX2 check covers
+ * the OS's saving of the AVX registers F16C also needs. */
+static int cpu_has_f16c(void)
+{
+    unsigned eax, ebx, ecx, edx;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+}
+
 /* bf16_to_f16_body with F16C: vcvtps2ph with round-to-nearest-even gives oom_f32_to_f16's bits for
  * every non-NaN input (overflow to inf and fp16 subnormals included); NaNs, whose payload it keeps,
  * are set to oom_f32_to_f16's quiet 0x7e00 with the sign. */
@@ -51,7 +61,7 @@ CPU_MULTIVERSION(bf16_to_f16_vec, (uint16_t *restrict y, const uint16_t *restric
 static void bf16_to_f16(uint16_t *restrict y, const uint16_t *restrict x, size_t n)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
+    if (__builtin_cpu_supports("avx2") && cpu_has_f16c()) {
         bf16_to_f16_f16c(y, x, n);
         return;
     }
