@@ -88,17 +88,20 @@ ATTN_ELEMS(flash_bwd_elems, AT_Q, AT_KV, AT_STATS, AT_O, AT_Q, AT_KV)
 ATTN_ELEMS(attn_bias_fwd_elems, AT_Q, AT_KV, AT_P, AT_P, AT_O)
 ATTN_ELEMS(attn_dscores_elems, AT_KV, AT_P, AT_O, AT_P)
 
+/* fn: the size of tensor i is shape(k, shapes[i]), one letter per tensor. */
+#define SHAPE_ELEMS(fn, shape, shapes)                                       \
+    static uint64_t fn(const struct kernel_call *k, unsigned i)              \
+    {                                                                        \
+        return shape(k, shapes[i]);                                          \
+    }
+
 /* Row kernels: "x" tensors are rows x C, "p" tensors C (params), "r" tensors rows (stats). */
 static uint64_t row_shape(const struct kernel_call *k, char s)
 {
     return s == 'x' ? D(0) * D(1) : s == 'p' ? D(1) : D(0);
 }
 
-#define ROW_ELEMS(fn, shapes)                                                \
-    static uint64_t fn(const struct kernel_call *k, unsigned i)              \
-    {                                                                        \
-        return row_shape(k, shapes[i]);                                      \
-    }
+#define ROW_ELEMS(fn, shapes) SHAPE_ELEMS(fn, row_shape, shapes)
 ROW_ELEMS(softmax_elems, "xxx")
 ROW_ELEMS(ln_fwd_elems, "xppxrr")
 ROW_ELEMS(ln_bwd_dx_elems, "xxprrx")
@@ -114,11 +117,7 @@ static uint64_t gn_shape(const struct kernel_call *k, char s)
     return s == 'x' ? D(0) * D(1) * D(2) : s == 'p' ? D(1) : D(0) * D(3);
 }
 
-#define GN_ELEMS(fn, shapes)                                                 \
-    static uint64_t fn(const struct kernel_call *k, unsigned i)              \
-    {                                                                        \
-        return gn_shape(k, shapes[i]);                                       \
-    }
+#define GN_ELEMS(fn, shapes) SHAPE_ELEMS(fn, gn_shape, shapes)
 GN_ELEMS(gn_fwd_elems, "xppxrr")
 GN_ELEMS(gn_bwd_dx_elems, "xxprrx")
 GN_ELEMS(gn_bwd_params_elems, "xxrrpp")
@@ -173,11 +172,7 @@ static uint64_t bcast_shape(const struct kernel_call *k, char s)
     return s == 'f' ? D(0) * D(1) * D(2) : D(0) * D(2);
 }
 
-#define BCAST_ELEMS(fn, shapes)                                              \
-    static uint64_t fn(const struct kernel_call *k, unsigned i)              \
-    {                                                                        \
-        return bcast_shape(k, shapes[i]);                                    \
-    }
+#define BCAST_ELEMS(fn, shapes) SHAPE_ELEMS(fn, bcast_shape, shapes)
 BCAST_ELEMS(binary_bcast_elems, "fsf")
 BCAST_ELEMS(expand_elems, "sf")
 BCAST_ELEMS(reduce_sum_elems, "fs")
