@@ -1,5 +1,6 @@
-/* kernel_table.c: the kernel table: per kernel its dims and tensors, tensor sizes, FLOP and byte
- * counts for the roofline, shape checks, CPU implementation and tolerances (see kernels.h). */
+/* kernel_table.c: the kernel table, kernel_list.def's rows: per kernel its dims and tensors, tensor
+ * sizes, FLOP and byte counts for the roofline, shape checks, tolerances and CPU implementation (see
+ * kernels.h); the functions the rows name, and the table's lookups and checks. */
 #include "kernels.h"
 
 #include <math.h>
@@ -422,6 +423,7 @@ static int randint_check(const struct kernel_call *k, struct err *e)
 
 /* ---- the table ---- */
 
+/* The abbreviations kernel_list.def's rows use. */
 #define IN TR_IN
 #define OUT TR_OUT
 #define IO TR_INOUT

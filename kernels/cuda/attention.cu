@@ -1,12 +1,12 @@
 // attention.cu: CUDA unfused attention, one warp per query row (forward, dq) or per key row (dk, dv),
-// the lanes splitting the head dimension or the keys: the forward writes P and reads it back for
-// P v; the backward keeps each row's sum(P * dP) in scratch. Also attention with an additive score
-// bias (T5's relative position bias), whose lanes take the keys for the scores and the head
-// dimension for o, summing the fp32 probabilities in key order as the CPU does (not the stored,
-// rounded p), and the score gradient, which needs no per-lane accumulators and so has no
-// head-dimension limit. Each lane reads bias (or p) at its own keys before writing p (or ds) there,
-// so p may be bias and ds may be p, as on the CPU. The key-row backward pass is flash_attention.cu's
-// too. Head dimension up to 256 (8 accumulators per lane) elsewhere.
+// the lanes splitting the head dimension (up to 256: 8 accumulators per lane) or the keys. The
+// forward writes P and reads it back for P v; the backward keeps each row's sum(P * dP) in scratch;
+// its key-row pass serves flash_attention.cu too. Attention with an additive score bias (T5's
+// relative position bias) takes the keys on its lanes for the scores and the head dimension for o,
+// summing the fp32 probabilities in key order as the CPU does (not the stored, rounded p); the score
+// gradient needs no per-lane accumulators and so has no head-dimension limit. Each lane reads bias
+// (or p) at its own keys before writing p (or ds) there, so p may be bias and ds may be p, as on the
+// CPU.
 #include "cuda/attn_warp.cuh"
 #include "cuda/cuda_kernels.h"
 
