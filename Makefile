@@ -84,13 +84,26 @@ $(BUILD)/tests/%.t: tests/%_test.c tests/tap.h $(BUILD)/liboomlab.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests $< $(BUILD)/liboomlab.a $(LDFLAGS) $(LDLIBS) -o $@
 
-# The CUDA plugin: device code and host glue compiled by nvcc, linked against cudart, cuBLAS, cuDNN.
+# The CUDA plugin: device code and host glue compiled by nvcc, linked against cudart, cuBLAS, cuDNN;
+# -z defs makes a missing symbol (a kernel without its cuda_<name>) a link error, not a dlopen failure.
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -std=c++17 -O2 $(NVCC_ARCHS) -Xcompiler -fPIC -Xcompiler -fvisibility=hidden -MMD -MP -MF $(@:.o=.d) -Iharness -Ikernels -c $< -o $@
 
 $(BUILD)/oomlab-cuda.so: $(CUDA_OBJS)
-	$(NVCC) -shared $^ -o $@ -L/usr/local/cuda/lib64 -Xlinker -rpath -Xlinker /usr/local/cuda/lib64 -lcudart -lcublas -lcudnn
+	$(NVCC) -shared $^ -o $@ -L/usr/local/cuda/lib64 -Xlinker -rpath -Xlinker /usr/local/cuda/lib64 -Xlinker -z \
+	    -Xlinker defs -lcudart -lcublas -lcudnn
+
+# The CUDA kernel table's test reads the table kernels/cuda's objects hold (no GPU needed); without
+# the CUDA build it is compiled without them and skips.
+KERNELS_CUDA_OBJS := $(filter $(BUILD)/obj/kernels/%,$(CUDA_OBJS))
+ifneq ($(and $(WANT_CUDA),$(CUDA_SRCS)),)
+$(BUILD)/tests/kernels_cuda_table.t: tests/kernels_cuda_table_test.c tests/tap.h $(BUILD)/liboomlab.a $(KERNELS_CUDA_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DOOMLAB_CUDA_TABLE -Itests -c $< -o $(@:.t=.o)
+	$(CXX) $(LDFLAGS) $(@:.t=.o) $(KERNELS_CUDA_OBJS) $(BUILD)/liboomlab.a $(LDLIBS) -L/usr/local/cuda/lib64 \
+	    -Wl,-rpath,/usr/local/cuda/lib64 -lcudart -lcublas -lcudnn -o $@
+endif
 
 run: all
 	@mkdir -p results/fresh

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "program/program.h" /* enum dtype */
+#include "dtype.h"
 
 #ifdef __CUDACC__
 #define OOM_HD __host__ __device__ inline

@@ -1,8 +1,8 @@
-/* kernels_activation_test.c: GELU (tanh, erf), SiLU, GEGLU and SwiGLU (separate and packed) and
- * dropout against naive double references in every dtype; backward kernels against finite
- * differences (dropout's too, under its fixed mask); the 16-bit unary activations over every input
- * pattern, bit for bit the fp32 kernel's result rounded; dropout's mask deterministic, at the right
- * rate, drawn as elementwise.h defines it and reused by its backward. */
+/* kernels_activation_test.c: GELU (tanh, erf), SiLU, ReLU, quick GELU, GEGLU and SwiGLU (separate
+ * and packed) and dropout against naive double references in every dtype; backward kernels against
+ * finite differences (dropout's too, under its fixed mask); the 16-bit unary activations over every
+ * input pattern, bit for bit the fp32 kernel's result rounded; dropout's mask deterministic, at the
+ * right rate, drawn as elementwise.h defines it and reused by its backward. */
 #include "kernels_test_util.h"
 
 static double gelu_ref(double x, int tanh_approx)
@@ -401,6 +401,64 @@ static void dropout_rng_case(void)
        "threshold: p = 0 keeps every draw, p = 0.25 keeps bits >= 2^22, any p > 0 drops bits 0");
 }
 
+struct act_ctx {
+    unsigned kernel;
+    float *x, *w, *y;
+    size_t n;
+};
+
+static double act_loss(void *p)
+{
+    struct act_ctx *c = p;
+    struct kernel_call k = KCALL(c->kernel, DT_F32, (int64_t)c->n);
+    void *t[2] = {c->x, c->y};
+    run(&k, t);
+    return wsum(c->w, c->y, c->n);
+}
+
+static void test_activations(void)
+{
+    static const unsigned fwd[2] = {K_RELU_FWD, K_QUICK_GELU_FWD}, bwd[2] = {K_RELU_BWD, K_QUICK_GELU_BWD};
+    const size_t n = 64;
+    for (int a = 0; a < 2; a++) {
+        for (size_t t = 0; t < 3; t++) {
+            int dt = test_dtypes[t];
+            float *x = rnd_vec(n, 3.0f);
+            round_to(x, n, dt);
+            double *ref = malloc(n * sizeof *ref);
+            for (size_t i = 0; i < n; i++)
+                ref[i] = a == 0 ? (x[i] > 0 ? x[i] : 0) : x[i] / (1.0 + exp(-1.702 * x[i]));
+            void *tx = typed(x, n, dt), *ty = typed(x, n, dt);
+            struct kernel_call k = KCALL(fwd[a], dt, (int64_t)n);
+            void *ts[2] = {tx, ty};
+            run(&k, ts);
+            check_close(ty, dt, ref, n, kernel_get(fwd[a])->tol[dt], kernel_get(fwd[a])->name);
+            /* backward: dy times the derivative (ReLU's at 0 is 0, as PyTorch's threshold_backward) */
+            float *dy = rnd_vec(n, 1.0f);
+            round_to(dy, n, dt);
+            for (size_t i = 0; i < n; i++) {
+                double sg = 1.0 / (1.0 + exp(-1.702 * x[i]));
+                ref[i] = dy[i] * (a == 0 ? (x[i] > 0 ? 1.0 : 0.0) : sg + 1.702 * x[i] * sg * (1.0 - sg));
+            }
+            void *tdy = typed(dy, n, dt), *tdx = typed(dy, n, dt);
+            k = KCALL(bwd[a], dt, (int64_t)n);
+            run(&k, (void *[]){tx, tdy, tdx});
+            check_close(tdx, dt, ref, n, kernel_get(bwd[a])->tol[dt], kernel_get(bwd[a])->name);
+            free(x), free(ref), free(tx), free(ty), free(dy), free(tdy), free(tdx);
+        }
+        float *x = rnd_vec(n, 3.0f), *w = rnd_vec(n, 1.0f), *y = zeros(n), *dx = zeros(n);
+        for (size_t i = 0; i < n; i++) /* keep ReLU's kink out of the finite-difference step */
+            if (fabsf(x[i]) < 0.05f)
+                x[i] = 0.5f;
+        struct kernel_call k = KCALL(bwd[a], DT_F32, (int64_t)n);
+        void *ts[3] = {x, w, dx};
+        run(&k, ts);
+        struct act_ctx c = {fwd[a], x, w, y, n};
+        fd_check(x, n, act_loss, &c, dx, FD_TOL, kernel_get(bwd[a])->name);
+        free(x), free(w), free(y), free(dx);
+    }
+}
+
 int main(void)
 {
     dropout_rng_case();
@@ -425,5 +483,6 @@ int main(void)
             unary_exhaustive_case(K_RELU_FWD, 0, dt);
         }
     }
+    test_activations();
     return done_testing();
 }

@@ -1,6 +1,7 @@
 /* kernels_optim_test.c: AdamW against PyTorch's formula in double over several steps (fp32 and
  * low-precision params), 8-bit block-wise AdamW against a plain per-element reference (codes and
- * absmax exact, every dtype) and tracking fp32 AdamW, the dynamic 8-bit map, and the EMA update. */
+ * absmax exact, every dtype) and tracking fp32 AdamW, the dynamic 8-bit map, the EMA update, and
+ * SGD with momentum, AdamW with 16-bit moments and Adafactor against references in double. */
 #include "kernels_test_util.h"
 #include "cpu/cpu_kernels.h"
 
@@ -242,6 +243,158 @@ static void ema_case(int dt)
     free(ts);
 }
 
+/* v rounded to dtype dt, as a tensor of that dtype stores it. */
+static double in_dt(double v, int dt)
+{
+    float f = (float)v;
+    round_to(&f, 1, dt);
+    return f;
+}
+
+static void test_sgd_adamw_t(void)
+{
+    const size_t n = 32;
+    for (size_t t = 0; t < 3; t++) {
+        int dt = test_dtypes[t];
+        float *p0 = rnd_vec(n, 1.0f), *g = rnd_vec(n, 1.0f), *buf0 = rnd_vec(n, 1.0f);
+        round_to(p0, n, dt);
+        round_to(g, n, dt);
+        round_to(buf0, n, dt);
+        for (int mom = 0; mom < 2; mom++) {
+            void *tp = typed(p0, n, dt), *tg = typed(g, n, dt), *tb = typed(buf0, n, dt);
+            double *ref = dvec(p0, n), *rbuf = dvec(buf0, n);
+            struct kernel_call k = KCALL(K_SGD, dt, (int64_t)n, 1);
+            k.fparam[0] = 0.1f, k.fparam[1] = mom ? 0.9f : 0.0f, k.fparam[2] = 0.1f, k.fparam[3] = 0.01f;
+            for (int step = 1; step <= 3; step++) {
+                k.dims[1] = step;
+                run(&k, (void *[]){tp, tg, tb});
+                for (size_t i = 0; i < n; i++) {
+                    double gi = g[i] + 0.01 * ref[i];
+                    if (mom) {
+                        rbuf[i] = in_dt(step == 1 ? gi : 0.9 * rbuf[i] + 0.9 * gi, dt);
+                        gi = rbuf[i];
+                    }
+                    ref[i] = in_dt(ref[i] - 0.1 * gi, dt);
+                }
+            }
+            double tol = kernel_get(K_SGD)->tol[dt];
+            check_close(tp, dt, ref, n, tol, mom ? "sgd: three momentum steps, param" : "sgd: three steps without momentum, param");
+            check_close(tb, dt, rbuf, n, tol, mom ? "sgd: three momentum steps, buf" : "sgd: without momentum buf untouched");
+            free(tp), free(tg), free(tb), free(ref), free(rbuf);
+        }
+        free(p0), free(g), free(buf0);
+    }
+    for (size_t t = 0; t < 3; t++) {
+        int dt = test_dtypes[t];
+        float *g = rnd_vec(n, 1.0f), *p0 = rnd_vec(n, 1.0f), *m32 = zeros(n), *v32 = zeros(n), *p32 = malloc(n * sizeof *p32);
+        round_to(p0, n, dt);
+        memcpy(p32, p0, n * sizeof *p32);
+        void *tp = typed(p0, n, dt), *tg = typed(g, n, dt), *tm = typed(m32, n, dt), *tv = typed(v32, n, dt);
+        float *gr = as_float(tg, n, dt);
+        double *pr = dvec(p0, n), *mr = calloc(n, sizeof *mr), *vr = calloc(n, sizeof *vr);
+        struct kernel_call a = KCALL(K_ADAMW, DT_F32, (int64_t)n, 1, 0), at = KCALL(K_ADAMW_T, dt, (int64_t)n, 1, 0);
+        float hp[4] = {1e-2f, 0.9f, 0.999f, 0.01f};
+        memcpy(a.fparam, hp, sizeof hp);
+        memcpy(at.fparam, hp, sizeof hp);
+        void *t32[4] = {p32, gr, m32, v32}, *tt[4] = {tp, tg, tm, tv};
+        for (int step = 1; step <= 2; step++) {
+            a.dims[1] = at.dims[1] = step;
+            run(&a, t32);
+            run(&at, tt);
+            for (size_t i = 0; i < n; i++) { /* the step uses m and v before they are stored (rounded) */
+                double pd = pr[i] * (1.0 - 1e-2 * 0.01), m = 0.9 * mr[i] + 0.1 * gr[i];
+                double v = 0.999 * vr[i] + 0.001 * (double)gr[i] * gr[i];
+                double mh = m / (1.0 - pow(0.9, step)), vh = v / (1.0 - pow(0.999, step));
+                pr[i] = in_dt(pd - 1e-2 * mh / (sqrt(vh) + 1e-8), dt);
+                mr[i] = in_dt(m, dt);
+                vr[i] = in_dt(v, dt);
+            }
+        }
+        double tol = kernel_get(K_ADAMW_T)->tol[dt];
+        check_close(tp, dt, pr, n, tol, "adamw_t: param after two steps, PyTorch's formula");
+        check_close(tm, dt, mr, n, tol, "adamw_t: m");
+        check_close(tv, dt, vr, n, tol, "adamw_t: v");
+        double *r = dvec(p32, n);
+        check_close(tp, dt, r, n, tol, "adamw_t: matches fp32-state AdamW");
+        free(p0), free(m32), free(v32), free(p32), free(tp), free(tg), free(tm), free(tv), free(gr), free(r);
+        free(g), free(pr), free(mr), free(vr);
+    }
+}
+
+static void adafactor_ref(double *p, const float *g, double *state, int64_t R, int64_t C, int step, double clip)
+{
+    double beta2 = 1.0 - pow(step, -0.8), *u = malloc((size_t)(R * C) * sizeof *u), ss = 0;
+    if (C > 1) {
+        double rsum = 0;
+        for (int64_t r = 0; r < R; r++) {
+            double s = 0;
+            for (int64_t c = 0; c < C; c++)
+                s += (double)g[r * C + c] * g[r * C + c] + 1e-30;
+            state[r] = beta2 * state[r] + (1 - beta2) * s / C;
+            rsum += state[r];
+        }
+        for (int64_t c = 0; c < C; c++) {
+            double s = 0;
+            for (int64_t r = 0; r < R; r++)
+                s += (double)g[r * C + c] * g[r * C + c] + 1e-30;
+            state[R + c] = beta2 * state[R + c] + (1 - beta2) * s / R;
+        }
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t c = 0; c < C; c++)
+                u[r * C + c] = g[r * C + c] / sqrt(state[r] / (rsum / R) * state[R + c]);
+    } else {
+        for (int64_t r = 0; r < R; r++) {
+            state[r] = beta2 * state[r] + (1 - beta2) * ((double)g[r] * g[r] + 1e-30);
+            u[r] = g[r] / sqrt(state[r]);
+        }
+    }
+    for (int64_t i = 0; i < R * C; i++)
+        ss += u[i] * u[i];
+    double rms = sqrt(ss / (double)(R * C)), div = rms / clip > 1.0 ? rms / clip : 1.0;
+    for (int64_t i = 0; i < R * C; i++)
+        p[i] -= 1e-2 * u[i] / div;
+    free(u);
+}
+
+static void test_adafactor(void)
+{
+    /* clip 1 (the default) normalises the update, so a second case with clip 10 sees its scale */
+    static const int64_t shapes[2][2] = {{6, 4}, {7, 1}};
+    for (size_t t = 0; t < 3; t++)
+        for (int s = 0; s < 4; s++) {
+            int dt = test_dtypes[t];
+            double clip = s < 2 ? 1.0 : 10.0;
+            int64_t R = shapes[s % 2][0], C = shapes[s % 2][1], n = R * C, ns = C > 1 ? R + C : R;
+            float *p = rnd_vec((size_t)n, 1.0f), *g = rnd_vec((size_t)n, 1.0f), *state = zeros((size_t)ns);
+            round_to(p, (size_t)n, dt);
+            round_to(g, (size_t)n, dt);
+            double *ref = dvec(p, (size_t)n), *rstate = calloc((size_t)ns, sizeof *rstate);
+            void *tp = typed(p, (size_t)n, dt), *tg = typed(g, (size_t)n, dt);
+            struct kernel_call k = KCALL(K_ADAFACTOR, dt, R, C, 1);
+            k.fparam[0] = 1e-2f;
+            k.fparam[2] = s < 2 ? 0.0f : 10.0f;
+            void *ts[3] = {tp, tg, state};
+            for (int step = 1; step <= 3; step++) {
+                k.dims[2] = step;
+                run(&k, ts);
+                adafactor_ref(ref, g, rstate, R, C, step, clip);
+                for (int64_t i = 0; i < n; i++) /* the param is stored in its dtype after each step */
+                    ref[i] = in_dt(ref[i], dt);
+            }
+            double tol = kernel_get(K_ADAFACTOR)->tol[dt];
+            char msg[80];
+            snprintf(msg, sizeof msg, "adafactor: %s, clip %g, three steps", C > 1 ? "factored" : "vector", clip);
+            check_close(tp, dt, ref, (size_t)n, tol, msg);
+            snprintf(msg, sizeof msg, "adafactor: %s, %s grads", C > 1 ? "row and column means" : "second moment",
+                     dtype_name((enum dtype)dt));
+            check_close(state, DT_F32, rstate, (size_t)ns, 1e-5, msg);
+            free(p), free(g), free(state), free(ref), free(rstate), free(tp), free(tg);
+        }
+}
+
+/* The seeded fills against their definitions (elementwise.h's oom_uniform01, the draw the CUDA
+ * kernels share) in every dtype, and the statistics of the draws. */
+
 int main(void)
 {
     for (unsigned d = 0; d < 3; d++) {
@@ -257,5 +410,7 @@ int main(void)
         adamw8_exact_case(test_dtypes[d], 5003, 3001);
         adamw8_exact_case(test_dtypes[d], 1000, 256);
     }
+    test_sgd_adamw_t();
+    test_adafactor();
     return done_testing();
 }

@@ -1,6 +1,38 @@
-/* kernels_table_test.c: the kernel table itself: every entry complete, names unique and found
- * by name, tensor sizes and byte counts consistent, bad calls rejected with a message. */
+/* kernels_table_test.c: the kernel table itself: every entry complete (a CPU function included),
+ * its row consistent (names, dims, tensors, roles, dtypes), names unique and found by name, tensor
+ * sizes and byte counts consistent, bad calls rejected with a message. */
 #include "kernels_test_util.h"
+
+/* What a row of kernel_list.def must satisfy beyond having every field: a lower-case identifier as
+ * its name, dim names without gaps and the positive-dims mask within them, exactly ntensors tensor
+ * names, known roles with at least one output, known dtypes. Returns the first problem, or NULL. */
+static const char *row_problem(const struct kernel_desc *kd)
+{
+    for (const char *c = kd->name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_'))
+            return "name is not a lower-case identifier";
+    unsigned ndims = 0;
+    while (ndims < KERNEL_MAX_DIMS && kd->dim_names[ndims])
+        ndims++;
+    for (unsigned i = ndims; i < KERNEL_MAX_DIMS; i++)
+        if (kd->dim_names[i])
+            return "a dim name follows an unnamed dim";
+    if (kd->positive_dims >> ndims)
+        return "positive_dims names a dim beyond the named ones";
+    int writes = 0;
+    for (unsigned i = 0; i < KERNEL_MAX_TENSORS; i++) {
+        if ((i < kd->ntensors) != (kd->tensor_names[i] != NULL))
+            return "tensor names do not number ntensors";
+        if (i >= kd->ntensors)
+            continue;
+        if (kd->roles[i] > TR_INOUT)
+            return "unknown tensor role";
+        writes |= kd->roles[i] != TR_IN;
+        if (kd->dtypes[i] >= DT_COUNT && kd->dtypes[i] != TD_CALL && kd->dtypes[i] != TD_DIMS1)
+            return "unknown tensor dtype";
+    }
+    return writes ? NULL : "no tensor is written";
+}
 
 int main(void)
 {
@@ -12,7 +44,10 @@ int main(void)
                        kd->ntensors >= 1 && kd->ntensors <= KERNEL_MAX_TENSORS && kd->dim_names[0];
         for (unsigned j = 0; j < kd->ntensors; j++)
             complete &= kd->tensor_names[j] != NULL;
-        ok(complete, "%s: entry complete", kd->name ? kd->name : "(null)");
+        if (!ok(complete, "%s: entry complete, with a CPU function", kd->name ? kd->name : "(null)"))
+            continue;
+        const char *problem = row_problem(kd);
+        ok(problem == NULL, "%s: row consistent%s%s", kd->name, problem ? ": " : "", problem ? problem : "");
         is_int(kernel_from_name(kd->name), i, "%s found by name", kd->name);
     }
     is_int(kernel_from_name("no_such_kernel"), -1, "unknown name gives -1");

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernel_call.h" /* struct kernel_call, enum dtype (kernels/) */
 #include "util/err.h"
 
 enum op_kind {
@@ -41,23 +42,6 @@ enum category {
     CAT_COUNT
 };
 
-/* dtypes of tensors that kernels read and write */
-enum dtype { DT_F32, DT_BF16, DT_F16, DT_U8, DT_I64, DT_COUNT };
-
-#define KERNEL_MAX_DIMS 8
-#define KERNEL_MAX_TENSORS 6
-
-/* One kernel launch: which op, its dimensions (meaning per op, documented in kernels/kernels.h),
- * the compute dtype and the tensors it reads and writes (by op-program tensor id). */
-struct kernel_call {
-    uint16_t kernel;
-    uint8_t dtype;
-    uint8_t ntensors;
-    int64_t dims[KERNEL_MAX_DIMS];
-    uint64_t tensors[KERNEL_MAX_TENSORS];
-    float fparam[4]; /* scalar parameters (lr, beta1, eps, dropout p, ...) */
-};
-
 struct op {
     enum op_kind kind;
     uint8_t category; /* enum category, for OP_ALLOC */
@@ -79,8 +63,5 @@ const char *op_kind_name(enum op_kind k);
 int op_kind_from_name(const char *s);
 const char *category_name(enum category c);
 int category_from_name(const char *s); /* -1 if unknown */
-const char *dtype_name(enum dtype d);
-int dtype_from_name(const char *s);    /* accepts fp32/float32, bf16/bfloat16, fp16/float16, u8, i64; -1 if unknown */
-unsigned dtype_size(enum dtype d);
 
 #endif

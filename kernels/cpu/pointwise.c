@@ -1,6 +1,5 @@
-/* pointwise.c: CPU casts, add, scale, fill, per-channel bias (+ backward) and nearest 2x
- * upsampling (+ backward); casts, add, scale and bias as vectorized loops over fp32 chunks (a bf16
- * bias add in one pass over its bf16 data). */
+/* pointwise.c: CPU casts, add, scale, fill and per-channel bias (+ backward); casts, add, scale
+ * and bias as vectorized loops over fp32 chunks (a bf16 bias add in one pass over its bf16 data). */
 #include <string.h>
 
 #include "cpu/cpu_bf16x8.h"
@@ -24,7 +23,17 @@ CPU_BODY void f16_to_bf16_body(uint16_t *restrict y, const uint16_t *restrict x,
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
+
+/* CPUID's F16C bit (__builtin_cpu_supports("f16c") is gcc's alone); the caller's AVX2 check covers
+ * the OS's saving of the AVX registers F16C also needs. */
+static int cpu_has_f16c(void)
+{
+    unsigned eax, ebx, ecx, edx;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+}
+
 /* bf16_to_f16_body with F16C: vcvtps2ph with round-to-nearest-even gives oom_f32_to_f16's bits for
  * every non-NaN input (overflow to inf and fp16 subnormals included); NaNs, whose payload it keeps,
  * are set to oom_f32_to_f16's quiet 0x7e00 with the sign. */
@@ -52,7 +61,7 @@ CPU_MULTIVERSION(bf16_to_f16_vec, (uint16_t *restrict y, const uint16_t *restric
 static void bf16_to_f16(uint16_t *restrict y, const uint16_t *restrict x, size_t n)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
+    if (__builtin_cpu_supports("avx2") && cpu_has_f16c()) {
         bf16_to_f16_f16c(y, x, n);
         return;
     }
@@ -232,30 +241,5 @@ int cpu_bias_bwd(const struct kernel_call *k, void *const *t, struct err *e)
                 s += ld(t[0], k->dtype, (size_t)((o * C + c) * inner + i));
         st(t[1], k->dtype, (size_t)c, (float)s);
     }
-    return 0;
-}
-
-int cpu_upsample2x_fwd(const struct kernel_call *k, void *const *t, struct err *e)
-{
-    const int64_t planes = k->dims[0] * k->dims[1], H = k->dims[2], W = k->dims[3];
-    for (int64_t p = 0; p < planes; p++)
-        for (int64_t h = 0; h < 2 * H; h++)
-            for (int64_t w = 0; w < 2 * W; w++)
-                st(t[1], k->dtype, (size_t)((p * 2 * H + h) * 2 * W + w),
-                   ld(t[0], k->dtype, (size_t)((p * H + h / 2) * W + w / 2)));
-    return 0;
-}
-
-int cpu_upsample2x_bwd(const struct kernel_call *k, void *const *t, struct err *e)
-{
-    const int64_t planes = k->dims[0] * k->dims[1], H = k->dims[2], W = k->dims[3];
-    for (int64_t p = 0; p < planes; p++)
-        for (int64_t h = 0; h < H; h++)
-            for (int64_t w = 0; w < W; w++) {
-                size_t top = (size_t)((p * 2 * H + 2 * h) * 2 * W + 2 * w), below = top + (size_t)(2 * W);
-                float s = ld(t[0], k->dtype, top) + ld(t[0], k->dtype, top + 1) + ld(t[0], k->dtype, below) +
-                          ld(t[0], k->dtype, below + 1);
-                st(t[1], k->dtype, (size_t)((p * H + h) * W + w), s);
-            }
     return 0;
 }

@@ -1,5 +1,6 @@
 /* tensor_io.c: whole-buffer fp32 <-> fp32/bf16/fp16 conversion (vectorized, one loop per dtype),
- * the scratch buffers CPU kernels use and the split of chunked kernels over the cores. */
+ * the scratch buffers CPU kernels use, the range check of integer ids and the split of chunked
+ * kernels over the cores. */
 #define _GNU_SOURCE
 #include "cpu/tensor_io.h"
 
@@ -74,6 +75,14 @@ float *cpu_scratch(size_t n, const char *what, struct err *e)
     if (!p)
         err_set(e, ERR_INTERNAL, "out of host memory for %zu floats of %s scratch", n, what);
     return p;
+}
+
+int cpu_id_check(const char *name, int64_t row, int64_t id, int64_t limit, int allow_negative, struct err *e)
+{
+    if (id >= limit || (id < 0 && !allow_negative))
+        return err_set(e, ERR_INPUT, "%s: row %lld has id %lld outside [0, %lld)", name, (long long)row,
+                       (long long)id, (long long)limit);
+    return 0;
 }
 
 /* Below this many elements per thread, starting a thread costs more than it saves. */

@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "dtype.h"
 #include "elementwise.h"
-#include "program/program.h"
 
 static inline float ld(const void *p, int dt, size_t i)
 {

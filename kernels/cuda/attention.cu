@@ -1,10 +1,12 @@
-// attention.cu: CUDA attention, one warp per query row (forward, dq) or per key row (dk, dv), the
-// lanes splitting the head dimension or the keys. Unfused: the forward writes P and reads it back
-// for P v; the backward keeps each row's sum(P * dP) in caller-provided scratch. Fused: online
-// softmax over 32-key chunks, nothing of size Tq x Tk stored; the backward recomputes P from lse.
-// Head dimension up to 256 (8 accumulators per lane).
-#include <stdio.h>
-
+// attention.cu: CUDA unfused attention, one warp per query row (forward, dq) or per key row (dk, dv),
+// the lanes splitting the head dimension (up to 256: 8 accumulators per lane) or the keys. The
+// forward writes P and reads it back for P v; the backward keeps each row's sum(P * dP) in scratch;
+// its key-row pass serves flash_attention.cu too. Attention with an additive score bias (T5's
+// relative position bias) takes the keys on its lanes for the scores and the head dimension for o,
+// summing the fp32 probabilities in key order as the CPU does (not the stored, rounded p); the score
+// gradient needs no per-lane accumulators and so has no head-dimension limit. Each lane reads bias
+// (or p) at its own keys before writing p (or ds) there, so p may be bias and ds may be p, as on the
+// CPU.
 #include "cuda/attn_warp.cuh"
 #include "cuda/cuda_kernels.h"
 
@@ -106,110 +108,114 @@ __global__ void attn_bwd_dkv(attn_layout a, int dt, const void *q, const void *k
     }
 }
 
-// Fused forward: 32 keys at a time, lane = key for the scores, lane = head-dim slice for o.
-__global__ void flash_fwd(attn_layout a, int dt, const void *q, const void *kv, void *o, float *lse)
+void attn_dkv_launch(const attn_layout &a, int dt, const void *q, const void *kv, const void *p, const float *rowdot,
+                     const float *stats, const void *dout, void *dkv, cudaStream_t s)
 {
-    int64_t r = warp_row();
-    if (r >= a.B * a.H * a.Tq)
-        return;
-    int lane = threadIdx.x & 31;
-    qrow w = qrow_of(a, r);
-    int64_t qo = attn_q_at(&a, w.b, w.i, w.h), nk = attn_keys(&a, w.i);
-    float m = -INFINITY, l = 0.0f, acc[MAX_D_PER_LANE] = {0};
-    for (int64_t j0 = 0; j0 < nk; j0 += 32) {
-        int64_t j = j0 + lane;
-        float s = j < nk ? a.scale * lane_dot(q, qo, kv, attn_k_at(&a, w.b, j, w.g), dt, a.D) : -INFINITY;
-        float m_new = fmaxf(m, warp_max(s)), corr = expf(m - m_new);
-        float pj = j < nk ? expf(s - m_new) : 0.0f;
-        l = l * corr + warp_sum(pj);
-        for (int mm = 0; mm < MAX_D_PER_LANE; mm++)
-            acc[mm] *= corr;
-        for (int jj = 0; jj < 32 && j0 + jj < nk; jj++) {
-            float pb = __shfl_sync(0xffffffffu, pj, jj);
-            int64_t vo = attn_v_at(&a, w.b, j0 + jj, w.g);
-            for (int mm = 0; mm < MAX_D_PER_LANE && lane + 32 * mm < a.D; mm++)
-                acc[mm] += pb * ldt(kv, dt, vo + lane + 32 * mm);
-        }
-        m = m_new;
-    }
-    for (int mm = 0; mm < MAX_D_PER_LANE && lane + 32 * mm < a.D; mm++)
-        stt(o, dt, attn_o_at(&a, w.b, w.i, w.h) + lane + 32 * mm, l > 0.0f ? acc[mm] / l : 0.0f);
-    if (lane == 0)
-        lse[r] = l > 0.0f ? m + logf(l) : -INFINITY;
+    attn_bwd_dkv<<<warp_blocks(a.B * a.Hkv * a.Tk), 32 * WARPS_PER_BLOCK, 0, s>>>(a, dt, q, kv, p, rowdot, stats, dout,
+                                                                                   dkv);
 }
 
-__global__ void flash_bwd_prep(attn_layout a, int dt, const void *o, const void *dout, const float *lse, float *stats)
-{
-    GRID_LOOP(r, a.B * a.H * a.Tq)
-    {
-        qrow w = qrow_of(a, (int64_t)r);
-        int64_t oo = attn_o_at(&a, w.b, w.i, w.h);
-        float s = 0.0f;
-        for (int64_t d = 0; d < a.D; d++)
-            s += ldt(o, dt, oo + d) * ldt(dout, dt, oo + d);
-        stats[2 * r] = lse[r];
-        stats[2 * r + 1] = s;
-    }
-}
-
-__global__ void flash_bwd_dq(attn_layout a, int dt, const void *q, const void *kv, const float *stats,
-                             const void *dout, void *dq)
-{
-    int64_t r = warp_row();
-    if (r >= a.B * a.H * a.Tq)
-        return;
-    int lane = threadIdx.x & 31;
-    qrow w = qrow_of(a, r);
-    int64_t qo = attn_q_at(&a, w.b, w.i, w.h), oo = attn_o_at(&a, w.b, w.i, w.h), nk = attn_keys(&a, w.i);
-    float lse = stats[2 * r], delta = stats[2 * r + 1], acc[MAX_D_PER_LANE] = {0};
-    for (int64_t j = 0; j < nk; j++) {
-        int64_t ko = attn_k_at(&a, w.b, j, w.g);
-        float pj = expf(a.scale * warp_dot(q, qo, kv, ko, dt, a.D) - lse);
-        float ds = a.scale * pj * (warp_dot(dout, oo, kv, attn_v_at(&a, w.b, j, w.g), dt, a.D) - delta);
-        for (int m = 0; m < MAX_D_PER_LANE && lane + 32 * m < a.D; m++)
-            acc[m] += ds * ldt(kv, dt, ko + lane + 32 * m);
-    }
-    for (int m = 0; m < MAX_D_PER_LANE && lane + 32 * m < a.D; m++)
-        stt(dq, dt, qo + lane + 32 * m, acc[m]);
-}
-
-cudaError_t cuda_attention_launch(const struct kernel_call *k, void *const *t, cudaStream_t s,
-                                  const struct cuda_scratch *scratch, char *why, size_t why_len)
+CUDA_KERNEL(cuda_attn_fwd)
 {
     const attn_layout a = attn_layout_of(k->dims, k->fparam[0]);
-    const int dt = k->dtype, threads = 32 * WARPS_PER_BLOCK;
-    const int64_t qrows = a.B * a.H * a.Tq, krows = a.B * a.Hkv * a.Tk;
-    if (a.D > 32 * MAX_D_PER_LANE) {
-        snprintf(why, why_len, "CUDA attention supports head dimension up to %d (got %lld)", 32 * MAX_D_PER_LANE,
-                 (long long)a.D);
-        return cudaErrorNotSupported;
+    if (!attn_head_dim_fits(a))
+        return attn_head_dim_fail(c, "attention", a);
+    attn_fwd<<<warp_blocks(a.B * a.H * a.Tq), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(a, k->dtype, t[0], t[1], t[2], t[3]);
+    return cudaGetLastError();
+}
+
+CUDA_KERNEL(cuda_attn_bwd)
+{
+    const attn_layout a = attn_layout_of(k->dims, k->fparam[0]);
+    const int64_t qrows = a.B * a.H * a.Tq;
+    if (!attn_head_dim_fits(a))
+        return attn_head_dim_fail(c, "attention", a);
+    float *rowdot = (float *)c->scratch_get(c->user, (size_t)qrows * sizeof(float));
+    if (!rowdot)
+        return cudaErrorMemoryAllocation;
+    attn_bwd_dq<<<warp_blocks(qrows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(a, k->dtype, t[0], t[1], t[2], t[3], t[4],
+                                                                             rowdot);
+    attn_dkv_launch(a, k->dtype, t[0], t[1], t[2], rowdot, NULL, t[3], t[5], c->stream);
+    c->scratch_put(c->user, rowdot);
+    return cudaGetLastError();
+}
+
+// Scaled, biased score of key j for the query row at qo / prow.
+__device__ inline float biased_score(const attn_layout &a, int dt, const void *q, int64_t qo, const void *kv,
+                                     const qrow &w, const void *bias, size_t prow, int64_t j)
+{
+    return a.scale * lane_dot(q, qo, kv, attn_k_at(&a, w.b, j, w.g), dt, a.D) + ldt(bias, dt, prow + j);
+}
+
+__global__ void attn_bias_fwd(attn_layout a, int dt, const void *q, const void *kv, const void *bias, void *p, void *o)
+{
+    const int64_t r = warp_row();
+    if (r >= a.B * a.H * a.Tq)
+        return;
+    const int lane = threadIdx.x & 31;
+    const qrow w = qrow_of(a, r);
+    const int64_t qo = attn_q_at(&a, w.b, w.i, w.h), nk = attn_keys(&a, w.i);
+    const size_t prow = (size_t)r * a.Tk;
+    float mx = -INFINITY, sum = 0.0f, acc[MAX_D_PER_LANE] = {0};
+    for (int64_t j = lane; j < nk; j += 32)
+        mx = fmaxf(mx, biased_score(a, dt, q, qo, kv, w, bias, prow, j));
+    mx = warp_max(mx);
+    for (int64_t j = lane; j < nk; j += 32)
+        sum += expf(biased_score(a, dt, q, qo, kv, w, bias, prow, j) - mx);
+    sum = warp_sum(sum);
+    for (int64_t j0 = 0; j0 < a.Tk; j0 += 32) {
+        const int64_t j = j0 + lane;
+        const float pj = j < nk ? expf(biased_score(a, dt, q, qo, kv, w, bias, prow, j) - mx) / sum : 0.0f;
+        if (j < a.Tk)
+            stt(p, dt, prow + j, pj);
+        for (int jj = 0; jj < 32 && j0 + jj < nk; jj++) {
+            const float pb = __shfl_sync(0xffffffffu, pj, jj);
+            const int64_t vo = attn_v_at(&a, w.b, j0 + jj, w.g);
+            for (int m = 0; m < MAX_D_PER_LANE && lane + 32 * m < a.D; m++)
+                acc[m] += pb * ldt(kv, dt, vo + lane + 32 * m);
+        }
     }
-    switch (k->kernel) {
-    case K_ATTN_FWD:
-        attn_fwd<<<warp_blocks(qrows), threads, 0, s>>>(a, dt, t[0], t[1], t[2], t[3]);
-        break;
-    case K_ATTN_BWD: {
-        float *rowdot = (float *)scratch->get(scratch->user, (size_t)qrows * sizeof(float));
-        if (!rowdot)
-            return cudaErrorMemoryAllocation;
-        attn_bwd_dq<<<warp_blocks(qrows), threads, 0, s>>>(a, dt, t[0], t[1], t[2], t[3], t[4], rowdot);
-        attn_bwd_dkv<<<warp_blocks(krows), threads, 0, s>>>(a, dt, t[0], t[1], t[2], rowdot, NULL, t[3], t[5]);
-        scratch->put(scratch->user, rowdot);
-        break;
+    for (int m = 0; m < MAX_D_PER_LANE && lane + 32 * m < a.D; m++)
+        stt(o, dt, attn_o_at(&a, w.b, w.i, w.h) + lane + 32 * m, acc[m]);
+}
+
+// dS = P * (dP - sum_j P dP), dP_j = do . v_j; dP is recomputed in the second pass rather than
+// stored, so ds (which may be 16-bit) never holds an intermediate.
+__global__ void attn_dscores(attn_layout a, int dt, const void *kv, const void *p, const void *dout, void *ds)
+{
+    const int64_t r = warp_row();
+    if (r >= a.B * a.H * a.Tq)
+        return;
+    const int lane = threadIdx.x & 31;
+    const qrow w = qrow_of(a, r);
+    const int64_t oo = attn_o_at(&a, w.b, w.i, w.h), nk = attn_keys(&a, w.i);
+    const size_t prow = (size_t)r * a.Tk;
+    float rowdot = 0.0f;
+    for (int64_t j = lane; j < nk; j += 32)
+        rowdot += ldt(p, dt, prow + j) * lane_dot(dout, oo, kv, attn_v_at(&a, w.b, j, w.g), dt, a.D);
+    rowdot = warp_sum(rowdot);
+    for (int64_t j = lane; j < a.Tk; j += 32) {
+        float g = 0.0f;
+        if (j < nk)
+            g = ldt(p, dt, prow + j) * (lane_dot(dout, oo, kv, attn_v_at(&a, w.b, j, w.g), dt, a.D) - rowdot);
+        stt(ds, dt, prow + j, g);
     }
-    case K_FLASH_FWD:
-        flash_fwd<<<warp_blocks(qrows), threads, 0, s>>>(a, dt, t[0], t[1], t[2], (float *)t[3]);
-        break;
-    case K_FLASH_BWD_PREP:
-        flash_bwd_prep<<<grid_for((size_t)qrows), THREADS, 0, s>>>(a, dt, t[0], t[1], (const float *)t[2], (float *)t[3]);
-        break;
-    case K_FLASH_BWD:
-        flash_bwd_dq<<<warp_blocks(qrows), threads, 0, s>>>(a, dt, t[0], t[1], (const float *)t[2], t[3], t[4]);
-        attn_bwd_dkv<<<warp_blocks(krows), threads, 0, s>>>(a, dt, t[0], t[1], NULL, NULL, (const float *)t[2], t[3],
-                                                           t[5]);
-        break;
-    default:
-        return cudaErrorNotSupported;
-    }
+}
+
+CUDA_KERNEL(cuda_attn_bias_fwd)
+{
+    const attn_layout a = attn_layout_of(k->dims, k->fparam[0]);
+    if (!attn_head_dim_fits(a))
+        return attn_head_dim_fail(c, "attn_bias_fwd", a);
+    attn_bias_fwd<<<warp_blocks(a.B * a.H * a.Tq), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(a, k->dtype, t[0], t[1], t[2],
+                                                                                          t[3], t[4]);
+    return cudaGetLastError();
+}
+
+CUDA_KERNEL(cuda_attn_dscores)
+{
+    const attn_layout a = attn_layout_of(k->dims, k->fparam[0]);
+    attn_dscores<<<warp_blocks(a.B * a.H * a.Tq), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(a, k->dtype, t[0], t[1], t[2],
+                                                                                         t[3]);
     return cudaGetLastError();
 }

@@ -1,9 +1,11 @@
-/* attn_warp.cuh: what the warp-per-row CUDA attention kernels share: warps per block, head-dim
- * slices per lane, dot products split over a warp or done by one lane, and query-row indexing. */
+/* attn_warp.cuh: what the warp-per-row CUDA attention kernels (attention.cu, flash_attention.cu)
+ * share: warps per block, head-dim slices per lane and its limit, dot products split over a warp or
+ * done by one lane, query-row indexing, and the key-row backward pass both backward kernels end with. */
 #ifndef OOMLAB_ATTN_WARP_CUH
 #define OOMLAB_ATTN_WARP_CUH
 
 #include "attn_layout.h"
+#include "cuda/cuda_kernels.h"
 #include "cuda/device_common.cuh"
 
 #define WARPS_PER_BLOCK 4
@@ -51,5 +53,23 @@ static inline unsigned warp_blocks(int64_t rows)
 {
     return (unsigned)((rows + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK);
 }
+
+// Whether the head dimension fits the lanes' accumulators; if not, attn_head_dim_fail says so.
+static inline bool attn_head_dim_fits(const attn_layout &a)
+{
+    return a.D <= 32 * MAX_D_PER_LANE;
+}
+
+static inline cudaError_t attn_head_dim_fail(const struct cuda_kernel_ctx *c, const char *what, const attn_layout &a)
+{
+    return cuda_kernel_fail(c, cudaErrorNotSupported, "CUDA %s supports head dimension up to %d (got %lld)", what,
+                            32 * MAX_D_PER_LANE, (long long)a.D);
+}
+
+// The backward's key-row pass (attention.cu): dk and dv of key row (b, g, j) over the group's heads
+// and queries, from the saved P and each query row's sum(P * dP) (unfused: p and rowdot), or
+// recomputing P from stats = (lse, delta) (fused: p NULL).
+void attn_dkv_launch(const attn_layout &a, int dt, const void *q, const void *kv, const void *p, const float *rowdot,
+                     const float *stats, const void *dout, void *dkv, cudaStream_t s);
 
 #endif

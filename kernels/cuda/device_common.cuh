@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "elementwise.h"
-#include "program/program.h"
+#include "dtype.h"
 
 __device__ inline float ldt(const void *p, int dt, size_t i)
 {

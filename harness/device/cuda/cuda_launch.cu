@@ -1,6 +1,6 @@
-// cuda_launch.cu: running kernel_calls on the GPU: GEMM through cuBLAS, conv2d through cuDNN,
-// everything else through kernels/cuda; one cuBLAS and one cuDNN handle per stream, their
-// workspaces from the caller's allocator; each launch timed with a pair of CUDA events.
+// cuda_launch.cu: running kernel_calls on the GPU through the CUDA kernel table (kernels/cuda):
+// one cuBLAS and one cuDNN handle per stream, the cuBLAS workspace and kernel scratch (cuDNN
+// workspaces included) from the caller's allocator; each launch timed with a pair of CUDA events.
 #include <stdio.h>
 
 #include "cuda/cuda_kernels.h"
@@ -87,156 +87,50 @@ static int timing_pair(cuda_dev *c, cuda_timing *t, struct err *e)
     return 0;
 }
 
-static cudaDataType_t cuda_type(int dt)
-{
-    return dt == DT_BF16 ? CUDA_R_16BF : dt == DT_F16 ? CUDA_R_16F : CUDA_R_32F;
-}
-
-static int gemm(cuda_dev *c, cuda_stream_ctx *s, const struct kernel_call *k, void *const *t, struct err *e)
-{
-    if (!s->cublas_ws) {
-        uint64_t bytes = c->opt.cublas_workspace_bytes ? c->opt.cublas_workspace_bytes : cublas_default_workspace(c->ordinal);
-        if (cuda_workspace_alloc(c, bytes, LAUNCH_STREAM, &s->cublas_ws) < 0)
-            return cuda_fail(e, ERR_INTERNAL, "%s: out of memory for the %llu-byte cuBLAS workspace", c->dev.name,
-                             (unsigned long long)bytes);
-        if (cublasSetWorkspace(s->cublas, (void *)(uintptr_t)s->cublas_ws, bytes) != CUBLAS_STATUS_SUCCESS)
-            return cuda_fail(e, ERR_INTERNAL, "%s: cublasSetWorkspace failed", c->dev.name);
-    }
-    const int64_t M = k->dims[0], N = k->dims[1], K = k->dims[2], batch = k->dims[5] > 0 ? k->dims[5] : 1;
-    const int ta = k->dims[3] != 0, tb = k->dims[4] != 0;
-    const float alpha = k->fparam[0], beta = k->fparam[1];
-    const cudaDataType_t ty = cuda_type(k->dtype);
-    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
-    cublasStatus_t st = cublasGemmStridedBatchedEx(
-        s->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N, (int)M, (int)K, &alpha, t[1], ty,
-        tb ? (int)K : (int)N, K * N, t[0], ty, ta ? (int)M : (int)K, M * K, &beta, t[2], ty, (int)N, M * N, (int)batch,
-        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    if (st != CUBLAS_STATUS_SUCCESS)
-        return cuda_fail(e, ERR_INTERNAL, "%s: gemm %lldx%lldx%lld: %s", c->dev.name, (long long)M, (long long)N,
-                         (long long)K, cublasGetStatusString(st));
-    return 0;
-}
-
-// cuDNN descriptors of one conv2d call, destroyed together.
-struct conv_desc {
-    cudnnTensorDescriptor_t x, y;
-    cudnnFilterDescriptor_t w;
-    cudnnConvolutionDescriptor_t conv;
+// What a launch's callbacks need: the device and the stream's handles.
+struct launch_user {
+    cuda_dev *c;
+    cuda_stream_ctx *s;
 };
 
-static cudnnStatus_t conv_desc_make(conv_desc *d, const struct kernel_call *k)
+// The stream's cuBLAS handle with its workspace, which is taken from the caller's allocator at the
+// first GEMM (PyTorch's lazy workspace) and kept until the device is destroyed.
+static cublasHandle_t stream_cublas(void *user, char *why, size_t why_len)
 {
-    const int64_t *v = k->dims;
-    const int N = (int)v[0], C = (int)v[1], H = (int)v[2], W = (int)v[3], K = (int)v[4], R = (int)v[5];
-    const int stride = (int)v[6], pad = (int)v[7];
-    const int P = (H + 2 * pad - R) / stride + 1, Q = (W + 2 * pad - R) / stride + 1;
-    const cudnnDataType_t ty = k->dtype == DT_BF16 ? CUDNN_DATA_BFLOAT16 : k->dtype == DT_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-    cudnnStatus_t st;
-    if ((st = cudnnCreateTensorDescriptor(&d->x)) || (st = cudnnCreateTensorDescriptor(&d->y)) ||
-        (st = cudnnCreateFilterDescriptor(&d->w)) || (st = cudnnCreateConvolutionDescriptor(&d->conv)))
-        return st;
-    if ((st = cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, ty, N, C, H, W)) ||
-        (st = cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, ty, N, K, P, Q)) ||
-        (st = cudnnSetFilter4dDescriptor(d->w, ty, CUDNN_TENSOR_NCHW, K, C, R, R)) ||
-        (st = cudnnSetConvolution2dDescriptor(d->conv, pad, pad, stride, stride, 1, 1, CUDNN_CROSS_CORRELATION,
-                                              CUDNN_DATA_FLOAT)))
-        return st;
-    return cudnnSetConvolutionMathType(d->conv, k->dtype == DT_F32 ? CUDNN_DEFAULT_MATH : CUDNN_TENSOR_OP_MATH);
-}
-
-static void conv_desc_free(conv_desc *d)
-{
-    cudnnDestroyTensorDescriptor(d->x);
-    cudnnDestroyTensorDescriptor(d->y);
-    cudnnDestroyFilterDescriptor(d->w);
-    cudnnDestroyConvolutionDescriptor(d->conv);
-}
-
-// conv2d forward, backward data or backward filter: cuDNN's heuristic picks the algorithm, its
-// workspace comes from the caller for the duration of the call (as PyTorch does).
-static cudnnStatus_t conv_run(cuda_dev *c, cuda_stream_ctx *s, const struct kernel_call *k, void *const *t,
-                              const conv_desc *d, bool *oom)
-{
-    const float one = 1.0f, zero = 0.0f;
-    cudnnStatus_t st;
-    size_t bytes = 0;
-    int got = 0;
-    union {
-        cudnnConvolutionFwdAlgo_t fwd;
-        cudnnConvolutionBwdDataAlgo_t data;
-        cudnnConvolutionBwdFilterAlgo_t filter;
-    } algo;
-    if (k->kernel == K_CONV2D_FWD) {
-        cudnnConvolutionFwdAlgoPerf_t perf;
-        if ((st = cudnnGetConvolutionForwardAlgorithm_v7(s->cudnn, d->x, d->w, d->conv, d->y, 1, &got, &perf)))
-            return st;
-        algo.fwd = perf.algo;
-        st = cudnnGetConvolutionForwardWorkspaceSize(s->cudnn, d->x, d->w, d->conv, d->y, algo.fwd, &bytes);
-    } else if (k->kernel == K_CONV2D_BWD_DATA) {
-        cudnnConvolutionBwdDataAlgoPerf_t perf;
-        if ((st = cudnnGetConvolutionBackwardDataAlgorithm_v7(s->cudnn, d->w, d->y, d->conv, d->x, 1, &got, &perf)))
-            return st;
-        algo.data = perf.algo;
-        st = cudnnGetConvolutionBackwardDataWorkspaceSize(s->cudnn, d->w, d->y, d->conv, d->x, algo.data, &bytes);
-    } else {
-        cudnnConvolutionBwdFilterAlgoPerf_t perf;
-        if ((st = cudnnGetConvolutionBackwardFilterAlgorithm_v7(s->cudnn, d->x, d->y, d->conv, d->w, 1, &got, &perf)))
-            return st;
-        algo.filter = perf.algo;
-        st = cudnnGetConvolutionBackwardFilterWorkspaceSize(s->cudnn, d->x, d->y, d->conv, d->w, algo.filter, &bytes);
+    launch_user *u = (launch_user *)user;
+    cuda_dev *c = u->c;
+    cuda_stream_ctx *s = u->s;
+    if (!s->cublas_ws) {
+        uint64_t bytes = c->opt.cublas_workspace_bytes ? c->opt.cublas_workspace_bytes : cublas_default_workspace(c->ordinal);
+        if (cuda_workspace_alloc(c, bytes, LAUNCH_STREAM, &s->cublas_ws) < 0) {
+            snprintf(why, why_len, "out of memory for the %llu-byte cuBLAS workspace", (unsigned long long)bytes);
+            return NULL;
+        }
+        if (cublasSetWorkspace(s->cublas, (void *)(uintptr_t)s->cublas_ws, bytes) != CUBLAS_STATUS_SUCCESS) {
+            snprintf(why, why_len, "cublasSetWorkspace failed");
+            return NULL;
+        }
     }
-    if (st)
-        return st;
-    uint64_t ws = 0;
-    if (bytes && cuda_workspace_alloc(c, bytes, LAUNCH_STREAM, &ws) < 0) {
-        *oom = true;
-        return CUDNN_STATUS_ALLOC_FAILED;
-    }
-    void *w = (void *)(uintptr_t)ws;
-    if (k->kernel == K_CONV2D_FWD) // tensors {x, w, y}
-        st = cudnnConvolutionForward(s->cudnn, &one, d->x, t[0], d->w, t[1], d->conv, algo.fwd, w, bytes, &zero, d->y, t[2]);
-    else if (k->kernel == K_CONV2D_BWD_DATA) // {dy, w, dx}
-        st = cudnnConvolutionBackwardData(s->cudnn, &one, d->w, t[1], d->y, t[0], d->conv, algo.data, w, bytes, &zero,
-                                          d->x, t[2]);
-    else // {x, dy, dw}
-        st = cudnnConvolutionBackwardFilter(s->cudnn, &one, d->x, t[0], d->y, t[1], d->conv, algo.filter, w, bytes,
-                                            &zero, d->w, t[2]);
-    if (ws)
-        cuda_workspace_free(c, ws);
-    return st;
-}
-
-static int conv(cuda_dev *c, cuda_stream_ctx *s, const struct kernel_call *k, void *const *t, struct err *e)
-{
-    conv_desc d = {};
-    bool oom = false;
-    cudnnStatus_t st = conv_desc_make(&d, k);
-    if (st == CUDNN_STATUS_SUCCESS)
-        st = conv_run(c, s, k, t, &d, &oom);
-    conv_desc_free(&d);
-    if (oom)
-        return cuda_fail(e, ERR_INTERNAL, "%s: out of memory for a cuDNN workspace", c->dev.name);
-    if (st != CUDNN_STATUS_SUCCESS)
-        return cuda_fail(e, ERR_INTERNAL, "%s: conv2d: %s", c->dev.name, cudnnGetErrorString(st));
-    return 0;
+    return s->cublas;
 }
 
 // Kernel scratch through the caller's allocator.
 static void *scratch_get(void *user, size_t bytes)
 {
     uint64_t addr = 0;
-    return cuda_workspace_alloc((cuda_dev *)user, bytes, LAUNCH_STREAM, &addr) == 0 ? (void *)(uintptr_t)addr : NULL;
+    return cuda_workspace_alloc(((launch_user *)user)->c, bytes, LAUNCH_STREAM, &addr) == 0 ? (void *)(uintptr_t)addr
+                                                                                            : NULL;
 }
 
 static void scratch_put(void *user, void *p)
 {
-    cuda_workspace_free((cuda_dev *)user, (uint64_t)(uintptr_t)p);
+    cuda_workspace_free(((launch_user *)user)->c, (uint64_t)(uintptr_t)p);
 }
 
 int cuda_launch(struct device *d, const struct kernel_call *k, const uint64_t *addrs, struct err *e)
 {
     cuda_dev *c = cuda_of(d);
-    cuda_stream_ctx *s;
+    cuda_stream_ctx *s = NULL;
     cuda_timing tm;
     if (stream_ctx(c, LAUNCH_STREAM, &s, e) < 0 || timing_pair(c, &tm, e) < 0)
         return -1;
@@ -244,20 +138,17 @@ int cuda_launch(struct device *d, const struct kernel_call *k, const uint64_t *a
     for (unsigned i = 0; i < KERNEL_MAX_TENSORS; i++)
         t[i] = i < k->ntensors ? (void *)(uintptr_t)addrs[i] : NULL;
     cudaEventRecord(tm.start, s->stream);
+    launch_user user = {c, s};
+    char why[256] = "";
+    const struct cuda_kernel_ctx ctx = {s->stream, s->cudnn, stream_cublas, scratch_get, scratch_put, &user, why, sizeof why};
+    cudaError_t ce = cuda_kernel_launch(k, t, &ctx);
     int rc = 0;
-    if (k->kernel == K_GEMM) {
-        rc = gemm(c, s, k, t, e);
-    } else if (k->kernel == K_CONV2D_FWD || k->kernel == K_CONV2D_BWD_DATA || k->kernel == K_CONV2D_BWD_FILTER) {
-        rc = conv(c, s, k, t, e);
-    } else {
-        struct cuda_scratch scratch = {scratch_get, scratch_put, c};
-        char why[256] = "";
-        cudaError_t ce = cuda_kernel_launch(k, t, s->stream, &scratch, why, sizeof why);
-        if (ce == cudaErrorNotSupported)
-            rc = cuda_fail(e, ERR_INPUT, "%s: %s", d->name, why);
-        else if (ce != cudaSuccess)
-            rc = cuda_fail(e, ERR_INTERNAL, "%s: kernel %u: %s", d->name, k->kernel, cudaGetErrorString(ce));
-    }
+    if (ce == cudaErrorNotSupported)
+        rc = cuda_fail(e, ERR_INPUT, "%s: %s", d->name, why);
+    else if (ce != cudaSuccess && why[0])
+        rc = cuda_fail(e, ERR_INTERNAL, "%s: %s", d->name, why);
+    else if (ce != cudaSuccess)
+        rc = cuda_fail(e, ERR_INTERNAL, "%s: kernel %u: %s", d->name, k->kernel, cudaGetErrorString(ce));
     cudaEventRecord(tm.stop, s->stream);
     c->pending.push_back(tm);
     return rc;

@@ -1,4 +1,4 @@
-// random_extra.cu: CUDA twins of the seeded fills: uniform values in [lo, hi) and integers in
+// random.cu: CUDA twins of the seeded fills: uniform values in [lo, hi) and integers in
 // [0, high), element i drawn from splitmix64 of the seed and i with elementwise.h's functions, so
 // the GPU writes exactly the values the CPU does (one thread per element, in any order).
 #include "cuda/cuda_kernels.h"
@@ -16,19 +16,17 @@ __global__ void randint_kernel(size_t n, uint64_t seed, uint64_t high, int64_t *
     y[i] = oom_randint(seed, i, high);
 }
 
-cudaError_t cuda_random_launch(const struct kernel_call *k, void *const *t, cudaStream_t s)
+CUDA_KERNEL(cuda_rand_uniform)
 {
     const size_t n = (size_t)k->dims[0];
-    const uint64_t seed = (uint64_t)k->dims[1];
-    switch (k->kernel) {
-    case K_RAND_UNIFORM:
-        rand_uniform_kernel<<<grid_for(n), THREADS, 0, s>>>(k->dtype, n, seed, k->fparam[0], k->fparam[1], t[0]);
-        break;
-    case K_RANDINT:
-        randint_kernel<<<grid_for(n), THREADS, 0, s>>>(n, seed, (uint64_t)k->dims[2], (int64_t *)t[0]);
-        break;
-    default:
-        return cudaErrorNotSupported;
-    }
+    rand_uniform_kernel<<<grid_for(n), THREADS, 0, c->stream>>>(k->dtype, n, (uint64_t)k->dims[1], k->fparam[0],
+                                                                 k->fparam[1], t[0]);
+    return cudaGetLastError();
+}
+
+CUDA_KERNEL(cuda_randint)
+{
+    const size_t n = (size_t)k->dims[0];
+    randint_kernel<<<grid_for(n), THREADS, 0, c->stream>>>(n, (uint64_t)k->dims[1], (uint64_t)k->dims[2], (int64_t *)t[0]);
     return cudaGetLastError();
 }
