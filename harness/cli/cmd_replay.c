@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "device/device_open.h"
+#include "device/device_kind.h"
 #include "replay/replay.h"
 #include "report/json_out.h"
 #include "util/size.h"
@@ -21,7 +21,7 @@ static void usage(FILE *f)
             "options:\n"
             "  --alloc-conf STR     PYTORCH_CUDA_ALLOC_CONF to replay under (default: $PYTORCH_ALLOC_CONF, then\n"
             "                       $PYTORCH_CUDA_ALLOC_CONF, then PyTorch's defaults)\n"
-            "  --device sim:PROFILE simulated GPU (default sim:rtx5090; `oomlab list profiles`)\n"
+            "  --device sim:PROFILE simulated GPU (default " DEVICE_DEFAULT "; `oomlab list profiles`)\n"
             "  --capacity CAP       device capacity instead of the profile's: a size (100MiB, 31.5GiB)\n"
             "                       or a share of it (0.5, 50%%)\n"
             "  --same-addresses     new segments take the addresses recorded in the snapshot's segment_alloc events\n"
@@ -104,7 +104,7 @@ int cmd_replay(int argc, char **argv)
     const char *conf = getenv("PYTORCH_ALLOC_CONF");
     if (!conf)
         conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
-    const char *device = "sim:rtx5090", *capacity_s = NULL, *json_path = NULL, *snapshot_path = NULL;
+    const char *device = DEVICE_DEFAULT, *capacity_s = NULL, *json_path = NULL, *snapshot_path = NULL;
     struct replay_options opt = {0};
     struct err e = {0};
     int c;
@@ -145,7 +145,7 @@ int cmd_replay(int argc, char **argv)
         fprintf(stderr, "oomlab replay: %s\n", e.msg);
         return e.code == ERR_INTERNAL ? 3 : 2;
     }
-    struct device *dev = device_open(device, capacity, NULL, &e);
+    struct device *dev = device_open(device, &(struct device_open_options){.capacity = capacity}, &e);
     struct replay_result res;
     int rc = 0;
     if (!dev || replay_run(&in, dev, &cfg, &opt, &res, &e)) {

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/sim.h"
 #include "replay/replay.h"
 #include "util/hash.h"
 #include "util/vec.h"
@@ -229,10 +228,10 @@ static int restore_initial(struct run *r, struct device *dev, struct err *e)
         return err_set(e, ERR_INTERNAL, "out of host memory restoring %zu segments", in->ninitial);
     for (size_t i = 0; i < in->ninitial; i++)
         addrs[i] = in->initial[i].address;
-    int rc = device_is_sim(dev) ? sim_device_force_addresses(dev, addrs, in->ninitial) : 0;
+    int rc = dev->ops->place_next ? dev->ops->place_next(dev, addrs, in->ninitial, e) : 0;
     free(addrs);
     if (rc)
-        return err_set(e, ERR_INTERNAL, "out of host memory restoring %zu segments", in->ninitial);
+        return -1;
     for (size_t i = 0; i < in->ninitial; i++) {
         const struct replay_segment *s = &in->initial[i];
         struct alloc_block **handles = calloc(s->nblocks + 1, sizeof *handles);
@@ -277,9 +276,9 @@ static int force_recorded_addresses(const struct replay_input *in, struct device
     for (size_t i = 0; i < in->nevents; i++)
         if (in->events[i].op == RP_RECORDED_SEGMENT_ALLOC)
             addrs[n++] = in->events[i].key;
-    int rc = sim_device_force_addresses(dev, addrs, n);
+    int rc = dev->ops->place_next(dev, addrs, n, e);
     free(addrs);
-    return rc ? err_set(e, ERR_INTERNAL, "out of host memory for %zu recorded segment addresses", n) : 0;
+    return rc;
 }
 
 /* A recorded segment_free (empty_cache, or PyTorch's own release before a retry): the model releases its
@@ -344,7 +343,7 @@ int replay_run(const struct replay_input *in, struct device *dev, const struct a
     if (!(r.a = allocator_create(dev, cfg)))
         return err_set(e, ERR_INTERNAL, "out of host memory");
     int rc = restore_initial(&r, dev, e);
-    if (rc == 0 && opt->same_addresses && device_is_sim(dev))
+    if (rc == 0 && opt->same_addresses && dev->ops->place_next)
         rc = force_recorded_addresses(in, dev, e);
     allocator_set_trace(r.a, on_trace, &r);
     for (size_t i = 0; rc == 0 && i < in->nevents; i++) {

@@ -53,8 +53,8 @@ void report_table(FILE *f, const struct scenario *sc, const struct variant_resul
     size_format_pytorch(n ? r[0].device_total : 0, total, sizeof total);
     fprintf(f, "== %s: %s\n", sc->name, sc->title);
     fprintf(f, "   source: %s\n", sc->source);
-    fprintf(f, "   device: %s (%s total, %s)\n", n ? r[0].device : sc->device, total,
-            n && r[0].run.measured ? "measured" : "modelled by the allocator model");
+    fprintf(f, "   device: %s (%s%s%s total, %s)\n", n ? r[0].device : sc->device, n ? r[0].device_detail : "",
+            n && r[0].device_detail[0] ? "; " : "", total, n && r[0].run.measured ? "measured" : "modelled by the allocator model");
     fprintf(f, "   %-26s %-44s %10s %10s %10s %7s  %-6s %s\n", "variant", "fixes", "peak alloc", "peak resv",
             "unalloc@pk", "retries", "expect", "result");
     for (size_t i = 0; i < n; i++) {
@@ -84,13 +84,14 @@ void report_table(FILE *f, const struct scenario *sc, const struct variant_resul
         if (r[i].run.oom.happened)
             fprintf(f, "    %-26s none: the job OOMs\n", r[i].variant->name);
         else if (r[i].run.measured)
-            fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (measured: median of %lld steps' training kernels, "
-                       "%.3f s; range %.3f-%.3f s)\n",
+            fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (measured: median of %lld steps' training kernels by "
+                       "%s, %.3f s; range %.3f-%.3f s; wall clock %.3f s, range %.3f-%.3f s)\n",
                     r[i].variant->name, r[i].steps_per_s, r[i].samples_per_s, (long long)r[i].run.steps_timed,
-                    r[i].run.step_seconds_median, r[i].run.step_seconds_min, r[i].run.step_seconds_max);
+                    r[i].timed_by, r[i].run.step_seconds_median, r[i].run.step_seconds_min, r[i].run.step_seconds_max,
+                    r[i].run.step_wall_seconds_median, r[i].run.step_wall_seconds_min, r[i].run.step_wall_seconds_max);
         else
-            fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (modelled: roofline of %s, %.2f TFLOP per step)\n",
-                    r[i].variant->name, r[i].steps_per_s, r[i].samples_per_s, r[i].rates_from,
+            fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (modelled: %s, %.2f TFLOP per step)\n",
+                    r[i].variant->name, r[i].steps_per_s, r[i].samples_per_s, r[i].timed_by,
                     r[i].variant->job.steps ? r[i].train_flops / 1e12 / r[i].variant->job.steps : 0.0);
     }
     for (size_t i = 0; i < n; i++) {

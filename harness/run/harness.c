@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/device_open.h"
-#include "device/sim.h"
+#include "device/device_kind.h"
 #include "workload/generate.h"
 
 void variant_fixes_text(const struct variant *v, char *buf, size_t len)
@@ -68,38 +67,37 @@ static void throughput(struct variant_result *r)
     r->samples_per_s = r->steps_per_s * (double)r->run.samples / (double)r->run.steps;
 }
 
+struct device *harness_open_device(const struct scenario *sc, const struct harness_options *opt, struct job_spec *job,
+                                   struct err *e)
+{
+    struct device_open_options o = {.capacity = opt->capacity, .cublas_workspace_bytes = job->cublas_workspace_bytes};
+    struct device *dev = device_open(opt->device ? opt->device : sc->device, &o, e);
+    if (dev)
+        job->cublas_workspace_bytes = dev->cublas_workspace_bytes;
+    return dev;
+}
+
 int harness_run_variant(const struct scenario *sc, const struct variant *v, const struct job_spec *job_override,
                         const struct harness_options *opt, struct variant_result *r, struct err *e)
 {
     *r = (struct variant_result){.scenario = sc, .variant = v};
-    const char *device = opt->device ? opt->device : sc->device;
-    struct runner_ref ref = {0};
-    struct cuda_workspace_alloc ws = {runner_workspace_alloc, runner_workspace_free, &ref};
-    struct device *dev = device_open(device, opt->capacity, &ws, e);
+    struct job_spec job = job_override ? *job_override : v->job;
+    struct device *dev = harness_open_device(sc, opt, &job, e);
     if (!dev)
         return err_prefix(e, "%s: variant %s: ", sc->path, v->name);
     snprintf(r->device, sizeof r->device, "%s", dev->name);
+    snprintf(r->device_detail, sizeof r->device_detail, "%s", dev->detail);
+    snprintf(r->timed_by, sizeof r->timed_by, "%s", dev->timed_by);
     r->device_total = dev->total;
-    const struct gpu_profile *profile = NULL;
-    if (device_is_sim(dev)) {
-        profile = sim_device_profile(dev);
-        if (!profile)
-            profile = gpu_profile_find("rtx5090"); /* a bare sim:SIZE is timed with the RTX 5090's rates */
-        r->rates_from = profile->name;
-    }
-    struct job_spec job = job_override ? *job_override : v->job;
-    if (profile)
-        job.cublas_workspace_bytes = profile->cublas_workspace_bytes;
     struct alloc_config cfg;
     alloc_config_default(&cfg);
     int rc = -1;
     struct runner *run = NULL;
     if (alloc_config_parse(&cfg, v->alloc_conf, e)) {
         err_prefix(e, "%s: variant %s: ", sc->path, v->name);
-    } else if (!(run = runner_create(dev, &cfg, profile))) {
+    } else if (!(run = runner_create(dev, &cfg))) {
         err_set(e, ERR_INTERNAL, "out of host memory");
     } else {
-        ref.runner = run;
         struct err gen_err = {0};
         rc = workload_generate(&job, runner_sink(run), &gen_err);
         if (rc && runner_stopped_by_oom(run))
@@ -108,7 +106,6 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
             *e = gen_err, err_prefix(e, "%s: variant %s: ", sc->path, v->name);
         runner_finish(run, &r->run);
     }
-    ref.runner = NULL; /* the device gives its workspaces back at destroy; the allocator is gone by then */
     runner_destroy(run);
     dev->ops->destroy(dev);
     if (rc == 0) {
