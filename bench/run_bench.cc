@@ -44,7 +44,7 @@ void BM_FlanT5XlStepOnSim(benchmark::State &state)
         alloc_config cfg;
         alloc_config_default(&cfg);
         device *dev = sim_device_create("sim:rtx5090", p->total_bytes, p->context_bytes, p);
-        runner *r = runner_create(dev, &cfg, p, nullptr);
+        runner *r = runner_create(dev, &cfg, nullptr);
         int rc = workload_generate(&spec, runner_sink(r), &e);
         run_result res;
         runner_finish(r, &res);

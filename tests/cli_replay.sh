@@ -24,9 +24,10 @@ ok $(contains "$out" "OOM at line 4: CUDA out of memory. Tried to allocate 40.00
 ok $(contains "$out" "warning: line 5: free of an allocation that failed with an OOM; ignored") "free of the failed allocation warned about"
 ok $(contains "$out" "(modelled)") "figures are labelled modelled"
 
-# a share of the device: 25% of a 400 MiB sim is the same 100 MiB, so the same OOM
-out=$("$BIN" replay --device sim:400MiB --capacity 25% "$T/oom.trace" 2>&1)
-ok $(contains "$out" "GPU 0 has a total capacity of 100.00 MiB of which 20.00 MiB is free.") "--capacity 25% of sim:400MiB OOMs as 100MiB does"
+# a share of the device keeps its CUDA context: 25% of a 2104 MiB sim is 526 MiB, 426 of them the
+# context of the architecture a bare size takes, so the same 100 MiB for segments and the same OOM
+out=$("$BIN" replay --device sim:2104MiB --capacity 25% "$T/oom.trace" 2>&1)
+ok $(contains "$out" "GPU 0 has a total capacity of 526.00 MiB of which 20.00 MiB is free.") "--capacity 25% of sim:2104MiB OOMs as 100MiB does"
 "$BIN" replay --capacity 100MiB --json "$T/r.json" "$T/oom.trace" > /dev/null 2>&1
 ok $([ $? = 1 ] && [ -s "$T/r.json" ] && echo 0 || echo 1) "--json writes (exit 1: the trace OOMs)"
 j=$(cat "$T/r.json" 2>/dev/null)
@@ -112,8 +113,8 @@ if [ -f "$SHARED/data/pytorch-snapshots/ZidongLiu_DeComFL__memory.pickle" ]; the
     ok $(contains "$out" "final layout     every segment's blocks match") "DeComFL: final layout"
     ok $(contains "$out" "settings:  recorded in the snapshot") "DeComFL: under the settings it recorded"
     ok $(contains "$out" "the trace holds in 1.77 GiB reserved at its peak") "DeComFL: the capacity it needs"
-    out=$("$BIN" replay --device sim:400MiB "$snap" 2>&1); rc=$?
-    ok $([ $rc = 1 ] && echo 0 || echo 1) "DeComFL on 400 MiB OOMs: exit 1 (got $rc)"
+    out=$("$BIN" replay --capacity 400MiB "$snap" 2>&1); rc=$?
+    ok $([ $rc = 1 ] && echo 0 || echo 1) "DeComFL on --capacity 400MiB OOMs: exit 1 (got $rc)"
     ok $(contains "$out" "too small: the trace needs 1.77 GiB reserved; replay without --device/--capacity to reproduce the recording, or give --capacity 1.77GiB") "a named device too small says what it needs"
     ok $(contains "$out" "addresses: the sim's deterministic policy") "a what-if places segments by the sim's policy"
     out=$("$BIN" replay --alloc-conf expandable_segments:True "$snap" 2>&1)

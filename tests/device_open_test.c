@@ -1,10 +1,10 @@
 /* device_open_test.c: --capacity as a size or a share of the device (capacity_parse with worked
  * values and every malformed kind), and device_open resolving it: a sim profile keeps its CUDA
- * context under a share and drops it under a size, host shares are of the machine's memory (the
- * spec's own size or share unless --capacity is given), and bad specs are input errors. */
-#include "device/device_open.h"
+ * context under a share and drops it under a size, a bare sim:SIZE has its architecture's context,
+ * host shares are of the machine's memory (the spec's own size or share unless --capacity is given),
+ * and bad specs are input errors. (The device-kind table itself: device_kind_test.c.) */
+#include "device/device_kind.h"
 #include "device/host.h"
-#include "device/profiles.h"
 #include "tap.h"
 
 static struct capacity parsed(const char *s)
@@ -57,7 +57,7 @@ static void parse_cases(void)
 static void open_case(const char *spec, struct capacity cap, uint64_t total, const char *what)
 {
     struct err e = {0};
-    struct device *d = device_open(spec, cap, NULL, &e);
+    struct device *d = device_open(spec, &(struct device_open_options){.capacity = cap}, &e);
     ok(d != NULL, "%s opens%s%s", spec, e.msg[0] ? ": " : "", e.msg);
     if (!d)
         return;
@@ -75,23 +75,30 @@ static void open_cases(void)
     open_case("sim:rtx5090", (struct capacity){1ULL << 30, 0.0}, 1ULL << 30, "--capacity 1GiB");
 
     struct err e = {0};
-    struct device *half = device_open("sim:rtx5090", (struct capacity){0, 0.5}, NULL, &e);
-    struct device *sized = device_open("sim:rtx5090", (struct capacity){p->total_bytes / 2, 0.0}, NULL, &e);
-    if (half && sized) {
-        uint64_t f1, t1, f2, t2;
+    struct device *half = device_open("sim:rtx5090", &(struct device_open_options){.capacity = {0, 0.5}}, &e);
+    struct device *sized =
+        device_open("sim:rtx5090", &(struct device_open_options){.capacity = {p->total_bytes / 2, 0.0}}, &e);
+    struct device *bare = device_open("sim:24GiB", NULL, &e);
+    if (half && sized && bare) {
+        uint64_t f1, t1, f2, t2, f3, t3;
         half->ops->mem_info(half, &f1, &t1);
         sized->ops->mem_info(sized, &f2, &t2);
+        bare->ops->mem_info(bare, &f3, &t3);
         is_u64(t1 - f1, p->context_bytes, "a share of a profile keeps its CUDA context (%llu bytes in use)",
                (unsigned long long)p->context_bytes);
-        is_u64(t2 - f2, 0, "a bare size has none");
+        is_u64(t2 - f2, 0, "a --capacity size has none");
+        is_u64(t3, 24ULL << 30, "sim:24GiB reports 24 GiB total");
+        is_u64(t3 - f3, gpu_profile_default()->context_bytes, "and the default profile's CUDA context is taken from it");
         is_str(half->name, "sim:rtx5090@50%", "the share is in the device's name");
     } else {
-        ok(0, "sim devices for the context check open");
+        ok(0, "sim devices for the context check open: %s", e.msg);
     }
     if (half)
         half->ops->destroy(half);
     if (sized)
         sized->ops->destroy(sized);
+    if (bare)
+        bare->ops->destroy(bare);
 
     const uint64_t memory = host_memory_bytes(NULL);
     open_case("host", (struct capacity){0, 0.0}, memory / 2, "by default half the host's memory");
@@ -100,10 +107,10 @@ static void open_cases(void)
     open_case("host:2GiB", (struct capacity){0, 0.125}, (uint64_t)((double)memory * 0.125),
               "--capacity 0.125 wins over the spec's size");
 
-    static const char *bad[] = {"host:0", "host:150%", "sim:nosuch", "tpu", "cuda:x"};
+    static const char *bad[] = {"host:0", "host:150%", "sim:nosuch", "tpu", "cuda:x", "sim:400MiB"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         struct err be = {0};
-        struct device *d = device_open(bad[i], (struct capacity){0, 0.0}, NULL, &be);
+        struct device *d = device_open(bad[i], NULL, &be);
         ok(!d && be.code == ERR_INPUT, "device '%s' is an input error: %s", bad[i], be.msg);
         if (d)
             d->ops->destroy(d);

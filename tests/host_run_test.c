@@ -2,7 +2,9 @@
  * the CPU code on real data: seeded weights and inputs), then the same jobs on the sim device: the
  * loss is finite and changes across steps, and the allocator's memory_stats (every key), peaks,
  * per-category and per-phase figures and the device's segment events (offsets from the first
- * segment, sizes) are identical on both, since the host places segments by the sim's policy.
+ * segment, sizes) are identical on both, since the host places segments by the sim's policy. The
+ * runner takes each device's word for its kernel time: measured by the host (and its wall clock
+ * beside it), modelled by the sim.
  * Jobs: a tiny GPT-2 style transformer (AdamW, dropout) and a tiny UNet with a VAE on the device
  * (latents encoded each step, EMA, eval with sampling and a VAE decode). */
 #include <math.h>
@@ -76,11 +78,12 @@ static void unmap(struct device *d, uint64_t addr, uint64_t size)
     probe->inner->unmap(d, addr, size);
 }
 
-/* A training loss is the mean of a kernel's [1] result: K_REDUCE_SUM with outer = inner = 1. */
+/* A training loss is the mean of a kernel's [1] result: K_REDUCE_SUM with outer = inner = 1 (on a device that
+ * runs kernels: the sim gets no addresses). */
 static int launch(struct device *d, const struct kernel_call *k, const uint64_t *addrs, struct err *e)
 {
     int rc = probe->inner->launch(d, k, addrs, e);
-    if (rc == 0 && k->kernel == K_REDUCE_SUM && k->dims[0] == 1 && k->dims[2] == 1 && addrs[1] &&
+    if (rc == 0 && addrs && k->kernel == K_REDUCE_SUM && k->dims[0] == 1 && k->dims[2] == 1 && addrs[1] &&
         probe->nlosses < MAX_LOSSES) {
         const void *p = (const void *)(uintptr_t)addrs[1];
         float v;
@@ -113,14 +116,13 @@ static void attach(struct probe *p, struct device *d)
     probe = p;
 }
 
-/* Runs the job on dev (profile NULL: measured); 0 or -1. */
-static int run_on(struct device *dev, const struct gpu_profile *profile, const struct job_spec *spec, struct probe *p,
-                  struct run_result *res)
+/* Runs the job on dev; 0 or -1. */
+static int run_on(struct device *dev, const struct job_spec *spec, struct probe *p, struct run_result *res)
 {
     struct alloc_config cfg;
     alloc_config_default(&cfg);
     attach(p, dev);
-    struct runner *r = runner_create(dev, &cfg, profile, NULL);
+    struct runner *r = runner_create(dev, &cfg, NULL);
     struct err e = {0};
     struct workload *w = r ? workload_create(spec, &e) : NULL;
     int rc = w ? workload_run(w, runner_sink(r), &e) : -1;
@@ -159,6 +161,17 @@ static void check_step_times(const char *job, const char *dev, const struct run_
     ok(steps == 2 && fabs(r->step_seconds_min + r->step_seconds_max - t) <= 1e-9 * t,
        "%s on %s: the two steps' times add up to the training phases' %.4f s (load, eval, decode apart)", job, dev,
        t);
+    if (r->measured) {
+        ok(r->step_wall_seconds_min >= r->step_seconds_min && r->step_wall_seconds_max >= r->step_seconds_max,
+           "%s on %s: a step's wall clock (%.4f-%.4f s) holds its kernels", job, dev, r->step_wall_seconds_min,
+           r->step_wall_seconds_max);
+        ok(r->wall_seconds >= r->kernel_seconds && r->kernel_seconds >= t,
+           "%s on %s: the run's wall clock %.4f s >= its kernels' %.4f s >= the training phases'", job, dev,
+           r->wall_seconds, r->kernel_seconds);
+    } else {
+        ok(r->step_wall_seconds_max == 0 && r->wall_seconds == 0, "%s on %s: a modelled run has no wall clock", job,
+           dev);
+    }
 }
 
 static void compare(const char *job, const struct run_result *h, const struct probe *hp, const struct run_result *s,
@@ -203,7 +216,7 @@ static void run_job(const char *job, const struct job_spec *spec, size_t want_lo
         diag("%s", e.msg);
         return;
     }
-    int rc = run_on(host, NULL, spec, &hp, &h);
+    int rc = run_on(host, spec, &hp, &h);
     ok(rc == 0 && !h.oom.happened, "%s: runs on the host without an error or OOM", job);
     ok(h.measured && h.kernels > 0, "%s: %llu kernels run for real", job, (unsigned long long)h.kernels);
     int finite = hp.nlosses == want_losses;
@@ -214,11 +227,14 @@ static void run_job(const char *job, const struct job_spec *spec, size_t want_lo
     ok(finite, "%s: %zu finite positive losses (want %zu)", job, hp.nlosses, want_losses);
     ok(hp.nlosses >= 2 && hp.losses[0] != hp.losses[1], "%s: the loss changes across steps", job);
     double t = train_seconds(&h);
-    diag("%s: host %.3f s total, %.3f s in training phases: %.2f steps/s, %.2f samples/s, %.2f GFLOP/s", job,
-         h.seconds, t, spec->steps / t, spec->steps * spec->batch / t, h.flops / h.seconds / 1e9);
+    diag("%s: host %.3f s wall, %.3f s in kernels, %.3f s in training phases: %.2f steps/s, %.2f samples/s, "
+         "%.2f GFLOP/s",
+         job, h.wall_seconds, h.kernel_seconds, t, spec->steps / t, spec->steps * spec->batch / t,
+         h.flops / h.kernel_seconds / 1e9);
     struct device *sim = sim_device_create("sim", CAPACITY, 0, NULL);
-    rc = run_on(sim, gpu_profile_find("rtx5090"), spec, &sp, &s);
-    ok(rc == 0 && !s.oom.happened, "%s: runs on sim", job);
+    rc = run_on(sim, spec, &sp, &s);
+    ok(rc == 0 && !s.oom.happened && !s.measured, "%s: runs on sim, modelled", job);
+    ok(s.kernel_seconds > 0, "%s: the sim models %.6f s of kernels", job, s.kernel_seconds);
     compare(job, &h, &hp, &s, &sp);
     check_step_times(job, "host", &h, spec);
     check_step_times(job, "sim", &s, spec);

@@ -20,10 +20,12 @@ static struct job_result ran, replayed; /* large: not on the stack */
 /* Writes the variant's op program to path; 0 or -1. */
 static int write_program(const struct scenario *sc, const struct job_spec *spec, const char *path)
 {
-    struct job_spec job = *spec; /* the device's cuBLAS workspace, as harness_run_variant gives it */
-    const struct gpu_profile *p = !strncmp(sc->device, "sim:", 4) ? gpu_profile_find(sc->device + 4) : NULL;
-    if (p)
-        job.cublas_workspace_bytes = p->cublas_workspace_bytes;
+    struct job_spec job = *spec; /* the device's cuBLAS workspace, as harness_run_variant settles it */
+    struct err oe = {0};
+    struct device *dev = harness_open_device(sc, &(struct harness_options){0}, &job, &oe);
+    if (!dev)
+        return -1;
+    dev->ops->destroy(dev);
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;

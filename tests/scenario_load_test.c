@@ -71,7 +71,7 @@ static void test_defaults(void)
     is_int(v->job.param_dtype, d.param_dtype, "param_dtype default");
     is_int(v->job.ema, d.ema, "ema default");
     is_int(v->job.eval.every, d.eval.every, "eval.every default");
-    is_u64(v->job.cublas_workspace_bytes, d.cublas_workspace_bytes, "cublas_workspace default");
+    is_u64(v->job.cublas_workspace_bytes, 0, "cublas_workspace defaults to 0: the device's own");
     is_int(v->job.streams, d.streams, "streams default");
     is_int(v->job.faults, 0, "no faults");
     is_int(v->job.fixes, 0, "no fixes");

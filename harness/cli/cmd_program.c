@@ -1,12 +1,13 @@
 /* cmd_program.c: `oomlab program SCENARIO [--variant NAME]`: prints the op program the workload generator
- * emits for one variant, one op per line. */
+ * emits for one variant, one op per line, for the scenario's device (opened as `oomlab run` opens it, so
+ * the cuBLAS workspace is the one the run allocates). */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/commands.h"
-#include "device/profiles.h"
 #include "report/program_text.h"
+#include "run/harness.h"
 #include "scenario/scenario.h"
 #include "workload/generate.h"
 
@@ -47,15 +48,21 @@ int cmd_program(int argc, char **argv)
         rc = 2;
     } else {
         struct job_spec job = v->job;
-        const struct gpu_profile *p = !strncmp(sc.device, "sim:", 4) ? gpu_profile_find(sc.device + 4) : NULL;
-        if (p)
-            job.cublas_workspace_bytes = p->cublas_workspace_bytes;
-        struct text_sink sink;
-        text_sink_init(&sink, stdout);
-        printf("# op program of %s, variant %s, alloc_conf '%s'\n", sc.name, v->name, v->alloc_conf);
-        if (workload_generate(&job, &sink.sink, &e)) {
-            fprintf(stderr, "oomlab program: %s\n", e.msg);
+        struct device *dev = harness_open_device(&sc, &(struct harness_options){0}, &job, &e);
+        if (!dev) {
+            fprintf(stderr, "oomlab program: %s: %s\n", argv[optind], e.msg);
             rc = e.code == ERR_INPUT ? 2 : 3;
+        } else {
+            struct text_sink sink;
+            text_sink_init(&sink, stdout);
+            printf("# op program of %s, variant %s, alloc_conf '%s'\n", sc.name, v->name, v->alloc_conf);
+            printf("# device %s%s%s%s, cuBLAS workspace %llu B per stream\n", dev->name, dev->detail[0] ? " (" : "",
+                   dev->detail, dev->detail[0] ? ")" : "", (unsigned long long)job.cublas_workspace_bytes);
+            dev->ops->destroy(dev);
+            if (workload_generate(&job, &sink.sink, &e)) {
+                fprintf(stderr, "oomlab program: %s\n", e.msg);
+                rc = e.code == ERR_INPUT ? 2 : 3;
+            }
         }
     }
     scenario_free(&sc);

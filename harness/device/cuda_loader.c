@@ -1,11 +1,14 @@
-/* cuda_loader.c: dlopen of the CUDA plugin, with reasons for every way it can be unavailable, and a
- * launch wrapper that validates kernel calls against the kernel table before they reach the GPU. */
+/* cuda_loader.c: dlopen of the CUDA plugin, with reasons for every way it can be unavailable, a
+ * launch wrapper that validates kernel calls against the kernel table before they reach the GPU, and
+ * the cuda row of the device-kind table. */
 #include "device/cuda_loader.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,7 +22,6 @@ struct plugin {
     void *handle;
     oomlab_cuda_probe_fn probe;
     oomlab_cuda_open_fn open;
-    oomlab_cuda_kernel_ms_fn kernel_ms;
     oomlab_cuda_copy_fn copy;
 };
 
@@ -69,14 +71,12 @@ static int plugin_load(const char *path, char *why, size_t n)
     oomlab_cuda_abi_fn abi = (oomlab_cuda_abi_fn)dlsym(h, OOMLAB_CUDA_ABI_SYMBOL);
     struct plugin p = {h, (oomlab_cuda_probe_fn)dlsym(h, OOMLAB_CUDA_PROBE_SYMBOL),
                        (oomlab_cuda_open_fn)dlsym(h, OOMLAB_CUDA_OPEN_SYMBOL),
-                       (oomlab_cuda_kernel_ms_fn)dlsym(h, OOMLAB_CUDA_KERNEL_MS_SYMBOL),
                        (oomlab_cuda_copy_fn)dlsym(h, OOMLAB_CUDA_COPY_SYMBOL)};
-    if (!abi || !p.probe || !p.open || !p.kernel_ms || !p.copy) {
+    if (!abi || !p.probe || !p.open || !p.copy) {
         snprintf(why, n, "%s is not an oomlab CUDA plugin (missing %s)", path,
                  !abi ? OOMLAB_CUDA_ABI_SYMBOL : !p.probe ? OOMLAB_CUDA_PROBE_SYMBOL
                                                 : !p.open ? OOMLAB_CUDA_OPEN_SYMBOL
-                                                : !p.kernel_ms ? OOMLAB_CUDA_KERNEL_MS_SYMBOL
-                                                               : OOMLAB_CUDA_COPY_SYMBOL);
+                                                          : OOMLAB_CUDA_COPY_SYMBOL);
         dlclose(h);
         return -1;
     }
@@ -119,12 +119,8 @@ struct device *cuda_device_open(const char *path, int ordinal, const struct ooml
         validated_ops.launch = validated_launch;
     }
     d->ops = &validated_ops;
+    d->kind = &cuda_device_kind;
     return d;
-}
-
-double cuda_device_kernel_ms(struct device *d)
-{
-    return loaded.kernel_ms ? loaded.kernel_ms(d) : 0.0;
 }
 
 int cuda_device_copy(struct device *d, void *dst, const void *src, uint64_t bytes, int to_device, struct err *e)
@@ -133,3 +129,46 @@ int cuda_device_copy(struct device *d, void *dst, const void *src, uint64_t byte
         return err_set(e, ERR_INTERNAL, "%s: the CUDA plugin is not loaded", d->name);
     return loaded.copy(d, dst, src, bytes, to_device, e);
 }
+
+/* N: the device's ordinal. */
+static int cuda_parse(const char *arg, struct device_spec *out, struct err *e)
+{
+    if (!arg)
+        return 0;
+    char *end;
+    long n = strtol(arg, &end, 10);
+    if (!(*arg >= '0' && *arg <= '9') || *end || n > INT_MAX)
+        return err_set(e, ERR_INPUT, "'%s' is not a CUDA device number", arg);
+    out->ordinal = (int)n;
+    return 0;
+}
+
+static void cuda_kind_probe(struct device_probe *out)
+{
+    char why[400] = "";
+    int n = cuda_probe(NULL, why, sizeof why);
+    out->available = n > 0;
+    snprintf(out->capacity, sizeof out->capacity, "%s", n > 0 ? "see cuda:N" : "-");
+    if (n > 0)
+        snprintf(out->notes, sizeof out->notes, "%d GPU%s through %s: cuda:0 .. cuda:%d", n, n > 1 ? "s" : "",
+                 OOMLAB_CUDA_PLUGIN_NAME, n - 1);
+    else
+        snprintf(out->notes, sizeof out->notes, "unavailable: %s", why);
+}
+
+/* --capacity as a size limits the bytes the device hands out; as a share, of the GPU's total. */
+static struct device *cuda_kind_open(const struct device_spec *spec, const struct device_open_options *opt,
+                                     struct err *e)
+{
+    struct oomlab_cuda_options o = {.capacity_limit = opt->capacity.bytes, .capacity_fraction = opt->capacity.fraction};
+    return cuda_device_open(NULL, spec->ordinal, &o, e);
+}
+
+const struct device_kind cuda_device_kind = {
+    .name = "cuda",
+    .forms = "cuda, cuda:N",
+    .flags = DEVICE_MEASURED | DEVICE_RUNS_KERNELS | DEVICE_ASYNC_KERNELS,
+    .parse = cuda_parse,
+    .probe = cuda_kind_probe,
+    .open = cuda_kind_open,
+};

@@ -7,8 +7,12 @@
 #include <stddef.h>
 
 #include "device/cuda/cuda_plugin.h"
-#include "device/device.h"
+#include "device/device_kind.h"
 #include "util/err.h"
+
+/* cuda or cuda:N, through the plugin; unavailable (with the reason) where it cannot load or finds
+ * no GPU. Its cuBLAS workspace is PyTorch's default for the GPU's compute capability. */
+extern const struct device_kind cuda_device_kind;
 
 /* The default plugin path: the directory of /proc/self/exe plus OOMLAB_CUDA_PLUGIN_NAME.
  * Returns 0, or -1 if the path does not fit in n bytes or /proc/self/exe is unreadable. */
@@ -20,14 +24,11 @@ int cuda_plugin_default_path(char *buf, size_t n);
  * there is no driver or no GPU. */
 int cuda_probe(const char *path, char *why, size_t n);
 
-/* Opens cuda:ordinal through the plugin at `path` (NULL: default) with opt (NULL: the whole GPU,
- * PyTorch's cuBLAS workspace size, workspaces the plugin allocates itself). Kernel calls launched
- * on the device are checked against the kernel table first. NULL with e set (ERR_INPUT with the
- * probe's reason when CUDA is unavailable). */
+/* Opens cuda:ordinal through the plugin at `path` (NULL: default) with opt (NULL: the whole GPU).
+ * Kernel calls launched on the device are checked against the kernel table first; workspaces come
+ * from the device's own memory until set_workspace says otherwise. NULL with e set (ERR_INPUT with
+ * the probe's reason when CUDA is unavailable). */
 struct device *cuda_device_open(const char *path, int ordinal, const struct oomlab_cuda_options *opt, struct err *e);
-
-/* GPU time in ms of every kernel launched on a device from cuda_device_open (CUDA events). */
-double cuda_device_kernel_ms(struct device *d);
 
 /* Synchronous copy host -> device (to_device) or device -> host on a device from cuda_device_open:
  * device.h has no data movement, but tests and data loading need it. 0, or -1 with e set. */

@@ -3,14 +3,17 @@
  * earlier one, 1 GiB apart, never reused), so the allocator model breaks best-fit ties exactly as on sim
  * and a host run's memory figures equal the sim run's. Mapping makes pages readable and writable;
  * unmapping drops them (MADV_DONTNEED) and makes them inaccessible again, like cuMemMap/cuMemUnmap.
- * Kernels run through the kernel table's CPU code on the real data. */
+ * Kernels run through the kernel table's CPU code on the real data, each timed with CLOCK_MONOTONIC
+ * (the calls are synchronous, so the clock sees the whole kernel). */
 #include "device/host.h"
 
 #include <errno.h>
+#include <hwloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kernels.h"
@@ -20,7 +23,8 @@
 
 struct host {
     uint64_t used;
-    uint64_t arena, next; /* arena base; next placement */
+    uint64_t arena, next;  /* arena base; next placement */
+    double kernel_seconds; /* measured since the last kernel_seconds() */
 };
 
 /* The next placement (or 0 when the arena is exhausted). */
@@ -109,14 +113,22 @@ static void host_mem_info(struct device *d, uint64_t *free_bytes, uint64_t *tota
 
 static int host_launch(struct device *d, const struct kernel_call *k, const uint64_t *addrs, struct err *e)
 {
-    void *ptrs[KERNEL_MAX_TENSORS];
-    for (unsigned i = 0; i < KERNEL_MAX_TENSORS; i++)
+    void *ptrs[KERNEL_MAX_TENSORS] = {0};
+    for (unsigned i = 0; i < k->ntensors && i < KERNEL_MAX_TENSORS; i++)
         ptrs[i] = (void *)(uintptr_t)addrs[i];
-    return kernel_run_cpu(k, ptrs, e);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = kernel_run_cpu(k, ptrs, e);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    host_of(d)->kernel_seconds += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    return rc;
 }
 
-static void host_sync(struct device *d)
+static double host_kernel_seconds(struct device *d)
 {
+    double t = host_of(d)->kernel_seconds;
+    host_of(d)->kernel_seconds = 0;
+    return t;
 }
 
 static void host_destroy(struct device *d)
@@ -137,7 +149,7 @@ static const struct device_ops host_ops = {
     .unmap = host_unmap,
     .mem_info = host_mem_info,
     .launch = host_launch,
-    .sync = host_sync,
+    .kernel_seconds = host_kernel_seconds,
     .destroy = host_destroy,
 };
 
@@ -186,9 +198,60 @@ struct device *host_device_create(uint64_t capacity, struct err *e)
     }
     h->arena = h->next = (uint64_t)(uintptr_t)arena;
     d->ops = &host_ops;
+    d->kind = &host_device_kind;
     snprintf(d->name, sizeof d->name, "host");
+    snprintf(d->timed_by, sizeof d->timed_by, "CLOCK_MONOTONIC around each CPU kernel");
     d->total = capacity;
-    d->measured = true;
+    d->cublas_workspace_bytes = CUBLAS_WORKSPACE_PRE_SM90_BYTES;
     d->impl = h;
     return d;
 }
+
+/* SIZE or FRACTION of the host's memory. */
+static int host_parse(const char *arg, struct device_spec *out, struct err *e)
+{
+    return arg ? capacity_parse(arg, &out->own, e) : 0;
+}
+
+static void host_probe(struct device_probe *out)
+{
+    hwloc_topology_t topo;
+    int cores = 0, pus = 0;
+    if (hwloc_topology_init(&topo) == 0 && hwloc_topology_load(topo) == 0) {
+        cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+        pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+    }
+    hwloc_topology_destroy(topo);
+    const char *source;
+    uint64_t memory = host_memory_bytes(&source);
+    char all[32];
+    size_format_pytorch(memory, all, sizeof all);
+    out->available = memory > 0;
+    size_format_pytorch(memory / 2, out->capacity, sizeof out->capacity);
+    snprintf(out->notes, sizeof out->notes,
+             "real host memory under a capacity (default half of %s %s), CPU kernels on real data; %d cores, "
+             "%d hardware threads (hwloc)",
+             all, source, cores, pus);
+}
+
+/* The spec's own size or share of the host's memory, unless --capacity gives one. */
+static struct device *host_open(const struct device_spec *spec, const struct device_open_options *opt, struct err *e)
+{
+    struct capacity capacity = opt->capacity.bytes || opt->capacity.fraction > 0.0 ? opt->capacity : spec->own;
+    const uint64_t memory = host_memory_bytes(NULL);
+    uint64_t total = capacity_resolve(capacity, memory, memory / 2);
+    if (!total) {
+        err_set(e, ERR_INTERNAL, "device %s: cannot read the machine's memory size; give --capacity SIZE", spec->text);
+        return NULL;
+    }
+    return host_device_create(total, e);
+}
+
+const struct device_kind host_device_kind = {
+    .name = "host",
+    .forms = "host, host:SIZE, host:FRACTION",
+    .flags = DEVICE_MEASURED | DEVICE_RUNS_KERNELS | DEVICE_DETERMINISTIC_PLACEMENT,
+    .parse = host_parse,
+    .probe = host_probe,
+    .open = host_open,
+};

@@ -1,11 +1,15 @@
 /* host.h: the host device: real memory from the OS under a capacity, so the allocator model OOMs exactly
- * where it says, and the CPU kernels running on real data, timed with a monotonic clock (measured). */
+ * where it says, and the CPU kernels running on real data, each timed with a monotonic clock (measured).
+ * Having no GPU architecture, its cuBLAS workspace is PyTorch's default before Hopper. */
 #ifndef OOMLAB_HOST_H
 #define OOMLAB_HOST_H
 
-#include "device/device.h"
+#include "device/device_kind.h"
 
-/* A host device of `capacity` bytes (device_open picks the default: half of host_memory_bytes()). */
+/* host, host:SIZE or host:FRACTION (of host_memory_bytes(); default half). */
+extern const struct device_kind host_device_kind;
+
+/* A host device of `capacity` bytes (its kind's open picks the default: half of host_memory_bytes()). */
 struct device *host_device_create(uint64_t capacity, struct err *e);
 
 /* The memory this process may use: the machine's physical memory, or the cgroup's memory limit

@@ -7,8 +7,8 @@
 
 #include "util/size.h"
 
-#define CUBLAS_WS_DEFAULT 8519680ULL
-#define CUBLAS_WS_LARGE (32 * MiB)
+#define CUBLAS_WS_DEFAULT CUBLAS_WORKSPACE_PRE_SM90_BYTES
+#define CUBLAS_WS_LARGE CUBLAS_WORKSPACE_SM90_BYTES
 #define CONTEXT (426 * MiB)
 
 static const struct gpu_profile profiles[] = {
@@ -36,6 +36,11 @@ const struct gpu_profile *gpu_profile_find(const char *name)
         if (!strcmp(profiles[i].name, name))
             return &profiles[i];
     return NULL;
+}
+
+const struct gpu_profile *gpu_profile_default(void)
+{
+    return gpu_profile_find(GPU_PROFILE_DEFAULT);
 }
 
 size_t gpu_profile_count(void)

@@ -7,6 +7,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The default device's profile: `sim` alone, and the architecture of a bare `sim:SIZE`. */
+#define GPU_PROFILE_DEFAULT "rtx5090"
+
+/* PyTorch's default cuBLAS workspace per stream (CUBLAS_WORKSPACE_CONFIG): ":4096:8" from sm_90
+ * (Hopper) on, ":4096:2:16:8" before. */
+#define CUBLAS_WORKSPACE_SM90_BYTES (4096ULL * 1024 * 8)
+#define CUBLAS_WORKSPACE_PRE_SM90_BYTES (4096ULL * 1024 * 2 + 16ULL * 1024 * 8)
+
 struct gpu_profile {
     const char *name;         /* "rtx5090" */
     const char *description;  /* "NVIDIA GeForce RTX 5090 (32 GB GDDR7, sm_120)" */
@@ -19,6 +27,7 @@ struct gpu_profile {
 };
 
 const struct gpu_profile *gpu_profile_find(const char *name);
+const struct gpu_profile *gpu_profile_default(void);
 size_t gpu_profile_count(void);
 const struct gpu_profile *gpu_profile_at(size_t i);
 

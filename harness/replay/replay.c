@@ -13,15 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/device_open.h"
-#include "device/sim.h"
+#include "device/device_kind.h"
 #include "replay/recorded.h"
 #include "replay/snapshot_plan.h"
 #include "replay/trace_input.h"
 #include "report/snapshot_out.h"
 #include "run/runner.h"
 
-#define DEFAULT_DEVICE "sim:rtx5090"
 #define UNBOUNDED (1ULL << 50) /* 1 PiB: more than any recording holds */
 
 /* What one run of a replay is set up with. */
@@ -42,20 +40,18 @@ struct replay_run {
 static int open_run(const struct setup *su, bool snapshot, bool record, struct replay_run *rr,
                     struct job_result *out, struct err *e)
 {
-    if (!(rr->dev = device_open(su->device, su->capacity, NULL, e)))
+    if (!(rr->dev = device_open(su->device, &(struct device_open_options){.capacity = su->capacity}, e)))
         return -1;
     if (su->capacity.bytes == UNBOUNDED)
         snprintf(out->device, sizeof out->device, "sim:unbounded");
     else
         snprintf(out->device, sizeof out->device, "%s", rr->dev->name);
     out->device_total = rr->dev->total;
-    const struct gpu_profile *profile = device_is_sim(rr->dev) ? sim_device_profile(rr->dev) : NULL;
-    if (device_is_sim(rr->dev) && !profile)
-        profile = gpu_profile_find("rtx5090");
-    out->rates_from = profile ? profile->name : NULL;
+    snprintf(out->device_detail, sizeof out->device_detail, "%s", rr->dev->detail);
+    snprintf(out->timed_by, sizeof out->timed_by, "%s", rr->dev->timed_by);
     struct runner_options ro = {.continue_after_oom = true, .lenient_ids = snapshot,
                                 .where_unit = snapshot ? "event" : "line"};
-    if (!(rr->runner = runner_create(rr->dev, &su->cfg, profile, &ro)))
+    if (!(rr->runner = runner_create(rr->dev, &su->cfg, &ro)))
         return err_set(e, ERR_INTERNAL, "out of host memory");
     if (snapshot && (!(rr->check = recorded_observer_create()) ||
                      runner_add_observer(rr->runner, recorded_observer_base(rr->check))))
@@ -94,10 +90,10 @@ static int restore_initial(struct replay_run *rr, const struct snapshot_plan *p,
         return err_set(e, ERR_INTERNAL, "out of host memory restoring %zu segments", p->ninitial);
     for (size_t i = 0; i < p->ninitial; i++)
         addrs[i] = p->initial[i].address;
-    int rc = device_is_sim(rr->dev) ? sim_device_force_addresses(rr->dev, addrs, p->ninitial) : 0;
+    int rc = rr->dev->ops->place_next ? rr->dev->ops->place_next(rr->dev, addrs, p->ninitial, e) : 0;
     free(addrs);
     if (rc)
-        return err_set(e, ERR_INTERNAL, "out of host memory restoring %zu segments", p->ninitial);
+        return -1;
     for (size_t i = 0; i < p->ninitial; i++) {
         const struct replay_segment *s = &p->initial[i];
         uint64_t addr;
@@ -134,9 +130,9 @@ static int force_recorded_addresses(struct replay_run *rr, const struct snapshot
     for (size_t i = 0; i < p->nops; i++)
         if (p->ops[i].kind == OP_SEGMENT_ALLOC)
             addrs[n++] = p->ops[i].id;
-    int rc = sim_device_force_addresses(rr->dev, addrs, n);
+    int rc = rr->dev->ops->place_next(rr->dev, addrs, n, e);
     free(addrs);
-    return rc ? err_set(e, ERR_INTERNAL, "out of host memory for %zu recorded segment addresses", n) : 0;
+    return rc;
 }
 
 static int finish(struct replay_run *rr, struct job_result *out, const char *snapshot_path, struct err *e)
@@ -153,7 +149,7 @@ static int run_plan(const struct snapshot_plan *plan, const struct setup *su, st
     int rc = open_run(su, true, snapshot_path != NULL, &rr, out, e);
     if (rc == 0)
         rc = restore_initial(&rr, plan, e);
-    if (rc == 0 && su->recorded_addresses)
+    if (rc == 0 && su->recorded_addresses && rr.dev->ops->place_next)
         rc = force_recorded_addresses(&rr, plan, e);
     struct op_sink *sink = rc ? NULL : runner_sink(rr.runner);
     for (size_t i = 0; rc == 0 && i < plan->nops; i++)
@@ -206,7 +202,7 @@ static int decide(const struct replay_options *opt, const struct snapshot_plan *
     }
     snprintf(out->alloc_conf, sizeof out->alloc_conf, "%s", su->cfg.text);
     bool bounded = opt->device || opt->capacity.bytes || opt->capacity.fraction > 0.0;
-    su->device = opt->device ? opt->device : bounded ? DEFAULT_DEVICE : "sim";
+    su->device = opt->device ? opt->device : bounded ? DEVICE_DEFAULT : "sim";
     su->capacity = bounded ? opt->capacity : (struct capacity){UNBOUNDED, 0.0};
     snprintf(ri->capacity_from, sizeof ri->capacity_from, "%s",
              bounded ? "as named (a what-if)" : "unbounded: room for everything the recording held");

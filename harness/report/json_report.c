@@ -68,6 +68,23 @@ static json_t *replay_json(const struct job_result *r)
                      check);
 }
 
+static json_t *throughput_json(const struct job_result *r)
+{
+    json_t *t = json_pack("{s:f, s:f, s:f, s:f, s:{s:I, s:f, s:f, s:f}, s:s}", "steps_per_s", r->steps_per_s,
+                          "samples_per_s", r->samples_per_s, "train_seconds", r->train_seconds, "train_flops",
+                          r->train_flops, "step_seconds", "steps", (json_int_t)r->run.steps_timed, "median",
+                          r->run.step_seconds_median, "min", r->run.step_seconds_min, "max", r->run.step_seconds_max,
+                          "figures", figures(r));
+    if (r->run.measured) { /* kernel time by the device's own clock or events, and the wall clock beside it */
+        json_t *wall = json_pack("{s:s, s:{s:f, s:f, s:f}, s:f}", "timed_by", r->timed_by, "step_wall_seconds",
+                                 "median", r->run.step_wall_seconds_median, "min", r->run.step_wall_seconds_min, "max",
+                                 r->run.step_wall_seconds_max, "wall_seconds", r->run.wall_seconds);
+        json_object_update(t, wall);
+        json_decref(wall);
+    }
+    return t;
+}
+
 static json_t *job_json(const struct report_group *g, size_t i)
 {
     const struct job_result *r = &g->jobs[i];
@@ -84,12 +101,7 @@ static json_t *job_json(const struct report_group *g, size_t i)
     json_object_set_new(v, "phases", phases_json(&r->run));
     json_object_set_new(v, "oom", r->run.oom.happened ? oom_json(&r->run.oom) : json_null());
     json_object_set_new(v, "events", events_json(&r->run));
-    json_object_set_new(v, "throughput",
-                        json_pack("{s:f, s:f, s:f, s:f, s:{s:I, s:f, s:f, s:f}, s:s}", "steps_per_s", r->steps_per_s,
-                                  "samples_per_s", r->samples_per_s, "train_seconds", r->train_seconds, "train_flops",
-                                  r->train_flops, "step_seconds", "steps", (json_int_t)r->run.steps_timed, "median",
-                                  r->run.step_seconds_median, "min", r->run.step_seconds_min, "max",
-                                  r->run.step_seconds_max, "figures", figures(r)));
+    json_object_set_new(v, "throughput", throughput_json(r));
     json_object_set_new(v, "expect",
                         r->has_expect ? json_pack("{s:b, s:b, s:s}", "oom", r->expect_oom, "ok", r->expect_ok, "why",
                                                   r->expect_why)

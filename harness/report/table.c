@@ -52,7 +52,8 @@ static void print_header(FILE *f, const struct report_group *g)
     if (r && !strcmp(r->device, "sim:unbounded"))
         fprintf(f, "   device: %s (modelled by the allocator model)\n", r->device);
     else
-        fprintf(f, "   device: %s (%s total, %s)\n", r ? r->device : "-", total,
+        fprintf(f, "   device: %s (%s%s%s total, %s)\n", r ? r->device : "-", r ? r->device_detail : "",
+                r && r->device_detail[0] ? "; " : "", total,
                 r && r->run.measured ? "measured" : "modelled by the allocator model");
 }
 
@@ -91,13 +92,14 @@ static void print_throughput(FILE *f, const struct job_result *r)
     else if (r->steps_per_s <= 0)
         fprintf(f, "    %-26s none: no training step was timed\n", r->name);
     else if (r->run.measured)
-        fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (measured: median of %lld steps' training kernels, "
-                   "%.3f s; range %.3f-%.3f s)\n",
-                r->name, r->steps_per_s, r->samples_per_s, (long long)r->run.steps_timed, r->run.step_seconds_median,
-                r->run.step_seconds_min, r->run.step_seconds_max);
+        fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (measured: median of %lld steps' training kernels by "
+                   "%s, %.3f s; range %.3f-%.3f s; wall clock %.3f s, range %.3f-%.3f s)\n",
+                r->name, r->steps_per_s, r->samples_per_s, (long long)r->run.steps_timed, r->timed_by,
+                r->run.step_seconds_median, r->run.step_seconds_min, r->run.step_seconds_max,
+                r->run.step_wall_seconds_median, r->run.step_wall_seconds_min, r->run.step_wall_seconds_max);
     else
-        fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (modelled: roofline of %s, %.2f TFLOP per step)\n", r->name,
-                r->steps_per_s, r->samples_per_s, r->rates_from ? r->rates_from : "?",
+        fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (modelled: %s, %.2f TFLOP per step)\n", r->name,
+                r->steps_per_s, r->samples_per_s, r->timed_by,
                 r->steps_planned ? r->train_flops / 1e12 / r->steps_planned
                                  : r->train_flops / 1e12 / (double)r->run.steps);
 }

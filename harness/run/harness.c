@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/device_open.h"
-#include "device/sim.h"
+#include "device/device_kind.h"
 #include "report/snapshot_out.h"
 #include "util/dir.h"
 #include "workload/generate.h"
@@ -61,6 +60,16 @@ static int write_snapshot(struct snapshot_recorder *snap, struct runner *run, co
     return snapshot_recorder_write(snap, run, path, e);
 }
 
+struct device *harness_open_device(const struct scenario *sc, const struct harness_options *opt, struct job_spec *job,
+                                   struct err *e)
+{
+    struct device_open_options o = {.capacity = opt->capacity, .cublas_workspace_bytes = job->cublas_workspace_bytes};
+    struct device *dev = device_open(opt->device ? opt->device : sc->device, &o, e);
+    if (dev)
+        job->cublas_workspace_bytes = dev->cublas_workspace_bytes;
+    return dev;
+}
+
 int harness_run_variant(const struct scenario *sc, const struct variant *v, const struct job_spec *job_override,
                         const struct harness_options *opt, struct job_result *r, struct err *e)
 {
@@ -69,25 +78,15 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     snprintf(r->name, sizeof r->name, "%s", v->name);
     snprintf(r->alloc_conf, sizeof r->alloc_conf, "%s", v->alloc_conf);
     variant_fixes_text(v, r->fixes, sizeof r->fixes);
-    const char *device = opt->device ? opt->device : sc->device;
-    struct runner_ref ref = {0};
-    struct cuda_workspace_alloc ws = {runner_workspace_alloc, runner_workspace_free, &ref};
-    struct device *dev = device_open(device, opt->capacity, &ws, e);
+    struct job_spec job = job_override ? *job_override : v->job;
+    r->steps_planned = job.steps;
+    struct device *dev = harness_open_device(sc, opt, &job, e);
     if (!dev)
         return err_prefix(e, "%s: variant %s: ", sc->path, v->name);
     snprintf(r->device, sizeof r->device, "%s", dev->name);
+    snprintf(r->device_detail, sizeof r->device_detail, "%s", dev->detail);
+    snprintf(r->timed_by, sizeof r->timed_by, "%s", dev->timed_by);
     r->device_total = dev->total;
-    const struct gpu_profile *profile = NULL;
-    if (device_is_sim(dev)) {
-        profile = sim_device_profile(dev);
-        if (!profile)
-            profile = gpu_profile_find("rtx5090"); /* a bare sim:SIZE is timed with the RTX 5090's rates */
-        r->rates_from = profile->name;
-    }
-    struct job_spec job = job_override ? *job_override : v->job;
-    r->steps_planned = job.steps;
-    if (profile)
-        job.cublas_workspace_bytes = profile->cublas_workspace_bytes;
     struct alloc_config cfg;
     alloc_config_default(&cfg);
     int rc = -1;
@@ -95,13 +94,12 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     struct snapshot_recorder *snap = NULL;
     if (alloc_config_parse(&cfg, v->alloc_conf, e)) {
         err_prefix(e, "%s: variant %s: ", sc->path, v->name);
-    } else if (!(run = runner_create(dev, &cfg, profile, NULL))) {
+    } else if (!(run = runner_create(dev, &cfg, NULL))) {
         err_set(e, ERR_INTERNAL, "out of host memory");
     } else if (opt->snapshot_dir && (!(snap = snapshot_recorder_create()) ||
                                      runner_add_observer(run, snapshot_recorder_base(snap)))) {
         err_set(e, ERR_INTERNAL, "out of host memory");
     } else {
-        ref.runner = run;
         struct err gen_err = {0};
         rc = workload_generate(&job, runner_sink(run), &gen_err);
         if (rc && runner_stopped_by_oom(run))
@@ -113,7 +111,6 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
             rc = write_snapshot(snap, run, opt->snapshot_dir, sc, v, e);
     }
     snapshot_recorder_destroy(snap);
-    ref.runner = NULL; /* the device gives its workspaces back at destroy; the allocator is gone by then */
     runner_destroy(run);
     dev->ops->destroy(dev);
     if (rc == 0) {

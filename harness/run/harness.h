@@ -23,6 +23,12 @@ int harness_run_scenario(const struct scenario *sc, const struct harness_options
 /* Runs one variant, with its job replaced by *job when job is not NULL. */
 int harness_run_variant(const struct scenario *sc, const struct variant *v, const struct job_spec *job,
                         const struct harness_options *opt, struct job_result *r, struct err *e);
+/* Opens the device a job runs on (opt->device, else the scenario's) and settles the job's cuBLAS
+ * workspace per stream from it: the job's own when it sets one, else the device's (its architecture's
+ * PyTorch default). `oomlab run`, `fit` and `program` all come through here, so the op program they
+ * make allocates the workspace a GPU's cuBLAS then uses. NULL with e set. */
+struct device *harness_open_device(const struct scenario *sc, const struct harness_options *opt, struct job_spec *job,
+                                   struct err *e);
 /* "convert_once,gradient_checkpointing" or "-" */
 void variant_fixes_text(const struct variant *v, char *buf, size_t len);
 

@@ -37,8 +37,9 @@ struct job_result {
     char fixes[256];         /* "convert_once,gradient_checkpointing", or "-" */
     char alloc_conf[512];    /* the allocator settings it ran under, PYTORCH_CUDA_ALLOC_CONF text ("" = defaults) */
     char device[64];
+    char device_detail[128]; /* what the device's name leaves out (struct device.detail) */
     uint64_t device_total;
-    const char *rates_from;  /* profile whose roofline timed a sim run */
+    char timed_by[64];       /* how the device obtained kernel time: "roofline of rtx5090", "CUDA events" */
     int steps_planned;       /* the job's optimizer steps (0 for a replay) */
     struct run_result run;
 

@@ -41,9 +41,9 @@ struct runner {
     struct lent_workspace lent[64];
     size_t nlent;
     uint64_t phase_used_start;
+    struct device_workspace ws; /* the device's library workspaces come from here */
     struct device *dev;
     struct allocator *a;
-    const struct gpu_profile *profile;
     struct live_tensor *live;
     struct live_tensor *spare; /* recycled entries */
     uint64_t category_live[CAT_COUNT];
@@ -51,10 +51,10 @@ struct runner {
     size_t phase; /* index into res.phases of the current phase */
     const char *phase_name;
     bool phase_trains; /* phase_is_training(phase_name) */
-    struct timespec started;
-    double step_train;   /* training kernel time of the current step so far */
-    double *step_times;  /* of each completed step */
-    size_t nstep_times, step_times_cap;
+    struct timespec started, wall_mark; /* measuring devices: the run's start; the last time taken */
+    double step_train, step_wall; /* training kernel and wall-clock time of the current step so far */
+    double *step_times, *step_walls; /* of each completed step */
+    size_t nstep_times, step_times_cap, step_walls_cap;
 };
 
 bool phase_is_training(const char *name)
@@ -83,8 +83,42 @@ static uint64_t device_used(struct runner *r)
     return total - free_bytes;
 }
 
+static double seconds_between(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) + 1e-9 * (double)(b->tv_nsec - a->tv_nsec);
+}
+
+/* The device's kernel time since the last reading goes to the current phase, the current step (in a
+ * training phase) and the run. */
+static void take_kernel_time(struct runner *r)
+{
+    if (!r->dev->ops->kernel_seconds)
+        return;
+    double t = r->dev->ops->kernel_seconds(r->dev);
+    r->res.kernel_seconds += t;
+    if (current_phase(r))
+        current_phase(r)->seconds += t;
+    if (r->phase_trains)
+        r->step_train += t;
+}
+
+/* At a phase or step boundary: the kernel time (on an asynchronous device, once its kernels end) and,
+ * on a measuring device, the wall-clock time since the last boundary, the step's if the phase trains. */
+static void take_times(struct runner *r)
+{
+    take_kernel_time(r);
+    if (!r->res.measured)
+        return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (r->phase_trains)
+        r->step_wall += seconds_between(&r->wall_mark, &now);
+    r->wall_mark = now;
+}
+
 static void enter_phase(struct runner *r, const char *name)
 {
+    take_times(r);
     uint64_t used = device_used(r);
     struct phase_peak *prev = current_phase(r);
     if (prev && !prev->delta_recorded) {
@@ -285,21 +319,11 @@ static int do_kernel(struct runner *r, const struct op *op, struct err *e)
     r->res.bytes_moved += bytes;
     if (current_phase(r))
         current_phase(r)->flops += flops;
-    if (r->profile) {
-        double rate = (op->kernel.dtype == DT_F32 ? r->profile->tflops_fp32 : r->profile->tflops_16bit) * 1e12;
-        double t_compute = flops / rate, t_memory = bytes / (r->profile->bandwidth_gbs * 1e9);
-        double t = t_compute > t_memory ? t_compute : t_memory;
-        r->res.seconds += t;
-        if (current_phase(r))
-            current_phase(r)->seconds += t;
-        if (r->phase_trains)
-            r->step_train += t;
-        return 0;
-    }
     if (!r->dev->ops->launch)
         return 0;
+    const bool runs = device_has(r->dev, DEVICE_RUNS_KERNELS);
     uint64_t addrs[KERNEL_MAX_TENSORS] = {0};
-    for (unsigned i = 0; i < op->kernel.ntensors && i < KERNEL_MAX_TENSORS; i++) {
+    for (unsigned i = 0; runs && i < op->kernel.ntensors && i < KERNEL_MAX_TENSORS; i++) {
         struct live_tensor *t;
         HASH_FIND(hh, r->live, &op->kernel.tensors[i], sizeof op->kernel.tensors[i], t);
         if (!t)
@@ -307,25 +331,21 @@ static int do_kernel(struct runner *r, const struct op *op, struct err *e)
                            (unsigned long long)op->kernel.tensors[i]);
         addrs[i] = t->block ? alloc_block_addr(t->block) : 0;
     }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = r->dev->ops->launch(r->dev, &op->kernel, addrs, e);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double t = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    if (current_phase(r))
-        current_phase(r)->seconds += t;
-    if (r->phase_trains)
-        r->step_train += t;
+    int rc = r->dev->ops->launch(r->dev, &op->kernel, runs ? addrs : NULL, e);
+    if (!device_has(r->dev, DEVICE_ASYNC_KERNELS)) /* its time is known now: into this phase and step */
+        take_kernel_time(r);
     return rc;
 }
 
-/* Closes the current step's training time. */
+/* Closes the current step's training time (take_times first). */
 static int end_step(struct runner *r, struct err *e)
 {
-    if (vec_grow((void **)&r->step_times, &r->step_times_cap, r->nstep_times + 1, sizeof *r->step_times))
+    if (vec_grow((void **)&r->step_times, &r->step_times_cap, r->nstep_times + 1, sizeof *r->step_times) ||
+        vec_grow((void **)&r->step_walls, &r->step_walls_cap, r->nstep_times + 1, sizeof *r->step_walls))
         return err_set(e, ERR_INTERNAL, "out of host memory timing step %lld", (long long)r->res.steps);
+    r->step_walls[r->nstep_times] = r->step_wall;
     r->step_times[r->nstep_times++] = r->step_train;
-    r->step_train = 0;
+    r->step_train = r->step_wall = 0;
     return 0;
 }
 
@@ -335,17 +355,27 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Median, min and max of the steps' training times (sorts them). */
+/* Median, min and max of n > 0 values (sorts them). */
+static void median_min_max(double *v, size_t n, double *median, double *min, double *max)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    *min = v[0];
+    *max = v[n - 1];
+    *median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The steps' training kernel times and, on a measuring device, wall-clock times. */
 static void step_stats(struct runner *r)
 {
     size_t n = r->nstep_times;
-    r->res.steps_timed = (int64_t)n;
+    struct run_result *res = &r->res;
+    res->steps_timed = (int64_t)n;
     if (!n)
         return;
-    qsort(r->step_times, n, sizeof *r->step_times, cmp_double);
-    r->res.step_seconds_min = r->step_times[0];
-    r->res.step_seconds_max = r->step_times[n - 1];
-    r->res.step_seconds_median = n % 2 ? r->step_times[n / 2] : 0.5 * (r->step_times[n / 2 - 1] + r->step_times[n / 2]);
+    median_min_max(r->step_times, n, &res->step_seconds_median, &res->step_seconds_min, &res->step_seconds_max);
+    if (res->measured)
+        median_min_max(r->step_walls, n, &res->step_wall_seconds_median, &res->step_wall_seconds_min,
+                       &res->step_wall_seconds_max);
 }
 
 /* A recorded segment op changes nothing by itself: observers (a replay's check) act on it. */
@@ -358,9 +388,10 @@ static int execute(struct runner *r, const struct op *op, struct alloc_block **b
     case OP_EMPTY_CACHE: allocator_empty_cache(r->a); return 0;
     case OP_PHASE: enter_phase(r, op->name); return 0;
     case OP_STEP:
+        take_times(r);
         if (r->res.steps > 0 && end_step(r, e))
             return -1;
-        r->step_train = 0; /* what ran before the first step is not a step's */
+        r->step_train = r->step_wall = 0; /* what ran before the first step is not a step's */
         r->res.steps = (int64_t)op->id;
         r->res.samples += op->bytes;
         return 0;
@@ -402,26 +433,32 @@ static void on_alloc_event(void *ctx, const struct alloc_trace_event *ev)
             r->observers[i]->on_alloc_event(r->observers[i], ev);
 }
 
-struct runner *runner_create(struct device *dev, const struct alloc_config *cfg, const struct gpu_profile *profile,
-                             const struct runner_options *opt)
+/* Library workspaces for the device (struct device_workspace), below. */
+static int lend_workspace(void *user, uint64_t bytes, int stream, uint64_t *addr);
+static void return_workspace(void *user, uint64_t addr);
+
+struct runner *runner_create(struct device *dev, const struct alloc_config *cfg, const struct runner_options *opt)
 {
     struct runner *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
     r->sink.emit = emit;
     r->dev = dev;
-    r->profile = profile;
     if (opt)
         r->opt = *opt;
     if (!r->opt.where_unit)
         r->opt.where_unit = "op";
     r->phase_name = "start";
-    r->res.measured = profile == NULL;
+    r->res.measured = device_has(dev, DEVICE_MEASURED);
     if (!(r->a = allocator_create(dev, cfg))) {
         free(r);
         return NULL;
     }
     clock_gettime(CLOCK_MONOTONIC, &r->started);
+    r->wall_mark = r->started;
+    r->ws = (struct device_workspace){lend_workspace, return_workspace, r};
+    if (dev->ops->set_workspace)
+        dev->ops->set_workspace(dev, &r->ws);
     return r;
 }
 
@@ -465,10 +502,11 @@ int runner_restore_segment(struct runner *r, uint64_t size, uint64_t stream, boo
     return rc;
 }
 
-int runner_workspace_alloc(void *user, uint64_t bytes, int stream, uint64_t *addr)
+/* A library workspace for the device (struct device_workspace). */
+static int lend_workspace(void *user, uint64_t bytes, int stream, uint64_t *addr)
 {
-    struct runner *r = ((struct runner_ref *)user)->runner;
-    if (!r || r->nlent == sizeof r->lent / sizeof r->lent[0])
+    struct runner *r = user;
+    if (r->nlent == sizeof r->lent / sizeof r->lent[0])
         return -1;
     struct live_tensor *t, *tmp;
     HASH_ITER(hh, r->live, t, tmp) {
@@ -495,10 +533,10 @@ int runner_workspace_alloc(void *user, uint64_t bytes, int stream, uint64_t *add
     return 0;
 }
 
-void runner_workspace_free(void *user, uint64_t addr)
+static void return_workspace(void *user, uint64_t addr)
 {
-    struct runner *r = ((struct runner_ref *)user)->runner;
-    for (size_t i = 0; r && i < r->nlent; i++) {
+    struct runner *r = user;
+    for (size_t i = 0; i < r->nlent; i++) {
         if (r->lent[i].addr != addr)
             continue;
         if (r->lent[i].own) {
@@ -522,18 +560,14 @@ bool runner_stopped_by_oom(const struct runner *r)
 
 void runner_finish(struct runner *r, struct run_result *out)
 {
+    take_times(r);
     struct phase_peak *last = current_phase(r);
     if (last && !last->delta_recorded) {
         last->device_used_delta = (int64_t)device_used(r) - (int64_t)r->phase_used_start;
         last->delta_recorded = true;
     }
-    if (!r->profile) {
-        if (r->dev->ops->sync)
-            r->dev->ops->sync(r->dev);
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        r->res.seconds = (double)(now.tv_sec - r->started.tv_sec) + 1e-9 * (double)(now.tv_nsec - r->started.tv_nsec);
-    }
+    if (r->res.measured)
+        r->res.wall_seconds = seconds_between(&r->started, &r->wall_mark);
     if (r->res.steps > 0 && !runner_stopped_by_oom(r))
         end_step(r, &(struct err){0}); /* without host memory for it, the last step goes untimed */
     step_stats(r);
@@ -560,7 +594,10 @@ void runner_destroy(struct runner *r)
         HASH_DEL(r->failed, f);
         free(f);
     }
+    if (r->dev->ops->set_workspace) /* the workspaces lent go back while the allocator exists */
+        r->dev->ops->set_workspace(r->dev, NULL);
     allocator_destroy(r->a);
     free(r->step_times);
+    free(r->step_walls);
     free(r);
 }

@@ -1,10 +1,10 @@
 /* runner.h: executes an op program, whatever produced it (the workload generator, a text trace, a
- * PyTorch snapshot): every ALLOC and FREE goes through the allocator model on a device, kernels are timed
- * (modelled by a roofline from the device profile on sim, run and measured on real devices), and the
- * run's memory figures are collected: peaks, the reserved-but-unallocated memory at the reserved peak,
- * the live bytes per category at the allocated peak, per-phase peaks, and each OOM with the phase, step
- * and module tag it happened in. Observers see every op and every allocator event (a replay's check
- * against its recording is one). */
+ * PyTorch snapshot): every ALLOC and FREE goes through the allocator model on a device, every KERNEL is
+ * launched on it and the device reports the kernel time (modelled on sim, measured on host and cuda: the
+ * device's kind says which), and the run's memory figures are collected: peaks, the reserved-but-
+ * unallocated memory at the reserved peak, the live bytes per category at the allocated peak, per-phase
+ * peaks, and each OOM with the phase, step and module tag it happened in. Observers see every op and
+ * every allocator event (a replay's check against its recording is one). */
 #ifndef OOMLAB_RUNNER_H
 #define OOMLAB_RUNNER_H
 
@@ -12,7 +12,6 @@
 #include <stdint.h>
 
 #include "alloc/allocator.h"
-#include "device/profiles.h"
 #include "program/program.h"
 
 #define RUN_MAX_PHASES 24
@@ -22,7 +21,7 @@
 struct phase_peak {
     char name[32];
     uint64_t peak_allocated, peak_reserved;
-    double seconds; /* kernel time in this phase (modelled on sim) */
+    double seconds; /* kernel time in this phase, as the device reports it */
     double flops;   /* of the kernels run in this phase */
     int64_t device_used_delta; /* change of the device's used memory (total - free, cudaMemGetInfo on cuda)
                                 * over the phase's first occurrence, where it grows */
@@ -60,10 +59,14 @@ struct run_result {
     /* Kernel time of the training phases (phase_is_training) in each completed step, modelled or
      * measured: its median, min and max over steps_timed steps (0 if none completed). */
     double step_seconds_median, step_seconds_min, step_seconds_max;
+    /* On a measuring device, the wall-clock time of the same phases per step (the allocator model,
+     * the host's side of each launch, waiting for the GPU): median, min, max; 0 on a modelled one. */
+    double step_wall_seconds_median, step_wall_seconds_min, step_wall_seconds_max;
     int64_t steps_timed;
     double flops, bytes_moved;
-    double seconds;                        /* modelled (roofline) or measured */
-    bool measured;
+    double kernel_seconds;                 /* of every kernel, as the device reports it */
+    double wall_seconds;                   /* the run's wall-clock time on a measuring device; 0 on a modelled one */
+    bool measured;                         /* the device's DEVICE_MEASURED */
 };
 
 struct runner;
@@ -93,26 +96,18 @@ struct run_observer {
                  struct err *e);
 };
 
-/* Library workspaces of a real GPU (cuBLAS per stream, cuDNN per call), taken from the allocator model as
- * PyTorch takes them from its caching allocator: a cuBLAS request on a stream whose workspace the op
- * program already allocated gets that block; anything else is a new allocation (category workspace).
- * user is a struct runner_ref whose runner is set once the runner exists (the device is opened first). */
-struct runner_ref {
-    struct runner *runner;
-};
-int runner_workspace_alloc(void *user, uint64_t bytes, int stream, uint64_t *addr);
-void runner_workspace_free(void *user, uint64_t addr);
-
 /* The phases of a training step proper: forward, backward, optimizer and EMA update (not load, eval,
  * decode, or a debugger's extra forwards). */
 bool phase_is_training(const char *name);
 /* The phases of an eval: sampling (eval) and the VAE decode. */
 bool phase_is_eval(const char *name);
 
-/* profile: roofline parameters for sim (NULL on devices that measure). opt NULL: a generated program's
- * rules (the first OOM ends the run; ids must be consistent). */
-struct runner *runner_create(struct device *dev, const struct alloc_config *cfg, const struct gpu_profile *profile,
-                             const struct runner_options *opt);
+/* A runner of op programs on dev under cfg; opt NULL: a generated program's rules (the first OOM ends the
+ * run; ids must be consistent). A device with library workspaces (set_workspace) takes them from the
+ * runner's allocator model, as PyTorch takes them from its caching allocator: a request for a cuBLAS
+ * workspace the op program already allocated gets that block; anything else is a new allocation
+ * (category workspace). runner_destroy gives them back, so the device may outlive the runner. */
+struct runner *runner_create(struct device *dev, const struct alloc_config *cfg, const struct runner_options *opt);
 /* Up to 4 observers, called in the order added; they must outlive the runner's last op. 0, or -1. */
 int runner_add_observer(struct runner *r, struct run_observer *o);
 struct allocator *runner_allocator(struct runner *r);

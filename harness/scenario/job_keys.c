@@ -14,9 +14,11 @@ static const char *dtype_at(int i) { return dtype_name((enum dtype)i); }
 /* Weights and compute are fp32, bf16 or fp16: the first three dtypes of program.h. */
 #define FLOAT_DTYPES (DT_F16 + 1)
 
+/* A scenario's job leaves the cuBLAS workspace to its device unless it sets one. */
 static void job_defaults(void *obj)
 {
     job_spec_init(obj);
+    ((struct job_spec *)obj)->cublas_workspace_bytes = 0;
 }
 
 static void eval_defaults(void *obj)
@@ -119,6 +121,7 @@ static const struct key job_keys[] = {
      .doc_type = "list of mappings, see [`job.extras[]`](#jobextras)", .zero_means = "none",
      .help = "Frozen modules resident beside the model (text encoder, VAE)."},
     {.name = "cublas_workspace", .type = KEY_SIZE, FIELD(J, cublas_workspace_bytes),
+     .zero_means = "the device's: PyTorch's default for its architecture (32 MiB from Hopper on, 8,519,680 B before)",
      .help = "cuBLAS workspace per stream, allocated at its first GEMM and never freed."},
     K_INT(J, "streams", streams, 1, 64, NULL, "CUDA streams: stream 0 trains; with 2 or more, eval runs on stream 1."),
 };

@@ -79,7 +79,9 @@ static void print_presets(FILE *f)
 
 static void print_profiles(FILE *f)
 {
-    fprintf(f, "## Devices\n\n`device: sim:PROFILE` simulates one of these GPUs; `sim:SIZE` a GPU of that capacity.\n\n");
+    fprintf(f, "## Devices\n\n`device: sim:PROFILE` simulates one of these GPUs; `sim:SIZE` a GPU of that total with the "
+               "architecture of `%s`, the default (its roofline rates, cuBLAS workspace and CUDA context).\n\n",
+            GPU_PROFILE_DEFAULT);
     fprintf(f, "| Profile | GPU |\n|---|---|\n");
     for (size_t i = 0; i < gpu_profile_count(); i++)
         fprintf(f, "| `%s` | %s |\n", gpu_profile_at(i)->name, gpu_profile_at(i)->description);

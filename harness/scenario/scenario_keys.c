@@ -3,6 +3,7 @@
  * from them: a key exists, with its type, range and default, exactly where it is listed. */
 #include <string.h>
 
+#include "device/device_kind.h"
 #include "scenario/key_macros.h"
 #include "scenario/scenario_file.h"
 
@@ -10,8 +11,8 @@ static void top_defaults(void *obj)
 {
     struct scenario_file *f = obj;
     memset(f, 0, sizeof *f);
-    snprintf(f->head.device, sizeof f->head.device, "sim:rtx5090");
-    job_spec_init(&f->base);
+    snprintf(f->head.device, sizeof f->head.device, "%s", DEVICE_DEFAULT);
+    scenario_job_table.init(&f->base);
     scenario_model_table.init(&f->model);
 }
 

@@ -1,15 +1,13 @@
 /* value_checks.c: string keys whose values are checked where they are read: the device, allocator
  * settings (with PyTorch's own rules, from alloc/config.h) and model presets. */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc/config.h"
-#include "device/profiles.h"
+#include "device/device_kind.h"
 #include "scenario/scenario_file.h"
 #include "scenario/suggest.h"
-#include "util/size.h"
 
 /* A scalar that fits `size` bytes with its NUL ("" for a key with no value when allow_empty). */
 static const char *string_value(const struct key_ctx *c, const struct key *k, yaml_node_t *v, bool allow_empty,
@@ -28,64 +26,16 @@ static const char *string_value(const struct key_ctx *c, const struct key *k, ya
     return s;
 }
 
-static const char *profile_name_at(const void *list, size_t i)
-{
-    return gpu_profile_at(i)->name;
-}
-
-static int check_sim_target(const struct key_ctx *c, yaml_node_t *v, const char *target, struct err *e)
-{
-    if (isdigit((unsigned char)*target) || *target == '.') {
-        struct err why = {0};
-        uint64_t bytes;
-        if (size_parse(target, &bytes, &why))
-            return yaml_doc_error(c->doc, v, e, "%s: %s", c->where, why.msg);
-        if (bytes == 0)
-            return yaml_doc_error(c->doc, v, e, "%s: a device of 0 bytes", c->where);
-        return 0;
-    }
-    if (gpu_profile_find(target))
-        return 0;
-    const char *near = suggest_closest(target, gpu_profile_count(), profile_name_at, NULL);
-    if (near)
-        return yaml_doc_error(c->doc, v, e, "%s: unknown GPU profile '%s' (did you mean '%s'?)", c->where, target,
-                              near);
-    char known[512] = "";
-    for (size_t i = 0; i < gpu_profile_count(); i++)
-        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", gpu_profile_at(i)->name);
-    return yaml_doc_error(c->doc, v, e, "%s: unknown GPU profile '%s' (known: %s)", c->where, target, known);
-}
-
+/* The one device-spec parser's verdict, at the value's file:line:col. */
 int parse_device(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e)
 {
     const char *s = string_value(c, k, v, false, e);
     if (!s)
         return -1;
-    const char *colon = strchr(s, ':');
-    size_t kind_len = colon ? (size_t)(colon - s) : strlen(s);
-    const char *target = colon ? colon + 1 : NULL;
-    int rc;
-    if (target && !*target) {
-        rc = yaml_doc_error(c->doc, v, e, "%s: nothing after the ':' in '%s'", c->where, s);
-    } else if (kind_len == 3 && !strncmp(s, "sim", 3)) {
-        rc = target ? check_sim_target(c, v, target, e) : 0;
-    } else if (kind_len == 4 && !strncmp(s, "host", 4)) {
-        struct err why = {0};
-        struct capacity cap;
-        rc = 0;
-        if (target && capacity_parse(target, &cap, &why))
-            rc = yaml_doc_error(c->doc, v, e, "%s: %s", c->where, why.msg);
-    } else if (kind_len == 4 && !strncmp(s, "cuda", 4)) {
-        rc = 0;
-        if (target && strspn(target, "0123456789") != strlen(target))
-            rc = yaml_doc_error(c->doc, v, e, "%s: '%s' is not a CUDA device number", c->where, target);
-    } else {
-        rc = yaml_doc_error(c->doc, v, e,
-                            "%s must be sim, sim:PROFILE, sim:SIZE, host, host:SIZE, host:FRACTION, cuda or cuda:N, got '%s'",
-                            c->where, s);
-    }
-    if (rc)
-        return -1;
+    struct device_spec spec;
+    struct err why = {0};
+    if (device_spec_parse(s, &spec, &why))
+        return yaml_doc_error(c->doc, v, e, "%s: %s", c->where, why.msg);
     memcpy(field, s, strlen(s) + 1);
     return 0;
 }

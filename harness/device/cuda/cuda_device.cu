@@ -1,10 +1,12 @@
 // cuda_device.cu: the cuda device of the plugin: probing, opening, segments (cudaMalloc/cudaFree)
-// under an optional capacity limit, cudaMemGetInfo, sync, and the exported C entry points.
+// under an optional capacity limit, cudaMemGetInfo, kernel time from CUDA events, where workspaces
+// come from, sync, and the exported C entry points.
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "device/cuda/cuda_impl.h"
+#include "device/profiles.h"
 
 int cuda_fail(struct err *e, enum err_code code, const char *fmt, ...)
 {
@@ -66,6 +68,24 @@ static void sync_dev(struct device *d)
     cuda_collect_timings(cuda_of(d));
 }
 
+// The GPU time of the kernels launched since the last call, from their CUDA events.
+static double kernel_seconds(struct device *d)
+{
+    cuda_dev *c = cuda_of(d);
+    sync_dev(d);
+    double s = c->kernel_ms / 1e3;
+    c->kernel_ms = 0;
+    return s;
+}
+
+static void set_workspace(struct device *d, const struct device_workspace *ws)
+{
+    cuda_dev *c = cuda_of(d);
+    sync_dev(d); // kernels still using a workspace finish before it goes back
+    cuda_streams_release_workspaces(c);
+    c->workspace = ws ? *ws : device_workspace{};
+}
+
 static void destroy(struct device *d)
 {
     cuda_dev *c = cuda_of(d);
@@ -76,14 +96,17 @@ static void destroy(struct device *d)
     delete c;
 }
 
+// In device.h's order (nvcc's C++17 has no designated initializers); place_next is NULL: the
+// driver chooses addresses.
 static const struct device_ops cuda_ops = {
-    seg_alloc, seg_free, cuda_va_reserve, cuda_va_release, cuda_map, cuda_unmap, mem_info, cuda_launch, sync_dev, destroy,
+    seg_alloc, seg_free,       cuda_va_reserve, cuda_va_release, cuda_map, cuda_unmap, mem_info,
+    cuda_launch, kernel_seconds, NULL,          set_workspace,   sync_dev, destroy,
 };
 
 int cuda_workspace_alloc(cuda_dev *c, uint64_t bytes, int stream, uint64_t *addr)
 {
-    if (c->opt.workspace.alloc)
-        return c->opt.workspace.alloc(c->opt.workspace.user, bytes, stream, addr);
+    if (c->workspace.alloc)
+        return c->workspace.alloc(c->workspace.user, bytes, stream, addr);
     void *p = NULL;
     if (cudaMalloc(&p, bytes) != cudaSuccess) {
         cudaGetLastError();
@@ -95,8 +118,8 @@ int cuda_workspace_alloc(cuda_dev *c, uint64_t bytes, int stream, uint64_t *addr
 
 void cuda_workspace_free(cuda_dev *c, uint64_t addr)
 {
-    if (c->opt.workspace.alloc)
-        c->opt.workspace.free(c->opt.workspace.user, addr);
+    if (c->workspace.alloc)
+        c->workspace.free(c->workspace.user, addr);
     else
         cudaFree((void *)(uintptr_t)addr);
 }
@@ -134,8 +157,15 @@ extern "C" __attribute__((visibility("default"))) int oomlab_cuda_open(int ordin
         c->opt.capacity_limit = (uint64_t)((double)gpu_total * c->opt.capacity_fraction);
     c->dev.ops = &cuda_ops;
     c->dev.impl = c;
-    c->dev.measured = true;
     snprintf(c->dev.name, sizeof c->dev.name, "cuda:%d", ordinal);
+    snprintf(c->dev.timed_by, sizeof c->dev.timed_by, "CUDA events");
+    // PyTorch's default cuBLAS workspace (CUBLAS_WORKSPACE_CONFIG) for the compute capability.
+    cudaDeviceProp prop;
+    bool have_prop = cudaGetDeviceProperties(&prop, ordinal) == cudaSuccess;
+    c->dev.cublas_workspace_bytes =
+        have_prop && prop.major >= 9 ? CUBLAS_WORKSPACE_SM90_BYTES : CUBLAS_WORKSPACE_PRE_SM90_BYTES;
+    if (have_prop)
+        snprintf(c->dev.detail, sizeof c->dev.detail, "%s, sm_%d%d", prop.name, prop.major, prop.minor);
     uint64_t free_bytes, total;
     mem_info(&c->dev, &free_bytes, &total);
     c->dev.total = total;
@@ -148,12 +178,6 @@ extern "C" __attribute__((visibility("default"))) int oomlab_cuda_open(int ordin
     }
     *out = &c->dev;
     return 0;
-}
-
-extern "C" __attribute__((visibility("default"))) double oomlab_cuda_kernel_ms(struct device *d)
-{
-    sync_dev(d);
-    return cuda_of(d)->kernel_ms;
 }
 
 extern "C" __attribute__((visibility("default"))) int oomlab_cuda_copy(struct device *d, void *dst, const void *src,

@@ -48,6 +48,7 @@ struct cuda_dev {
     struct device dev; // first: the harness sees &dev
     int ordinal;
     struct oomlab_cuda_options opt;
+    struct device_workspace workspace; // alloc NULL: cudaMalloc/cudaFree
     uint64_t used;  // bytes in segments and mapped pages, for capacity_limit
     size_t granularity;
     CUmemAllocationProp prop;
@@ -56,7 +57,7 @@ struct cuda_dev {
     std::map<uint64_t, CUmemGenericAllocationHandle> pages; // mapped granules by address
     std::map<int, cuda_stream_ctx> streams;
     std::vector<cuda_timing> pending, spare_events;
-    double kernel_ms;
+    double kernel_ms; // of the kernels whose events were read since the last kernel_seconds
 };
 
 static inline cuda_dev *cuda_of(struct device *d)
@@ -81,12 +82,15 @@ enum dev_status cuda_map(struct device *d, uint64_t addr, uint64_t size, struct 
 void cuda_unmap(struct device *d, uint64_t addr, uint64_t size);
 void cuda_vmm_release_all(cuda_dev *c);
 
-// Workspaces and scratch through the caller's allocator (cuda_device.cu).
+// Workspaces and scratch for cuBLAS, cuDNN and kernels alike: through c->workspace, else cudaMalloc
+// (cuda_device.cu).
 int cuda_workspace_alloc(cuda_dev *c, uint64_t bytes, int stream, uint64_t *addr);
 void cuda_workspace_free(cuda_dev *c, uint64_t addr);
 
 // Kernels (cuda_launch.cu).
 int cuda_launch(struct device *d, const struct kernel_call *k, const uint64_t *addrs, struct err *e);
+// Gives every stream's cuBLAS workspace back (a later GEMM takes a new one).
+void cuda_streams_release_workspaces(cuda_dev *c);
 void cuda_streams_destroy(cuda_dev *c);
 void cuda_collect_timings(cuda_dev *c);
 

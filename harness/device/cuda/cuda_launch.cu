@@ -9,16 +9,6 @@
 // device.h's launch carries no stream: kernels run on the device's stream 0.
 #define LAUNCH_STREAM 0
 
-// PyTorch's default cuBLAS workspace (CUBLAS_WORKSPACE_CONFIG): ":4096:8" on sm_90 and newer,
-// ":4096:2:16:8" before.
-static uint64_t cublas_default_workspace(int ordinal)
-{
-    cudaDeviceProp p;
-    if (cudaGetDeviceProperties(&p, ordinal) == cudaSuccess && p.major >= 9)
-        return 4096ull * 1024 * 8;
-    return 4096ull * 1024 * 2 + 16ull * 1024 * 8;
-}
-
 static int stream_ctx(cuda_dev *c, int id, cuda_stream_ctx **out, struct err *e)
 {
     auto it = c->streams.find(id);
@@ -46,14 +36,22 @@ static int stream_ctx(cuda_dev *c, int id, cuda_stream_ctx **out, struct err *e)
     return 0;
 }
 
+void cuda_streams_release_workspaces(cuda_dev *c)
+{
+    for (auto &kv : c->streams) {
+        if (kv.second.cublas_ws)
+            cuda_workspace_free(c, kv.second.cublas_ws);
+        kv.second.cublas_ws = 0;
+    }
+}
+
 void cuda_streams_destroy(cuda_dev *c)
 {
+    cuda_streams_release_workspaces(c);
     for (auto &kv : c->streams) {
         cuda_stream_ctx &s = kv.second;
         cudnnDestroy(s.cudnn);
         cublasDestroy(s.cublas);
-        if (s.cublas_ws)
-            cuda_workspace_free(c, s.cublas_ws);
         cudaStreamDestroy(s.stream);
     }
     c->streams.clear();
@@ -101,7 +99,7 @@ static cublasHandle_t stream_cublas(void *user, char *why, size_t why_len)
     cuda_dev *c = u->c;
     cuda_stream_ctx *s = u->s;
     if (!s->cublas_ws) {
-        uint64_t bytes = c->opt.cublas_workspace_bytes ? c->opt.cublas_workspace_bytes : cublas_default_workspace(c->ordinal);
+        uint64_t bytes = c->dev.cublas_workspace_bytes;
         if (cuda_workspace_alloc(c, bytes, LAUNCH_STREAM, &s->cublas_ws) < 0) {
             snprintf(why, why_len, "out of memory for the %llu-byte cuBLAS workspace", (unsigned long long)bytes);
             return NULL;
