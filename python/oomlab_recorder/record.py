@@ -95,10 +95,18 @@ def _samples(batch):
 
 
 def _input_tags(batch):
-    """(tag, tensor) for each tensor of the batch: a dict's key, else input.N."""
+    """(tag, tensor) for each tensor of the batch: a dict's key, else input.N; a storage two keys
+    share (labels = input_ids) keeps the first key."""
     if isinstance(batch, dict):
-        return [(str(k), v) for k, v in batch.items() if isinstance(v, torch.Tensor)]
-    return [(f"input.{i}", t) for i, t in enumerate(pytree.tree_leaves(batch)) if isinstance(t, torch.Tensor)]
+        pairs = [(str(k), v) for k, v in batch.items()]
+    else:
+        pairs = [(f"input.{i}", t) for i, t in enumerate(pytree.tree_leaves(batch))]
+    out, seen = [], set()
+    for tag, t in pairs:
+        if isinstance(t, torch.Tensor) and t.untyped_storage()._cdata not in seen:
+            seen.add(t.untyped_storage()._cdata)
+            out.append((tag, t))
+    return out
 
 
 def _to_meta(model, dtype):
@@ -160,8 +168,8 @@ class _Session:
                 f"sm_{self.choices.sm[0]}{self.choices.sm[1]}"] + list(header)
         trace = self.ledger.trace(head)
         s = summarize(trace)
-        trace.header.append(f"{s['allocs']} allocs, {s['frees']} frees; peak allocated {s['peak_allocated']} B "
-                            f"(512-byte rounded), end of forward {s['forward_end']} B, "
+        trace.header.append(f"{s['allocs']} allocs, {s['frees']} frees; peak {s['peak_rounded']} B "
+                            f"(512-byte rounded requests), end of forward {s['forward_end']} B, "
                             f"SDPA backends {self.choices.sdpa_calls or 'none'}")
         return Recording(trace, s, n, dict(self.choices.sdpa_calls), list(self.watcher.item_answers))
 

@@ -197,9 +197,10 @@ def read_trace(path):
 
 
 def summarize(trace):
-    """Figures of a trace, in rounded bytes (what torch.cuda.memory_allocated() counts):
-    peak (whole trace), live at the end, end of the first forward, and per phase name the largest
-    live total seen while that phase ran (over every step), plus per step and phase."""
+    """Figures of a trace, in bytes rounded to 512 per allocation: peak (whole trace), live at the
+    end, end of the first forward, and per phase name the largest live total seen while that phase
+    ran (over every step), plus per step and phase. (The allocator's own allocated_bytes can be a
+    little higher: a block it does not split is counted whole; `oomlab replay` gives that figure.)"""
     sizes = {}
     live = live_req = peak = peak_req = 0
     phase, step = "-", 0
@@ -245,7 +246,7 @@ def summarize(trace):
                 bump()
     if in_first_forward and forward_end is None:
         forward_end = live
-    return {"peak_allocated": peak, "peak_requested": peak_req, "live_at_end": live,
+    return {"peak_rounded": peak, "peak_requested": peak_req, "live_at_end": live,
             "forward_end": forward_end, "phase_peaks": phase_peak, "step_phase_peaks": step_phase_peak,
             "allocs": n_alloc, "frees": n_free,
             "category_at_peak": {k: v for k, v in (by_cat_at_peak or {}).items() if v}}
