@@ -3,6 +3,7 @@
 #   make run             run every scenario on the simulated RTX 5090
 #   make test            build and run the TAP suite with prove   (SANITIZE=1: ASan + UBSan build)
 #   make bench           Google Benchmark microbenchmarks
+#   make test-recorder   the Python recorder's TAP tests (needs torch: PYTHON=.venv/bin/python by default)
 CC       ?= gcc
 CXX      ?= g++
 CUDA     ?= auto
@@ -61,7 +62,7 @@ BENCH_SRCS := $(sort $(wildcard bench/*.cc))
 CUDA_SRCS := $(shell find harness kernels -name '*.cu' | sort)
 CUDA_OBJS := $(CUDA_SRCS:%.cu=$(BUILD)/obj/%.cu.o)
 
-.PHONY: all run test bench clean
+.PHONY: all run test test-recorder bench clean
 all: $(BUILD)/oomlab $(if $(and $(WANT_CUDA),$(CUDA_SRCS)),$(BUILD)/oomlab-cuda.so)
 
 $(BUILD)/obj/%.o: %.c
@@ -111,6 +112,11 @@ run: all
 
 test: all $(TESTS)
 	OOMLAB_SHARED=$(SHARED) OOMLAB_BIN=$(abspath $(BUILD)/oomlab) prove --exec '' -j2 $(TESTS) tests/*.sh
+
+# The recorder (python/oomlab_recorder) is tested apart: its tests need torch, `make test` needs no Python.
+PYTHON ?= .venv/bin/python
+test-recorder:
+	prove --exec '$(PYTHON)' python/tests/*.t
 
 $(BUILD)/bench/%: bench/%.cc $(BUILD)/liboomlab.a
 	@mkdir -p $(dir $@)
