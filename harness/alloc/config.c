@@ -1,10 +1,11 @@
 /* config.c: PYTORCH_CUDA_ALLOC_CONF parsing: PyTorch's lexer (splits on , : [ ] and drops whitespace),
- * its key:value grammar with [k:v,...] lists, its validation rules and its error wording. */
+ * its key:value grammar with [k:v,...] lists, its validation rules and its error wording, and the refusal
+ * of what the model does not model. */
 #include "alloc/config.h"
 
 #include <ctype.h>
-#include <stddef.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,9 +236,12 @@ static int parse_key(const char *s, const struct tokens *t, int *i, struct alloc
             return -1;
         if (++*i >= t->n)
             return fail(e, s, t, *i, "Error parsing allocator backend value");
-        if (strcmp(t->text[*i], "native") && strcmp(t->text[*i], "cudaMallocAsync"))
+        if (!strcmp(t->text[*i], "cudaMallocAsync")) /* valid for PyTorch, but not what the model models */
+            return fail(e, s, t, *i,
+                        "backend:cudaMallocAsync is the CUDA driver's stream-ordered allocator, which oomlab does "
+                        "not model (it models PyTorch's native caching allocator)");
+        if (strcmp(t->text[*i], "native"))
             return fail(e, s, t, *i, "Unknown allocator backend, options are native and cudaMallocAsync");
-        c->backend_async = !strcmp(t->text[*i], "cudaMallocAsync");
         return 0;
     }
     if (!strcmp(key, "pinned_num_register_threads")) {

@@ -1,5 +1,7 @@
 /* config.h: PYTORCH_CUDA_ALLOC_CONF, parsed with PyTorch's tokenizer, grammar, validation and wording
- * (reference/pytorch-allocator.md section 7, newest behaviour). */
+ * (reference/pytorch-allocator.md section 7, newest behaviour). What the allocator model does not model
+ * is refused here, for every command that builds a config (run, fit, program, replay):
+ * `backend:cudaMallocAsync`. */
 #ifndef OOMLAB_ALLOC_CONFIG_H
 #define OOMLAB_ALLOC_CONFIG_H
 
@@ -22,7 +24,6 @@ struct alloc_config {
     uint32_t pinned_num_register_threads;
     bool pinned_use_background_threads;
     bool graph_capture_record_stream_reuse;
-    bool backend_async;                  /* backend:cudaMallocAsync (not modelled: rejected by users of the config) */
     char text[512];                      /* the string as given (last_allocator_settings) */
 };
 

@@ -135,10 +135,6 @@ int cmd_replay(int argc, char **argv)
         fprintf(stderr, "oomlab replay: %s\n", e.msg);
         return 2;
     }
-    if (cfg.backend_async) {
-        fprintf(stderr, "oomlab replay: backend:cudaMallocAsync is the driver's allocator, which oomlab does not model\n");
-        return 2;
-    }
     struct replay_input in;
     int pickle = is_pickle(path, &e);
     if (pickle < 0 || (pickle ? snapshot_replay_load(path, &in, &e) : text_trace_load(path, &in, &e))) {
