@@ -52,7 +52,7 @@ int cmd_program(int argc, char **argv)
             job.cublas_workspace_bytes = p->cublas_workspace_bytes;
         struct text_sink sink;
         text_sink_init(&sink, stdout);
-        printf("# op program of %s, variant %s, alloc_conf '%s'\n", sc.name, v->name, v->alloc_conf);
+        printf("# op program of %s, variant %s, alloc_conf '%s'\n", sc.name, v->name, v->alloc.text);
         if (workload_generate(&job, &sink.sink, &e)) {
             fprintf(stderr, "oomlab program: %s\n", e.msg);
             rc = e.code == ERR_INPUT ? 2 : 3;

@@ -9,7 +9,7 @@ static json_t *variant_json(const struct variant_result *r)
     json_t *v = json_object();
     json_object_set_new(v, "name", json_string(r->variant->name));
     json_object_set_new(v, "fixes", json_string(fixes));
-    json_object_set_new(v, "alloc_conf", json_string(r->variant->alloc_conf));
+    json_object_set_new(v, "alloc_conf", json_string(r->variant->alloc.text));
     json_object_set_new(v, "device", json_string(r->device));
     json_object_set_new(v, "figures", json_string(r->run.measured ? "measured" : "modelled"));
     json_object_set_new(v, "stats", json_memory_stats(&r->run.stats));

@@ -90,13 +90,9 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     struct job_spec job = job_override ? *job_override : v->job;
     if (profile)
         job.cublas_workspace_bytes = profile->cublas_workspace_bytes;
-    struct alloc_config cfg;
-    alloc_config_default(&cfg);
     int rc = -1;
     struct runner *run = NULL;
-    if (alloc_config_parse(&cfg, v->alloc_conf, e)) {
-        err_prefix(e, "%s: variant %s: ", sc->path, v->name);
-    } else if (!(run = runner_create(dev, &cfg, profile))) {
+    if (!(run = runner_create(dev, &v->alloc, profile))) {
         err_set(e, ERR_INTERNAL, "out of host memory");
     } else {
         ref.runner = run;

@@ -30,6 +30,11 @@ NAME_TABLE(trainable, enum trainable_kind, TRAIN_COUNT, "full", "lora", "linear_
 NAME_TABLE(ema_place, enum ema_place, EMA_COUNT, "off", "gpu", "cpu")
 NAME_TABLE(extra_role, enum extra_role, EXTRA_ROLE_COUNT, "text_encoder", "vae")
 
+const char *float_dtype_at(int i)
+{
+    return i >= 0 && i < SPEC_FLOAT_DTYPES ? dtype_name((enum dtype)i) : "?";
+}
+
 void job_spec_init(struct job_spec *s)
 {
     struct err e = {0};
@@ -49,12 +54,7 @@ void job_spec_init(struct job_spec *s)
     s->steps = 1;
     s->eval.batches = 1;
     s->lora_rank = 8;
-    s->fix.checkpoint_every = 1;
-    s->fix.decode_chunk = 1;
-    s->fix.max_split_size_mb = 128;
-    s->fix.gc_threshold = 0.7;
-    s->fix.mp_dtype = DT_BF16;
-    s->fault.varlen_seed = 1;
+    switches_init(s);
     s->cublas_workspace_bytes = CUBLAS_WORKSPACE_DEFAULT_BYTES;
     s->streams = 1;
 }
@@ -115,7 +115,5 @@ int job_spec_validate(struct job_spec *s, struct err *e)
         return err_set(e, ERR_INPUT, "streams: 1..8 (got %d)", s->streams);
     if (s->eval.every < 0 || s->eval.batches < 0 || s->eval.sampling_steps < 0)
         return err_set(e, ERR_INPUT, "eval: every, batches and sampling_steps must be >= 0");
-    if (s->fix.checkpoint_every < 1 || s->fix.decode_chunk < 1 || s->fix.micro_batch < 0)
-        return err_set(e, ERR_INPUT, "fix parameters: checkpoint_every and decode_chunk >= 1, micro_batch >= 0");
-    return 0;
+    return switches_check(s, e);
 }

@@ -95,6 +95,11 @@ tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref x)
     return r;
 }
 
+int tf_checkpoint_every(const struct gen *g, int layers)
+{
+    return g->checkpointing ? gradient_checkpointing_params(&g->spec).every : layers;
+}
+
 tref tf_ids(struct gen *g, int64_t b, int64_t s, int64_t high, const char *leaf)
 {
     int64_t d[2] = {b, s};

@@ -88,7 +88,7 @@ static tref position_bias(struct gen *g, const struct model_spec *m, int64_t b, 
 static tref stack(struct gen *g, const struct model_spec *m, tref x, int layers, tref bias, tref enc,
                   tref cross_bias, bool decoder)
 {
-    int every = g->checkpointing && g->spec.fix.checkpoint_every > 0 ? g->spec.fix.checkpoint_every : layers;
+    int every = tf_checkpoint_every(g, layers);
     for (int i = 0; i < layers; i += every) {
         struct ckpt c = {.fn = decoder ? decoder_layers : encoder_layers, .model = m, .layer = i,
                          .count = i + every <= layers ? every : layers - i, .extra = {bias, enc, cross_bias}};
