@@ -68,6 +68,18 @@ static void print_switches(FILE *f, const char *title, const char *help, const s
             keytable_print_markdown(f, t[i].params);
 }
 
+static void print_families(FILE *f)
+{
+    fprintf(f, "## Model families\n\n`model: { family: NAME, ... }` needs these keys (at least 1 each); the other "
+               "model keys take their defaults.\n\n| Family | Needs |\n|---|---|\n");
+    for (int i = 0; i < FAMILY_COUNT; i++) {
+        char needs[512];
+        family_needs_text((enum model_family)i, needs, sizeof needs);
+        fprintf(f, "| `%s` | %s |\n", family_name((enum model_family)i), needs);
+    }
+    fprintf(f, "\n");
+}
+
 static void print_presets(FILE *f)
 {
     fprintf(f, "## Presets\n\n`model: { preset: NAME }` and `job.extras[].preset` take these names (name, family, "
@@ -99,6 +111,7 @@ void scenario_keys_print_markdown(FILE *f)
                    "Listed under a variant's `fixes:`, bare or with parameters. A fix with an allocator setting "
                    "adds it to the variant's `alloc_conf` (the setting shown is the one its default parameters give).",
                    fixes, nfixes, true);
+    print_families(f);
     print_presets(f);
     print_profiles(f);
 }

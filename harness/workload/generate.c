@@ -95,12 +95,14 @@ int64_t model_param_count(const struct model_spec *m, struct err *e)
     job_spec_init(&s);
     s.model = *m;
     s.model.preset[0] = 0;
+    if (model_spec_resolve(&s.model, NULL, e))
+        return -1;
     struct workload *w = calloc(1, sizeof *w);
     if (!w)
         return err_set(e, ERR_INTERNAL, "workload: out of host memory");
     int64_t n = -1;
     if (gen_init(&w->g, &s, e) == 0) {
-        w->mod[0] = (struct module){.m = *m, .prefix = "", .role = -1};
+        w->mod[0] = (struct module){.m = s.model, .prefix = "", .role = -1};
         enumerate(w, &w->mod[0]);
         n = 0;
         for (int32_t i = 0; i < w->g.nparams; i++)
@@ -136,7 +138,10 @@ struct workload *workload_create(const struct job_spec *spec, struct err *e)
         md->on_device = s.extras[i].on_device;
         md->dtype = s.extras[i].dtype;
         md->role = s.extras[i].role;
-        preset_apply(&md->m, s.extras[i].preset, e);
+        if (preset_apply(&md->m, s.extras[i].preset, e) || model_spec_resolve(&md->m, NULL, e)) {
+            workload_destroy(w);
+            return NULL;
+        }
     }
     for (int i = 0; i < w->nmod; i++)
         enumerate(w, &w->mod[i]);
@@ -541,7 +546,7 @@ static void eval(struct workload *w)
     g->training = false;
     for (int b = 0; b < (s->eval.batches ? s->eval.batches : 1) && !g->failed; b++) {
         if (w->mod[0].m.family == FAMILY_UNET && s->eval.sampling_steps > 0) {
-            int64_t lat = bt.image / (w->mod[0].m.vae_scale ? w->mod[0].m.vae_scale : 8);
+            int64_t lat = bt.image / w->mod[0].m.vae_scale;
             int64_t d[4] = {bt.b, w->mod[0].m.latent_channels, lat, lat};
             tref latents = nn_input(g, d, 4, g->spec.param_dtype, "latents");
             conditioning(w, &bt);

@@ -219,6 +219,16 @@ void presets_print(FILE *out);
 /* Parameters of a model as the generator enumerates them (-1 and e set on a bad spec). */
 int64_t model_param_count(const struct model_spec *m, struct err *e);
 
+/* Model families (models/families.c). Checks that the model has the dimensions its family needs (the
+ * family's "minimal keys": model.groups for a UNet, ...) and fills in what a zero dimension means
+ * (kv_heads: heads; head_dim: hidden / heads; decoder_layers: layers; rel_buckets: 32; UNet
+ * time_embed_input: channels[0], vae_scale: 8): the one place those defaults are written. With a job,
+ * also checks the job's shapes against the model (seq_len within learned positions, an image side the
+ * levels can halve). Errors name the key ("model.groups ...", "seq_len ..."); m is unchanged then. */
+int model_spec_resolve(struct model_spec *m, const struct job_spec *job, struct err *e);
+/* The keys a family needs, for the docs ("`layers`, `hidden`, ...; `max_positions` with ..."). */
+void family_needs_text(enum model_family family, char *buf, size_t len);
+
 static inline bool spec_has_fault(const struct job_spec *s, enum fault_id f) { return (s->faults >> f) & 1u; }
 static inline bool spec_has_fix(const struct job_spec *s, enum fix_id f) { return (s->fixes >> f) & 1u; }
 
