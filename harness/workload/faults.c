@@ -3,10 +3,11 @@
  * behind it (generate.c) is found by its id. */
 #include "workload/switch_rows.h"
 
-#define FAULT_TABLE(NAME, keys, init) SWITCH_PARAMS_TABLE("faults." #NAME, "fault", NAME, keys, init)
+#define FAULT_TABLE(NAME, keys) SWITCH_PARAMS_TABLE("faults." #NAME, "fault", NAME, keys)
 
 /* ---- activation_growth ---- */
 SWITCH_PARAMS_DEFINE(fault_params, FAULT_ACTIVATION_GROWTH, activation_growth)
+SWITCH_PARAMS_DEFAULTS(activation_growth, 0)
 #define P struct activation_growth_params
 static const struct key growth_keys[] = {
     K_INT(P, "batch_every", batch_every, 0, BIG, "never", "The batch grows by one every N steps."),
@@ -15,24 +16,21 @@ static const struct key growth_keys[] = {
           "Every batch is padded to this length."),
 };
 #undef P
-static const struct key_table growth_params = FAULT_TABLE(activation_growth, growth_keys, NULL);
+static const struct key_table growth_params = FAULT_TABLE(activation_growth, growth_keys);
 
 /* ---- debug_activation_capture ---- */
 SWITCH_PARAMS_DEFINE(fault_params, FAULT_DEBUG_ACTIVATION_CAPTURE, debug_activation_capture)
+SWITCH_PARAMS_DEFAULTS(debug_activation_capture, 0)
 #define P struct debug_activation_capture_params
 static const struct key capture_keys[] = {
     K_INT(P, "batches", batches, 0, BIG, "every one", "Analysis forwards whose output the hook keeps."),
 };
 #undef P
-static const struct key_table capture_params = FAULT_TABLE(debug_activation_capture, capture_keys, NULL);
+static const struct key_table capture_params = FAULT_TABLE(debug_activation_capture, capture_keys);
 
 /* ---- variable_length_fragmentation ---- */
 SWITCH_PARAMS_DEFINE(fault_params, FAULT_VARIABLE_LENGTH_FRAGMENTATION, variable_length_fragmentation)
-static void varlen_defaults(void *p)
-{
-    static const struct variable_length_fragmentation_params d = {.seed = 1};
-    memcpy(p, &d, sizeof d);
-}
+SWITCH_PARAMS_DEFAULTS(variable_length_fragmentation, .seed = 1)
 #define P struct variable_length_fragmentation_params
 static const struct key varlen_keys[] = {
     {.name = "seed", .type = KEY_UINT, FIELD(P, seed), .imin = 0, .imax = LLONG_MAX,
@@ -40,7 +38,7 @@ static const struct key varlen_keys[] = {
     K_INT(P, "min", min, 0, BIG, "seq_len / 4", "Shortest sequence."),
 };
 #undef P
-static const struct key_table varlen_params = FAULT_TABLE(variable_length_fragmentation, varlen_keys, varlen_defaults);
+static const struct key_table varlen_params = FAULT_TABLE(variable_length_fragmentation, varlen_keys);
 
 /* ---- settings hooks ---- */
 
@@ -56,9 +54,7 @@ static void decode_on_eval(struct job_spec *s)
 
 static void text_encoder_on_device(struct job_spec *s)
 {
-    for (int i = 0; i < s->nextras; i++)
-        if (s->extras[i].role == EXTRA_TEXT_ENCODER)
-            s->extras[i].on_device = true;
+    job_spec_place_extras(s, EXTRA_TEXT_ENCODER, true);
 }
 
 static const struct switch_info faults[FAULT_COUNT] = {

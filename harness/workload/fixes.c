@@ -5,89 +5,69 @@
 #include "alloc/config.h"
 #include "workload/switch_rows.h"
 
-#define FIX_TABLE(NAME, keys, init) \
-    SWITCH_PARAMS_TABLE("variants.NAME.fixes." #NAME, "fix", NAME, keys, init)
+#define FIX_TABLE(NAME, keys) SWITCH_PARAMS_TABLE("variants.NAME.fixes." #NAME, "fix", NAME, keys)
 
 /* ---- gradient_checkpointing ---- */
 SWITCH_PARAMS_DEFINE(fix_params, FIX_GRADIENT_CHECKPOINTING, gradient_checkpointing)
-static void ckpt_defaults(void *p)
-{
-    static const struct gradient_checkpointing_params d = {.every = 1};
-    memcpy(p, &d, sizeof d);
-}
+SWITCH_PARAMS_DEFAULTS(gradient_checkpointing, .every = 1)
 #define P struct gradient_checkpointing_params
 static const struct key ckpt_keys[] = {
     K_INT(P, "every", every, 1, 4096, NULL, "Checkpoint every k layers (keep their inputs only)."),
 };
 #undef P
-static const struct key_table ckpt_params = FIX_TABLE(gradient_checkpointing, ckpt_keys, ckpt_defaults);
+static const struct key_table ckpt_params = FIX_TABLE(gradient_checkpointing, ckpt_keys);
 
 /* ---- chunked_decode ---- */
 SWITCH_PARAMS_DEFINE(fix_params, FIX_CHUNKED_DECODE, chunked_decode)
-static void decode_defaults(void *p)
-{
-    static const struct chunked_decode_params d = {.chunk = 1};
-    memcpy(p, &d, sizeof d);
-}
+SWITCH_PARAMS_DEFAULTS(chunked_decode, .chunk = 1)
 #define P struct chunked_decode_params
 static const struct key decode_keys[] = {
     K_INT(P, "chunk", chunk, 1, 1 << 20, NULL, "Images per VAE decode."),
 };
 #undef P
-static const struct key_table decode_params = FIX_TABLE(chunked_decode, decode_keys, decode_defaults);
+static const struct key_table decode_params = FIX_TABLE(chunked_decode, decode_keys);
 
 /* ---- max_split_size_mb ---- */
 SWITCH_PARAMS_DEFINE(fix_params, FIX_MAX_SPLIT_SIZE_MB, max_split_size_mb)
-static void split_defaults(void *p)
-{
-    static const struct max_split_size_mb_params d = {.mb = 128};
-    memcpy(p, &d, sizeof d);
-}
+SWITCH_PARAMS_DEFAULTS(max_split_size_mb, .mb = 128)
 #define P struct max_split_size_mb_params
 static const struct key split_keys[] = {
     K_INT(P, "mb", mb, 20, BIG, NULL, "Cached blocks above this size (MiB) are never split (PyTorch: at least 20)."),
 };
 #undef P
-static const struct key_table split_params = FIX_TABLE(max_split_size_mb, split_keys, split_defaults);
+static const struct key_table split_params = FIX_TABLE(max_split_size_mb, split_keys);
 
 /* ---- garbage_collection_threshold ---- */
 SWITCH_PARAMS_DEFINE(fix_params, FIX_GARBAGE_COLLECTION_THRESHOLD, garbage_collection_threshold)
-static void gc_defaults(void *p)
-{
-    static const struct garbage_collection_threshold_params d = {.threshold = 0.7};
-    memcpy(p, &d, sizeof d);
-}
+SWITCH_PARAMS_DEFAULTS(garbage_collection_threshold, .threshold = 0.7)
 #define P struct garbage_collection_threshold_params
 static const struct key gc_keys[] = {
     {.name = "threshold", .type = KEY_FLOAT, FIELD(P, threshold), .fmin = 0, .fmax = 1, .fopen = true,
      .help = "Unused cached blocks are reclaimed when reserved memory is above this fraction of the limit."},
 };
 #undef P
-static const struct key_table gc_params = FIX_TABLE(garbage_collection_threshold, gc_keys, gc_defaults);
+static const struct key_table gc_params = FIX_TABLE(garbage_collection_threshold, gc_keys);
 
 /* ---- mixed_precision ---- */
 SWITCH_PARAMS_DEFINE(fix_params, FIX_MIXED_PRECISION, mixed_precision)
-static void mp_defaults(void *p)
-{
-    static const struct mixed_precision_params d = {.dtype = DT_BF16};
-    memcpy(p, &d, sizeof d);
-}
+SWITCH_PARAMS_DEFAULTS(mixed_precision, .dtype = DT_BF16)
 #define P struct mixed_precision_params
 static const struct key mp_keys[] = {
     K_ENUM(P, "dtype", dtype, float_dtype_at, SPEC_FLOAT_DTYPES, "Autocast dtype (fp16 adds loss scaling)."),
 };
 #undef P
-static const struct key_table mp_params = FIX_TABLE(mixed_precision, mp_keys, mp_defaults);
+static const struct key_table mp_params = FIX_TABLE(mixed_precision, mp_keys);
 
 /* ---- gradient_accumulation ---- */
 SWITCH_PARAMS_DEFINE(fix_params, FIX_GRADIENT_ACCUMULATION, gradient_accumulation)
+SWITCH_PARAMS_DEFAULTS(gradient_accumulation, 0)
 #define P struct gradient_accumulation_params
 static const struct key accum_keys[] = {
     K_INT(P, "micro_batch", micro_batch, 0, 1 << 20, "batch / 4, at least 1",
           "Micro-batch; steps accumulate to the same batch."),
 };
 #undef P
-static const struct key_table accum_params = FIX_TABLE(gradient_accumulation, accum_keys, NULL);
+static const struct key_table accum_params = FIX_TABLE(gradient_accumulation, accum_keys);
 
 /* ---- settings hooks ---- */
 
@@ -135,9 +115,7 @@ static void sdpa(struct job_spec *s)
 
 static void text_encoder_off_device(struct job_spec *s)
 {
-    for (int i = 0; i < s->nextras; i++)
-        if (s->extras[i].role == EXTRA_TEXT_ENCODER)
-            s->extras[i].on_device = false;
+    job_spec_place_extras(s, EXTRA_TEXT_ENCODER, false);
 }
 
 /* ---- allocator edits ---- */

@@ -57,6 +57,13 @@ void job_spec_init(struct job_spec *s)
     s->streams = 1;
 }
 
+void job_spec_place_extras(struct job_spec *s, enum extra_role role, bool on_device)
+{
+    for (int i = 0; i < s->nextras; i++)
+        if (s->extras[i].role == role)
+            s->extras[i].on_device = on_device;
+}
+
 static bool is_float(enum dtype d)
 {
     return d == DT_F32 || d == DT_BF16 || d == DT_F16;

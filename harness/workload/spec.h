@@ -183,6 +183,8 @@ struct job_spec {
 void job_spec_init(struct job_spec *spec);
 /* Expands model.preset (if set) and checks the job is coherent; messages name the field. */
 int job_spec_validate(struct job_spec *spec, struct err *e);
+/* Every extra of that role resident on the device, or kept on the CPU. */
+void job_spec_place_extras(struct job_spec *spec, enum extra_role role, bool on_device);
 
 /* Name tables for the loader: *_name returns "?" when out of range, *_from_name -1 when unknown. */
 const char *family_name(enum model_family f);

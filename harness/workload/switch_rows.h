@@ -26,12 +26,21 @@
         memcpy(s->slots[id].bytes, p, sizeof *p);                                                    \
     }
 
-/* The key table of a switch's parameters: `section` names it in the docs and in messages
- * ("faults.activation_growth"), `init` writes the defaults (NULL: all zero). */
-#define SWITCH_PARAMS_TABLE(section, what, NAME, keys_, init_)                                        \
+/* Defines NAME_defaults(void *p), the init of NAME's key table: writes its parameters' defaults, given
+ * as designated initializers (".every = 1", or 0 when they are all zero). */
+#define SWITCH_PARAMS_DEFAULTS(NAME, ...)                                                            \
+    static void NAME##_defaults(void *p)                                                             \
+    {                                                                                                \
+        static const struct NAME##_params d = {__VA_ARGS__};                                         \
+        memcpy(p, &d, sizeof d);                                                                     \
+    }
+
+/* The key table of a switch's parameters, with NAME_defaults as its init: `section` names it in the
+ * docs and in messages ("faults.activation_growth"). */
+#define SWITCH_PARAMS_TABLE(section, what, NAME, keys_)                                              \
     {                                                                                                \
         .name = section, .help = "The parameters of the " what " `" #NAME "`.", .keys = keys_,        \
-        .nkeys = COUNT(keys_), .obj_size = sizeof(struct NAME##_params), .init = init_,              \
+        .nkeys = COUNT(keys_), .obj_size = sizeof(struct NAME##_params), .init = NAME##_defaults,    \
     }
 
 #endif
