@@ -46,7 +46,8 @@ static const struct key top_keys[] = {
              "memory (a size, or a share of the machine's as 0.5 or 50%; default half), or a real GPU."},
     {.name = "alloc_conf", .type = KEY_CUSTOM, FIELD(F, head.alloc), .parse = parse_alloc_conf,
      .doc_type = "PYTORCH_CUDA_ALLOC_CONF string", .zero_means = "PyTorch's defaults",
-     .help = "Allocator settings for every variant, kept verbatim and checked with PyTorch's rules."},
+     .help = "Allocator settings for every variant, kept verbatim and checked with PyTorch's rules; "
+             "`backend:cudaMallocAsync`, which the allocator model does not model, is refused."},
     K_TABLE(F, "model", model, scenario_model_table, true, "The trained model."),
     K_TABLE(F, "job", base, scenario_job_table, false, "The training job."),
     {.name = "faults", .type = KEY_CUSTOM, FIELD(F, base), .parse = parse_fault_list, .zero_means = "none",

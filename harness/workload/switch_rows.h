@@ -1,5 +1,5 @@
 /* switch_rows.h: shorthand for writing the rows of the fault and fix tables (internal to faults.c and
- * fixes.c): a switch's parameter accessors and the key table of its parameters. */
+ * fixes.c): a switch's parameter accessors, its parameters' defaults and their key table. */
 #ifndef OOMLAB_WORKLOAD_SWITCH_ROWS_H
 #define OOMLAB_WORKLOAD_SWITCH_ROWS_H
 
