@@ -1,6 +1,6 @@
 /* faults.h: the faults (their rows are in faults.c): ids, the parameter struct of each fault that takes
  * parameters, with its accessors, and the table. The generator code behind each fault is in
- * generate.c (and optimizer.c, nn.c), found by its id. C++-includable. */
+ * generate.c, found by its id. C++-includable. */
 #ifndef OOMLAB_WORKLOAD_FAULTS_H
 #define OOMLAB_WORKLOAD_FAULTS_H
 

@@ -1,7 +1,7 @@
 /* fixes.c: the fix table. Each row is a named, composable fix: its help, its parameters (key rows:
  * type, bounds, default, help), what it changes in the job's settings, and for an allocator fix the
  * settings it adds to the variant's allocator config; generator code behind a fix (generate.c,
- * optimizer.c, the model families) is found by its id. */
+ * models/) is found by its id. */
 #include "alloc/config.h"
 #include "workload/switch_rows.h"
 

@@ -1,7 +1,8 @@
 /* fixes.h: the fixes (their rows are in fixes.c): ids, the parameter struct of each fix that takes
  * parameters, with its accessors, and the table. A fix changes what the generator emits (its code is
- * in generate.c, optimizer.c or the model families, found by its id), the job's settings (its row's
- * settings hook) or the allocator config (its row's alloc_edit). C++-includable. */
+ * in generate.c and, for gradient checkpointing, the transformer stacks of models/, found by its id),
+ * the job's settings (its row's settings hook) or the allocator config (its row's alloc_edit).
+ * C++-includable. */
 #ifndef OOMLAB_WORKLOAD_FIXES_H
 #define OOMLAB_WORKLOAD_FIXES_H
 
