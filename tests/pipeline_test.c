@@ -80,7 +80,7 @@ static void check_variant(const struct scenario *sc, const struct variant *v, co
         fclose(f);
     ok(rc == 0 && files_equal(prog, again), "%s/%s: text reads back to itself", sc->name, v->name);
 
-    struct replay_options ropt = {.device = sc->device, .alloc_conf = v->alloc_conf};
+    struct replay_options ropt = {.device = sc->device, .alloc_conf = v->alloc.text};
     if (!ok(replay_path(prog, &ropt, &replayed, &e) == 0, "%s/%s: program replays", sc->name, v->name)) {
         diag("%s", e.msg);
         return;

@@ -25,7 +25,7 @@ static void test_example(void)
     is_str(s.title, "FLAN-T5-XL fine-tuning OOMs from a duplicate fp32->bf16 conversion", "title");
     is_str(s.source, "RTX 5090 report, see failure-modes.md #1", "source");
     is_str(s.device, "sim:rtx5090", "device");
-    is_str(s.alloc_conf, "", "alloc_conf");
+    is_str(s.alloc.text, "", "alloc_conf");
     is_int(s.nvariants, 2, "two variants");
     const struct variant *b = &s.variants[0], *a = &s.variants[1];
     is_str(b->name, "before", "first variant in file order");
@@ -47,7 +47,7 @@ static void test_example(void)
     ok(spec_has_fix(&a->job, FIX_CONVERT_ONCE) && spec_has_fix(&a->job, FIX_GRADIENT_CHECKPOINTING), "after's fixes");
     ok(!a->expect.oom, "after expects to fit");
     is_u64(a->expect.peak_reserved_max, 31 * GiB, "peak_reserved_max 31GiB");
-    is_str(a->alloc_conf, "", "generator fixes add no allocator settings");
+    is_str(a->alloc.text, "", "generator fixes add no allocator settings");
     scenario_free(&s);
 }
 
@@ -59,7 +59,7 @@ static void test_defaults(void)
     if (!ok(load(GOOD "minimal.yaml", &s) == 0, "a scenario with only the required keys loads"))
         return;
     is_str(s.device, "sim:rtx5090", "device defaults to the simulated RTX 5090");
-    is_str(s.alloc_conf, "", "alloc_conf defaults to PyTorch's defaults");
+    is_str(s.alloc.text, "", "alloc_conf defaults to PyTorch's defaults");
     is_int(s.nvariants, 1, "one variant");
     const struct variant *v = &s.variants[0];
     is_str(v->job.model.preset, "tiny-transformer", "the preset");
@@ -87,7 +87,7 @@ static void test_family_and_variants(void)
     if (!ok(load(GOOD "family-decoder.yaml", &s) == 0, "a family model with every variant key loads"))
         return;
     is_str(s.device, "sim:24GiB", "device with a capacity");
-    is_str(s.alloc_conf, "max_split_size_mb:256", "alloc_conf verbatim");
+    is_str(s.alloc.text, "max_split_size_mb:256", "alloc_conf verbatim");
     is_int(s.nvariants, 4, "four variants");
     const struct variant *b = &s.variants[0];
     const struct model_spec *m = &b->job.model;
@@ -124,17 +124,17 @@ static void test_family_and_variants(void)
     is_u64(j->cublas_workspace_bytes, 32 * MiB, "cublas_workspace");
     is_int(j->streams, 2, "streams");
     ok(spec_has_fault(j, FAULT_ACTIVATION_GROWTH) && spec_has_fault(j, FAULT_EMA_CONTEXT_SPIKE), "two faults");
-    is_int(j->fault.growth_seq_step, 64, "fault parameter");
+    is_int(activation_growth_params(j).seq_step, 64, "fault parameter");
     is_u64(b->expect.peak_reserved_min, 20 * GiB, "peak_reserved_min");
     is_str(b->expect.oom_phase, "forward", "oom_phase");
-    is_str(b->alloc_conf, "max_split_size_mb:256", "before runs the scenario's allocator settings");
+    is_str(b->alloc.text, "max_split_size_mb:256", "before runs the scenario's allocator settings");
 
     const struct variant *x = &s.variants[1];
     is_str(x->name, "after-expandable", "after-NAME variant");
     ok(spec_has_fix(&x->job, FIX_EXPANDABLE_SEGMENTS) && spec_has_fix(&x->job, FIX_MAX_SPLIT_SIZE_MB),
        "allocator fixes are switched on");
-    is_int(x->job.fix.max_split_size_mb, 512, "fix parameter");
-    is_str(x->alloc_conf, "max_split_size_mb:256,expandable_segments:True,max_split_size_mb:512",
+    is_int(max_split_size_mb_params(&x->job).mb, 512, "fix parameter");
+    is_str(x->alloc.text, "max_split_size_mb:256,expandable_segments:True,max_split_size_mb:512",
            "allocator fixes add to the scenario's alloc_conf");
     ok(spec_has_fault(&x->job, FAULT_ACTIVATION_GROWTH) && spec_has_fault(&x->job, FAULT_EMA_CONTEXT_SPIKE),
        "all faults kept by default");
@@ -143,13 +143,13 @@ static void test_family_and_variants(void)
     is_str(h->name, "after-half-batch", "third variant");
     ok(spec_has_fault(&h->job, FAULT_ACTIVATION_GROWTH) && !spec_has_fault(&h->job, FAULT_EMA_CONTEXT_SPIKE),
        "keep_faults keeps only the faults listed");
-    is_int(h->job.fault.growth_seq_step, 64, "kept fault keeps its parameter");
-    is_str(h->alloc_conf, "", "a variant's alloc_conf replaces the scenario's");
+    is_int(activation_growth_params(&h->job).seq_step, 64, "kept fault keeps its parameter");
+    is_str(h->alloc.text, "", "a variant's alloc_conf replaces the scenario's");
     is_int(h->job.batch, 8, "job change: batch_size");
     is_int(h->job.grad_accum, 4, "job change: grad_accum");
     is_int(h->job.seq_len, 1024, "unchanged job keys come from the base job");
     ok(spec_has_fix(&h->job, FIX_MIXED_PRECISION), "fix with a dtype parameter");
-    is_int(h->job.fix.mp_dtype, DT_F16, "dtype parameter");
+    is_int(mixed_precision_params(&h->job).dtype, DT_F16, "dtype parameter");
     is_u64(h->expect.peak_reserved_max, (uint64_t)(22.5 * GiB), "fractional size");
     is_u64(h->expect.peak_reserved_min, 1000000000, "decimal size");
 
@@ -197,8 +197,8 @@ static void test_allocator_fixes(void)
     is_int(s.nvariants, 1, "a scenario may have only after variants");
     is_str(v->name, "after-allocator", "its name");
     is_int(v->job.target_len, 64, "target_len");
-    ok(v->job.fix.gc_threshold == 0.6, "a number parameter");
-    is_str(v->alloc_conf, "expandable_segments:True,garbage_collection_threshold:0.6",
+    ok(garbage_collection_threshold_params(&v->job).threshold == 0.6, "a number parameter");
+    is_str(v->alloc.text, "expandable_segments:True,garbage_collection_threshold:0.6",
            "allocator fixes make the whole alloc_conf when the scenario has none");
     scenario_free(&s);
 }

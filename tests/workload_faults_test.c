@@ -107,7 +107,8 @@ static void growth(void)
     gen(&s);
     int64_t short_act = live_sink_mark(&k, "backward", 0)->cat[CAT_ACTIVATION];
     s.faults = 1u << FAULT_ACTIVATION_GROWTH;
-    s.fault.max_length = 256;
+    struct activation_growth_params growth = {.max_length = 256};
+    activation_growth_params_set(&s, &growth);
     gen(&s);
     is_int(live_sink_mark(&k, "backward", 0)->cat[CAT_ACTIVATION], long_act,
            "activation_growth: padding to max_length 256 saves what a 256-token batch saves");
@@ -115,7 +116,8 @@ static void growth(void)
     s.fixes = 1u << FIX_PAD_TO_LONGEST;
     gen(&s);
     is_int(live_sink_mark(&k, "backward", 0)->cat[CAT_ACTIVATION], short_act, "pad_to_longest: back to 64 tokens");
-    s.fault.growth_seq_step = 64;
+    growth.seq_step = 64;
+    activation_growth_params_set(&s, &growth);
     s.steps = 4;
     gen(&s);
     is_int(live_sink_mark(&k, "backward", 3)->cat[CAT_ACTIVATION], long_act, "growth of 64 tokens per step: step 4 has 256");
@@ -156,7 +158,7 @@ static void debug_capture(void)
     int64_t logits = 4LL * 64 * 8192 * 4;
     ok(k.live - end >= 2 * logits, "debug_activation_capture: two kept forwards hold at least their logits (%lld B kept)",
        (long long)(k.live - end));
-    s.fault.capture_batches = 1;
+    debug_activation_capture_params_set(&s, &(struct debug_activation_capture_params){.batches = 1});
     int64_t two = k.live - end;
     gen(&s);
     ok(k.live - end < two && k.live - end >= logits, "capture bounded to 1 batch keeps about half");
@@ -265,7 +267,7 @@ static void optimizer_fixes(void)
     gen(&s);
     int64_t act8 = live_sink_mark(&k, "backward", 0)->cat[CAT_ACTIVATION];
     s.fixes = 1u << FIX_GRADIENT_ACCUMULATION;
-    s.fix.micro_batch = 2;
+    gradient_accumulation_params_set(&s, &(struct gradient_accumulation_params){.micro_batch = 2});
     gen(&s);
     ok(live_sink_mark(&k, "backward", 3) && !live_sink_mark(&k, "backward", 4), "gradient_accumulation: 4 micro-batches of 2");
     ok(live_sink_mark(&k, "backward", 0)->cat[CAT_ACTIVATION] < act8 / 3, "each saving about a quarter of the activations");
@@ -279,19 +281,6 @@ static void optimizer_fixes(void)
     gen(&s);
     ok(live_sink_mark(&k, "backward", 0)->cat[CAT_ACTIVATION] < fp32_act, "mixed_precision: 16-bit activations save less");
 
-    struct job_spec c;
-    base(&c);
-    c.fixes = 1u << FIX_EXPANDABLE_SEGMENTS | 1u << FIX_MAX_SPLIT_SIZE_MB | 1u << FIX_GARBAGE_COLLECTION_THRESHOLD;
-    char buf[256];
-    fixes_alloc_conf(&c, buf, sizeof buf);
-    is_str(buf, "expandable_segments:True,max_split_size_mb:128,garbage_collection_threshold:0.7",
-           "allocator fixes contribute their alloc_conf fragments");
-    struct err e = {0};
-    ok(fix_enable(&c, "chunked_decode", &e) == 0 && fix_param_set(&c, "chunked_decode", "chunk", "3", &e) == 0 &&
-           c.fix.decode_chunk == 3,
-       "fix parameters set by name");
-    ok(fault_param_set(&c, "activation_growth", "nope", "1", &e) < 0 && strstr(e.msg, "nope"), "unknown parameter: %s",
-       e.msg);
     int nf, nx;
     fault_table(&nf);
     fix_table(&nx);

@@ -122,7 +122,8 @@ static void test_korthikanti(void)
     s1.fixes = s2.fixes = 1u << FIX_GRADIENT_CHECKPOINTING;
     is_int(saved_activations(&s2) - saved_activations(&s1), 2 * sbh,
            "gradient checkpointing keeps only the layer input, 2sbh per layer");
-    s1.fix.checkpoint_every = s2.fix.checkpoint_every = 2;
+    gradient_checkpointing_params_set(&s1, &(struct gradient_checkpointing_params){.every = 2});
+    gradient_checkpointing_params_set(&s2, &(struct gradient_checkpointing_params){.every = 2});
     s1.model.layers = 2;
     s2.model.layers = 4;
     is_int(saved_activations(&s2) - saved_activations(&s1), 2 * sbh,

@@ -1,10 +1,12 @@
 /* config.c: PYTORCH_CUDA_ALLOC_CONF parsing: PyTorch's lexer (splits on , : [ ] and drops whitespace),
- * its key:value grammar with [k:v,...] lists, its validation rules and its error wording. */
+ * its key:value grammar with [k:v,...] lists, its validation rules and its error wording; the refusal of
+ * what the model does not model; and the setters the allocator fixes edit a parsed config with. */
 #include "alloc/config.h"
 
 #include <ctype.h>
-#include <stddef.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,22 +129,40 @@ static int parse_bool(const char *s, const struct tokens *t, int i, const char *
     return fail(e, s, t, i, msg);
 }
 
-/* max_split_size_mb and max_non_split_rounding_mb: integers >= 20 (MiB), capped at SIZE_MAX / 1 MiB. */
+/* max_split_size_mb and max_non_split_rounding_mb are integers >= 20 (MiB): NULL if `mb` is one, else
+ * PyTorch's message in msg. */
+static const char *mb_option_problem(const char *key, uint64_t mb, char *msg, size_t len)
+{
+    if (mb >= 20)
+        return NULL;
+    snprintf(msg, len, "CachingAllocator option %s too small, must be >= 20", key);
+    return msg;
+}
+
+/* Bytes of an MiB option, capped at SIZE_MAX / 1 MiB as PyTorch caps it. */
+static uint64_t mb_option_bytes(uint64_t mb)
+{
+    return (mb > UINT64_MAX / MiB ? UINT64_MAX / MiB : mb) * MiB;
+}
+
 static int parse_mb_option(const char *s, const struct tokens *t, int *i, const char *key, uint64_t *out,
                            struct err *e)
 {
     uint64_t mb;
+    char msg[128];
     if (expect_token(s, t, ++*i, ':', e) || parse_uint(s, t, ++*i, key, &mb, e))
         return -1;
-    if (mb < 20) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "CachingAllocator option %s too small, must be >= 20", key);
+    if (mb_option_problem(key, mb, msg, sizeof msg))
         return fail(e, s, t, *i, msg);
-    }
-    if (mb > UINT64_MAX / MiB)
-        mb = UINT64_MAX / MiB;
-    *out = mb * MiB;
+    *out = mb_option_bytes(mb);
     return 0;
+}
+
+static const char gc_threshold_range[] = "garbage_collect_threshold is invalid, set it in (0.0, 1.0)";
+
+static bool gc_threshold_valid(double v)
+{
+    return v > 0 && v < 1.0;
 }
 
 static int parse_roundup(const char *s, const struct tokens *t, int *i, struct alloc_config *c, struct err *e)
@@ -216,8 +236,8 @@ static int parse_key(const char *s, const struct tokens *t, int *i, struct alloc
         double v;
         if (expect_token(s, t, ++*i, ':', e) || parse_double(s, t, ++*i, key, &v, e))
             return -1;
-        if (!(v > 0 && v < 1.0))
-            return fail(e, s, t, *i, "garbage_collect_threshold is invalid, set it in (0.0, 1.0)");
+        if (!gc_threshold_valid(v))
+            return fail(e, s, t, *i, gc_threshold_range);
         c->garbage_collection_threshold = v;
         return 0;
     }
@@ -235,9 +255,12 @@ static int parse_key(const char *s, const struct tokens *t, int *i, struct alloc
             return -1;
         if (++*i >= t->n)
             return fail(e, s, t, *i, "Error parsing allocator backend value");
-        if (strcmp(t->text[*i], "native") && strcmp(t->text[*i], "cudaMallocAsync"))
+        if (!strcmp(t->text[*i], "cudaMallocAsync")) /* valid for PyTorch, but not what the model models */
+            return fail(e, s, t, *i,
+                        "backend:cudaMallocAsync is the CUDA driver's stream-ordered allocator, which oomlab does "
+                        "not model (it models PyTorch's native caching allocator)");
+        if (strcmp(t->text[*i], "native"))
             return fail(e, s, t, *i, "Unknown allocator backend, options are native and cudaMallocAsync");
-        c->backend_async = !strcmp(t->text[*i], "cudaMallocAsync");
         return 0;
     }
     if (!strcmp(key, "pinned_num_register_threads")) {
@@ -312,6 +335,52 @@ int alloc_config_parse(struct alloc_config *c, const char *s, struct err *e)
             return -1;
     }
     *c = next;
+    return 0;
+}
+
+/* Appends the entry to c->text, after a comma unless the text is empty or already ends in one. */
+static int append_setting(struct alloc_config *c, struct err *e, const char *fmt, ...)
+{
+    char entry[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(entry, sizeof entry, fmt, ap);
+    va_end(ap);
+    size_t used = strlen(c->text);
+    const char *sep = used && c->text[used - 1] != ',' ? "," : "";
+    if (used + strlen(sep) + strlen(entry) >= sizeof c->text)
+        return err_set(e, ERR_INPUT, "allocator config '%s' with %s added is longer than %zu characters", c->text,
+                       entry, sizeof c->text - 1);
+    snprintf(c->text + used, sizeof c->text - used, "%s%s", sep, entry);
+    return 0;
+}
+
+int alloc_config_set_expandable_segments(struct alloc_config *c, bool on, struct err *e)
+{
+    if (append_setting(c, e, "expandable_segments:%s", on ? "True" : "False"))
+        return -1;
+    c->expandable_segments = on;
+    return 0;
+}
+
+int alloc_config_set_max_split_size_mb(struct alloc_config *c, uint64_t mb, struct err *e)
+{
+    char msg[128];
+    if (mb_option_problem("max_split_size_mb", mb, msg, sizeof msg))
+        return err_set(e, ERR_INPUT, "max_split_size_mb:%llu: %s", (unsigned long long)mb, msg);
+    if (append_setting(c, e, "max_split_size_mb:%llu", (unsigned long long)mb))
+        return -1;
+    c->max_split_size = mb_option_bytes(mb);
+    return 0;
+}
+
+int alloc_config_set_garbage_collection_threshold(struct alloc_config *c, double threshold, struct err *e)
+{
+    if (!gc_threshold_valid(threshold))
+        return err_set(e, ERR_INPUT, "garbage_collection_threshold:%g: %s", threshold, gc_threshold_range);
+    if (append_setting(c, e, "garbage_collection_threshold:%g", threshold))
+        return -1;
+    c->garbage_collection_threshold = threshold;
     return 0;
 }
 

@@ -1,5 +1,7 @@
 /* config.h: PYTORCH_CUDA_ALLOC_CONF, parsed with PyTorch's tokenizer, grammar, validation and wording
- * (reference/pytorch-allocator.md section 7, newest behaviour). */
+ * (reference/pytorch-allocator.md section 7, newest behaviour), and edited setting by setting by the
+ * allocator fixes. What the allocator model does not model is refused here, for every command that
+ * builds a config (run, fit, program, replay): `backend:cudaMallocAsync`. */
 #ifndef OOMLAB_ALLOC_CONFIG_H
 #define OOMLAB_ALLOC_CONFIG_H
 
@@ -9,6 +11,7 @@
 #include "util/err.h"
 
 #define ALLOC_ROUNDUP_INTERVALS 16
+#define ALLOC_CONFIG_TEXT_MAX 512
 
 struct alloc_config {
     uint64_t max_split_size;         /* bytes; UINT64_MAX = unlimited (default) */
@@ -22,8 +25,9 @@ struct alloc_config {
     uint32_t pinned_num_register_threads;
     bool pinned_use_background_threads;
     bool graph_capture_record_stream_reuse;
-    bool backend_async;                  /* backend:cudaMallocAsync (not modelled: rejected by users of the config) */
-    char text[512];                      /* the string as given (last_allocator_settings) */
+    /* The settings as a PYTORCH_CUDA_ALLOC_CONF string: the one parsed (last_allocator_settings), then
+     * each setting an alloc_config_set_* call added, so parsing `text` gives this config again. */
+    char text[ALLOC_CONFIG_TEXT_MAX];
 };
 
 void alloc_config_default(struct alloc_config *c);
@@ -32,6 +36,13 @@ void alloc_config_default(struct alloc_config *c);
  * roundup_power2_divisions and garbage_collection_threshold return to their defaults unless given).
  * Errors use PyTorch's wording, prefixed with the offending token's position. */
 int alloc_config_parse(struct alloc_config *c, const char *s, struct err *e);
+
+/* One setting each, applied as the entry "key:value" appended to `text` would be (the same checks and
+ * wording as parsing it), and appended to `text`; -1 with e set, c unchanged, when the value is out of
+ * PyTorch's range or the text would be too long. */
+int alloc_config_set_expandable_segments(struct alloc_config *c, bool on, struct err *e);
+int alloc_config_set_max_split_size_mb(struct alloc_config *c, uint64_t mb, struct err *e);
+int alloc_config_set_garbage_collection_threshold(struct alloc_config *c, double threshold, struct err *e);
 
 /* The divisions that apply to a request of `size` bytes (bucket clamp(floor(log2 size) - 20, 0, 15)). */
 uint32_t alloc_config_divisions(const struct alloc_config *c, uint64_t size);

@@ -1,23 +1,38 @@
 /* cmd_list.c: `oomlab list [presets|faults|fixes|kernels|profiles|scenarios [DIR]]`: what oomlab knows. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
 #include "device/profiles.h"
 #include "kernels.h"
+#include "scenario/keytable.h"
 #include "scenario/scenario.h"
 #include "util/size.h"
 #include "workload/spec.h"
 
+/* Each switch with its help, its parameters (type, bounds and default from its row's key table) and,
+ * for an allocator fix, the setting it adds with its default parameters. */
 static void list_switches(const char *what, const struct switch_info *t, int n)
 {
     printf("%s:\n", what);
     for (int i = 0; i < n; i++) {
         printf("  %-32s %s\n", t[i].name, t[i].help);
-        for (int p = 0; p < t[i].nparams; p++)
-            printf("  %-32s   %s (default %s): %s\n", "", t[i].params[p].name, t[i].params[p].def, t[i].params[p].help);
-        if (t[i].alloc_conf)
-            printf("  %-32s   sets PYTORCH_CUDA_ALLOC_CONF %s\n", "", t[i].alloc_conf);
+        const struct key_table *params = t[i].params;
+        void *defaults = params ? calloc(1, params->obj_size) : NULL;
+        if (defaults && params->init)
+            params->init(defaults);
+        for (size_t p = 0; defaults && p < params->nkeys; p++) {
+            char type[256], def[128];
+            keytable_type_text(&params->keys[p], type, sizeof type);
+            keytable_default_text(&params->keys[p], defaults, def, sizeof def);
+            printf("  %-32s   %s (%s, default %s): %s\n", "", params->keys[p].name, type, def, params->keys[p].help);
+        }
+        free(defaults);
+        char setting[128];
+        switch_alloc_setting(&t[i], setting, sizeof setting);
+        if (*setting)
+            printf("  %-32s   sets PYTORCH_CUDA_ALLOC_CONF %s%s\n", "", setting, params ? " (by default)" : "");
     }
 }
 

@@ -55,7 +55,7 @@ int cmd_program(int argc, char **argv)
         } else {
             struct text_sink sink;
             text_sink_init(&sink, stdout);
-            printf("# op program of %s, variant %s, alloc_conf '%s'\n", sc.name, v->name, v->alloc_conf);
+            printf("# op program of %s, variant %s, alloc_conf '%s'\n", sc.name, v->name, v->alloc.text);
             printf("# device %s%s%s%s, cuBLAS workspace %llu B per stream\n", dev->name, dev->detail[0] ? " (" : "",
                    dev->detail, dev->detail[0] ? ")" : "", (unsigned long long)job.cublas_workspace_bytes);
             dev->ops->destroy(dev);

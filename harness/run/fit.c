@@ -18,8 +18,11 @@ static int probe(const struct scenario *sc, const struct variant *v, const struc
 {
     struct job_spec job = v->job;
     *field(&job, fo->param) = value;
-    if (fo->param == FIT_BATCH && job.fix.micro_batch > value)
-        job.fix.micro_batch = value;
+    struct gradient_accumulation_params accum = gradient_accumulation_params(&job);
+    if (fo->param == FIT_BATCH && accum.micro_batch > value) {
+        accum.micro_batch = value;
+        gradient_accumulation_params_set(&job, &accum);
+    }
     struct job_result r;
     out->probes++;
     if (harness_run_variant(sc, v, &job, opt, &r, e))

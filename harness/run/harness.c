@@ -76,7 +76,7 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     *r = (struct job_result){.has_expect = true, .expect_oom = v->expect.oom};
     snprintf(r->group, sizeof r->group, "%s", sc->name);
     snprintf(r->name, sizeof r->name, "%s", v->name);
-    snprintf(r->alloc_conf, sizeof r->alloc_conf, "%s", v->alloc_conf);
+    snprintf(r->alloc_conf, sizeof r->alloc_conf, "%s", v->alloc.text);
     variant_fixes_text(v, r->fixes, sizeof r->fixes);
     struct job_spec job = job_override ? *job_override : v->job;
     r->steps_planned = job.steps;
@@ -87,14 +87,10 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     snprintf(r->device_detail, sizeof r->device_detail, "%s", dev->detail);
     snprintf(r->timed_by, sizeof r->timed_by, "%s", dev->timed_by);
     r->device_total = dev->total;
-    struct alloc_config cfg;
-    alloc_config_default(&cfg);
     int rc = -1;
     struct runner *run = NULL;
     struct snapshot_recorder *snap = NULL;
-    if (alloc_config_parse(&cfg, v->alloc_conf, e)) {
-        err_prefix(e, "%s: variant %s: ", sc->path, v->name);
-    } else if (!(run = runner_create(dev, &cfg, NULL))) {
+    if (!(run = runner_create(dev, &v->alloc, NULL))) {
         err_set(e, ERR_INTERNAL, "out of host memory");
     } else if (opt->snapshot_dir && (!(snap = snapshot_recorder_create()) ||
                                      runner_add_observer(run, snapshot_recorder_base(snap)))) {

@@ -10,9 +10,6 @@ static const char *optimizer_at(int i) { return optimizer_name((enum optimizer_k
 static const char *trainable_at(int i) { return trainable_name((enum trainable_kind)i); }
 static const char *ema_place_at(int i) { return ema_place_name((enum ema_place)i); }
 static const char *extra_role_at(int i) { return extra_role_name((enum extra_role)i); }
-static const char *dtype_at(int i) { return dtype_name((enum dtype)i); }
-/* Weights and compute are fp32, bf16 or fp16: the first three dtypes of program.h. */
-#define FLOAT_DTYPES (DT_F16 + 1)
 
 /* A scenario's job leaves the cuBLAS workspace to its device unless it sets one. */
 static void job_defaults(void *obj)
@@ -60,7 +57,7 @@ static const struct key extra_keys[] = {
      .doc_type = "preset name, see [Presets](#presets)", .help = "The frozen module (`clip-l-text`, `sd-vae`, ...)."},
     {.name = "role", .type = KEY_ENUM, FIELD(X, role), .name_of = extra_role_at, .nnames = EXTRA_ROLE_COUNT,
      .required = true, .help = "What the training loop uses it for."},
-    K_ENUM(X, "dtype", dtype, dtype_at, FLOAT_DTYPES, "Dtype of its weights."),
+    K_ENUM(X, "dtype", dtype, float_dtype_at, SPEC_FLOAT_DTYPES, "Dtype of its weights."),
     K_BOOL(X, "on_device", on_device, "Resident on the device (false: kept on the CPU)."),
 };
 #undef X
@@ -101,11 +98,12 @@ static const struct key job_keys[] = {
     K_INT(J, "image_size", image_size, 0, 65536, NULL,
           "Pixels per side (UNet, VAE, CNN; the UNet latent is image_size / vae_scale)."),
     K_INT(J, "context_len", context_len, 0, BIG, NULL, "UNet: text tokens for cross-attention."),
-    K_ENUM(J, "load_dtype", load_dtype, dtype_at, FLOAT_DTYPES, "torch_dtype given to from_pretrained."),
+    K_ENUM(J, "load_dtype", load_dtype, float_dtype_at, SPEC_FLOAT_DTYPES, "torch_dtype given to from_pretrained."),
     K_BOOL(J, "load_on_device", load_on_device, "Weights land on the device at load (device_map=\"cuda\")."),
-    K_ENUM(J, "param_dtype", param_dtype, dtype_at, FLOAT_DTYPES, "Dtype of the trained weights after .to(dtype)."),
+    K_ENUM(J, "param_dtype", param_dtype, float_dtype_at, SPEC_FLOAT_DTYPES,
+           "Dtype of the trained weights after .to(dtype)."),
     K_BOOL(J, "autocast", autocast, "Run the forward under torch.autocast."),
-    K_ENUM(J, "autocast_dtype", autocast_dtype, dtype_at, FLOAT_DTYPES, "The autocast dtype."),
+    K_ENUM(J, "autocast_dtype", autocast_dtype, float_dtype_at, SPEC_FLOAT_DTYPES, "The autocast dtype."),
     K_BOOL(J, "master_weights", master_weights, "The optimizer keeps an fp32 master copy of 16-bit weights."),
     K_BOOL(J, "loss_scaling", loss_scaling, "fp16 GradScaler: scaled loss, unscale before the step."),
     K_ENUM(J, "optimizer", optimizer, optimizer_at, OPT_COUNT, "The optimizer."),

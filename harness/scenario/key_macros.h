@@ -1,4 +1,5 @@
-/* key_macros.h: shorthand for rows of the scenario's key tables (internal to harness/scenario). */
+/* key_macros.h: shorthand for key rows: the scenario's key tables (harness/scenario) and the parameter
+ * tables of the faults and fixes (harness/workload/faults.c, fixes.c). */
 #ifndef OOMLAB_KEY_MACROS_H
 #define OOMLAB_KEY_MACROS_H
 

@@ -39,6 +39,89 @@ static int plain_scalar(const yaml_node_t *n)
     return n->type == YAML_SCALAR_NODE && !yaml_is_quoted(n) && !yaml_is_null(n);
 }
 
+/* "from 0 to 64", "at least 1", "between 0 and 1 (not 0 or 1 itself)": the bounds of a number key. */
+static const char *bounds_text(const struct key *k, char *buf, size_t len)
+{
+    if (k->type == KEY_FLOAT && k->fopen)
+        snprintf(buf, len, "between %g and %g (not %g or %g itself)", k->fmin, k->fmax, k->fmin, k->fmax);
+    else if (k->type == KEY_FLOAT)
+        snprintf(buf, len, "from %g to %g", k->fmin, k->fmax);
+    else if (k->imax == LLONG_MAX)
+        snprintf(buf, len, "at least %lld", k->imin);
+    else
+        snprintf(buf, len, "from %lld to %lld", k->imin, k->imax);
+    return buf;
+}
+
+static bool float_in_bounds(const struct key *k, double x)
+{
+    return k->fopen ? x > k->fmin && x < k->fmax : x >= k->fmin && x <= k->fmax;
+}
+
+long long keytable_read_integer(const void *field, size_t size, bool is_signed)
+{
+    int8_t s1;
+    uint8_t u1;
+    int16_t s2;
+    uint16_t u2;
+    int32_t s4;
+    uint32_t u4;
+    int64_t s8;
+    switch (size) {
+    case 1:
+        memcpy(&s1, field, 1);
+        memcpy(&u1, field, 1);
+        return is_signed ? (long long)s1 : (long long)u1;
+    case 2:
+        memcpy(&s2, field, 2);
+        memcpy(&u2, field, 2);
+        return is_signed ? (long long)s2 : (long long)u2;
+    case 4:
+        memcpy(&s4, field, 4);
+        memcpy(&u4, field, 4);
+        return is_signed ? (long long)s4 : (long long)u4;
+    default:
+        memcpy(&s8, field, 8);
+        return s8;
+    }
+}
+
+double keytable_read_float(const struct key *k, const void *field)
+{
+    if (k->size == sizeof(float)) {
+        float f;
+        memcpy(&f, field, sizeof f);
+        return f;
+    }
+    double d;
+    memcpy(&d, field, sizeof d);
+    return d;
+}
+
+int keytable_check_values(const struct key_table *t, const void *obj, const char *where, struct err *e)
+{
+    char path[256], bounds[128];
+    for (size_t i = 0; i < t->nkeys; i++) {
+        const struct key *k = &t->keys[i];
+        const void *field = (const char *)obj + k->offset;
+        keytable_path(where, k->name, path, sizeof path);
+        if (k->type == KEY_INT || k->type == KEY_UINT) {
+            long long v = keytable_read_integer(field, k->size, k->type == KEY_INT);
+            if (v < k->imin || v > k->imax)
+                return err_set(e, ERR_INPUT, "%s must be %s, got %lld", path, bounds_text(k, bounds, sizeof bounds), v);
+        } else if (k->type == KEY_ENUM) {
+            long long v = keytable_read_integer(field, k->size, true);
+            if (v < 0 || v >= k->nnames)
+                return err_set(e, ERR_INPUT, "%s must be one of its %d names, got the value %lld", path, k->nnames, v);
+        } else if (k->type == KEY_FLOAT) {
+            double v = keytable_read_float(k, field);
+            if (!float_in_bounds(k, v))
+                return err_set(e, ERR_INPUT, "%s must be %s, got %g", path, bounds_text(k, bounds, sizeof bounds), v);
+        }
+    }
+    return 0;
+}
+
 static void store_integer(void *field, size_t size, long long v)
 {
     switch (size) {
@@ -64,11 +147,8 @@ static int set_integer(const struct key_ctx *c, const struct key *k, const char 
         return yaml_doc_error(c->doc, v, e, "%s must be an integer, got %s", path,
                               describe_for_number(v, got, sizeof got));
     }
-    if (errno == ERANGE || x < k->imin || x > k->imax) {
-        if (k->imax == LLONG_MAX)
-            return yaml_doc_error(c->doc, v, e, "%s must be at least %lld, got %s", path, k->imin, s);
-        return yaml_doc_error(c->doc, v, e, "%s must be from %lld to %lld, got %s", path, k->imin, k->imax, s);
-    }
+    if (errno == ERANGE || x < k->imin || x > k->imax)
+        return yaml_doc_error(c->doc, v, e, "%s must be %s, got %s", path, bounds_text(k, got, sizeof got), s);
     store_integer(field, k->size, x);
     return 0;
 }
@@ -86,8 +166,8 @@ static int set_float(const struct key_ctx *c, const struct key *k, const char *p
     }
     if (!end || end == s || *end || !isfinite(x))
         return yaml_doc_error(c->doc, v, e, "%s must be a number, got %s", path, describe_for_number(v, got, sizeof got));
-    if (x < k->fmin || x > k->fmax)
-        return yaml_doc_error(c->doc, v, e, "%s must be from %g to %g, got %s", path, k->fmin, k->fmax, s);
+    if (!float_in_bounds(k, x))
+        return yaml_doc_error(c->doc, v, e, "%s must be %s, got %s", path, bounds_text(k, got, sizeof got), s);
     if (k->size == sizeof(float)) {
         float f = (float)x;
         memcpy(field, &f, sizeof f);

@@ -18,7 +18,7 @@ enum key_type {
     KEY_INT,      /* signed integer of `size` bytes (1, 2, 4, 8) in [imin, imax] */
     KEY_UINT,     /* unsigned integer of `size` bytes in [imin, imax] */
     KEY_SIZE,     /* uint64_t bytes, written "30GiB", "512MiB", "1.5GB" or a plain number */
-    KEY_FLOAT,    /* double (size 8) or float (size 4) in [fmin, fmax] */
+    KEY_FLOAT,    /* double (size 8) or float (size 4) in [fmin, fmax], or (fmin, fmax) when fopen */
     KEY_BOOL,     /* bool: true or false */
     KEY_ENUM,     /* enum (int): the i whose name_of(i) is the value, 0 <= i < nnames */
     KEY_STRING,   /* char[size], NUL-terminated; longer values are an error */
@@ -50,6 +50,7 @@ struct key {
     size_t size;                 /* of the field (sizeof) */
     long long imin, imax;        /* KEY_INT, KEY_UINT */
     double fmin, fmax;           /* KEY_FLOAT */
+    bool fopen;                  /* KEY_FLOAT: fmin and fmax themselves are out of range */
     const char *(*name_of)(int); /* KEY_ENUM: the allowed values */
     int nnames;
     size_t count_offset;         /* KEY_INT_LIST: where the number of elements goes */
@@ -79,6 +80,20 @@ struct key_table {
 int keytable_apply(const struct key_table *t, const struct key_ctx *c, yaml_node_t *mapping, void *obj,
                    struct err *e);
 
+/* Checks that the fields of `obj` the table's integer, enum and number keys fill are within their
+ * bounds (for structs filled by code rather than by keytable_apply); the message names
+ * "<where>.<key>" and the bounds as keytable_apply's would. */
+int keytable_check_values(const struct key_table *t, const void *obj, const char *where, struct err *e);
+
+/* The value of an integer field of `size` bytes (KEY_INT, KEY_UINT, KEY_ENUM). */
+long long keytable_read_integer(const void *field, size_t size, bool is_signed);
+double keytable_read_float(const struct key *k, const void *field); /* KEY_FLOAT, float or double */
+
+/* The documentation of one key: its type with its bounds ("integer 0..4096"), and its default as the
+ * value in `defaults` (an object the table's init filled) shows it ("0 (never)", "`bf16`"). */
+void keytable_type_text(const struct key *k, char *buf, size_t len);
+void keytable_default_text(const struct key *k, const void *defaults, char *buf, size_t len);
+
 /* The path of `name` under `where` ("job" + "batch_size" -> "job.batch_size"). */
 const char *keytable_path(const char *where, const char *name, char *buf, size_t len);
 
@@ -91,7 +106,10 @@ int keytable_read_names(const struct key_ctx *c, yaml_node_t *list, const char *
                         const char *const *names, size_t nnames, int *idx, size_t max, size_t *n,
                         struct err *e);
 
-/* Writes the table, and after it every table reached through its keys, as Markdown sections. */
+/* Writes the table, and after it every table reached through its keys, as Markdown sections headed
+ * by the table's name; keytable_anchor gives the link anchor of such a heading (GitHub's: lower case,
+ * punctuation other than '-' and '_' dropped). */
+const char *keytable_anchor(const char *table_name, char *buf, size_t len);
 void keytable_print_markdown(FILE *f, const struct key_table *t);
 
 #endif

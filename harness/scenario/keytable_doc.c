@@ -9,34 +9,6 @@
 
 #define DOC_MAX_TABLES 32
 
-static long long read_integer(const void *field, size_t size, bool is_signed)
-{
-    if (size == 1) {
-        int8_t s;
-        uint8_t u;
-        memcpy(&s, field, 1);
-        memcpy(&u, field, 1);
-        return is_signed ? (long long)s : (long long)u;
-    }
-    if (size == 2) {
-        int16_t s;
-        uint16_t u;
-        memcpy(&s, field, 2);
-        memcpy(&u, field, 2);
-        return is_signed ? (long long)s : (long long)u;
-    }
-    if (size == 4) {
-        int32_t s;
-        uint32_t u;
-        memcpy(&s, field, 4);
-        memcpy(&u, field, 4);
-        return is_signed ? (long long)s : (long long)u;
-    }
-    int64_t s;
-    memcpy(&s, field, 8);
-    return s;
-}
-
 /* "30GiB" when a binary unit divides the size exactly, otherwise bytes. */
 static void format_size(uint64_t n, char *buf, size_t len)
 {
@@ -57,8 +29,7 @@ static void range_text(const char *what, const struct key *k, char *buf, size_t 
         snprintf(buf, len, "%s %lld..%lld", what, k->imin, k->imax);
 }
 
-/* GitHub's anchor of a heading: lower case, punctuation other than '-' and '_' dropped. */
-static const char *heading_anchor(const char *heading, char *buf, size_t len)
+const char *keytable_anchor(const char *heading, char *buf, size_t len)
 {
     size_t n = 0;
     for (const char *p = heading; *p && n + 1 < len; p++)
@@ -68,7 +39,7 @@ static const char *heading_anchor(const char *heading, char *buf, size_t len)
     return buf;
 }
 
-static void type_text(const struct key *k, char *buf, size_t len)
+void keytable_type_text(const struct key *k, char *buf, size_t len)
 {
     size_t used;
     switch (k->type) {
@@ -80,7 +51,10 @@ static void type_text(const struct key *k, char *buf, size_t len)
         snprintf(buf, len, "size (`30GiB`, `512MiB`, `1.5GB`, bytes)");
         return;
     case KEY_FLOAT:
-        snprintf(buf, len, "number %g..%g", k->fmin, k->fmax);
+        if (k->fopen)
+            snprintf(buf, len, "number in (%g, %g), both excluded", k->fmin, k->fmax);
+        else
+            snprintf(buf, len, "number %g..%g", k->fmin, k->fmax);
         return;
     case KEY_BOOL:
         snprintf(buf, len, "`true` or `false`");
@@ -104,7 +78,8 @@ static void type_text(const struct key *k, char *buf, size_t len)
     }
     case KEY_TABLE: {
         char anchor[128];
-        snprintf(buf, len, "mapping, see [`%s`](#%s)", k->sub->name, heading_anchor(k->sub->name, anchor, sizeof anchor));
+        snprintf(buf, len, "mapping, see [`%s`](#%s)", k->sub->name,
+                 keytable_anchor(k->sub->name, anchor, sizeof anchor));
         return;
     }
     case KEY_CUSTOM:
@@ -113,7 +88,7 @@ static void type_text(const struct key *k, char *buf, size_t len)
     }
 }
 
-static void default_text(const struct key *k, const void *obj, char *buf, size_t len)
+void keytable_default_text(const struct key *k, const void *obj, char *buf, size_t len)
 {
     const char *field = (const char *)obj + k->offset;
     long long v;
@@ -125,7 +100,7 @@ static void default_text(const struct key *k, const void *obj, char *buf, size_t
     case KEY_INT:
     case KEY_UINT:
     case KEY_ENUM:
-        v = read_integer(field, k->size, k->type != KEY_UINT);
+        v = keytable_read_integer(field, k->size, k->type != KEY_UINT);
         if (k->type == KEY_ENUM)
             snprintf(buf, len, "`%s`", k->name_of((int)v));
         else if (v == 0 && k->zero_means)
@@ -143,14 +118,7 @@ static void default_text(const struct key *k, const void *obj, char *buf, size_t
         return;
     }
     case KEY_FLOAT: {
-        double d;
-        if (k->size == sizeof(float)) {
-            float f;
-            memcpy(&f, field, sizeof f);
-            d = f;
-        } else {
-            memcpy(&d, field, sizeof d);
-        }
+        double d = keytable_read_float(k, field);
         if (d == 0 && k->zero_means)
             snprintf(buf, len, "0 (%s)", k->zero_means);
         else
@@ -209,8 +177,8 @@ static void print_table(FILE *f, const struct key_table *t)
     for (size_t i = 0; i < t->nkeys; i++) {
         const struct key *k = &t->keys[i];
         char type[640], def[256];
-        type_text(k, type, sizeof type);
-        default_text(k, obj, def, sizeof def);
+        keytable_type_text(k, type, sizeof type);
+        keytable_default_text(k, obj, def, sizeof def);
         fprintf(f, "| `%s` | %s | %s | %s |\n", k->name, type, def, k->help);
     }
     fprintf(f, "\n");

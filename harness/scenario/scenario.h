@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "alloc/config.h"
 #include "util/err.h"
 #include "workload/spec.h"
 
@@ -28,7 +29,9 @@ struct expectation {
 struct variant {
     char name[64];               /* "before", "after", "after-checkpointing", ... */
     struct job_spec job;         /* the base job with the faults it keeps and its fixes, validated */
-    char alloc_conf[512];        /* the scenario's (or the variant's own) string + the fixes' fragments */
+    /* Its allocator settings, parsed once at load: the scenario's alloc_conf (or the variant's own),
+     * edited by its allocator fixes. alloc.text is their PYTORCH_CUDA_ALLOC_CONF form, for reports. */
+    struct alloc_config alloc;
     struct expectation expect;
 };
 
@@ -38,7 +41,7 @@ struct scenario {
     char title[256];             /* one line saying what fails */
     char source[512];            /* where the failure was reported */
     char device[64];             /* "sim:rtx5090" (default), "sim:a100-80", "sim:24GiB", "host", "cuda" */
-    char alloc_conf[512];        /* PYTORCH_CUDA_ALLOC_CONF as written ("" = PyTorch's defaults) */
+    struct alloc_config alloc;   /* alloc_conf as written, parsed (text "": PyTorch's defaults) */
     struct variant *variants;    /* in file order */
     size_t nvariants;
 };

@@ -35,36 +35,47 @@ static const char intro[] =
     "A number in quotes is a string, not a number.\n"
     "\n";
 
-static const char *param_type(enum switch_param_type t)
-{
-    switch (t) {
-    case SWITCH_INT:
-    case SWITCH_U64:
-        return "integer";
-    case SWITCH_DOUBLE:
-        return "number";
-    case SWITCH_DTYPE:
-        return "dtype";
-    }
-    return "?";
-}
-
+/* The switches' table, then the key table of each one's parameters (type, bounds, default, help, from
+ * its row). */
 static void print_switches(FILE *f, const char *title, const char *help, const struct switch_info *t, int n,
-                           bool with_alloc_conf)
+                           bool with_alloc)
 {
     fprintf(f, "## %s\n\n%s\n\n", title, help);
-    fprintf(f, "| Name | What it does | %sParameters (type, default: meaning) |\n", with_alloc_conf ? "Allocator setting | " : "");
-    fprintf(f, "|---|---|%s---|\n", with_alloc_conf ? "---|" : "");
+    fprintf(f, "| Name | What it does | %sParameters |\n",
+            with_alloc ? "Allocator setting (default parameters) | " : "");
+    fprintf(f, "|---|---|%s---|\n", with_alloc ? "---|" : "");
     for (int i = 0; i < n; i++) {
         fprintf(f, "| `%s` | %s | ", t[i].name, t[i].help);
-        if (with_alloc_conf)
-            fprintf(f, "%s%s%s | ", t[i].alloc_conf ? "`" : "", t[i].alloc_conf ? t[i].alloc_conf : "-",
-                    t[i].alloc_conf ? "`" : "");
-        for (int j = 0; j < t[i].nparams; j++) {
-            const struct switch_param *p = &t[i].params[j];
-            fprintf(f, "%s`%s` (%s, %s): %s", j ? "<br>" : "", p->name, param_type(p->type), p->def, p->help);
+        if (with_alloc) {
+            char setting[128];
+            switch_alloc_setting(&t[i], setting, sizeof setting);
+            if (*setting)
+                fprintf(f, "`%s` | ", setting);
+            else
+                fprintf(f, "- | ");
         }
-        fprintf(f, "%s |\n", t[i].nparams ? "" : "-");
+        const struct key_table *p = t[i].params;
+        for (size_t j = 0; p && j < p->nkeys; j++) {
+            char anchor[160];
+            fprintf(f, "%s[`%s`](#%s)", j ? ", " : "", p->keys[j].name,
+                    keytable_anchor(p->name, anchor, sizeof anchor));
+        }
+        fprintf(f, "%s |\n", p ? "" : "-");
+    }
+    fprintf(f, "\n");
+    for (int i = 0; i < n; i++)
+        if (t[i].params)
+            keytable_print_markdown(f, t[i].params);
+}
+
+static void print_families(FILE *f)
+{
+    fprintf(f, "## Model families\n\n`model: { family: NAME, ... }` needs these keys (at least 1 each); the other "
+               "model keys take their defaults.\n\n| Family | Needs |\n|---|---|\n");
+    for (int i = 0; i < FAMILY_COUNT; i++) {
+        char needs[512];
+        family_needs_text((enum model_family)i, needs, sizeof needs);
+        fprintf(f, "| `%s` | %s |\n", family_name((enum model_family)i), needs);
     }
     fprintf(f, "\n");
 }
@@ -100,8 +111,9 @@ void scenario_keys_print_markdown(FILE *f)
                    faults, nfaults, false);
     print_switches(f, "Fixes",
                    "Listed under a variant's `fixes:`, bare or with parameters. A fix with an allocator setting "
-                   "adds it to the variant's `alloc_conf`.",
+                   "adds it to the variant's `alloc_conf` (the setting shown is the one its default parameters give).",
                    fixes, nfixes, true);
+    print_families(f);
     print_presets(f);
     print_profiles(f);
 }

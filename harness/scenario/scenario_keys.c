@@ -12,6 +12,7 @@ static void top_defaults(void *obj)
     struct scenario_file *f = obj;
     memset(f, 0, sizeof *f);
     snprintf(f->head.device, sizeof f->head.device, "%s", DEVICE_DEFAULT);
+    alloc_config_default(&f->head.alloc);
     scenario_job_table.init(&f->base);
     scenario_model_table.init(&f->model);
 }
@@ -44,9 +45,10 @@ static const struct key top_keys[] = {
      .doc_type = "`sim`, `sim:PROFILE`, `sim:SIZE`, `host`, `host:SIZE`, `host:FRACTION`, `cuda` or `cuda:N`",
      .help = "Where the variants run; a simulated GPU profile (see [Devices](#devices)) or capacity, host "
              "memory (a size, or a share of the machine's as 0.5 or 50%; default half), or a real GPU."},
-    {.name = "alloc_conf", .type = KEY_CUSTOM, FIELD(F, head.alloc_conf), .parse = parse_alloc_conf,
+    {.name = "alloc_conf", .type = KEY_CUSTOM, FIELD(F, head.alloc), .parse = parse_alloc_conf,
      .doc_type = "PYTORCH_CUDA_ALLOC_CONF string", .zero_means = "PyTorch's defaults",
-     .help = "Allocator settings for every variant, kept verbatim and checked with PyTorch's rules."},
+     .help = "Allocator settings for every variant, kept verbatim and checked with PyTorch's rules; "
+             "`backend:cudaMallocAsync`, which the allocator model does not model, is refused."},
     K_TABLE(F, "model", model, scenario_model_table, true, "The trained model."),
     K_TABLE(F, "job", base, scenario_job_table, false, "The training job."),
     {.name = "faults", .type = KEY_CUSTOM, FIELD(F, base), .parse = parse_fault_list, .zero_means = "none",

@@ -1,21 +1,25 @@
 /* switch_list.c: the `faults:` and `fixes:` lists, whose items are a name or a one-key mapping of a
- * name to its parameters, read through the workload's fault and fix tables; and `keep_faults:`. */
+ * name to its parameters, read through the workload's fault and fix tables (a switch's parameters by
+ * the key table of its row); and `keep_faults:`. */
+#include <stddef.h>
 #include <string.h>
 
 #include "scenario/scenario_file.h"
 #include "scenario/suggest.h"
 
-/* The fault or fix side of the workload's switch tables. */
+/* The fault or fix side of the workload's switch tables, and where a job keeps that side's parameters. */
 struct switch_kind {
     const char *what; /* "fault", "fix" */
     const struct switch_info *(*table)(int *count);
     const struct switch_info *(*find)(const char *name);
     int (*enable)(struct job_spec *spec, const char *name, struct err *e);
-    int (*param_set)(struct job_spec *spec, const char *sw, const char *param, const char *value, struct err *e);
+    size_t slots;     /* offset of its struct switch_params array in struct job_spec */
 };
 
-static const struct switch_kind fault_kind = {"fault", fault_table, fault_find, fault_enable, fault_param_set};
-static const struct switch_kind fix_kind = {"fix", fix_table, fix_find, fix_enable, fix_param_set};
+static const struct switch_kind fault_kind = {"fault", fault_table, fault_find, fault_enable,
+                                              offsetof(struct job_spec, fault_params)};
+static const struct switch_kind fix_kind = {"fix", fix_table, fix_find, fix_enable,
+                                            offsetof(struct job_spec, fix_params)};
 
 static const char *switch_name_at(const void *list, size_t i)
 {
@@ -24,15 +28,15 @@ static const char *switch_name_at(const void *list, size_t i)
 
 static const char *param_name_at(const void *list, size_t i)
 {
-    return ((const struct switch_param *)list)[i].name;
+    return ((const struct key *)list)[i].name;
 }
 
-static const struct switch_param *find_param(const struct switch_info *sw, const char *name)
+static bool has_param(const struct switch_info *sw, const char *name)
 {
-    for (int i = 0; i < sw->nparams; i++)
-        if (!strcmp(sw->params[i].name, name))
-            return &sw->params[i];
-    return NULL;
+    for (size_t i = 0; sw->params && i < sw->params->nkeys; i++)
+        if (!strcmp(sw->params->keys[i].name, name))
+            return true;
+    return false;
 }
 
 static int unknown_switch(const struct key_ctx *c, const struct switch_kind *kind, yaml_node_t *at, const char *name,
@@ -51,51 +55,42 @@ static int unknown_switch(const struct key_ctx *c, const struct switch_kind *kin
 static int unknown_param(const struct key_ctx *c, const struct switch_kind *kind, const struct switch_info *sw,
                          yaml_node_t *at, const char *name, struct err *e)
 {
-    const char *near = suggest_closest(name, (size_t)sw->nparams, param_name_at, sw->params);
+    size_t n = sw->params ? sw->params->nkeys : 0;
+    const char *near = n ? suggest_closest(name, n, param_name_at, sw->params->keys) : NULL;
     if (near)
         return yaml_doc_error(c->doc, at, e, "unknown parameter '%s' of %s '%s' in %s (did you mean '%s'?)", name,
                               kind->what, sw->name, c->where, near);
-    if (sw->nparams == 0)
+    if (n == 0)
         return yaml_doc_error(c->doc, at, e, "unknown parameter '%s' of %s '%s' in %s (it takes no parameters)", name,
                               kind->what, sw->name, c->where);
     char known[256] = "";
-    for (int i = 0; i < sw->nparams; i++)
-        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", sw->params[i].name);
+    for (size_t i = 0; i < n; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", sw->params->keys[i].name);
     return yaml_doc_error(c->doc, at, e, "unknown parameter '%s' of %s '%s' in %s (its parameters: %s)", name, kind->what,
                           sw->name, c->where, known);
 }
 
+/* The parameters of one switch, read by its row's key table into the job's slot for it. */
 static int set_params(const struct key_ctx *c, const struct switch_kind *kind, const struct switch_info *sw,
                       yaml_node_t *params, struct job_spec *job, struct err *e)
 {
-    char path[300], got[96];
+    char path[300];
     snprintf(path, sizeof path, "%s.%s", c->where, sw->name);
     if (yaml_is_null(params))
         return 0;
     if (keytable_expect_mapping(c, params, path, e))
         return -1;
     for (yaml_node_pair_t *p = params->data.mapping.pairs.start; p < params->data.mapping.pairs.top; p++) {
-        yaml_node_t *key = yaml_doc_node(c->doc, p->key), *value = yaml_doc_node(c->doc, p->value);
+        yaml_node_t *key = yaml_doc_node(c->doc, p->key);
         const char *name = yaml_scalar_text(key);
-        if (!name)
-            return yaml_doc_error(c->doc, key, e, "a key must be a name, got %s", yaml_node_describe(key, got, sizeof got));
-        yaml_node_t *earlier = yaml_mapping_earlier(c->doc, params, p, name);
-        if (earlier)
-            return yaml_doc_error(c->doc, key, e, "duplicate key '%s' in %s (first at line %zu)", name, path,
-                                  earlier->start_mark.line + 1);
-        const struct switch_param *sp = find_param(sw, name);
-        if (!sp)
+        if (name && !has_param(sw, name))
             return unknown_param(c, kind, sw, key, name, e);
-        bool numeric = sp->type != SWITCH_DTYPE;
-        if (value->type != YAML_SCALAR_NODE || yaml_is_null(value) || (numeric && yaml_is_quoted(value)))
-            return yaml_doc_error(c->doc, value, e, "%s.%s must be %s, got %s%s", path, name,
-                                  numeric ? "a number" : "a dtype name", yaml_node_describe(value, got, sizeof got),
-                                  yaml_is_quoted(value) ? " (quoted, so a string)" : "");
-        struct err why = {0};
-        if (kind->param_set(job, sw->name, name, yaml_scalar_text(value), &why))
-            return yaml_doc_error(c->doc, value, e, "%s.%s", c->where, why.msg); /* why names fix.param */
     }
-    return 0;
+    if (!sw->params)
+        return 0; /* an empty mapping */
+    struct switch_params *slots = (struct switch_params *)((char *)job + kind->slots);
+    struct key_ctx sub = {c->doc, c->root, path};
+    return keytable_apply(sw->params, &sub, params, slots[sw->id].bytes, e);
 }
 
 /* One item: "name" or "name: {param: value, ...}". */

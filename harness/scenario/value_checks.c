@@ -40,9 +40,12 @@ int parse_device(const struct key_ctx *c, const struct key *k, yaml_node_t *v, v
     return 0;
 }
 
+/* Into a struct alloc_config: PyTorch's defaults with the string's settings. */
 int parse_alloc_conf(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e)
 {
-    const char *s = string_value(c, k, v, true, e);
+    struct key text = *k;
+    text.size = sizeof(((struct alloc_config *)0)->text);
+    const char *s = string_value(c, &text, v, true, e);
     if (!s)
         return -1;
     struct alloc_config cfg;
@@ -50,7 +53,7 @@ int parse_alloc_conf(const struct key_ctx *c, const struct key *k, yaml_node_t *
     alloc_config_default(&cfg);
     if (alloc_config_parse(&cfg, s, &why))
         return yaml_doc_error(c->doc, v, e, "%s: %s", c->where, why.msg);
-    memcpy(field, s, strlen(s) + 1);
+    memcpy(field, &cfg, sizeof cfg);
     return 0;
 }
 

@@ -9,6 +9,7 @@ static void variant_defaults(void *obj)
     struct variant *v = obj;
     memset(v, 0, sizeof *v);
     job_spec_init(&v->job);
+    alloc_config_default(&v->alloc);
 }
 
 static int check_expect(const struct key_ctx *c, yaml_node_t *m, void *obj, struct err *e)
@@ -64,11 +65,11 @@ static int check_variant(const struct key_ctx *c, yaml_node_t *m, void *obj, str
 static const struct key variant_keys[] = {
     {.name = "fixes", .type = KEY_CUSTOM, FIELD(V, job), .parse = parse_fix_list, .zero_means = "none",
      .doc_type = "list of fix names, each bare or with parameters (`- chunked_decode: {chunk: 2}`)",
-     .help = "Fixes this variant adds; allocator-only fixes add to its `alloc_conf`. See [Fixes](#fixes)."},
+     .help = "Fixes this variant adds; allocator fixes add their settings to its `alloc_conf`. See [Fixes](#fixes)."},
     {.name = "keep_faults", .type = KEY_CUSTOM, FIELD(V, job.faults), .parse = parse_keep_faults,
      .doc_type = "list of fault names from `faults`", .zero_means = "all of `faults`",
      .help = "The faults this variant keeps (default: all of them); `[]` drops them all."},
-    {.name = "alloc_conf", .type = KEY_CUSTOM, FIELD(V, alloc_conf), .parse = parse_alloc_conf,
+    {.name = "alloc_conf", .type = KEY_CUSTOM, FIELD(V, alloc), .parse = parse_alloc_conf,
      .doc_type = "PYTORCH_CUDA_ALLOC_CONF string", .zero_means = "the scenario's `alloc_conf`",
      .help = "Replaces the scenario's `alloc_conf` for this variant (the fixes' settings are still added)."},
     K_TABLE(V, "job", job, scenario_job_table, false, "Changes to the job for this variant only (same keys as `job`)."),

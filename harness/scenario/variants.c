@@ -1,22 +1,12 @@
 /* variants.c: after the top level is read, the base job is completed and checked, and each variant
  * is built from it: a copy of the base job, the variant's keys (kept faults, fixes, job changes,
- * expectation), the workload's own validation, and the allocator settings its fixes add. */
+ * expectation), the workload's own validation, and its allocator config: the scenario's (or its own)
+ * parsed alloc_conf, edited by its allocator fixes' rows. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/config.h"
 #include "scenario/scenario_file.h"
-
-/* Appends a PYTORCH_CUDA_ALLOC_CONF fragment: "a" + "b" -> "a,b"; fails if it does not fit. */
-static int alloc_conf_append(char *conf, size_t len, const char *fragment)
-{
-    size_t used = strlen(conf);
-    if (!*fragment)
-        return 0;
-    int w = snprintf(conf + used, len - used, "%s%s", used ? "," : "", fragment);
-    return w < 0 || (size_t)w >= len - used ? -1 : 0;
-}
 
 /* Names become file names of results: lower-case letters, digits, '-', '_', '.', starting with a letter
  * or digit. */
@@ -86,23 +76,16 @@ static int build_one(const struct key_ctx *c, const struct scenario_file *f, yam
                               name);
     snprintf(v->name, sizeof v->name, "%s", name);
     v->job = f->base;
-    snprintf(v->alloc_conf, sizeof v->alloc_conf, "%s", f->head.alloc_conf);
+    v->alloc = f->head.alloc;
     snprintf(where, sizeof where, "variants.%s", name);
     struct key_ctx sub = {c->doc, c->root, where};
     if (keytable_expect_mapping(c, value, where, e) || keytable_apply(&scenario_variant_table, &sub, value, v, e))
         return -1;
     if (validate_job(c, value, where, &v->job, e))
         return -1;
-    char fragment[256];
-    fixes_alloc_conf(&v->job, fragment, sizeof fragment);
-    if (alloc_conf_append(v->alloc_conf, sizeof v->alloc_conf, fragment))
-        return yaml_doc_error(c->doc, value, e, "%s: alloc_conf with the fixes' settings is longer than %zu characters",
-                              where, sizeof v->alloc_conf - 1);
-    struct alloc_config cfg;
     struct err why = {0};
-    alloc_config_default(&cfg);
-    if (alloc_config_parse(&cfg, v->alloc_conf, &why))
-        return yaml_doc_error(c->doc, value, e, "%s: alloc_conf with the fixes' settings: %s", where, why.msg);
+    if (switches_edit_alloc(&v->job, &v->alloc, &why))
+        return yaml_doc_error(c->doc, value, e, "%s: %s", where, why.msg);
     return 0;
 }
 

@@ -1,51 +1,86 @@
-/* faults.c: the fault table: each a named, composable switch that changes what the generator emits
- * (the code behind each is in generate.c, named after the fault). */
-#include <stddef.h>
+/* faults.c: the fault table. Each row is a named, composable mistake: its help, its parameters (key
+ * rows: type, bounds, default, help) and what it changes in the job's settings; the generator code
+ * behind it (generate.c) is found by its id. */
+#include "workload/switch_rows.h"
 
-#include "workload/switches.h"
+#define FAULT_TABLE(NAME, keys) SWITCH_PARAMS_TABLE("faults." #NAME, "fault", NAME, keys)
 
-#define FP(field) offsetof(struct fault_params, field)
-
-static const struct switch_param growth_params[] = {
-    {"batch_every", SWITCH_INT, FP(growth_batch_every), "0", "batch grows by one every N steps (0 = never)"},
-    {"seq_step", SWITCH_INT, FP(growth_seq_step), "0", "sequence grows by this many tokens per step"},
-    {"max_length", SWITCH_INT, FP(max_length), "0", "every batch padded to this length (0 = model max positions)"},
+/* ---- activation_growth ---- */
+SWITCH_PARAMS_DEFINE(fault_params, FAULT_ACTIVATION_GROWTH, activation_growth)
+SWITCH_PARAMS_DEFAULTS(activation_growth, 0)
+#define P struct activation_growth_params
+static const struct key growth_keys[] = {
+    K_INT(P, "batch_every", batch_every, 0, BIG, "never", "The batch grows by one every N steps."),
+    K_INT(P, "seq_step", seq_step, 0, BIG, NULL, "The sequence grows by this many tokens per step."),
+    K_INT(P, "max_length", max_length, 0, BIG, "the model's max_positions, else the batch's length",
+          "Every batch is padded to this length."),
 };
-static const struct switch_param capture_params[] = {
-    {"batches", SWITCH_INT, FP(capture_batches), "0", "analysis forwards the hook keeps (0 = every one)"},
-};
-static const struct switch_param varlen_params[] = {
-    {"seed", SWITCH_U64, FP(varlen_seed), "1", "seed of the deterministic length sequence"},
-    {"min", SWITCH_INT, FP(varlen_min), "0", "shortest sequence (0 = seq_len / 4)"},
-};
+#undef P
+static const struct key_table growth_params = FAULT_TABLE(activation_growth, growth_keys);
 
-#define N(a) (int)(sizeof a / sizeof a[0])
+/* ---- debug_activation_capture ---- */
+SWITCH_PARAMS_DEFINE(fault_params, FAULT_DEBUG_ACTIVATION_CAPTURE, debug_activation_capture)
+SWITCH_PARAMS_DEFAULTS(debug_activation_capture, 0)
+#define P struct debug_activation_capture_params
+static const struct key capture_keys[] = {
+    K_INT(P, "batches", batches, 0, BIG, "every one", "Analysis forwards whose output the hook keeps."),
+};
+#undef P
+static const struct key_table capture_params = FAULT_TABLE(debug_activation_capture, capture_keys);
+
+/* ---- variable_length_fragmentation ---- */
+SWITCH_PARAMS_DEFINE(fault_params, FAULT_VARIABLE_LENGTH_FRAGMENTATION, variable_length_fragmentation)
+SWITCH_PARAMS_DEFAULTS(variable_length_fragmentation, .seed = 1)
+#define P struct variable_length_fragmentation_params
+static const struct key varlen_keys[] = {
+    {.name = "seed", .type = KEY_UINT, FIELD(P, seed), .imin = 0, .imax = LLONG_MAX,
+     .help = "Seed of the deterministic sequence of lengths."},
+    K_INT(P, "min", min, 0, BIG, "seq_len / 4", "Shortest sequence."),
+};
+#undef P
+static const struct key_table varlen_params = FAULT_TABLE(variable_length_fragmentation, varlen_keys);
+
+/* ---- settings hooks ---- */
+
+static void keep_gradients(struct job_spec *s)
+{
+    s->set_to_none = false;
+}
+
+static void decode_on_eval(struct job_spec *s)
+{
+    s->eval.vae_decode = true;
+}
+
+static void text_encoder_on_device(struct job_spec *s)
+{
+    job_spec_place_extras(s, EXTRA_TEXT_ENCODER, true);
+}
 
 static const struct switch_info faults[FAULT_COUNT] = {
-    {FAULT_DUPLICATE_DTYPE_CONVERSION, "duplicate_dtype_conversion",
-     "weights loaded in load_dtype then .to(param_dtype) while a reference to the old copy lives on, plus a state dict moved to the device again and kept",
-     NULL, 0, NULL},
-    {FAULT_EMA_CONTEXT_SPIKE, "ema_context_spike",
-     "eval inside the EMA context: store() clones every trained parameter on the device, copy_to, restore", NULL, 0,
-     NULL},
-    {FAULT_UNRELEASED_GRADIENTS, "unreleased_gradients",
-     "zero_grad(set_to_none=False) keeps .grad alive through the next forward; every step's loss stays referenced",
-     NULL, 0, NULL},
-    {FAULT_VAE_DECODE_BURST, "vae_decode_burst", "eval decodes the whole batch of latents with the VAE at once", NULL,
-     0, NULL},
-    {FAULT_ACTIVATION_GROWTH, "activation_growth",
-     "batch and sequence grow over steps and every batch is padded to max_length", growth_params, N(growth_params),
-     NULL},
-    {FAULT_DEBUG_ACTIVATION_CAPTURE, "debug_activation_capture",
-     "a debugging hook keeps each analysis forward's output, with its graph, outside no_grad", capture_params,
-     N(capture_params), NULL},
-    {FAULT_EVAL_SAMPLES_ON_DEVICE, "eval_samples_on_device", "generated samples are kept in a list on the device",
-     NULL, 0, NULL},
-    {FAULT_RESIDENT_TEXT_ENCODER, "resident_text_encoder",
-     "the frozen text encoder stays on the device for the whole run", NULL, 0, NULL},
-    {FAULT_VARIABLE_LENGTH_FRAGMENTATION, "variable_length_fragmentation",
-     "sequence lengths change batch to batch (seeded), leaving cached blocks of the wrong sizes", varlen_params,
-     N(varlen_params), NULL},
+    {.id = FAULT_DUPLICATE_DTYPE_CONVERSION, .name = "duplicate_dtype_conversion",
+     .help = "weights loaded in load_dtype then .to(param_dtype) while a reference to the old copy lives on, plus "
+             "a state dict moved to the device again and kept"},
+    {.id = FAULT_EMA_CONTEXT_SPIKE, .name = "ema_context_spike",
+     .help = "eval inside the EMA context: store() clones every trained parameter on the device, copy_to, restore"},
+    {.id = FAULT_UNRELEASED_GRADIENTS, .name = "unreleased_gradients",
+     .help = "zero_grad(set_to_none=False) keeps .grad alive through the next forward; every step's loss stays "
+             "referenced",
+     .settings = keep_gradients},
+    {.id = FAULT_VAE_DECODE_BURST, .name = "vae_decode_burst",
+     .help = "eval decodes the whole batch of latents with the VAE at once", .settings = decode_on_eval},
+    {.id = FAULT_ACTIVATION_GROWTH, .name = "activation_growth",
+     .help = "batch and sequence grow over steps and every batch is padded to max_length", .params = &growth_params},
+    {.id = FAULT_DEBUG_ACTIVATION_CAPTURE, .name = "debug_activation_capture",
+     .help = "a debugging hook keeps each analysis forward's output, with its graph, outside no_grad",
+     .params = &capture_params},
+    {.id = FAULT_EVAL_SAMPLES_ON_DEVICE, .name = "eval_samples_on_device",
+     .help = "generated samples are kept in a list on the device"},
+    {.id = FAULT_RESIDENT_TEXT_ENCODER, .name = "resident_text_encoder",
+     .help = "the frozen text encoder stays on the device for the whole run", .settings = text_encoder_on_device},
+    {.id = FAULT_VARIABLE_LENGTH_FRAGMENTATION, .name = "variable_length_fragmentation",
+     .help = "sequence lengths change batch to batch (seeded), leaving cached blocks of the wrong sizes",
+     .params = &varlen_params},
 };
 
 const struct switch_info *fault_table(int *count)
@@ -61,17 +96,5 @@ const struct switch_info *fault_find(const char *name)
 
 int fault_enable(struct job_spec *spec, const char *name, struct err *e)
 {
-    const struct switch_info *f = fault_find(name);
-    if (!f)
-        return err_set(e, ERR_INPUT, "unknown fault '%s' (see `oomlab list`)", name);
-    spec->faults |= 1u << f->id;
-    return 0;
-}
-
-int fault_param_set(struct job_spec *spec, const char *fault, const char *param, const char *value, struct err *e)
-{
-    const struct switch_info *f = fault_find(fault);
-    if (!f)
-        return err_set(e, ERR_INPUT, "unknown fault '%s' (see `oomlab list`)", fault);
-    return switch_param_set(f, &spec->fault, param, value, e);
+    return switch_enable(faults, FAULT_COUNT, "fault", &spec->faults, name, e);
 }

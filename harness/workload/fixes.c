@@ -1,63 +1,177 @@
-/* fixes.c: the fix table: each a named, composable switch that either changes what the generator
- * emits (see generate.c, optimizer.c, nn.c) or contributes a PYTORCH_CUDA_ALLOC_CONF fragment. */
-#include <stddef.h>
-#include <stdio.h>
-#include <string.h>
+/* fixes.c: the fix table. Each row is a named, composable fix: its help, its parameters (key rows:
+ * type, bounds, default, help), what it changes in the job's settings, and for an allocator fix the
+ * settings it adds to the variant's allocator config; generator code behind a fix (generate.c,
+ * models/) is found by its id. */
+#include "alloc/config.h"
+#include "workload/switch_rows.h"
 
-#include "workload/switches.h"
+#define FIX_TABLE(NAME, keys) SWITCH_PARAMS_TABLE("variants.NAME.fixes." #NAME, "fix", NAME, keys)
 
-#define XP(field) offsetof(struct fix_params, field)
+/* ---- gradient_checkpointing ---- */
+SWITCH_PARAMS_DEFINE(fix_params, FIX_GRADIENT_CHECKPOINTING, gradient_checkpointing)
+SWITCH_PARAMS_DEFAULTS(gradient_checkpointing, .every = 1)
+#define P struct gradient_checkpointing_params
+static const struct key ckpt_keys[] = {
+    K_INT(P, "every", every, 1, 4096, NULL, "Checkpoint every k layers (keep their inputs only)."),
+};
+#undef P
+static const struct key_table ckpt_params = FIX_TABLE(gradient_checkpointing, ckpt_keys);
 
-static const struct switch_param ckpt_params[] = {
-    {"every", SWITCH_INT, XP(checkpoint_every), "1", "checkpoint every k layers (keep their inputs only)"},
+/* ---- chunked_decode ---- */
+SWITCH_PARAMS_DEFINE(fix_params, FIX_CHUNKED_DECODE, chunked_decode)
+SWITCH_PARAMS_DEFAULTS(chunked_decode, .chunk = 1)
+#define P struct chunked_decode_params
+static const struct key decode_keys[] = {
+    K_INT(P, "chunk", chunk, 1, 1 << 20, NULL, "Images per VAE decode."),
 };
-static const struct switch_param decode_params[] = {
-    {"chunk", SWITCH_INT, XP(decode_chunk), "1", "images per VAE decode"},
-};
-static const struct switch_param split_params[] = {
-    {"mb", SWITCH_INT, XP(max_split_size_mb), "128", "blocks above this size (MiB) are never split"},
-};
-static const struct switch_param gc_params[] = {
-    {"threshold", SWITCH_DOUBLE, XP(gc_threshold), "0.7", "reclaim cached blocks above this fraction of the limit"},
-};
-static const struct switch_param accum_params[] = {
-    {"micro_batch", SWITCH_INT, XP(micro_batch), "0", "micro-batch (0 = batch / 4); steps accumulate to the same batch"},
-};
-static const struct switch_param mp_params[] = {
-    {"dtype", SWITCH_DTYPE, XP(mp_dtype), "bf16", "autocast dtype (fp16 adds loss scaling)"},
-};
+#undef P
+static const struct key_table decode_params = FIX_TABLE(chunked_decode, decode_keys);
 
-#define N(a) (int)(sizeof a / sizeof a[0])
+/* ---- max_split_size_mb ---- */
+SWITCH_PARAMS_DEFINE(fix_params, FIX_MAX_SPLIT_SIZE_MB, max_split_size_mb)
+SWITCH_PARAMS_DEFAULTS(max_split_size_mb, .mb = 128)
+#define P struct max_split_size_mb_params
+static const struct key split_keys[] = {
+    K_INT(P, "mb", mb, 20, BIG, NULL, "Cached blocks above this size (MiB) are never split (PyTorch: at least 20)."),
+};
+#undef P
+static const struct key_table split_params = FIX_TABLE(max_split_size_mb, split_keys);
+
+/* ---- garbage_collection_threshold ---- */
+SWITCH_PARAMS_DEFINE(fix_params, FIX_GARBAGE_COLLECTION_THRESHOLD, garbage_collection_threshold)
+SWITCH_PARAMS_DEFAULTS(garbage_collection_threshold, .threshold = 0.7)
+#define P struct garbage_collection_threshold_params
+static const struct key gc_keys[] = {
+    {.name = "threshold", .type = KEY_FLOAT, FIELD(P, threshold), .fmin = 0, .fmax = 1, .fopen = true,
+     .help = "Unused cached blocks are reclaimed when reserved memory is above this fraction of the limit."},
+};
+#undef P
+static const struct key_table gc_params = FIX_TABLE(garbage_collection_threshold, gc_keys);
+
+/* ---- mixed_precision ---- */
+SWITCH_PARAMS_DEFINE(fix_params, FIX_MIXED_PRECISION, mixed_precision)
+SWITCH_PARAMS_DEFAULTS(mixed_precision, .dtype = DT_BF16)
+#define P struct mixed_precision_params
+static const struct key mp_keys[] = {
+    K_ENUM(P, "dtype", dtype, float_dtype_at, SPEC_FLOAT_DTYPES, "Autocast dtype (fp16 adds loss scaling)."),
+};
+#undef P
+static const struct key_table mp_params = FIX_TABLE(mixed_precision, mp_keys);
+
+/* ---- gradient_accumulation ---- */
+SWITCH_PARAMS_DEFINE(fix_params, FIX_GRADIENT_ACCUMULATION, gradient_accumulation)
+SWITCH_PARAMS_DEFAULTS(gradient_accumulation, 0)
+#define P struct gradient_accumulation_params
+static const struct key accum_keys[] = {
+    K_INT(P, "micro_batch", micro_batch, 0, 1 << 20, "batch / 4, at least 1",
+          "Micro-batch; steps accumulate to the same batch."),
+};
+#undef P
+static const struct key_table accum_params = FIX_TABLE(gradient_accumulation, accum_keys);
+
+/* ---- settings hooks ---- */
+
+static void free_gradients(struct job_spec *s)
+{
+    s->set_to_none = true;
+}
+
+static void ema_to_cpu(struct job_spec *s)
+{
+    if (s->ema != EMA_OFF)
+        s->ema = EMA_CPU;
+}
+
+static void adamw_8bit(struct job_spec *s)
+{
+    s->optimizer = OPT_ADAMW_8BIT;
+}
+
+static void autocast(struct job_spec *s)
+{
+    if (s->autocast)
+        return;
+    s->autocast = true;
+    s->autocast_dtype = mixed_precision_params(s).dtype;
+    if (s->autocast_dtype == DT_F16)
+        s->loss_scaling = true;
+}
+
+static void micro_batches(struct job_spec *s)
+{
+    int micro = gradient_accumulation_params(s).micro_batch;
+    if (micro == 0)
+        micro = s->batch / 4 > 0 ? s->batch / 4 : 1;
+    if (micro < s->batch) {
+        s->grad_accum *= (s->batch + micro - 1) / micro;
+        s->batch = micro;
+    }
+}
+
+static void sdpa(struct job_spec *s)
+{
+    s->model.attn = ATTN_SDPA;
+}
+
+static void text_encoder_off_device(struct job_spec *s)
+{
+    job_spec_place_extras(s, EXTRA_TEXT_ENCODER, false);
+}
+
+/* ---- allocator edits ---- */
+
+static int edit_expandable(struct alloc_config *c, const struct job_spec *s, struct err *e)
+{
+    return alloc_config_set_expandable_segments(c, true, e);
+}
+
+static int edit_max_split(struct alloc_config *c, const struct job_spec *s, struct err *e)
+{
+    return alloc_config_set_max_split_size_mb(c, (uint64_t)max_split_size_mb_params(s).mb, e);
+}
+
+static int edit_gc_threshold(struct alloc_config *c, const struct job_spec *s, struct err *e)
+{
+    return alloc_config_set_garbage_collection_threshold(c, garbage_collection_threshold_params(s).threshold, e);
+}
 
 static const struct switch_info fixes[FIX_COUNT] = {
-    {FIX_CONVERT_ONCE, "convert_once", "load once in the target dtype; no extra references or state-dict copies",
-     NULL, 0, NULL},
-    {FIX_GRADIENT_CHECKPOINTING, "gradient_checkpointing",
-     "keep only the inputs of each checkpointed segment and recompute its forward in backward", ckpt_params,
-     N(ckpt_params), NULL},
-    {FIX_CHUNKED_DECODE, "chunked_decode", "decode N images at a time with the VAE", decode_params, N(decode_params),
-     NULL},
-    {FIX_ZERO_GRAD_SET_TO_NONE, "zero_grad_set_to_none", "zero_grad(set_to_none=True): gradients freed after the step",
-     NULL, 0, NULL},
-    {FIX_EXPANDABLE_SEGMENTS, "expandable_segments", "allocator: one segment per stream grows and shrinks in pages",
-     NULL, 0, "expandable_segments:True"},
-    {FIX_MAX_SPLIT_SIZE_MB, "max_split_size_mb", "allocator: do not split cached blocks above a size", split_params,
-     N(split_params), "max_split_size_mb:%d"},
-    {FIX_GARBAGE_COLLECTION_THRESHOLD, "garbage_collection_threshold",
-     "allocator: reclaim unused cached blocks above a fraction of the memory limit (needs a memory fraction < 1)",
-     gc_params, N(gc_params), "garbage_collection_threshold:%g"},
-    {FIX_SKIP_EMA_EVAL, "skip_ema_eval", "evaluate the live weights, without the EMA store/copy_to/restore", NULL, 0,
-     NULL},
-    {FIX_EMA_ON_CPU, "ema_on_cpu", "keep the EMA shadow (and its stored copy) on the CPU", NULL, 0, NULL},
-    {FIX_ADAMW_8BIT, "adamw_8bit", "bitsandbytes 8-bit AdamW: 2 B/param of state plus block absmax", NULL, 0, NULL},
-    {FIX_MIXED_PRECISION, "mixed_precision", "forward under autocast (fp32 weights, 16-bit compute)", mp_params,
-     N(mp_params), NULL},
-    {FIX_GRADIENT_ACCUMULATION, "gradient_accumulation", "smaller micro-batches accumulated to the same effective batch",
-     accum_params, N(accum_params), NULL},
-    {FIX_SDPA_ATTENTION, "sdpa_attention", "fused scaled_dot_product_attention: no score matrix kept", NULL, 0, NULL},
-    {FIX_SAMPLES_TO_CPU, "samples_to_cpu", "move each generated sample batch to the CPU", NULL, 0, NULL},
-    {FIX_OFFLOAD_TEXT_ENCODER, "offload_text_encoder", "keep the frozen text encoder on the CPU", NULL, 0, NULL},
-    {FIX_PAD_TO_LONGEST, "pad_to_longest", "pad each batch to its longest sequence, not max_length", NULL, 0, NULL},
+    {.id = FIX_CONVERT_ONCE, .name = "convert_once",
+     .help = "load once in the target dtype; no extra references or state-dict copies"},
+    {.id = FIX_GRADIENT_CHECKPOINTING, .name = "gradient_checkpointing",
+     .help = "keep only the inputs of each checkpointed segment and recompute its forward in backward",
+     .params = &ckpt_params},
+    {.id = FIX_CHUNKED_DECODE, .name = "chunked_decode", .help = "decode N images at a time with the VAE",
+     .params = &decode_params},
+    {.id = FIX_ZERO_GRAD_SET_TO_NONE, .name = "zero_grad_set_to_none",
+     .help = "zero_grad(set_to_none=True): gradients freed after the step", .settings = free_gradients},
+    {.id = FIX_EXPANDABLE_SEGMENTS, .name = "expandable_segments",
+     .help = "allocator: one segment per stream grows and shrinks in pages", .alloc_edit = edit_expandable},
+    {.id = FIX_MAX_SPLIT_SIZE_MB, .name = "max_split_size_mb",
+     .help = "allocator: do not split cached blocks above a size", .params = &split_params,
+     .alloc_edit = edit_max_split},
+    {.id = FIX_GARBAGE_COLLECTION_THRESHOLD, .name = "garbage_collection_threshold",
+     .help = "allocator: reclaim unused cached blocks above a fraction of the memory limit (needs a memory "
+             "fraction < 1)",
+     .params = &gc_params, .alloc_edit = edit_gc_threshold},
+    {.id = FIX_SKIP_EMA_EVAL, .name = "skip_ema_eval",
+     .help = "evaluate the live weights, without the EMA store/copy_to/restore"},
+    {.id = FIX_EMA_ON_CPU, .name = "ema_on_cpu", .help = "keep the EMA shadow (and its stored copy) on the CPU",
+     .settings = ema_to_cpu},
+    {.id = FIX_ADAMW_8BIT, .name = "adamw_8bit",
+     .help = "bitsandbytes 8-bit AdamW: 2 B/param of state plus block absmax", .settings = adamw_8bit},
+    {.id = FIX_MIXED_PRECISION, .name = "mixed_precision",
+     .help = "forward under autocast (fp32 weights, 16-bit compute)", .params = &mp_params, .settings = autocast},
+    {.id = FIX_GRADIENT_ACCUMULATION, .name = "gradient_accumulation",
+     .help = "smaller micro-batches accumulated to the same effective batch", .params = &accum_params,
+     .settings = micro_batches},
+    {.id = FIX_SDPA_ATTENTION, .name = "sdpa_attention",
+     .help = "fused scaled_dot_product_attention: no score matrix kept", .settings = sdpa},
+    {.id = FIX_SAMPLES_TO_CPU, .name = "samples_to_cpu", .help = "move each generated sample batch to the CPU"},
+    {.id = FIX_OFFLOAD_TEXT_ENCODER, .name = "offload_text_encoder",
+     .help = "keep the frozen text encoder on the CPU", .settings = text_encoder_off_device},
+    {.id = FIX_PAD_TO_LONGEST, .name = "pad_to_longest",
+     .help = "pad each batch to its longest sequence, not max_length"},
 };
 
 const struct switch_info *fix_table(int *count)
@@ -73,39 +187,5 @@ const struct switch_info *fix_find(const char *name)
 
 int fix_enable(struct job_spec *spec, const char *name, struct err *e)
 {
-    const struct switch_info *f = fix_find(name);
-    if (!f)
-        return err_set(e, ERR_INPUT, "unknown fix '%s' (see `oomlab list`)", name);
-    spec->fixes |= 1u << f->id;
-    return 0;
-}
-
-int fix_param_set(struct job_spec *spec, const char *fix, const char *param, const char *value, struct err *e)
-{
-    const struct switch_info *f = fix_find(fix);
-    if (!f)
-        return err_set(e, ERR_INPUT, "unknown fix '%s' (see `oomlab list`)", fix);
-    return switch_param_set(f, &spec->fix, param, value, e);
-}
-
-void fixes_alloc_conf(const struct job_spec *spec, char *buf, size_t len)
-{
-    size_t at = 0;
-    if (len)
-        buf[0] = 0;
-    for (int i = 0; i < FIX_COUNT; i++) {
-        const struct switch_info *f = &fixes[i];
-        if (!f->alloc_conf || !spec_has_fix(spec, (enum fix_id)f->id))
-            continue;
-        char part[96];
-        if (f->id == FIX_MAX_SPLIT_SIZE_MB)
-            snprintf(part, sizeof part, f->alloc_conf, spec->fix.max_split_size_mb);
-        else if (f->id == FIX_GARBAGE_COLLECTION_THRESHOLD)
-            snprintf(part, sizeof part, f->alloc_conf, spec->fix.gc_threshold);
-        else
-            snprintf(part, sizeof part, "%s", f->alloc_conf);
-        int n = snprintf(buf + at, len > at ? len - at : 0, "%s%s", at ? "," : "", part);
-        if (n > 0)
-            at += (size_t)n;
-    }
+    return switch_enable(fixes, FIX_COUNT, "fix", &spec->fixes, name, e);
 }

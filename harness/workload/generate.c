@@ -1,7 +1,8 @@
 /* generate.c: the training job as phases: load (from_pretrained, .to(device), .to(dtype), master
  * weights, EMA shadow, frozen extras), then per step forward / backward per micro-batch, optimizer,
  * zero_grad, EMA update, and eval (no_grad forward, or diffusion sampling and VAE decode, optionally
- * inside the EMA context). Faults and fixes are folded in here or in the resolved spec. */
+ * inside the EMA context). Faults and fixes act here by their ids, after their rows' settings hooks
+ * have changed the job (switches_apply_settings). */
 #include "workload/generate.h"
 #include "workload/gen.h"
 #include "workload/models/models.h"
@@ -33,45 +34,6 @@ struct workload {
     int nkept;
     int captured;            /* debug_activation_capture forwards kept */
 };
-
-/* ---- spec resolution: fixes and faults that are settings ---- */
-
-static void resolve(struct job_spec *s)
-{
-    if (spec_has_fault(s, FAULT_UNRELEASED_GRADIENTS))
-        s->set_to_none = false;
-    if (spec_has_fix(s, FIX_ZERO_GRAD_SET_TO_NONE))
-        s->set_to_none = true;
-    if (spec_has_fix(s, FIX_MIXED_PRECISION) && !s->autocast) {
-        s->autocast = true;
-        s->autocast_dtype = s->fix.mp_dtype;
-        if (s->fix.mp_dtype == DT_F16)
-            s->loss_scaling = true;
-    }
-    if (spec_has_fix(s, FIX_ADAMW_8BIT))
-        s->optimizer = OPT_ADAMW_8BIT;
-    if (spec_has_fix(s, FIX_SDPA_ATTENTION))
-        s->model.attn = ATTN_SDPA;
-    if (spec_has_fix(s, FIX_EMA_ON_CPU) && s->ema != EMA_OFF)
-        s->ema = EMA_CPU;
-    if (spec_has_fix(s, FIX_GRADIENT_ACCUMULATION)) {
-        int micro = s->fix.micro_batch > 0 ? s->fix.micro_batch : (s->batch / 4 > 0 ? s->batch / 4 : 1);
-        if (micro < s->batch) {
-            s->grad_accum *= (s->batch + micro - 1) / micro;
-            s->batch = micro;
-        }
-    }
-    for (int i = 0; i < s->nextras; i++) {
-        if (s->extras[i].role != EXTRA_TEXT_ENCODER)
-            continue;
-        if (spec_has_fault(s, FAULT_RESIDENT_TEXT_ENCODER))
-            s->extras[i].on_device = true;
-        if (spec_has_fix(s, FIX_OFFLOAD_TEXT_ENCODER))
-            s->extras[i].on_device = false;
-    }
-    if (spec_has_fault(s, FAULT_VAE_DECODE_BURST))
-        s->eval.vae_decode = true;
-}
 
 /* ---- parameter enumeration ---- */
 
@@ -133,12 +95,14 @@ int64_t model_param_count(const struct model_spec *m, struct err *e)
     job_spec_init(&s);
     s.model = *m;
     s.model.preset[0] = 0;
+    if (model_spec_resolve(&s.model, NULL, e))
+        return -1;
     struct workload *w = calloc(1, sizeof *w);
     if (!w)
         return err_set(e, ERR_INTERNAL, "workload: out of host memory");
     int64_t n = -1;
     if (gen_init(&w->g, &s, e) == 0) {
-        w->mod[0] = (struct module){.m = *m, .prefix = "", .role = -1};
+        w->mod[0] = (struct module){.m = s.model, .prefix = "", .role = -1};
         enumerate(w, &w->mod[0]);
         n = 0;
         for (int32_t i = 0; i < w->g.nparams; i++)
@@ -156,7 +120,7 @@ struct workload *workload_create(const struct job_spec *spec, struct err *e)
     struct job_spec s = *spec;
     if (job_spec_validate(&s, e) < 0)
         return NULL;
-    resolve(&s);
+    switches_apply_settings(&s);
     struct workload *w = calloc(1, sizeof *w);
     if (!w) {
         err_set(e, ERR_INTERNAL, "workload: out of host memory");
@@ -174,7 +138,10 @@ struct workload *workload_create(const struct job_spec *spec, struct err *e)
         md->on_device = s.extras[i].on_device;
         md->dtype = s.extras[i].dtype;
         md->role = s.extras[i].role;
-        preset_apply(&md->m, s.extras[i].preset, e);
+        if (preset_apply(&md->m, s.extras[i].preset, e) || model_spec_resolve(&md->m, NULL, e)) {
+            workload_destroy(w);
+            return NULL;
+        }
     }
     for (int i = 0; i < w->nmod; i++)
         enumerate(w, &w->mod[i]);
@@ -387,22 +354,23 @@ static struct batch step_batch(const struct gen *g, int step)
     const struct job_spec *s = &g->spec;
     struct batch bt = {s->batch, s->seq_len, s->target_len, s->image_size, s->context_len};
     if (spec_has_fault(s, FAULT_ACTIVATION_GROWTH)) {
-        if (s->fault.growth_batch_every > 0)
-            bt.b += (step - 1) / s->fault.growth_batch_every;
-        bt.s += (int64_t)(step - 1) * s->fault.growth_seq_step;
+        struct activation_growth_params p = activation_growth_params(s);
+        if (p.batch_every > 0)
+            bt.b += (step - 1) / p.batch_every;
+        bt.s += (int64_t)(step - 1) * p.seq_step;
         if (!spec_has_fix(s, FIX_PAD_TO_LONGEST)) {
-            int64_t max = s->fault.max_length ? s->fault.max_length
-                                              : (s->model.max_positions ? s->model.max_positions : bt.s);
+            int64_t max = p.max_length ? p.max_length : (s->model.max_positions ? s->model.max_positions : bt.s);
             if (max > bt.s)
                 bt.s = max;
         }
     }
     if (spec_has_fault(s, FAULT_VARIABLE_LENGTH_FRAGMENTATION)) {
-        int64_t lo = s->fault.varlen_min > 0 ? s->fault.varlen_min : (s->seq_len / 4 > 0 ? s->seq_len / 4 : 1);
+        struct variable_length_fragmentation_params p = variable_length_fragmentation_params(s);
+        int64_t lo = p.min > 0 ? p.min : (s->seq_len / 4 > 0 ? s->seq_len / 4 : 1);
         int64_t hi = s->seq_len;
         if (lo > hi)
             lo = hi;
-        bt.s = lo + (int64_t)(mix(s->fault.varlen_seed * 1000003ULL + (uint64_t)step) % (uint64_t)(hi - lo + 1));
+        bt.s = lo + (int64_t)(mix(p.seed * 1000003ULL + (uint64_t)step) % (uint64_t)(hi - lo + 1));
     }
     if (bt.t == 0)
         bt.t = bt.s;
@@ -471,7 +439,7 @@ static void ema_update(struct workload *w)
 static void debug_capture(struct workload *w, const struct batch *bt)
 {
     struct gen *g = &w->g;
-    int limit = g->spec.fault.capture_batches;
+    int limit = debug_activation_capture_params(&g->spec).batches;
     if (limit > 0 && w->captured >= limit)
         return;
     w->captured++;
@@ -532,7 +500,7 @@ static void decode_samples(struct workload *w, tref latents, const struct batch 
         return;
     }
     gen_phase(g, gen_intern(g, "decode"));
-    int64_t chunk = spec_has_fix(&g->spec, FIX_CHUNKED_DECODE) ? g->spec.fix.decode_chunk : bt->b;
+    int64_t chunk = spec_has_fix(&g->spec, FIX_CHUNKED_DECODE) ? chunked_decode_params(&g->spec).chunk : bt->b;
     for (int64_t at = 0; at < bt->b; at += chunk) {
         int64_t n = at + chunk <= bt->b ? chunk : bt->b - at;
         int64_t d[4] = {n, vae->m.latent_channels, T(g, latents)->dims[2], T(g, latents)->dims[3]};
@@ -578,7 +546,7 @@ static void eval(struct workload *w)
     g->training = false;
     for (int b = 0; b < (s->eval.batches ? s->eval.batches : 1) && !g->failed; b++) {
         if (w->mod[0].m.family == FAMILY_UNET && s->eval.sampling_steps > 0) {
-            int64_t lat = bt.image / (w->mod[0].m.vae_scale ? w->mod[0].m.vae_scale : 8);
+            int64_t lat = bt.image / w->mod[0].m.vae_scale;
             int64_t d[4] = {bt.b, w->mod[0].m.latent_channels, lat, lat};
             tref latents = nn_input(g, d, 4, g->spec.param_dtype, "latents");
             conditioning(w, &bt);

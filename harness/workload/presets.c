@@ -150,7 +150,6 @@ static void unet(struct model_spec *m, int xl)
         m->add_time_embed_dim = 256;
         m->add_embed_input = 2816;
     }
-    m->time_embed_input = m->channels[0];
 }
 
 static void sd_vae(struct model_spec *m, int v)
@@ -206,7 +205,6 @@ static void tiny(struct model_spec *m, int v)
         m->vae_scale = 2;
         m->mid_transformer_depth = 1;
         m->cross_attention_dim = 768;
-        m->time_embed_input = ch[0];
     } else if (v == 4) {
         static const int ch[2] = {32, 64};
         m->family = FAMILY_VAE;

@@ -17,8 +17,6 @@
         return -1;                                                         \
     }
 
-NAME_TABLE(family, enum model_family, FAMILY_COUNT, "decoder", "encoder", "t5", "unet", "vae", "clip_text", "mlp",
-           "cnn")
 NAME_TABLE(norm, enum norm_kind, NORM_COUNT, "layernorm", "rmsnorm", "groupnorm")
 NAME_TABLE(norm_place, enum norm_place, NORM_PLACE_COUNT, "pre", "post")
 NAME_TABLE(ffn, enum ffn_kind, FFN_COUNT, "mlp", "gated")
@@ -29,6 +27,11 @@ NAME_TABLE(optimizer, enum optimizer_kind, OPT_COUNT, "sgd", "adamw", "adamw_8bi
 NAME_TABLE(trainable, enum trainable_kind, TRAIN_COUNT, "full", "lora", "linear_probe")
 NAME_TABLE(ema_place, enum ema_place, EMA_COUNT, "off", "gpu", "cpu")
 NAME_TABLE(extra_role, enum extra_role, EXTRA_ROLE_COUNT, "text_encoder", "vae")
+
+const char *float_dtype_at(int i)
+{
+    return i >= 0 && i < SPEC_FLOAT_DTYPES ? dtype_name((enum dtype)i) : "?";
+}
 
 void job_spec_init(struct job_spec *s)
 {
@@ -49,14 +52,16 @@ void job_spec_init(struct job_spec *s)
     s->steps = 1;
     s->eval.batches = 1;
     s->lora_rank = 8;
-    s->fix.checkpoint_every = 1;
-    s->fix.decode_chunk = 1;
-    s->fix.max_split_size_mb = 128;
-    s->fix.gc_threshold = 0.7;
-    s->fix.mp_dtype = DT_BF16;
-    s->fault.varlen_seed = 1;
+    switches_init(s);
     s->cublas_workspace_bytes = CUBLAS_WORKSPACE_DEFAULT_BYTES;
     s->streams = 1;
+}
+
+void job_spec_place_extras(struct job_spec *s, enum extra_role role, bool on_device)
+{
+    for (int i = 0; i < s->nextras; i++)
+        if (s->extras[i].role == role)
+            s->extras[i].on_device = on_device;
 }
 
 static bool is_float(enum dtype d)
@@ -72,36 +77,16 @@ int job_spec_validate(struct job_spec *s, struct err *e)
         if (preset_apply(&s->model, name, e) < 0)
             return -1;
     }
-    const struct model_spec *m = &s->model;
-    if ((unsigned)m->family >= FAMILY_COUNT)
-        return err_set(e, ERR_INPUT, "model.family: unknown family");
     if (s->batch < 1)
         return err_set(e, ERR_INPUT, "batch: must be at least 1 (got %d)", s->batch);
     if (s->steps < 0 || s->grad_accum < 1)
         return err_set(e, ERR_INPUT, "steps/grad_accum: steps >= 0 and grad_accum >= 1");
+    if (s->seq_len < 1)
+        return err_set(e, ERR_INPUT, "seq_len: must be at least 1");
     if (!is_float(s->load_dtype) || !is_float(s->param_dtype) || !is_float(s->autocast_dtype))
         return err_set(e, ERR_INPUT, "dtypes: load, param and autocast dtypes must be fp32, bf16 or fp16");
-    bool tf = m->family == FAMILY_DECODER || m->family == FAMILY_ENCODER || m->family == FAMILY_T5 ||
-              m->family == FAMILY_CLIP_TEXT;
-    if (tf) {
-        if (m->hidden < 1 || m->heads < 1 || m->layers < 1 || m->vocab < 1)
-            return err_set(e, ERR_INPUT, "model: hidden, heads, layers and vocab must be positive");
-        if (!m->head_dim && m->hidden % m->heads)
-            return err_set(e, ERR_INPUT, "model.hidden %d is not a multiple of model.heads %d", m->hidden, m->heads);
-        if (m->kv_heads && m->heads % m->kv_heads)
-            return err_set(e, ERR_INPUT, "model.heads %d is not a multiple of model.kv_heads %d", m->heads,
-                           m->kv_heads);
-        if (s->seq_len < 1)
-            return err_set(e, ERR_INPUT, "seq_len: must be at least 1");
-        if (m->pos == POS_LEARNED && s->seq_len > m->max_positions && m->family != FAMILY_CLIP_TEXT)
-            return err_set(e, ERR_INPUT, "seq_len %d exceeds the model's %d learned positions", s->seq_len,
-                           m->max_positions);
-    }
-    if ((m->family == FAMILY_UNET || m->family == FAMILY_VAE || m->family == FAMILY_CNN) &&
-        (m->nlevels < 1 || m->nlevels > SPEC_MAX_LEVELS || s->image_size < 8))
-        return err_set(e, ERR_INPUT, "model: conv families need 1..%d levels and image_size >= 8", SPEC_MAX_LEVELS);
-    if (m->family == FAMILY_MLP && (m->mlp_depth < 0 || m->mlp_depth > SPEC_MAX_LEVELS || m->mlp_in < 1))
-        return err_set(e, ERR_INPUT, "model: mlp needs mlp_in >= 1 and 0..%d hidden layers", SPEC_MAX_LEVELS);
+    if (model_spec_resolve(&s->model, s, e))
+        return -1;
     if (s->trainable == TRAIN_LORA && s->lora_rank < 1)
         return err_set(e, ERR_INPUT, "lora_rank: must be at least 1");
     if (s->nextras < 0 || s->nextras > SPEC_MAX_EXTRAS)
@@ -115,7 +100,5 @@ int job_spec_validate(struct job_spec *s, struct err *e)
         return err_set(e, ERR_INPUT, "streams: 1..8 (got %d)", s->streams);
     if (s->eval.every < 0 || s->eval.batches < 0 || s->eval.sampling_steps < 0)
         return err_set(e, ERR_INPUT, "eval: every, batches and sampling_steps must be >= 0");
-    if (s->fix.checkpoint_every < 1 || s->fix.decode_chunk < 1 || s->fix.micro_batch < 0)
-        return err_set(e, ERR_INPUT, "fix parameters: checkpoint_every and decode_chunk >= 1, micro_batch >= 0");
-    return 0;
+    return switches_check(s, e);
 }

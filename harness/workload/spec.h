@@ -1,11 +1,12 @@
 /* spec.h: the complete description of a training job as plain C structs, for the workload generator.
  *
- * Contract: call job_spec_init() first (it sets every default below), then set fields directly or
- * through the name tables (family_from_name, ..., fault_enable, fix_enable, *_param_set), then
- * job_spec_validate(). A model is either a preset (model.preset, expanded by preset_apply) or a
- * family with its dimensions. Faults and fixes are bit sets with their parameters; fixes that only
- * change allocator settings contribute an alloc_conf fragment (fixes_alloc_conf). Every string is
- * a fixed-size array, so a spec can be copied with `=`; nothing in it owns memory.
+ * Contract: call job_spec_init() first (it sets every default below, and every fault's and fix's
+ * parameters to their rows' defaults), then set fields directly or through the name tables
+ * (family_from_name, ..., fault_enable, fix_enable, the parameter accessors of faults.h and fixes.h),
+ * then job_spec_validate(). A model is either a preset (model.preset, expanded by preset_apply) or a
+ * family with its dimensions. Faults and fixes are bit sets, with a parameter slot per switch (see
+ * switches.h). Every string is a fixed-size array, so a spec can be copied with `=`; nothing in it
+ * owns memory.
  * C++-includable. */
 #ifndef OOMLAB_WORKLOAD_SPEC_H
 #define OOMLAB_WORKLOAD_SPEC_H
@@ -17,6 +18,8 @@
 
 #include "program/program.h"
 #include "util/err.h"
+#include "workload/faults.h"
+#include "workload/fixes.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -128,60 +131,6 @@ struct extra_spec {
     bool on_device;              /* false: kept on the CPU (its outputs still reach the device) */
 };
 
-/* Faults: each changes what the generator emits (see faults.c for the table). Eval runs inside the
- * EMA context (store, copy_to, restore) only under ema_context_spike. */
-enum fault_id {
-    FAULT_DUPLICATE_DTYPE_CONVERSION,
-    FAULT_EMA_CONTEXT_SPIKE,
-    FAULT_UNRELEASED_GRADIENTS,
-    FAULT_VAE_DECODE_BURST,
-    FAULT_ACTIVATION_GROWTH,
-    FAULT_DEBUG_ACTIVATION_CAPTURE,
-    FAULT_EVAL_SAMPLES_ON_DEVICE,
-    FAULT_RESIDENT_TEXT_ENCODER,
-    FAULT_VARIABLE_LENGTH_FRAGMENTATION,
-    FAULT_COUNT
-};
-
-struct fault_params {
-    int growth_batch_every;    /* activation_growth: batch += 1 every N steps (0 = no batch growth) */
-    int growth_seq_step;       /* activation_growth: sequence += this each step */
-    int max_length;            /* activation_growth: pad every batch to this (0 = model.max_positions or seq_len) */
-    int capture_batches;       /* debug_activation_capture: forwards the hook keeps (0 = every one) */
-    uint64_t varlen_seed;      /* variable_length_fragmentation: seed of the length sequence */
-    int varlen_min;            /* shortest sequence (0 = seq_len / 4) */
-};
-
-/* Fixes: generator changes or allocator settings (see fixes.c for the table). */
-enum fix_id {
-    FIX_CONVERT_ONCE,
-    FIX_GRADIENT_CHECKPOINTING,
-    FIX_CHUNKED_DECODE,
-    FIX_ZERO_GRAD_SET_TO_NONE,
-    FIX_EXPANDABLE_SEGMENTS,
-    FIX_MAX_SPLIT_SIZE_MB,
-    FIX_GARBAGE_COLLECTION_THRESHOLD,
-    FIX_SKIP_EMA_EVAL,
-    FIX_EMA_ON_CPU,
-    FIX_ADAMW_8BIT,
-    FIX_MIXED_PRECISION,
-    FIX_GRADIENT_ACCUMULATION,
-    FIX_SDPA_ATTENTION,
-    FIX_SAMPLES_TO_CPU,
-    FIX_OFFLOAD_TEXT_ENCODER,
-    FIX_PAD_TO_LONGEST,
-    FIX_COUNT
-};
-
-struct fix_params {
-    int checkpoint_every;      /* gradient_checkpointing: checkpoint every k layers (default 1) */
-    int decode_chunk;          /* chunked_decode: images per VAE decode (default 1) */
-    int micro_batch;           /* gradient_accumulation: micro-batch (default batch / 4, at least 1) */
-    int max_split_size_mb;     /* max_split_size_mb (default 128) */
-    double gc_threshold;       /* garbage_collection_threshold (default 0.7) */
-    enum dtype mp_dtype;       /* mixed_precision: autocast dtype (default bf16) */
-};
-
 /* The training job. */
 struct job_spec {
     char name[SPEC_NAME_MAX];   /* scenario or variant name (for tags and reports) */
@@ -217,9 +166,9 @@ struct job_spec {
     struct extra_spec extras[SPEC_MAX_EXTRAS];
 
     uint32_t faults;            /* bit (1u << enum fault_id) */
-    struct fault_params fault;
+    struct switch_params fault_params[FAULT_COUNT]; /* read through the accessors of faults.h */
     uint32_t fixes;             /* bit (1u << enum fix_id) */
-    struct fix_params fix;
+    struct switch_params fix_params[FIX_COUNT];     /* read through the accessors of fixes.h */
 
     uint64_t cublas_workspace_bytes; /* per stream, allocated at its first GEMM, never freed */
     int streams;                /* CUDA streams: stream 0 trains; with 2+, eval runs on stream 1 */
@@ -230,10 +179,12 @@ struct job_spec {
 
 /* Defaults: tiny-transformer, batch 8, seq 128, fp32 everywhere, AdamW foreach, set_to_none,
  * 1 step, no EMA, no eval, full training, no extras, no faults or fixes, 8,519,680 B workspace,
- * 1 stream; fault and fix parameters at the defaults written beside them above. */
+ * 1 stream; fault and fix parameters at their rows' defaults. */
 void job_spec_init(struct job_spec *spec);
 /* Expands model.preset (if set) and checks the job is coherent; messages name the field. */
 int job_spec_validate(struct job_spec *spec, struct err *e);
+/* Every extra of that role resident on the device, or kept on the CPU. */
+void job_spec_place_extras(struct job_spec *spec, enum extra_role role, bool on_device);
 
 /* Name tables for the loader: *_name returns "?" when out of range, *_from_name -1 when unknown. */
 const char *family_name(enum model_family f);
@@ -258,6 +209,10 @@ const char *ema_place_name(enum ema_place p);
 int ema_place_from_name(const char *s);
 const char *extra_role_name(enum extra_role r);
 int extra_role_from_name(const char *s);
+/* The dtypes of weights and compute: fp32, bf16 and fp16, the first SPEC_FLOAT_DTYPES of enum dtype;
+ * float_dtype_at(i) names the i-th (for key rows). */
+#define SPEC_FLOAT_DTYPES (DT_F16 + 1)
+const char *float_dtype_at(int i);
 
 /* Presets (presets.c). */
 int preset_apply(struct model_spec *m, const char *name, struct err *e); /* -1 if unknown */
@@ -266,39 +221,15 @@ void presets_print(FILE *out);
 /* Parameters of a model as the generator enumerates them (-1 and e set on a bad spec). */
 int64_t model_param_count(const struct model_spec *m, struct err *e);
 
-/* Fault and fix tables (faults.c, fixes.c). */
-enum switch_param_type { SWITCH_INT, SWITCH_U64, SWITCH_DOUBLE, SWITCH_DTYPE };
-
-struct switch_param {
-    const char *name;          /* YAML key under the fault or fix */
-    enum switch_param_type type;
-    size_t offset;             /* into struct fault_params or struct fix_params */
-    const char *def;           /* default, as text */
-    const char *help;
-};
-
-struct switch_info {
-    int id;                    /* enum fault_id or enum fix_id */
-    const char *name;
-    const char *help;          /* one line for `oomlab list` */
-    const struct switch_param *params;
-    int nparams;
-    const char *alloc_conf;    /* fixes only: PYTORCH_CUDA_ALLOC_CONF fragment ("%d"/"%g" take the one param), or NULL */
-};
-
-const struct switch_info *fault_table(int *count);
-const struct switch_info *fault_find(const char *name);   /* NULL if unknown */
-int fault_enable(struct job_spec *spec, const char *name, struct err *e);
-int fault_param_set(struct job_spec *spec, const char *fault, const char *param, const char *value,
-                    struct err *e);
-
-const struct switch_info *fix_table(int *count);
-const struct switch_info *fix_find(const char *name);     /* NULL if unknown */
-int fix_enable(struct job_spec *spec, const char *name, struct err *e);
-int fix_param_set(struct job_spec *spec, const char *fix, const char *param, const char *value,
-                  struct err *e);
-/* The comma-joined PYTORCH_CUDA_ALLOC_CONF fragment contributed by the enabled fixes ("" if none). */
-void fixes_alloc_conf(const struct job_spec *spec, char *buf, size_t len);
+/* Model families (models/families.c). Checks that the model has the dimensions its family needs (the
+ * family's "minimal keys": model.groups for a UNet, ...) and fills in what a zero dimension means
+ * (kv_heads: heads; head_dim: hidden / heads; decoder_layers: layers; rel_buckets: 32; UNet
+ * time_embed_input: channels[0], vae_scale: 8): the one place those defaults are written. With a job,
+ * also checks the job's shapes against the model (seq_len within learned positions, an image side the
+ * levels can halve). Errors name the key ("model.groups ...", "seq_len ..."); m is unchanged then. */
+int model_spec_resolve(struct model_spec *m, const struct job_spec *job, struct err *e);
+/* The keys a family needs, for the docs ("`layers`, `hidden`, ...; `max_positions` with ..."). */
+void family_needs_text(enum model_family family, char *buf, size_t len);
 
 static inline bool spec_has_fault(const struct job_spec *s, enum fault_id f) { return (s->faults >> f) & 1u; }
 static inline bool spec_has_fix(const struct job_spec *s, enum fix_id f) { return (s->fixes >> f) & 1u; }

@@ -3,17 +3,11 @@
  * rotary, gated FFNs), token inputs, masks and the LM loss. */
 #include "workload/models/models.h"
 
-static int64_t head_dim(const struct model_spec *m)
-{
-    return m->head_dim ? m->head_dim : m->hidden / m->heads;
-}
-
 tref tf_attention(struct gen *g, const struct tf_cfg *c, tref x, tref kv, tref bias, int64_t kv_dim)
 {
     const struct model_spec *m = c->m;
     const struct tf_names *nm = c->nm;
-    int64_t h = m->hidden, hd = head_dim(m), heads = m->heads;
-    int64_t kvh = m->kv_heads ? m->kv_heads : heads;
+    int64_t h = m->hidden, hd = m->head_dim, heads = m->heads, kvh = m->kv_heads;
     bool cross = kv_dim > 0;
     tref in = c->post_norm ? t_ref(g, x) : nn_norm(g, nm->attn_norm, x, h, m->norm, m->norm_bias, 0);
     gen_push(g, "%s", nm->attn);
@@ -93,6 +87,11 @@ tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref x)
         return n;
     }
     return r;
+}
+
+int tf_checkpoint_every(const struct gen *g, int layers)
+{
+    return g->checkpointing ? gradient_checkpointing_params(&g->spec).every : layers;
 }
 
 tref tf_ids(struct gen *g, int64_t b, int64_t s, int64_t high, const char *leaf)

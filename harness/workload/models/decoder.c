@@ -56,7 +56,7 @@ tref decoder_forward(struct gen *g, const struct model_spec *m, const struct bat
     }
     tref mask = m->attn == ATTN_EAGER && g->mode == GEN_RUN ? tf_mask(g, bt->b, bt->s, true, (enum dtype)g->t[x].dtype)
                                                            : TNONE;
-    int every = g->checkpointing && g->spec.fix.checkpoint_every > 0 ? g->spec.fix.checkpoint_every : m->layers;
+    int every = tf_checkpoint_every(g, m->layers);
     for (int i = 0; i < m->layers; i += every) {
         struct ckpt c = {.fn = decoder_layers, .model = m, .layer = i,
                          .count = i + every <= m->layers ? every : m->layers - i, .extra = {mask, TNONE, TNONE}};

@@ -62,6 +62,9 @@ tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref x);
 /* Layers c->layer .. c->layer + c->count - 1 of a self-attention + FFN stack (each tagged by name_fmt, e.g.
  * "layer.%d"), with c->extra[0] as the attention bias/mask; the layer function behind checkpointing. */
 tref tf_layer_stack(struct gen *g, const struct tf_cfg *cfg, const struct ckpt *c, tref x, const char *name_fmt);
+/* Layers per checkpointed segment of a stack of `layers`: gradient_checkpointing's `every`, or the
+ * whole stack as one plain segment when the model is not checkpointed. */
+int tf_checkpoint_every(const struct gen *g, int layers);
 /* Token ids [B, S] (int64, each in [0, high)) as a device input. */
 tref tf_ids(struct gen *g, int64_t b, int64_t s, int64_t high, const char *leaf);
 /* Causal [B, 1, S, S] or padding [B, 1, 1, S] mask in dtype dt, built once per forward (eager). */

@@ -88,7 +88,7 @@ static tref position_bias(struct gen *g, const struct model_spec *m, int64_t b, 
 static tref stack(struct gen *g, const struct model_spec *m, tref x, int layers, tref bias, tref enc,
                   tref cross_bias, bool decoder)
 {
-    int every = g->checkpointing && g->spec.fix.checkpoint_every > 0 ? g->spec.fix.checkpoint_every : layers;
+    int every = tf_checkpoint_every(g, layers);
     for (int i = 0; i < layers; i += every) {
         struct ckpt c = {.fn = decoder ? decoder_layers : encoder_layers, .model = m, .layer = i,
                          .count = i + every <= layers ? every : layers - i, .extra = {bias, enc, cross_bias}};
@@ -106,7 +106,6 @@ static tref stack(struct gen *g, const struct model_spec *m, tref x, int layers,
 tref t5_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
 {
     int64_t s = bt->s, t = bt->t ? bt->t : bt->s;
-    int dec_layers = m->decoder_layers ? m->decoder_layers : m->layers;
     tref ids = tf_ids(g, bt->b, s, m->vocab, "input_ids");
     tref dec_ids = tf_ids(g, bt->b, t, m->vocab, "decoder_input_ids");
     tref labels = loss ? tf_ids(g, bt->b, t, m->vocab, "labels") : TNONE;
@@ -133,7 +132,7 @@ tref t5_forward(struct gen *g, const struct model_spec *m, const struct batch *b
         cross = nn_expand(g, "encoder_decoder_position_bias", mask, over_heads, d, 4);
         t_release(g, mask);
     }
-    tref dec = stack(g, m, yd, dec_layers, dbias, enc, cross, true);
+    tref dec = stack(g, m, yd, m->decoder_layers, dbias, enc, cross, true);
     t_release(g, dbias);
     t_release(g, cross);
     t_release(g, enc);

@@ -44,7 +44,7 @@ static tref level_attention(struct gen *g, struct unet_run *u, tref x, int level
 tref unet_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
 {
     struct unet_run u = {.m = m, .eager = m->attn == ATTN_EAGER};
-    int64_t lat = bt->image / (m->vae_scale ? m->vae_scale : 8), c0 = m->channels[0], temb_dim = 4 * c0;
+    int64_t lat = bt->image / m->vae_scale, c0 = m->channels[0], temb_dim = 4 * c0;
     int64_t xd[4] = {bt->b, m->latent_channels, lat, lat}, cd[3] = {bt->b, bt->context, m->cross_attention_dim};
     enum dtype dt = g->act_dtype;
     tref x = nn_input(g, xd, 4, dt, "noisy_latents");
