@@ -66,4 +66,28 @@ out=$("$BIN" run "$T/missing.yaml" 2>&1); rc=$?
 ok $([ $rc = 2 ] && echo 0 || echo 1) "missing scenario exits 2"
 out=$("$BIN" run --device sim:gtx480 scenarios/ 2>&1); rc=$?
 ok $([ $rc = 2 ] && echo 0 || echo 1) "unknown device profile exits 2 ($out)"
+
+# bounded work: a job of 2^20 steps x 2^20 micro-batches is refused, naming the flag that allows it
+sed 's/^  grad_accum: 2$/  grad_accum: 1048576/; s/^  steps: 3$/  steps: 1048576/' scenarios/unreleased_gradients.yaml > "$T/huge.yaml"
+out=$("$BIN" run "$T/huge.yaml" 2>&1); rc=$?
+ok $([ $rc = 2 ] && echo 0 || echo 1) "a job of 2^40 forward passes is refused: exit 2 (got $rc)"
+ok $(contains "$out" "more than the 100000 oomlab runs without --max-forwards; give --max-forwards 1099511627776") "and says which flag runs it ($out)"
+"$BIN" run --max-forwards 0 scenarios/unreleased_gradients.yaml > /dev/null 2>&1
+ok $([ $? = 2 ] && echo 0 || echo 1) "--max-forwards 0 is refused"
+"$BIN" fit --limit 5x scenarios/vit_lora_linear_probe.yaml > /dev/null 2>&1
+ok $([ $? = 2 ] && echo 0 || echo 1) "fit --limit 5x is refused, not read as 5"
+"$BIN" fit --limit 2000000 scenarios/vit_lora_linear_probe.yaml > /dev/null 2>&1
+ok $([ $? = 2 ] && echo 0 || echo 1) "fit --limit above 2^20 is refused"
+fit=$("$BIN" fit --limit 100 scenarios/vit_lora_linear_probe.yaml 2>&1)
+ok $(contains "$fit" " 100+") "fit probes the limit itself, not only powers of two"
+# progress on a terminal (forced here), nothing in a pipe; write errors on stdout are errors
+err=$(OOMLAB_PROGRESS=1 "$BIN" run scenarios/unreleased_gradients.yaml 2>&1 > /dev/null)
+ok $(contains "$err" "forecaster-backward-oom/before: ") "progress names the job on stderr"
+err=$("$BIN" run scenarios/unreleased_gradients.yaml 2>&1 > /dev/null)
+ok $([ -z "$err" ] && echo 0 || echo 1) "no progress when stderr is not a terminal"
+if [ -w /dev/full ]; then
+    out=$("$BIN" run scenarios/unreleased_gradients.yaml 2>&1 > /dev/full); rc=$?
+    ok $([ $rc = 3 ] && echo 0 || echo 1) "a full standard output is an error: exit 3 (got $rc)"
+    ok $(contains "$out" "cannot write to standard output: No space left on device") "and says why"
+fi
 done_testing

@@ -7,6 +7,7 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "report/outputs.h"
 #include "util/err.h"
@@ -28,6 +29,9 @@ struct cli_report_args {
 
 /* Takes a report option; true if c was one. */
 bool cli_report_option(int c, const char *arg, struct cli_report_args *a);
+
+/* A count given to option `name`: decimal digits only, 1 to 2^62. 0, or -1 with e (ERR_INPUT). */
+int cli_count_option(const char *name, const char *arg, uint64_t *out, struct err *e);
 
 /* Prints "oomlab CMD: message" and returns the exit code for e (2 or 3). */
 int cli_fail(const char *command, const struct err *e);

@@ -29,7 +29,8 @@ static void usage(FILE *f)
                "  peak; with the samples/s at that value\n"
                "options:\n"
                "  --param P        batch_size (default), seq_len or image_size\n"
-               "  --limit N        largest value tried (default 4096)\n"
+               "  --limit N        largest value tried (default 4096, at most 1048576)\n"
+               "  --max-forwards N run jobs of up to N forward passes (default 100000)\n"
                "  --device DEV     run on DEV instead of the scenario's device\n"
                "  --capacity CAP   a size (24GiB) or a share of the device's memory (0.5 or 50%%)\n"
                "  --margin PCT     keep PCT of the device free at the reserved peak (5%%)\n" CLI_REPORT_HELP
@@ -69,6 +70,7 @@ int cmd_fit(int argc, char **argv)
         {"param", required_argument, 0, 'p'},  {"limit", required_argument, 0, 'l'},
         {"device", required_argument, 0, 'd'}, {"capacity", required_argument, 0, 'c'},
         {"margin", required_argument, 0, 'm'}, {"help", no_argument, 0, 'h'},
+        {"max-forwards", required_argument, 0, 'F'},
         CLI_REPORT_OPTIONS,                    {0, 0, 0, 0},
     };
     struct harness_options opt = {0};
@@ -90,7 +92,14 @@ int cmd_fit(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'l': fo.limit = atoi(optarg); break;
+        case 'l': {
+            uint64_t limit;
+            if (cli_count_option("--limit", optarg, &limit, &e) || (limit > FIT_MAX_LIMIT &&
+                err_set(&e, ERR_INPUT, "--limit %s: at most %d", optarg, FIT_MAX_LIMIT)))
+                return cli_fail("fit", &e);
+            fo.limit = (int)limit;
+            break;
+        }
         case 'm':
             if ((fo.margin = parse_percent(optarg)) < 0) {
                 fprintf(stderr, "oomlab fit: --margin '%s': a percentage of the device from 0 to below 100 (\"5%%\")\n",
@@ -99,6 +108,10 @@ int cmd_fit(int argc, char **argv)
             }
             break;
         case 'd': opt.device = optarg; break;
+        case 'F':
+            if (cli_count_option("--max-forwards", optarg, &opt.max_forwards, &e))
+                return cli_fail("fit", &e);
+            break;
         case 'c':
             capacity_s = optarg;
             if (capacity_parse(optarg, &opt.capacity, &e) && err_prefix(&e, "--capacity: "))
@@ -108,8 +121,8 @@ int cmd_fit(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
-    if (optind != argc - 1 || fo.limit < 1) {
-        fprintf(stderr, "oomlab fit: expected one scenario file (and a positive --limit)\n");
+    if (optind != argc - 1) {
+        fprintf(stderr, "oomlab fit: expected one scenario file\n");
         return 2;
     }
     struct scenario sc;

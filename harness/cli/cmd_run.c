@@ -18,7 +18,8 @@ static void usage(FILE *f)
                "  --capacity CAP   override the device capacity: a size (24GiB) or a share of the\n"
                "                   device's memory (0.5 or 50%%)\n"
                "  --snapshot DIR   write each variant's run as a PyTorch memory snapshot,\n"
-               "                   DIR/SCENARIO--VARIANT.pickle (pytorch.org/memory_viz opens it)\n" CLI_REPORT_HELP
+               "                   DIR/SCENARIO--VARIANT.pickle (pytorch.org/memory_viz opens it)\n"
+               "  --max-forwards N run jobs of up to N forward passes (default 100000)\n" CLI_REPORT_HELP
                "exit: 0 every expectation holds, 1 one failed, 2 bad input, 3 internal or device error\n");
 }
 
@@ -47,6 +48,7 @@ int cmd_run(int argc, char **argv)
     static const struct option opts[] = {
         {"device", required_argument, 0, 'd'}, {"capacity", required_argument, 0, 'c'},
         {"help", no_argument, 0, 'h'},         {"snapshot", required_argument, 0, 'S'},
+        {"max-forwards", required_argument, 0, 'F'},
         CLI_REPORT_OPTIONS,
         {0, 0, 0, 0},
     };
@@ -60,6 +62,10 @@ int cmd_run(int argc, char **argv)
             continue;
         switch (c) {
         case 'd': opt.device = optarg; break;
+        case 'F':
+            if (cli_count_option("--max-forwards", optarg, &opt.max_forwards, &e))
+                return cli_fail("run", &e);
+            break;
         case 'S': opt.snapshot_dir = optarg; break;
         case 'c':
             if (capacity_parse(optarg, &opt.capacity, &e) && err_prefix(&e, "--capacity: "))

@@ -38,7 +38,8 @@ int fit_variant(const struct scenario *sc, const struct variant *v, const struct
 {
     *out = (struct fit_result){0};
     int good = 0, bad = 0, step = fo->param == FIT_IMAGE_SIZE ? 64 : 1, x = step;
-    while (x <= fo->limit) {
+    const int limit = fo->limit / step * step; /* the largest value the job takes */
+    while (x <= limit) {
         int rc = probe(sc, v, opt, fo, x, out, e);
         if (rc < 0)
             return -1;
@@ -47,7 +48,9 @@ int fit_variant(const struct scenario *sc, const struct variant *v, const struct
             break;
         }
         good = x;
-        x *= 2;
+        if (x == limit)
+            break;
+        x = x * 2 > limit ? limit : x * 2; /* the limit itself is the last probe */
     }
     if (!bad) {
         out->largest = good;

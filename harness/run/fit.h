@@ -9,6 +9,8 @@
 
 enum fit_param { FIT_BATCH, FIT_SEQ_LEN, FIT_IMAGE_SIZE };
 
+#define FIT_MAX_LIMIT (1 << 20) /* the largest --limit: doubling from 1 stays within an int */
+
 struct fit_options {
     enum fit_param param;
     int limit;            /* largest value tried */

@@ -7,6 +7,7 @@
 
 #include "device/device_kind.h"
 #include "report/snapshot_out.h"
+#include "run/progress.h"
 #include "util/dir.h"
 #include "workload/generate.h"
 
@@ -60,6 +61,27 @@ static int write_snapshot(struct snapshot_recorder *snap, struct runner *run, co
     return snapshot_recorder_write(snap, run, path, e);
 }
 
+/* Forward passes the job runs: its micro-steps and its eval forwards (each denoising step is one). */
+static uint64_t forward_passes(const struct job_spec *j)
+{
+    uint64_t train = (uint64_t)j->steps * (uint64_t)j->grad_accum;
+    uint64_t evals = (j->eval.every > 0 ? (uint64_t)(j->steps / j->eval.every) : 0) + j->eval.before_training;
+    uint64_t per_eval = (uint64_t)(j->eval.batches > 0 ? j->eval.batches : 1) *
+                        (uint64_t)(j->eval.sampling_steps > 0 ? j->eval.sampling_steps : 1);
+    return train + evals * per_eval;
+}
+
+static int check_work(const struct job_spec *job, const struct harness_options *opt, struct err *e)
+{
+    uint64_t limit = opt->max_forwards ? opt->max_forwards : HARNESS_MAX_FORWARDS, n = forward_passes(job);
+    if (n <= limit)
+        return 0;
+    return err_set(e, ERR_INPUT,
+                   "the job runs %llu forward passes (steps x grad_accum, plus eval batches x sampling steps), more "
+                   "than the %llu oomlab runs without --max-forwards; give --max-forwards %llu to run it",
+                   (unsigned long long)n, (unsigned long long)limit, (unsigned long long)n);
+}
+
 struct device *harness_open_device(const struct scenario *sc, const struct harness_options *opt, struct job_spec *job,
                                    struct err *e)
 {
@@ -80,6 +102,8 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     variant_fixes_text(v, r->fixes, sizeof r->fixes);
     struct job_spec job = job_override ? *job_override : v->job;
     r->steps_planned = job.steps;
+    if (check_work(&job, opt, e))
+        return err_prefix(e, "%s: variant %s: ", sc->path, v->name);
     struct device *dev = harness_open_device(sc, opt, &job, e);
     if (!dev)
         return err_prefix(e, "%s: variant %s: ", sc->path, v->name);
@@ -90,12 +114,18 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     int rc = -1;
     struct runner *run = NULL;
     struct snapshot_recorder *snap = NULL;
+    struct progress *progress = NULL;
     if (!(run = runner_create(dev, &v->alloc, NULL))) {
         err_set(e, ERR_INTERNAL, "out of host memory");
     } else if (opt->snapshot_dir && (!(snap = snapshot_recorder_create()) ||
                                      runner_add_observer(run, snapshot_recorder_base(snap)))) {
         err_set(e, ERR_INTERNAL, "out of host memory");
     } else {
+        char label[336];
+        snprintf(label, sizeof label, "%s/%s", sc->name, v->name);
+        progress = progress_create(stderr, label, job.steps);
+        if (progress)
+            runner_add_observer(run, progress_base(progress));
         struct err gen_err = {0};
         rc = workload_generate(&job, runner_sink(run), &gen_err);
         if (rc && runner_stopped_by_oom(run))
@@ -107,6 +137,7 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
             rc = write_snapshot(snap, run, opt->snapshot_dir, sc, v, e);
     }
     snapshot_recorder_destroy(snap);
+    progress_destroy(progress);
     runner_destroy(run);
     dev->ops->destroy(dev);
     if (rc == 0) {

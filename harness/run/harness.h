@@ -14,7 +14,12 @@ struct harness_options {
     const char *device;  /* overrides every scenario's device ("sim:a100-80", "host", ...); NULL = the file's */
     struct capacity capacity; /* overrides the device capacity (a size or a fraction); {0, 0} = the device's */
     const char *snapshot_dir; /* each variant's run is written there as a PyTorch snapshot, SCENARIO--VARIANT.pickle */
+    uint64_t max_forwards;    /* the most forward passes a job may run; 0 = HARNESS_MAX_FORWARDS */
 };
+
+/* A job runs at most this many forward passes (steps x grad_accum, plus eval batches x sampling steps)
+ * unless --max-forwards raises it: a scenario cannot make oomlab run for days by accident. */
+#define HARNESS_MAX_FORWARDS 100000ULL
 
 
 /* Runs every variant of sc; *out receives nvariants results (free with free()). */

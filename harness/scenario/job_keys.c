@@ -121,7 +121,7 @@ static const struct key job_keys[] = {
     {.name = "cublas_workspace", .type = KEY_SIZE, FIELD(J, cublas_workspace_bytes),
      .zero_means = "the device's: PyTorch's default for its architecture (32 MiB from Hopper on, 8,519,680 B before)",
      .help = "cuBLAS workspace per stream, allocated at its first GEMM and never freed."},
-    K_INT(J, "streams", streams, 1, 64, NULL, "CUDA streams: stream 0 trains; with 2 or more, eval runs on stream 1."),
+    K_INT(J, "streams", streams, 1, 8, NULL, "CUDA streams: stream 0 trains; with 2 or more, eval runs on stream 1."),
 };
 #undef J
 
