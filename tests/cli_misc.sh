@@ -45,6 +45,17 @@ ok $([ "$out" = "step 1 samples 128" ] && echo 0 || echo 1) "STEP carries the st
 "$BIN" program --variant nosuch scenarios/vit_lora_linear_probe.yaml > /dev/null 2>&1
 ok $([ $? = 2 ] && echo 0 || echo 1) "unknown variant exits 2"
 
+# the host device needs address space for what it holds, not for the model's addresses: it runs under
+# a 2 GiB ulimit -v, and refuses a capacity that leaves the OS less than 10% of the machine
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+printf 'alloc a 64MiB\nalloc b 300MiB\nfree a\nalloc c 30MiB\n' > "$T/host.trace"
+out=$( (ulimit -v 2097152; "$BIN" replay --device host:512MiB "$T/host.trace") 2>&1); rc=$?
+ok $rc "host device under ulimit -v 2 GiB (exit $rc)"
+ok $(contains "$out" "(measured)") "and its figures are measured"
+out=$("$BIN" replay --device host:100% "$T/host.trace" 2>&1); rc=$?
+ok $([ $rc = 2 ] && echo 0 || echo 1) "host:100% is refused: exit 2 (got $rc)"
+ok $(contains "$out" "is more than 90% of this machine's") "and says why ($out)"
+
 "$BIN" frobnicate > /dev/null 2>&1; ok $([ $? = 2 ] && echo 0 || echo 1) "unknown command exits 2"
 "$BIN" --help > /dev/null; ok $? "--help exits 0"
 "$BIN" replay > /dev/null 2>&1; ok $([ $? = 2 ] && echo 0 || echo 1) "replay without a file exits 2"

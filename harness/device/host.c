@@ -1,8 +1,11 @@
-/* host.c: the host device (see host.h). All memory lives in one large PROT_NONE address-space arena,
- * and segments and expandable reservations are placed in it by the sim device's policy (each above every
- * earlier one, 1 GiB apart, never reused), so the allocator model breaks best-fit ties exactly as on sim
- * and a host run's memory figures equal the sim run's. Mapping makes pages readable and writable;
- * unmapping drops them (MADV_DONTNEED) and makes them inaccessible again, like cuMemMap/cuMemUnmap.
+/* host.c: the host device (see host.h). The model sees addresses placed by the sim device's policy
+ * (each segment or reservation above every earlier one, 1 GiB apart, never reused), so the allocator
+ * model breaks best-fit ties exactly as on sim and a host run's memory figures equal the sim run's;
+ * behind each range is real memory of its own size wherever the OS puts it, found again through a
+ * sorted table when a kernel runs, so the process needs address space for what it holds, not for the
+ * model's addresses (any `ulimit -v` above the capacity works). An expandable reservation is a
+ * PROT_NONE mapping of its size; mapping makes pages readable and writable, unmapping returns them to
+ * the OS and makes them inaccessible again, like cuMemMap/cuMemUnmap.
  * Kernels run through the kernel table's CPU code on the real data, each timed with CLOCK_MONOTONIC
  * (the calls are synchronous, so the clock sees the whole kernel). */
 #include "device/host.h"
@@ -17,35 +20,70 @@
 #include <unistd.h>
 
 #include "kernels.h"
+#include "util/vec.h"
 
-#define ARENA_BYTES (16ULL << 40) /* 16 TiB of address space, reserved, never committed as a whole */
+#define FIRST_BASE (1ULL << 40) /* the sim's address policy: first base 2^40, next = base + size + 1 GiB */
 #define GAP (1ULL << 30)
+
+/* A range of the model's address space and the real memory behind it: a segment (cudaMalloc), or a
+ * virtual reservation for expandable segments, backed by a PROT_NONE reservation of its own size in
+ * which mapped pages become readable and writable, so a tensor across mapped pages is contiguous. */
+struct range {
+    uint64_t addr, size; /* the model's addresses */
+    char *real;
+};
 
 struct host {
     uint64_t used;
-    uint64_t arena, next;  /* arena base; next placement */
-    double kernel_seconds; /* measured since the last kernel_seconds() */
+    uint64_t next;            /* the next model address */
+    struct range *ranges;     /* sorted by addr */
+    size_t nranges, ranges_cap;
+    double kernel_seconds;    /* measured since the last kernel_seconds() */
 };
-
-/* The next placement (or 0 when the arena is exhausted). */
-static uint64_t place(struct host *h, uint64_t size)
-{
-    uint64_t at = h->next;
-    if (at + size > h->arena + ARENA_BYTES)
-        return 0;
-    h->next = at + size + GAP;
-    return at;
-}
-
-static int protect(uint64_t addr, uint64_t size, int prot)
-{
-    void *p = mmap((void *)(uintptr_t)addr, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-    return p == MAP_FAILED ? -1 : 0;
-}
 
 static struct host *host_of(struct device *d)
 {
     return d->impl;
+}
+
+/* The range holding addr, or NULL. */
+static struct range *range_of(struct host *h, uint64_t addr)
+{
+    size_t lo = 0, hi = h->nranges;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (h->ranges[mid].addr + h->ranges[mid].size <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < h->nranges && h->ranges[lo].addr <= addr ? &h->ranges[lo] : NULL;
+}
+
+/* A new range above every earlier one (addresses are never reused, as on sim) backed by `size` bytes
+ * of real address space with protection prot; 0 with *addr set, or an errno. */
+static int range_add(struct host *h, uint64_t size, int prot, uint64_t *addr)
+{
+    if (vec_grow((void **)&h->ranges, &h->ranges_cap, h->nranges + 1, sizeof *h->ranges))
+        return ENOMEM;
+    void *real = mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (real == MAP_FAILED)
+        return errno;
+    h->ranges[h->nranges++] = (struct range){h->next, size, real};
+    *addr = h->next;
+    h->next += size + GAP;
+    return 0;
+}
+
+static void range_remove(struct host *h, uint64_t addr)
+{
+    struct range *r = range_of(h, addr);
+    if (!r)
+        return;
+    munmap(r->real, r->size);
+    size_t i = (size_t)(r - h->ranges);
+    memmove(&h->ranges[i], &h->ranges[i + 1], (h->nranges - i - 1) * sizeof *h->ranges);
+    h->nranges--;
 }
 
 static bool fits(struct device *d, uint64_t size)
@@ -57,51 +95,67 @@ static enum dev_status host_seg_alloc(struct device *d, uint64_t size, int strea
 {
     if (!fits(d, size))
         return DEV_OOM;
-    uint64_t at = place(host_of(d), size);
-    if (!at)
-        return err_set(e, ERR_INTERNAL, "host: the 16 TiB address arena is exhausted"), DEV_ERROR;
-    if (protect(at, size, PROT_READ | PROT_WRITE))
-        return errno == ENOMEM ? DEV_OOM : (err_set(e, ERR_INTERNAL, "host: mapping %llu bytes: %s",
-                                                    (unsigned long long)size, strerror(errno)), DEV_ERROR);
+    int err = range_add(host_of(d), size, PROT_READ | PROT_WRITE, addr);
+    if (err == ENOMEM)
+        return DEV_OOM;
+    if (err)
+        return err_set(e, ERR_INTERNAL, "host: mapping %llu bytes: %s", (unsigned long long)size, strerror(err)),
+               DEV_ERROR;
     host_of(d)->used += size;
-    *addr = at;
     return DEV_OK;
 }
 
 static void host_seg_free(struct device *d, uint64_t addr, uint64_t size)
 {
-    protect(addr, size, PROT_NONE); /* back to reserved-only: the pages are returned to the OS */
+    range_remove(host_of(d), addr);
     host_of(d)->used -= size;
 }
 
 static enum dev_status host_va_reserve(struct device *d, uint64_t size, uint64_t *addr, struct err *e)
 {
-    uint64_t at = place(host_of(d), size);
-    if (!at)
-        return err_set(e, ERR_INTERNAL, "host: the 16 TiB address arena is exhausted"), DEV_ERROR;
-    *addr = at; /* already reserved as part of the arena */
+    int err = range_add(host_of(d), size, PROT_NONE, addr);
+    if (err)
+        return err_set(e, ERR_INTERNAL, "host: reserving %llu bytes of address space for expandable segments: %s",
+                       (unsigned long long)size, strerror(err)),
+               DEV_ERROR;
     return DEV_OK;
 }
 
 static void host_va_release(struct device *d, uint64_t addr, uint64_t size)
 {
-    /* the range stays reserved in the arena and is never reused, as on sim */
+    range_remove(host_of(d), addr);
+}
+
+/* The real address of [addr, addr + size) inside one range, or NULL. */
+static char *real_of(struct host *h, uint64_t addr, uint64_t size)
+{
+    struct range *r = range_of(h, addr);
+    return r && addr + size <= r->addr + r->size ? r->real + (addr - r->addr) : NULL;
 }
 
 static enum dev_status host_map(struct device *d, uint64_t addr, uint64_t size, struct err *e)
 {
     if (!fits(d, size))
         return DEV_OOM;
-    if (mprotect((void *)(uintptr_t)addr, size, PROT_READ | PROT_WRITE))
-        return err_set(e, ERR_INTERNAL, "host: mapping %llu bytes: %s", (unsigned long long)size, strerror(errno)),
+    char *real = real_of(host_of(d), addr, size);
+    if (!real)
+        return err_set(e, ERR_INTERNAL, "host: mapping %llu bytes at 0x%llx outside any reservation",
+                       (unsigned long long)size, (unsigned long long)addr),
                DEV_ERROR;
+    if (mprotect(real, size, PROT_READ | PROT_WRITE))
+        return errno == ENOMEM ? DEV_OOM
+                               : (err_set(e, ERR_INTERNAL, "host: mapping %llu bytes: %s", (unsigned long long)size,
+                                          strerror(errno)),
+                                  DEV_ERROR);
     host_of(d)->used += size;
     return DEV_OK;
 }
 
 static void host_unmap(struct device *d, uint64_t addr, uint64_t size)
 {
-    protect(addr, size, PROT_NONE);
+    char *real = real_of(host_of(d), addr, size);
+    if (real) /* a fresh PROT_NONE mapping in place returns the pages to the OS */
+        mmap(real, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     host_of(d)->used -= size;
 }
 
@@ -114,8 +168,12 @@ static void host_mem_info(struct device *d, uint64_t *free_bytes, uint64_t *tota
 static int host_launch(struct device *d, const struct kernel_call *k, const uint64_t *addrs, struct err *e)
 {
     void *ptrs[KERNEL_MAX_TENSORS] = {0};
-    for (unsigned i = 0; i < k->ntensors && i < KERNEL_MAX_TENSORS; i++)
-        ptrs[i] = (void *)(uintptr_t)addrs[i];
+    for (unsigned i = 0; i < k->ntensors && i < KERNEL_MAX_TENSORS; i++) {
+        uint64_t bytes = kernel_tensor_bytes(k, i);
+        if (addrs[i] && !(ptrs[i] = real_of(host_of(d), addrs[i], bytes ? bytes : 1)))
+            return err_set(e, ERR_INTERNAL, "host: kernel tensor %u at 0x%llx is not in device memory", i,
+                           (unsigned long long)addrs[i]);
+    }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = kernel_run_cpu(k, ptrs, e);
@@ -133,11 +191,14 @@ static double host_kernel_seconds(struct device *d)
 
 static void host_destroy(struct device *d)
 {
-    if (d) {
-        munmap((void *)(uintptr_t)host_of(d)->arena, ARENA_BYTES);
-        free(d->impl);
-        free(d);
-    }
+    if (!d)
+        return;
+    struct host *h = host_of(d);
+    for (size_t i = 0; i < h->nranges; i++)
+        munmap(h->ranges[i].real, h->ranges[i].size);
+    free(h->ranges);
+    free(h);
+    free(d);
 }
 
 static const struct device_ops host_ops = {
@@ -153,10 +214,9 @@ static const struct device_ops host_ops = {
     .destroy = host_destroy,
 };
 
-/* The cgroup v2 memory limit of this process, 0 if none or unreadable. */
-static uint64_t cgroup_memory_limit(void)
+static uint64_t read_limit(const char *path)
 {
-    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+    FILE *f = fopen(path, "r");
     unsigned long long limit = 0;
     if (f) {
         if (fscanf(f, "%llu", &limit) != 1) /* "max": no limit */
@@ -164,6 +224,14 @@ static uint64_t cgroup_memory_limit(void)
         fclose(f);
     }
     return limit;
+}
+
+/* The cgroup memory limit of this process (v2, else v1, whose "no limit" is a huge number the caller
+ * compares with RAM), 0 if none or unreadable. */
+static uint64_t cgroup_memory_limit(void)
+{
+    uint64_t v2 = read_limit("/sys/fs/cgroup/memory.max");
+    return v2 ? v2 : read_limit("/sys/fs/cgroup/memory/memory.limit_in_bytes");
 }
 
 /* Physical memory from the kernel's own count (sysinfo), not hwloc's: hwloc sums the NUMA nodes'
@@ -188,15 +256,7 @@ struct device *host_device_create(uint64_t capacity, struct err *e)
         err_set(e, ERR_INTERNAL, "out of host memory");
         return NULL;
     }
-    void *arena = mmap(NULL, ARENA_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (arena == MAP_FAILED) {
-        free(d);
-        free(h);
-        err_set(e, ERR_INTERNAL, "host: cannot reserve %llu bytes of address space: %s",
-                (unsigned long long)ARENA_BYTES, strerror(errno));
-        return NULL;
-    }
-    h->arena = h->next = (uint64_t)(uintptr_t)arena;
+    h->next = FIRST_BASE;
     d->ops = &host_ops;
     d->kind = &host_device_kind;
     snprintf(d->name, sizeof d->name, "host");
@@ -242,6 +302,17 @@ static struct device *host_open(const struct device_spec *spec, const struct dev
     uint64_t total = capacity_resolve(capacity, memory, memory / 2);
     if (!total) {
         err_set(e, ERR_INTERNAL, "device %s: cannot read the machine's memory size; give --capacity SIZE", spec->text);
+        return NULL;
+    }
+    if (memory && total > memory / 10 * 9) { /* the host device takes real memory: the OS needs some too */
+        char want[32], all[32], most[32];
+        size_format_pytorch(total, want, sizeof want);
+        size_format_pytorch(memory, all, sizeof all);
+        size_format_flag(memory / 10 * 9, most, sizeof most);
+        err_set(e, ERR_INPUT,
+                "device %s: %s is more than 90%% of this machine's %s, and the host device takes real memory; "
+                "give at most %s (or 90%%)",
+                spec->text, want, all, most);
         return NULL;
     }
     return host_device_create(total, e);
