@@ -228,7 +228,7 @@ static void open_host(void)
         f.fparam[0] = 1.5f;
         ok(d->ops->launch(d, &f, &addr, &e) == 0, "fill runs on it%s", e.msg);
         float last;
-        memcpy(&last, (const void *)(uintptr_t)(addr + (uint64_t)(n - 1) * 4), sizeof last);
+        memcpy(&last, host_device_pointer(d, addr + (uint64_t)(n - 1) * 4), sizeof last);
         ok(last == 1.5f, "  for real: the last element is 1.5");
         double t = d->ops->kernel_seconds(d);
         ok(t > 0 && t < 10, "  and took %.6f s by the clock", t);

@@ -133,6 +133,11 @@ static char *real_of(struct host *h, uint64_t addr, uint64_t size)
     return r && addr + size <= r->addr + r->size ? r->real + (addr - r->addr) : NULL;
 }
 
+void *host_device_pointer(struct device *d, uint64_t addr)
+{
+    return real_of(host_of(d), addr, 1);
+}
+
 static enum dev_status host_map(struct device *d, uint64_t addr, uint64_t size, struct err *e)
 {
     if (!fits(d, size))

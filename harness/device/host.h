@@ -12,6 +12,10 @@ extern const struct device_kind host_device_kind;
 /* A host device of `capacity` bytes (its kind's open picks the default: half of host_memory_bytes()). */
 struct device *host_device_create(uint64_t capacity, struct err *e);
 
+/* The real memory behind the model's address addr on a host device, for reading results (tests,
+ * tools); NULL if addr is in no segment or mapped range. */
+void *host_device_pointer(struct device *d, uint64_t addr);
+
 /* The memory this process may use: the machine's physical memory, or the cgroup's memory limit
  * when that is lower; *source (if not NULL) says which ("RAM" or "cgroup limit"). 0 if unknown. */
 uint64_t host_memory_bytes(const char **source);
