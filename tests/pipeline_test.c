@@ -2,7 +2,11 @@
  * printed as text and replayed through the same runner on the same device: a variant that fits must
  * replay to the same memory_stats (all 122 keys), the same phase peaks and times, the same category
  * breakdown at the peak and the same throughput; one that OOMs must OOM first with the same message. The
- * text read back and printed again must equal what was printed (kernel scalars included). */
+ * text read back and printed again must equal what was printed (kernel scalars included).
+ * Snapshots out: the run is also written as a PyTorch snapshot (--snapshot), and replaying that file as a
+ * user would (no options) must reproduce it exactly: every segment_alloc and segment_map, every address,
+ * every final layout, and memory_stats equal but for the OOM counters (a snapshot records no allocation
+ * for a request that OOMs, and an unbounded replay needs no retry before one). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +20,34 @@
 #include "workload/generate.h"
 
 static struct job_result ran, replayed; /* large: not on the stack */
+
+/* memory_stats equal but for the counters of OOM handling */
+static bool same_stats_but_ooms(struct alloc_stats a, struct alloc_stats b)
+{
+    a.num_ooms = b.num_ooms = 0;
+    a.num_alloc_retries = b.num_alloc_retries = 0;
+    a.num_sync_all_streams = b.num_sync_all_streams = 0;
+    return !memcmp(&a, &b, sizeof a);
+}
+
+static void check_snapshot(const struct scenario *sc, const struct variant *v, const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s--%s.pickle", dir, sc->name, v->name);
+    struct replay_options plain = {0};
+    struct err e = {0};
+    if (!ok(replay_path(path, &plain, &replayed, &e) == 0, "%s/%s: its snapshot replays", sc->name, v->name)) {
+        diag("%s", e.msg);
+        return;
+    }
+    const struct recorded_check *c = &replayed.replay.check;
+    ok(c->segment_allocs_matched == c->segment_allocs_recorded && c->segment_maps_matched == c->segment_maps_recorded &&
+           c->addresses_matched == c->allocs && c->final_layout_matched && replayed.run.nooms == 0,
+       "%s/%s: the snapshot replays exactly (%zu segment_allocs, %zu segment_maps, %zu allocs) %s", sc->name, v->name,
+       c->segment_allocs_recorded, c->segment_maps_recorded, c->allocs, c->first_mismatch);
+    ok(same_stats_but_ooms(ran.run.stats, replayed.run.stats), "%s/%s: the snapshot replays to the run's memory_stats",
+       sc->name, v->name);
+}
 
 /* Writes the variant's op program to path; 0 or -1. */
 static int write_program(const struct scenario *sc, const struct job_spec *spec, const char *path)
@@ -62,12 +94,13 @@ static void check_variant(const struct scenario *sc, const struct variant *v, co
     char prog[64], again[64];
     snprintf(prog, sizeof prog, "%s/program.txt", dir);
     snprintf(again, sizeof again, "%s/again.txt", dir);
-    struct harness_options hopt = {0};
+    struct harness_options hopt = {.snapshot_dir = dir};
     struct err e = {0};
     if (!ok(harness_run_variant(sc, v, NULL, &hopt, &ran, &e) == 0, "%s/%s runs", sc->name, v->name)) {
         diag("%s", e.msg);
         return;
     }
+    check_snapshot(sc, v, dir);
     if (!ok(write_program(sc, &v->job, prog) == 0, "%s/%s: program written", sc->name, v->name))
         return;
     /* the text read back and printed again is the same text */
@@ -80,7 +113,7 @@ static void check_variant(const struct scenario *sc, const struct variant *v, co
         fclose(f);
     ok(rc == 0 && files_equal(prog, again), "%s/%s: text reads back to itself", sc->name, v->name);
 
-    struct replay_options ropt = {.device = sc->device, .alloc_conf = v->alloc.text};
+    struct replay_options ropt = {.device = sc->device, .alloc_conf = v->alloc.text, .stop_at_oom = true};
     if (!ok(replay_path(prog, &ropt, &replayed, &e) == 0, "%s/%s: program replays", sc->name, v->name)) {
         diag("%s", e.msg);
         return;
@@ -88,6 +121,8 @@ static void check_variant(const struct scenario *sc, const struct variant *v, co
     if (ran.run.oom.happened) {
         ok(replayed.run.oom.happened && !strcmp(ran.run.oom.message, replayed.run.oom.message),
            "%s/%s: the replay OOMs first where the run does", sc->name, v->name);
+        ok(!memcmp(&ran.run.stats, &replayed.run.stats, sizeof ran.run.stats),
+           "%s/%s: and stopped there, with the run's memory_stats", sc->name, v->name);
         return;
     }
     ok(!memcmp(&ran.run.stats, &replayed.run.stats, sizeof ran.run.stats), "%s/%s: same memory_stats", sc->name,

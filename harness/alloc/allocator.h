@@ -73,6 +73,11 @@ void allocator_empty_cache(struct allocator *a);
  * does not exist or is not entirely free. */
 bool allocator_release_segment(struct allocator *a, uint64_t addr);
 
+/* Unmaps the pages of the free block holding [addr, addr + size) in an expandable segment (what a recorded
+ * segment_unmap shows: empty_cache, or a release before a retry), as the release paths do; false if
+ * those pages are not mapped or the block holding them is not free. */
+bool allocator_release_mapped(struct allocator *a, uint64_t addr, uint64_t size);
+
 uint64_t alloc_block_addr(const struct alloc_block *b);
 uint64_t alloc_block_size(const struct alloc_block *b);
 
@@ -97,5 +102,12 @@ struct restore_block {
 int allocator_restore_segment(struct allocator *a, uint64_t size, uint64_t stream, bool small,
                               const struct restore_block *blocks, size_t n, struct alloc_block **handles,
                               uint64_t *addr, struct err *e);
+
+/* The same for an expandable segment: a new reservation (*base) in which ranges[] (offset from the base,
+ * size) are mapped and blocks[] (offsets from the base, inside those ranges) are live; the rest of each
+ * range is free, the rest of the reservation unmapped. */
+int allocator_restore_expandable(struct allocator *a, uint64_t stream, bool small, const struct restore_block *ranges,
+                                 size_t nranges, const struct restore_block *blocks, size_t n,
+                                 struct alloc_block **handles, uint64_t *base, struct err *e);
 
 #endif

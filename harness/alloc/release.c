@@ -132,3 +132,20 @@ bool allocator_release_segment(struct allocator *a, uint64_t addr)
     }
     return false;
 }
+
+bool allocator_release_mapped(struct allocator *a, uint64_t addr, uint64_t size)
+{
+    for (struct segment *s = a->segments; s; s = s->next_seg) {
+        if (!s->expandable || addr < s->addr || addr + size > s->addr + s->size)
+            continue;
+        for (struct alloc_block *b = s->head; b; b = b->next) {
+            if (b->addr + b->size <= addr)
+                continue;
+            if (b->allocated || !b->mapped || b->addr > addr || b->addr + b->size < addr + size)
+                return false; /* the model still uses these pages, or they are not mapped */
+            unmap_block(a, b);
+            return true;
+        }
+    }
+    return false;
+}

@@ -29,6 +29,8 @@ static void usage(FILE *f)
             "  --capacity CAP       device capacity: a size (100MiB, 31.5GiB) or a share of the device (0.5, 50%%)\n"
             "  --same-addresses     new segments always take the addresses recorded in segment_alloc events\n"
             "  --sim-addresses      new segments always follow the sim's deterministic address policy\n"
+            "  --stop-at-oom        end at the first OOM, as a script that does not catch it would (default: report\n"
+            "                       it and go on, as one that catches it)\n"
             "  --snapshot FILE      write the replayed run as a PyTorch memory snapshot (pytorch.org/memory_viz\n"
             "                       opens it); FILE.json: the final segments as memory_snapshot()'s JSON\n"
             CLI_REPORT_HELP
@@ -41,7 +43,7 @@ int cmd_replay(int argc, char **argv)
         {"alloc-conf", required_argument, 0, 'a'}, {"device", required_argument, 0, 'd'},
         {"capacity", required_argument, 0, 'c'},   {"same-addresses", no_argument, 0, 's'},
         {"snapshot", required_argument, 0, 'S'},   {"help", no_argument, 0, 'h'},
-        {"sim-addresses", no_argument, 0, 'P'},
+        {"sim-addresses", no_argument, 0, 'P'},     {"stop-at-oom", no_argument, 0, 'O'},
         CLI_REPORT_OPTIONS,                        {0, 0, 0, 0},
     };
     struct replay_options opt = {0};
@@ -61,6 +63,7 @@ int cmd_replay(int argc, char **argv)
             break;
         case 's': opt.addresses = ADDRESSES_RECORDED; break;
         case 'P': opt.addresses = ADDRESSES_POLICY; break;
+        case 'O': opt.stop_at_oom = true; break;
         case 'S': opt.snapshot_path = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;

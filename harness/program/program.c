@@ -15,6 +15,8 @@ static const char *const op_kind_names[OP_KIND_COUNT] = {
     [OP_RESET_ACCUMULATED] = "reset_accumulated_memory_stats",
     [OP_SEGMENT_ALLOC] = "segment_alloc",
     [OP_SEGMENT_FREE] = "segment_free",
+    [OP_SEGMENT_MAP] = "segment_map",
+    [OP_SEGMENT_UNMAP] = "segment_unmap",
 };
 
 const char *op_kind_name(enum op_kind k)

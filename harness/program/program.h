@@ -25,6 +25,10 @@ enum op_kind {
      * or PyTorch's release before a retry) releases the model's counterpart if it is wholly free. */
     OP_SEGMENT_ALLOC,
     OP_SEGMENT_FREE,
+    /* ... and of expandable segments (id = the mapped range's address, bytes = its size): a map is checked,
+     * an unmap (empty_cache, or a release before a retry) unmaps the model's free pages there. */
+    OP_SEGMENT_MAP,
+    OP_SEGMENT_UNMAP,
     OP_KIND_COUNT
 };
 

@@ -18,10 +18,27 @@ struct seg_log {
     size_t at_alloc;
 };
 
+/* An expandable segment's reservation, per (stream, pool): PyTorch maps its pages from the base up, so the
+ * first map seen on each side is the base, and offsets from it translate recorded addresses. */
+struct reservation {
+    uint64_t stream;
+    bool small;
+    bool have_rec, have_ours, paired;
+    uint64_t rec_base, our_base;
+};
+
+#define MAX_RESERVATIONS 64
+#define RESERVATION_SPAN (1ULL << 40) /* more than any recorded GPU's ~1.125 x memory reservation */
+
 struct recorded_observer {
     struct run_observer base; /* first */
     struct recorded_check check;
     size_t allocs_done;
+    struct reservation res[MAX_RESERVATIONS];
+    size_t nres;
+    /* segment_maps, recorded and the model's, not yet paired */
+    struct seg_log *maps_ours, *maps_rec;
+    size_t nmaps_ours, maps_ours_head, maps_ours_cap, nmaps_rec, maps_rec_head, maps_rec_cap;
     /* the model's segment_allocs not yet paired with a recorded one */
     struct seg_log *ours;
     size_t nours, ours_head, ours_cap;
@@ -114,18 +131,70 @@ static void pair_segments(struct recorded_observer *o)
     }
 }
 
+/* A map of whole 20 MiB pages is the large pool's; the small pool maps 2 MiB pages one or two at a time. */
+static bool small_pool_map(uint64_t size)
+{
+    return size % (20ULL << 20) != 0;
+}
+
+/* The first map of each side on a (stream, pool) is its reservation's base; once both are known, offsets
+ * from them translate. */
+static void note_map(struct recorded_observer *o, uint64_t stream, uint64_t addr, uint64_t size, bool recorded)
+{
+    bool small = small_pool_map(size);
+    struct reservation *r = NULL;
+    for (size_t i = 0; i < o->nres && !r; i++)
+        if (o->res[i].stream == stream && o->res[i].small == small)
+            r = &o->res[i];
+    if (!r) {
+        if (o->nres == MAX_RESERVATIONS)
+            return;
+        r = &o->res[o->nres++];
+        *r = (struct reservation){.stream = stream, .small = small};
+    }
+    if (recorded && !r->have_rec)
+        r->have_rec = true, r->rec_base = addr;
+    if (!recorded && !r->have_ours)
+        r->have_ours = true, r->our_base = addr;
+    if (r->have_rec && r->have_ours && !r->paired) {
+        r->paired = true;
+        pair_add(o, r->rec_base, RESERVATION_SPAN, r->our_base);
+    }
+}
+
+static void pair_maps(struct recorded_observer *o)
+{
+    struct recorded_check *c = &o->check;
+    while (o->maps_ours_head < o->nmaps_ours && o->maps_rec_head < o->nmaps_rec) {
+        const struct seg_log *ours = &o->maps_ours[o->maps_ours_head++], *rec = &o->maps_rec[o->maps_rec_head++];
+        if (ours->size == rec->size && ours->at_alloc == rec->at_alloc)
+            c->segment_maps_matched++;
+        else
+            mismatch(o,
+                     "segment_map #%zu: recorded %" PRIu64 " bytes before alloc #%zu, the model mapped %" PRIu64
+                     " bytes before alloc #%zu",
+                     o->maps_rec_head, rec->size, rec->at_alloc + 1, ours->size, ours->at_alloc + 1);
+    }
+}
+
 static void on_alloc_event(struct run_observer *base, const struct alloc_trace_event *ev)
 {
     struct recorded_observer *o = (struct recorded_observer *)base;
     if (ev->action == ACT_SEGMENT_ALLOC &&
         grow(o, (void **)&o->ours, &o->ours_cap, o->nours + 1, sizeof *o->ours))
         o->ours[o->nours++] = (struct seg_log){ev->addr, ev->size, o->allocs_done};
+    if (ev->action == ACT_SEGMENT_MAP) {
+        note_map(o, ev->stream, ev->addr, ev->size, false);
+        if (grow(o, (void **)&o->maps_ours, &o->maps_ours_cap, o->nmaps_ours + 1, sizeof *o->maps_ours))
+            o->maps_ours[o->nmaps_ours++] = (struct seg_log){ev->addr, ev->size, o->allocs_done};
+    }
 }
 
 static void check_alloc(struct recorded_observer *o, const struct op *op, const struct alloc_block *b)
 {
     o->allocs_done++;
     pair_segments(o);
+    pair_maps(o);
     o->check.allocs++;
     uint64_t want = translate(o, op->id);
     if (b && want == alloc_block_addr(b))
@@ -147,6 +216,16 @@ static void release_recorded(struct recorded_observer *o, struct runner *r, cons
     pair_remove(o, op->id);
 }
 
+/* A recorded segment_unmap: the model unmaps its free pages there. */
+static void unmap_recorded(struct recorded_observer *o, struct runner *r, const struct op *op)
+{
+    pair_maps(o);
+    uint64_t ours = translate(o, op->id);
+    if (!ours || !allocator_release_mapped(runner_allocator(r), ours, op->bytes))
+        mismatch(o, "event %" PRIu64 ": segment_unmap of %" PRIu64 " bytes at 0x%" PRIx64 ", which the model %s",
+                 op->where, op->bytes, op->id, ours ? "still uses or has not mapped" : "has no counterpart for");
+}
+
 static int on_op(struct run_observer *base, struct runner *r, const struct op *op, const struct alloc_block *block,
                  struct err *e)
 {
@@ -159,6 +238,13 @@ static int on_op(struct run_observer *base, struct runner *r, const struct op *o
             o->recorded[o->nrecorded++] = (struct seg_log){op->id, op->bytes, o->allocs_done};
         break;
     case OP_SEGMENT_FREE: release_recorded(o, r, op); break;
+    case OP_SEGMENT_MAP:
+        o->check.segment_maps_recorded++;
+        note_map(o, (uint64_t)op->stream, op->id, op->bytes, true);
+        if (grow(o, (void **)&o->maps_rec, &o->maps_rec_cap, o->nmaps_rec + 1, sizeof *o->maps_rec))
+            o->maps_rec[o->nmaps_rec++] = (struct seg_log){op->id, op->bytes, o->allocs_done};
+        break;
+    case OP_SEGMENT_UNMAP: unmap_recorded(o, r, op); break;
     default: break;
     }
     if (o->out_of_memory)
@@ -186,6 +272,16 @@ int recorded_observer_restored(struct recorded_observer *o, uint64_t rec_addr, u
     return o->out_of_memory ? -1 : 0;
 }
 
+int recorded_observer_restored_reservation(struct recorded_observer *o, uint64_t stream, bool small,
+                                           uint64_t rec_base, uint64_t our_base)
+{
+    if (o->nres == MAX_RESERVATIONS)
+        return -1;
+    o->res[o->nres++] = (struct reservation){stream, small, true, true, true, rec_base, our_base};
+    pair_add(o, rec_base, RESERVATION_SPAN, our_base);
+    return o->out_of_memory ? -1 : 0;
+}
+
 static bool same_layout(const struct segment_info *ours, const struct segment_info *rec)
 {
     if (ours->total_size != rec->total_size || ours->nblocks != rec->nblocks)
@@ -202,8 +298,11 @@ int recorded_observer_finish(struct recorded_observer *o, struct runner *r, cons
                              struct recorded_check *out, struct err *e)
 {
     pair_segments(o);
+    pair_maps(o);
     if (o->nours != o->nrecorded)
         mismatch(o, "the snapshot records %zu segment_allocs, the model made %zu", o->nrecorded, o->nours);
+    if (o->nmaps_ours != o->nmaps_rec)
+        mismatch(o, "the snapshot records %zu segment_maps, the model made %zu", o->nmaps_rec, o->nmaps_ours);
     struct alloc_snapshot ours;
     if (o->out_of_memory || allocator_snapshot(runner_allocator(r), &ours))
         return err_set(e, ERR_INTERNAL, "out of host memory checking the final state");
@@ -238,6 +337,8 @@ void recorded_observer_destroy(struct recorded_observer *o)
         return;
     free(o->ours);
     free(o->recorded);
+    free(o->maps_ours);
+    free(o->maps_rec);
     free(o->pairs);
     free(o);
 }

@@ -24,6 +24,7 @@
 
 /* What one run of a replay is set up with. */
 struct setup {
+    bool stop_at_oom;
     struct alloc_config cfg;
     const char *device;
     struct capacity capacity;
@@ -49,7 +50,7 @@ static int open_run(const struct setup *su, bool snapshot, bool record, struct r
     out->device_total = rr->dev->total;
     snprintf(out->device_detail, sizeof out->device_detail, "%s", rr->dev->detail);
     snprintf(out->timed_by, sizeof out->timed_by, "%s", rr->dev->timed_by);
-    struct runner_options ro = {.continue_after_oom = true, .lenient_ids = snapshot,
+    struct runner_options ro = {.continue_after_oom = !su->stop_at_oom, .lenient_ids = snapshot,
                                 .where_unit = snapshot ? "event" : "line"};
     if (!(rr->runner = runner_create(rr->dev, &su->cfg, &ro)))
         return err_set(e, ERR_INTERNAL, "out of host memory");
@@ -77,7 +78,42 @@ static uint64_t plan_reserved_at_start(const struct snapshot_plan *p)
     uint64_t n = 0;
     for (size_t i = 0; i < p->ninitial; i++)
         n += p->initial[i].size;
+    for (size_t i = 0; i < p->ninitial_expandable; i++)
+        for (size_t k = 0; k < p->initial_expandable[i].nranges; k++)
+            n += p->initial_expandable[i].ranges[k].size;
     return n;
+}
+
+/* A restore that failed for want of device memory, said in one line with what the start needs. */
+static int too_small_for_start(const struct replay_run *rr, const struct snapshot_plan *p, struct err *e)
+{
+    char need[32], have[32], flag[32];
+    size_format_pytorch(plan_reserved_at_start(p), need, sizeof need);
+    size_format_pytorch(rr->dev->total, have, sizeof have);
+    size_format_flag(plan_reserved_at_start(p), flag, sizeof flag);
+    return err_set(e, ERR_INPUT,
+                   "%s: the state at trace start holds %s reserved, more than %s has (%s): replay without "
+                   "--device/--capacity to reproduce the recording, or give --capacity %s or more",
+                   p->name, need, rr->dev->name, have, flag);
+}
+
+static int restore_expandable(struct replay_run *rr, const struct snapshot_plan *p, struct err *e)
+{
+    for (size_t i = 0; i < p->ninitial_expandable; i++) {
+        const struct replay_expandable *x = &p->initial_expandable[i];
+        uint64_t base;
+        struct err why = {0};
+        if (runner_restore_expandable(rr->runner, x->stream, x->small, x->ranges, x->nranges, x->blocks, x->keys,
+                                      x->nblocks, &base, &why)) {
+            if (why.code == ERR_INPUT && strstr(why.msg, "cannot"))
+                return too_small_for_start(rr, p, e);
+            return *e = why, err_prefix(e, "%s: restoring the expandable segment at 0x%llx live at trace start: ",
+                                        p->name, (unsigned long long)x->rec_base);
+        }
+        if (recorded_observer_restored_reservation(rr->check, x->stream, x->small, x->rec_base, base))
+            return err_set(e, ERR_INTERNAL, "out of host memory restoring an expandable segment");
+    }
+    return 0;
 }
 
 /* The state at trace start, each segment at its recorded address. */
@@ -103,14 +139,7 @@ static int restore_initial(struct replay_run *rr, const struct snapshot_plan *p,
             if (why.code != ERR_INPUT || !strstr(why.msg, "cannot hold"))
                 return *e = why, err_prefix(e, "%s: restoring the segment at 0x%llx live at trace start: ", p->name,
                                             (unsigned long long)s->address);
-            char need[32], have[32], flag[32];
-            size_format_pytorch(plan_reserved_at_start(p), need, sizeof need);
-            size_format_pytorch(rr->dev->total, have, sizeof have);
-            size_format_flag(plan_reserved_at_start(p), flag, sizeof flag);
-            return err_set(e, ERR_INPUT,
-                           "%s: the state at trace start holds %s reserved, more than %s has (%s): replay without "
-                           "--device/--capacity to reproduce the recording, or give --capacity %s or more",
-                           p->name, need, rr->dev->name, have, flag);
+            return too_small_for_start(rr, p, e);
         }
         if (recorded_observer_restored(rr->check, s->address, s->size, addr))
             return err_set(e, ERR_INTERNAL, "out of host memory restoring %zu segments", p->ninitial);
@@ -149,12 +178,16 @@ static int run_plan(const struct snapshot_plan *plan, const struct setup *su, st
     int rc = open_run(su, true, snapshot_path != NULL, &rr, out, e);
     if (rc == 0)
         rc = restore_initial(&rr, plan, e);
+    if (rc == 0)
+        rc = restore_expandable(&rr, plan, e);
     if (rc == 0 && su->recorded_addresses && rr.dev->ops->place_next)
         rc = force_recorded_addresses(&rr, plan, e);
     struct op_sink *sink = rc ? NULL : runner_sink(rr.runner);
-    for (size_t i = 0; rc == 0 && i < plan->nops; i++)
-        if ((rc = sink->emit(sink, &plan->ops[i], e)))
+    for (size_t i = 0; rc == 0 && i < plan->nops && !runner_stopped_by_oom(rr.runner); i++)
+        if ((rc = sink->emit(sink, &plan->ops[i], e)) && !runner_stopped_by_oom(rr.runner))
             err_prefix(e, "%s: event %llu: ", plan->name, (unsigned long long)plan->ops[i].where);
+    if (runner_stopped_by_oom(rr.runner))
+        rc = 0; /* the OOM is the result */
     if (rc == 0 && (rc = recorded_observer_finish(rr.check, rr.runner, &plan->final, &out->replay.check, e)) == 0)
         out->replay.checked = true;
     if (rc == 0)
@@ -168,8 +201,8 @@ static int run_text(struct trace_input *in, const struct setup *su, struct job_r
 {
     struct replay_run rr = {0};
     int rc = open_run(su, false, snapshot_path != NULL, &rr, out, e);
-    if (rc == 0)
-        rc = text_trace_run(in, runner_sink(rr.runner), e);
+    if (rc == 0 && (rc = text_trace_run(in, runner_sink(rr.runner), e)) && runner_stopped_by_oom(rr.runner))
+        rc = 0; /* the OOM is the result */
     if (rc == 0)
         rc = finish(&rr, out, snapshot_path, e);
     close_run(&rr);
@@ -181,6 +214,7 @@ static int decide(const struct replay_options *opt, const struct snapshot_plan *
                   struct job_result *out, struct err *e)
 {
     struct replay_info *ri = &out->replay;
+    su->stop_at_oom = opt->stop_at_oom;
     alloc_config_default(&su->cfg);
     if (opt->alloc_conf) {
         if (alloc_config_parse(&su->cfg, opt->alloc_conf, e))
@@ -229,7 +263,7 @@ static int replay_snapshot(struct trace_input *in, const struct replay_options *
     if (rc)
         return -1;
     out->replay.input_kind = "PyTorch snapshot";
-    out->replay.rebuilt_start = plan.ninitial > 0;
+    out->replay.rebuilt_start = plan.ninitial > 0 || plan.ninitial_expandable > 0;
     struct setup su;
     rc = decide(opt, &plan, &su, out, e);
     if (rc == 0)

@@ -32,6 +32,7 @@ struct replay_options {
     const char *env_name;        /* the variable they came from */
     enum replay_addresses addresses;
     const char *snapshot_path;   /* the replayed run written there as a PyTorch snapshot (snapshot_out.h) */
+    bool stop_at_oom;            /* end at the first OOM, as a script that does not catch it (default: go on) */
 };
 
 /* Replays the file at path ("-" = standard input; plain or gzip) into *out. Bad input: ERR_INPUT naming

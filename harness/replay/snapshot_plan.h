@@ -23,12 +23,26 @@ struct replay_segment {
     size_t nblocks;
 };
 
+/* An expandable segment's reservation live at trace start: its mapped ranges (offsets from rec_base, the
+ * lowest mapped address, which a new reservation's first map takes) and the allocations live in them. */
+struct replay_expandable {
+    uint64_t stream, rec_base;
+    bool small;
+    struct restore_block *ranges; /* offset, size */
+    size_t nranges;
+    struct restore_block *blocks;
+    uint64_t *keys;
+    size_t nblocks;
+};
+
 struct snapshot_plan {
     const char *name;
     struct op *ops;                  /* alloc, free_completed, segment_alloc, segment_free; ids are addresses */
     size_t nops;
     struct replay_segment *initial;  /* the state at trace start, sorted by address */
     size_t ninitial;
+    struct replay_expandable *initial_expandable; /* ... and its expandable segments */
+    size_t ninitial_expandable;
     struct alloc_snapshot final;     /* the file's final segments */
     bool has_settings;               /* the file records its allocator settings */
     struct alloc_config settings;    /* ... which are these (PyTorch's defaults when it records none) */

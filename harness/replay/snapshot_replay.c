@@ -1,7 +1,7 @@
 /* snapshot_replay.c: turning a PyTorch snapshot into a replay plan: its alloc, free_completed,
- * segment_alloc and segment_free events as ops in order, its final segments to compare with, and,
- * when recording began mid-run, the state at trace start: the final segments and live blocks minus the
- * net effect of the traced events. A live block whose size the file no longer shows gets the size the
+ * segment_alloc, segment_free, segment_map and segment_unmap events as ops in order, its final segments
+ * to compare with, and, when recording began mid-run, the state at trace start: the final segments,
+ * expandable segments' mapped ranges and live blocks minus the net effect of the traced events. A live block whose size the file no longer shows gets the size the
  * allocator's rules give its request (rounded, or the whole gap when that remainder would not be split). */
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +39,8 @@ static int build_ops(const struct snapshot *s, struct snapshot_plan *p)
         case SNAP_FREE_COMPLETED: op.kind = OP_FREE; break;
         case SNAP_SEGMENT_ALLOC: op.kind = OP_SEGMENT_ALLOC; break;
         case SNAP_SEGMENT_FREE: op.kind = OP_SEGMENT_FREE; break;
+        case SNAP_SEGMENT_MAP: op.kind = OP_SEGMENT_MAP; break;
+        case SNAP_SEGMENT_UNMAP: op.kind = OP_SEGMENT_UNMAP; break;
         default: p->skipped_events++; continue;
         }
         if (vec_grow((void **)&p->ops, &cap, p->nops + 1, sizeof *p->ops))
@@ -78,14 +80,17 @@ static int unwind(const struct snapshot *s, struct live_entry **live, struct seg
 {
     for (size_t i = 0; i < s->nsegments; i++) {
         const struct snap_segment *ss = &s->segments[i];
-        struct seg_entry *g = calloc(1, sizeof *g);
-        if (!g)
-            return -1;
-        *g = (struct seg_entry){.addr = ss->address, .size = ss->total_size, .stream = ss->stream, .small = ss->small};
-        HASH_ADD(hh, *segs, addr, sizeof g->addr, g);
-        if (!HASH_ADDED(g)) {
-            free(g);
-            return -1;
+        struct seg_entry *g = ss->is_expandable ? NULL : calloc(1, sizeof *g);
+        if (!ss->is_expandable) {
+            if (!g)
+                return -1;
+            *g = (struct seg_entry){.addr = ss->address, .size = ss->total_size, .stream = ss->stream,
+                                    .small = ss->small};
+            HASH_ADD(hh, *segs, addr, sizeof g->addr, g);
+            if (!HASH_ADDED(g)) {
+                free(g);
+                return -1;
+            }
         }
         for (size_t k = 0; k < ss->nblocks; k++) {
             const struct snap_block *sb = &ss->blocks[k];
@@ -152,16 +157,6 @@ static int unwind(const struct snapshot *s, struct live_entry **live, struct seg
     return 0;
 }
 
-static int by_addr_seg(const struct seg_entry *x, const struct seg_entry *y)
-{
-    return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
-static int by_addr_live(const struct live_entry *x, const struct live_entry *y)
-{
-    return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
 /* Size of a live block the final state no longer shows, by the allocator's rules (see the header). */
 static uint64_t inferred_size(const struct alloc_config *cfg, bool small, uint64_t requested, uint64_t gap)
 {
@@ -171,6 +166,166 @@ static uint64_t inferred_size(const struct alloc_config *cfg, bool small, uint64
     uint64_t remainder = gap - rounded;
     bool split = small ? remainder >= 512 : (rounded < cfg->max_split_size && remainder > MiB);
     return split ? rounded : gap;
+}
+
+/* Mapped address ranges [start, end) of one (stream, pool), sorted and apart. */
+struct ranges {
+    uint64_t stream;
+    bool small;
+    uint64_t (*r)[2];
+    size_t n, cap;
+};
+
+/* The large pool maps whole 20 MiB pages; the small pool one or two 2 MiB pages at a time. */
+static bool small_pool_map(uint64_t size)
+{
+    return size % (20 * MiB) != 0;
+}
+
+static struct ranges *ranges_for(struct ranges **all, size_t *n, size_t *cap, uint64_t stream, bool small)
+{
+    for (size_t i = 0; i < *n; i++)
+        if ((*all)[i].stream == stream && (*all)[i].small == small)
+            return &(*all)[i];
+    if (vec_grow((void **)all, cap, *n + 1, sizeof **all))
+        return NULL;
+    (*all)[*n] = (struct ranges){.stream = stream, .small = small};
+    return &(*all)[(*n)++];
+}
+
+/* Adds [a, b), merging what it touches. */
+static int ranges_add(struct ranges *x, uint64_t a, uint64_t b)
+{
+    size_t i = 0;
+    while (i < x->n && x->r[i][1] < a)
+        i++;
+    size_t j = i;
+    while (j < x->n && x->r[j][0] <= b) {
+        a = x->r[j][0] < a ? x->r[j][0] : a;
+        b = x->r[j][1] > b ? x->r[j][1] : b;
+        j++;
+    }
+    if (j == i && vec_grow((void **)&x->r, &x->cap, x->n + 1, sizeof *x->r))
+        return -1;
+    memmove(&x->r[i + 1], &x->r[j], (x->n - j) * sizeof *x->r);
+    x->n = x->n - (j - i) + 1;
+    x->r[i][0] = a;
+    x->r[i][1] = b;
+    return 0;
+}
+
+/* Removes [a, b), splitting a range it falls inside. */
+static int ranges_remove(struct ranges *x, uint64_t a, uint64_t b)
+{
+    for (size_t i = 0; i < x->n; i++) {
+        uint64_t s0 = x->r[i][0], s1 = x->r[i][1];
+        if (s1 <= a || s0 >= b)
+            continue;
+        if (s0 < a && s1 > b) { /* a hole in the middle */
+            if (vec_grow((void **)&x->r, &x->cap, x->n + 1, sizeof *x->r))
+                return -1;
+            memmove(&x->r[i + 2], &x->r[i + 1], (x->n - i - 1) * sizeof *x->r);
+            x->n++;
+            x->r[i][1] = a;
+            x->r[i + 1][0] = b;
+            x->r[i + 1][1] = s1;
+            return 0;
+        }
+        if (s0 < a)
+            x->r[i][1] = a;
+        else if (s1 > b)
+            x->r[i][0] = b;
+        else {
+            memmove(&x->r[i], &x->r[i + 1], (x->n - i - 1) * sizeof *x->r);
+            x->n--;
+            i--;
+        }
+    }
+    return 0;
+}
+
+/* The mapped ranges of expandable segments at trace start: the final ones, without what the trace
+ * mapped and with what it unmapped, walking it backwards. */
+static int unwind_mapped(const struct snapshot *s, struct ranges **all, size_t *n)
+{
+    size_t cap = 0;
+    for (size_t i = 0; i < s->nsegments; i++) {
+        const struct snap_segment *ss = &s->segments[i];
+        struct ranges *x = ss->is_expandable ? ranges_for(all, n, &cap, ss->stream, ss->small) : NULL;
+        if (ss->is_expandable && (!x || ranges_add(x, ss->address, ss->address + ss->total_size)))
+            return -1;
+    }
+    for (size_t i = s->nevents; i-- > 0;) {
+        const struct snap_event *ev = &s->events[i];
+        if (ev->action != SNAP_SEGMENT_MAP && ev->action != SNAP_SEGMENT_UNMAP)
+            continue;
+        struct ranges *x = ranges_for(all, n, &cap, ev->stream, small_pool_map(ev->size));
+        if (!x || (ev->action == SNAP_SEGMENT_MAP ? ranges_remove(x, ev->addr, ev->addr + ev->size)
+                                                  : ranges_add(x, ev->addr, ev->addr + ev->size)))
+            return -1;
+    }
+    return 0;
+}
+
+/* The live blocks from l on (sorted by address) inside [start, end), appended to blocks and keys as
+ * offsets from base. */
+static int take_blocks(struct live_entry *l, uint64_t start, uint64_t end, uint64_t base, struct restore_block **blocks,
+                       uint64_t **keys, size_t *n, size_t *cap)
+{
+    for (; l; l = l->hh.next) {
+        if (l->addr < start || l->addr >= end)
+            continue;
+        if (vec_grow((void **)blocks, cap, *n + 1, sizeof **blocks) || !(*keys = realloc(*keys, *cap * sizeof **keys)))
+            return -1;
+        (*keys)[*n] = l->addr;
+        (*blocks)[(*n)++] = (struct restore_block){l->addr - base, l->size, l->requested};
+    }
+    return 0;
+}
+
+static int build_initial_expandable(const struct snapshot *s, const struct alloc_config *cfg, struct live_entry *live,
+                                    struct snapshot_plan *p)
+{
+    struct ranges *all = NULL;
+    size_t n = 0;
+    int rc = unwind_mapped(s, &all, &n);
+    if (rc == 0 && n && !(p->initial_expandable = calloc(n, sizeof *p->initial_expandable)))
+        rc = -1;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const struct ranges *x = &all[i];
+        if (!x->n)
+            continue;
+        struct replay_expandable *ex = &p->initial_expandable[p->ninitial_expandable++];
+        *ex = (struct replay_expandable){.stream = x->stream, .small = x->small, .rec_base = x->r[0][0]};
+        if (!(ex->ranges = calloc(x->n, sizeof *ex->ranges)))
+            rc = -1;
+        size_t cap = 0;
+        for (size_t k = 0; rc == 0 && k < x->n; k++) {
+            ex->ranges[ex->nranges++] = (struct restore_block){x->r[k][0] - ex->rec_base, x->r[k][1] - x->r[k][0], 0};
+            size_t first = ex->nblocks;
+            rc = take_blocks(live, x->r[k][0], x->r[k][1], ex->rec_base, &ex->blocks, &ex->keys, &ex->nblocks, &cap);
+            for (size_t b = first; rc == 0 && b < ex->nblocks; b++) {
+                struct restore_block *rb = &ex->blocks[b];
+                uint64_t next = b + 1 < ex->nblocks ? ex->blocks[b + 1].offset : x->r[k][1] - ex->rec_base;
+                if (rb->size == 0)
+                    rb->size = inferred_size(cfg, x->small, rb->requested_size, next - rb->offset);
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(all[i].r);
+    free(all);
+    return rc;
+}
+
+static int by_addr_seg(const struct seg_entry *x, const struct seg_entry *y)
+{
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int by_addr_live(const struct live_entry *x, const struct live_entry *y)
+{
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
 static int build_initial(const struct snapshot *s, const struct alloc_config *cfg, struct snapshot_plan *in,
@@ -208,6 +363,10 @@ static int build_initial(const struct snapshot *s, const struct alloc_config *cf
                 rb->size = inferred_size(cfg, g->small, rb->requested_size, next - rb->offset);
         }
     }
+    if (rc == 0) {
+        HASH_SORT(live, by_addr_live);
+        rc = build_initial_expandable(s, cfg, live, in);
+    }
     HASH_ITER(hh, live, l, ltmp) {
         HASH_DEL(live, l);
         free(l);
@@ -244,16 +403,6 @@ int snapshot_plan_build(const char *name, const unsigned char *data, size_t len,
     struct snapshot s;
     if (snapshot_parse(name, data, len, &s, e))
         return -1;
-    for (size_t i = 0; i < s.nsegments; i++) {
-        if (s.segments[i].is_expandable) {
-            uint64_t addr = s.segments[i].address;
-            snapshot_free(&s);
-            return err_set(e, ERR_INPUT,
-                           "%s: segment at 0x%llx is expandable; replaying snapshots with expandable segments "
-                           "is not supported yet",
-                           name, (unsigned long long)addr);
-        }
-    }
     int rc = recorded_settings(&s, p, e);
     if (rc == 0 && (build_ops(&s, p) || build_final(&s, p)))
         rc = err_set(e, ERR_INTERNAL, "%s: out of host memory", name);
@@ -273,6 +422,12 @@ void snapshot_plan_free(struct snapshot_plan *p)
         free(p->initial[i].keys);
     }
     free(p->initial);
+    for (size_t i = 0; i < p->ninitial_expandable; i++) {
+        free(p->initial_expandable[i].ranges);
+        free(p->initial_expandable[i].blocks);
+        free(p->initial_expandable[i].keys);
+    }
+    free(p->initial_expandable);
     alloc_snapshot_free(&p->final);
     *p = (struct snapshot_plan){0};
 }

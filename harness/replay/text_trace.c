@@ -5,7 +5,7 @@
  *     kernel NAME DTYPE DIM=N... [f=X,...] ID... TAG
  *     phase NAME | mark LABEL | step N [samples M]
  *     empty_cache | reset_peak_memory_stats | reset_accumulated_memory_stats
- *     segment_alloc ADDR BYTES [STREAM] | segment_free ADDR BYTES [STREAM]    (ADDR: 0x hex or decimal)
+ *     segment_alloc | segment_free | segment_map | segment_unmap ADDR BYTES [STREAM]   (ADDR: 0x hex or decimal)
  *     # a comment (also after an op)
  * IDs are words without blanks. An ID is live from its alloc to its free: a free or a kernel of an ID
  * that is not live, or an alloc of one that is, is an error naming file:line:column. */
@@ -251,7 +251,9 @@ static int parse_line(struct reader *r, char *line, struct op *op, struct err *e
     case OP_ALLOC: return parse_alloc(r, w, col, n, op, e);
     case OP_KERNEL: return parse_kernel(r, w, col, n, op, e);
     case OP_SEGMENT_ALLOC:
-    case OP_SEGMENT_FREE: return parse_segment(r, w, col, n, op, e);
+    case OP_SEGMENT_FREE:
+    case OP_SEGMENT_MAP:
+    case OP_SEGMENT_UNMAP: return parse_segment(r, w, col, n, op, e);
     case OP_FREE:
         if (n != 2)
             return line_error(r, col[n < 2 ? 0 : 2], e, "expected 'free ID'");
@@ -277,7 +279,8 @@ static int parse_line(struct reader *r, char *line, struct op *op, struct err *e
     }
     return line_error(r, col[0], e,
                       "unknown verb '%s' (expected alloc, free, kernel, phase, step, mark, empty_cache, "
-                      "reset_peak_memory_stats, reset_accumulated_memory_stats, segment_alloc or segment_free)",
+                      "reset_peak_memory_stats, reset_accumulated_memory_stats, segment_alloc, segment_free, segment_map or "
+                      "segment_unmap)",
                       w[0]);
 }
 

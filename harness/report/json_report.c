@@ -54,9 +54,12 @@ static json_t *replay_json(const struct job_result *r)
     const struct replay_info *ri = &r->replay;
     const struct recorded_check *c = &ri->check;
     json_t *check = !ri->checked ? json_null()
-                                 : json_pack("{s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:s?}", "segment_allocs_recorded",
-                                             (json_int_t)c->segment_allocs_recorded, "segment_allocs_matched",
-                                             (json_int_t)c->segment_allocs_matched, "final_layout_matched",
+                                 : json_pack("{s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:s?}",
+                                             "segment_allocs_recorded", (json_int_t)c->segment_allocs_recorded,
+                                             "segment_allocs_matched", (json_int_t)c->segment_allocs_matched,
+                                             "segment_maps_recorded", (json_int_t)c->segment_maps_recorded,
+                                             "segment_maps_matched", (json_int_t)c->segment_maps_matched,
+                                             "final_layout_matched",
                                              c->final_layout_matched, "final_segments", (json_int_t)c->final_segments,
                                              "final_segments_matched", (json_int_t)c->final_segments_matched, "allocs",
                                              (json_int_t)c->allocs, "addresses_matched",

@@ -49,6 +49,8 @@ void op_print(FILE *f, const struct op *op)
         return;
     case OP_SEGMENT_ALLOC:
     case OP_SEGMENT_FREE:
+    case OP_SEGMENT_MAP:
+    case OP_SEGMENT_UNMAP:
         fprintf(f, "%s 0x%llx %llu s%d\n", verb, (unsigned long long)op->id, (unsigned long long)op->bytes,
                 op->stream);
         return;

@@ -155,6 +155,10 @@ static void print_replay_details(FILE *f, const struct job_result *r)
     fprintf(f, "   check against the snapshot:\n");
     fprintf(f, "    segment_allocs   %zu/%zu matched (size and place in the event order)\n", c->segment_allocs_matched,
             c->segment_allocs_recorded);
+    if (c->segment_maps_recorded)
+        fprintf(f, "    segment_maps     %zu/%zu matched (expandable segments: size and place; addresses by their "
+                   "offset in each stream's reservation)\n",
+                c->segment_maps_matched, c->segment_maps_recorded);
     if (c->final_layout_matched)
         fprintf(f, "    final layout     every segment's blocks match\n");
     else

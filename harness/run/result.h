@@ -12,6 +12,7 @@
 /* How a replayed snapshot matched what it recorded (replay/recorded.c fills it). */
 struct recorded_check {
     size_t segment_allocs_recorded, segment_allocs_matched; /* size and place in the event order */
+    size_t segment_maps_recorded, segment_maps_matched;     /* expandable segments' maps, alike */
     bool final_layout_matched;
     size_t final_segments, final_segments_matched; /* the file's final segments, and how many the model laid out alike */
     size_t allocs, addresses_matched;

@@ -399,7 +399,9 @@ static int execute(struct runner *r, const struct op *op, struct alloc_block **b
     case OP_RESET_ACCUMULATED: allocator_reset_accumulated_stats(r->a); return 0;
     case OP_MARK:
     case OP_SEGMENT_ALLOC:
-    case OP_SEGMENT_FREE: return 0;
+    case OP_SEGMENT_FREE:
+    case OP_SEGMENT_MAP:
+    case OP_SEGMENT_UNMAP: return 0;
     case OP_KIND_COUNT: break;
     }
     return err_set(e, ERR_INTERNAL, "op program has an op of unknown kind %d", (int)op->kind);
@@ -477,14 +479,11 @@ struct allocator *runner_allocator(struct runner *r)
     return r->a;
 }
 
-int runner_restore_segment(struct runner *r, uint64_t size, uint64_t stream, bool small,
-                           const struct restore_block *blocks, const uint64_t *ids, size_t n, uint64_t *addr,
-                           struct err *e)
+/* The restored blocks in handles become live allocations under ids (category other); any not handed to the
+ * live table go back to the allocator. rc: the restore's own result. */
+static int adopt_restored(struct runner *r, struct alloc_block **handles, const uint64_t *ids, size_t n, int rc,
+                          struct err *e)
 {
-    struct alloc_block **handles = calloc(n + 1, sizeof *handles);
-    if (!handles)
-        return err_set(e, ERR_INTERNAL, "out of host memory restoring a segment of %zu blocks", n);
-    int rc = allocator_restore_segment(r->a, size, stream, small, blocks, n, handles, addr, e);
     for (size_t k = 0; rc == 0 && k < n; k++) {
         if (find_live(r, ids[k])) {
             rc = err_set(e, ERR_INPUT, "two live blocks at trace start have the same id 0x%llx",
@@ -493,13 +492,35 @@ int runner_restore_segment(struct runner *r, uint64_t size, uint64_t stream, boo
             handles[k] = NULL;
         }
     }
-    for (size_t k = 0; k < n; k++) /* blocks not handed to the live table go back */
+    for (size_t k = 0; k < n; k++)
         if (handles[k])
             allocator_free(r->a, handles[k]);
     free(handles);
     if (rc == 0)
         track_peaks(r);
     return rc;
+}
+
+int runner_restore_segment(struct runner *r, uint64_t size, uint64_t stream, bool small,
+                           const struct restore_block *blocks, const uint64_t *ids, size_t n, uint64_t *addr,
+                           struct err *e)
+{
+    struct alloc_block **handles = calloc(n + 1, sizeof *handles);
+    if (!handles)
+        return err_set(e, ERR_INTERNAL, "out of host memory restoring a segment of %zu blocks", n);
+    int rc = allocator_restore_segment(r->a, size, stream, small, blocks, n, handles, addr, e);
+    return adopt_restored(r, handles, ids, n, rc, e);
+}
+
+int runner_restore_expandable(struct runner *r, uint64_t stream, bool small, const struct restore_block *ranges,
+                              size_t nranges, const struct restore_block *blocks, const uint64_t *ids, size_t n,
+                              uint64_t *base, struct err *e)
+{
+    struct alloc_block **handles = calloc(n + 1, sizeof *handles);
+    if (!handles)
+        return err_set(e, ERR_INTERNAL, "out of host memory restoring an expandable segment of %zu blocks", n);
+    int rc = allocator_restore_expandable(r->a, stream, small, ranges, nranges, blocks, n, handles, base, e);
+    return adopt_restored(r, handles, ids, n, rc, e);
 }
 
 /* A library workspace for the device (struct device_workspace). */

@@ -120,6 +120,11 @@ int runner_restore_segment(struct runner *r, uint64_t size, uint64_t stream, boo
                            const struct restore_block *blocks, const uint64_t *ids, size_t n, uint64_t *addr,
                            struct err *e);
 
+/* The same for an expandable segment: its reservation at *base, ranges[] mapped (offsets from the base). */
+int runner_restore_expandable(struct runner *r, uint64_t stream, bool small, const struct restore_block *ranges,
+                              size_t nranges, const struct restore_block *blocks, const uint64_t *ids, size_t n,
+                              uint64_t *base, struct err *e);
+
 /* True once an allocation hit an OOM that ends the run: the sink refuses further ops, as the training
  * script would crash. */
 bool runner_stopped_by_oom(const struct runner *r);
