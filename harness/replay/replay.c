@@ -264,6 +264,8 @@ static int replay_snapshot(struct trace_input *in, const struct replay_options *
         return -1;
     out->replay.input_kind = "PyTorch snapshot";
     out->replay.rebuilt_start = plan.ninitial > 0 || plan.ninitial_expandable > 0;
+    out->replay.inferred_sizes = plan.inferred_sizes;
+    out->replay.private_pool_segments = plan.private_pool_segments;
     struct setup su;
     rc = decide(opt, &plan, &su, out, e);
     if (rc == 0)

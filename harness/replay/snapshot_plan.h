@@ -47,6 +47,8 @@ struct snapshot_plan {
     bool has_settings;               /* the file records its allocator settings */
     struct alloc_config settings;    /* ... which are these (PyTorch's defaults when it records none) */
     size_t skipped_events;           /* events that are not replayed (free_requested, snapshot markers, ...) */
+    size_t inferred_sizes;           /* blocks live at trace start whose size the file lost, inferred */
+    size_t private_pool_segments;    /* final segments in a CUDA graph's private pool (segment_pool_id != (0, 0)) */
 };
 
 /* Parses the pickle in data (name starts every message) into a plan. */

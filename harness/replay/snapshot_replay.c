@@ -13,6 +13,7 @@
 
 struct live_entry {
     uint64_t addr, size, requested, stream;
+    size_t free_index; /* a block live at trace start whose size the file lost: the event that first frees it */
     UT_hash_handle hh;
 };
 
@@ -132,6 +133,7 @@ static int unwind(const struct snapshot *s, struct live_entry **live, struct seg
                     return -1;
                 }
             }
+            l->free_index = i; /* walking backwards, the last one seen is the first free */
             break;
         case SNAP_SEGMENT_ALLOC:
             HASH_FIND(hh, *segs, &ev->addr, sizeof ev->addr, g);
@@ -166,6 +168,18 @@ static uint64_t inferred_size(const struct alloc_config *cfg, bool small, uint64
     uint64_t remainder = gap - rounded;
     bool split = small ? remainder >= 512 : (rounded < cfg->max_split_size && remainder > MiB);
     return split ? rounded : gap;
+}
+
+/* Where a block live at trace start, whose size the file lost, must end: no later than the lowest traced
+ * allocation placed above it (below end) before its first free. */
+static uint64_t end_bound(const struct snapshot *s, const struct live_entry *l, uint64_t end)
+{
+    for (size_t j = 0; j < l->free_index && j < s->nevents; j++) {
+        const struct snap_event *ev = &s->events[j];
+        if (ev->action == SNAP_ALLOC && ev->addr > l->addr && ev->addr < end)
+            end = ev->addr;
+    }
+    return end;
 }
 
 /* Mapped address ranges [start, end) of one (stream, pool), sorted and apart. */
@@ -267,18 +281,35 @@ static int unwind_mapped(const struct snapshot *s, struct ranges **all, size_t *
     return 0;
 }
 
-/* The live blocks from l on (sorted by address) inside [start, end), appended to blocks and keys as
- * offsets from base. */
-static int take_blocks(struct live_entry *l, uint64_t start, uint64_t end, uint64_t base, struct restore_block **blocks,
-                       uint64_t **keys, size_t *n, size_t *cap)
+/* The blocks live at trace start inside [start, end), from l on (sorted by address), appended to blocks
+ * and keys with offsets from base. A block whose size the file lost ends no later than the next live block,
+ * the end, or the lowest traced allocation placed above it while it was live; within that, the allocator's
+ * split rules say its size (inferred_size). */
+struct block_list {
+    struct restore_block *blocks;
+    uint64_t *keys;
+    size_t n, cap;
+    size_t inferred;
+};
+
+static int take_blocks(const struct snapshot *s, const struct alloc_config *cfg, bool small, struct live_entry *l,
+                       uint64_t start, uint64_t end, uint64_t base, struct block_list *out)
 {
-    for (; l; l = l->hh.next) {
-        if (l->addr < start || l->addr >= end)
+    for (; l && l->addr < end; l = l->hh.next) {
+        if (l->addr < start)
             continue;
-        if (vec_grow((void **)blocks, cap, *n + 1, sizeof **blocks) || !(*keys = realloc(*keys, *cap * sizeof **keys)))
+        if (vec_grow((void **)&out->blocks, &out->cap, out->n + 1, sizeof *out->blocks) ||
+            !(out->keys = realloc(out->keys, out->cap * sizeof *out->keys)))
             return -1;
-        (*keys)[*n] = l->addr;
-        (*blocks)[(*n)++] = (struct restore_block){l->addr - base, l->size, l->requested};
+        uint64_t size = l->size;
+        if (!size) {
+            const struct live_entry *next = l->hh.next;
+            uint64_t limit = end_bound(s, l, next && next->addr < end ? next->addr : end);
+            size = inferred_size(cfg, small, l->requested, limit - l->addr);
+            out->inferred++;
+        }
+        out->keys[out->n] = l->addr;
+        out->blocks[out->n++] = (struct restore_block){l->addr - base, size, l->requested};
     }
     return 0;
 }
@@ -299,18 +330,15 @@ static int build_initial_expandable(const struct snapshot *s, const struct alloc
         *ex = (struct replay_expandable){.stream = x->stream, .small = x->small, .rec_base = x->r[0][0]};
         if (!(ex->ranges = calloc(x->n, sizeof *ex->ranges)))
             rc = -1;
-        size_t cap = 0;
+        struct block_list bl = {0};
         for (size_t k = 0; rc == 0 && k < x->n; k++) {
             ex->ranges[ex->nranges++] = (struct restore_block){x->r[k][0] - ex->rec_base, x->r[k][1] - x->r[k][0], 0};
-            size_t first = ex->nblocks;
-            rc = take_blocks(live, x->r[k][0], x->r[k][1], ex->rec_base, &ex->blocks, &ex->keys, &ex->nblocks, &cap);
-            for (size_t b = first; rc == 0 && b < ex->nblocks; b++) {
-                struct restore_block *rb = &ex->blocks[b];
-                uint64_t next = b + 1 < ex->nblocks ? ex->blocks[b + 1].offset : x->r[k][1] - ex->rec_base;
-                if (rb->size == 0)
-                    rb->size = inferred_size(cfg, x->small, rb->requested_size, next - rb->offset);
-            }
+            rc = take_blocks(s, cfg, x->small, live, x->r[k][0], x->r[k][1], ex->rec_base, &bl);
         }
+        ex->blocks = bl.blocks;
+        ex->keys = bl.keys;
+        ex->nblocks = bl.n;
+        p->inferred_sizes += bl.inferred;
     }
     for (size_t i = 0; i < n; i++)
         free(all[i].r);
@@ -346,22 +374,12 @@ static int build_initial(const struct snapshot *s, const struct alloc_config *cf
         *rs = (struct replay_segment){.address = g->addr, .size = g->size, .stream = g->stream, .small = g->small};
         while (l && l->addr < g->addr)
             l = l->hh.next; /* a live block outside every segment: the trace lost its segment */
-        size_t cap = 0;
-        for (; l && l->addr < g->addr + g->size; l = l->hh.next) {
-            if (vec_grow((void **)&rs->blocks, &cap, rs->nblocks + 1, sizeof *rs->blocks) ||
-                !(rs->keys = realloc(rs->keys, cap * sizeof *rs->keys))) {
-                rc = -1;
-                break;
-            }
-            rs->keys[rs->nblocks] = l->addr;
-            rs->blocks[rs->nblocks++] = (struct restore_block){l->addr - g->addr, l->size, l->requested};
-        }
-        for (size_t k = 0; rc == 0 && k < rs->nblocks; k++) {
-            struct restore_block *rb = &rs->blocks[k];
-            uint64_t next = k + 1 < rs->nblocks ? rs->blocks[k + 1].offset : g->size;
-            if (rb->size == 0)
-                rb->size = inferred_size(cfg, g->small, rb->requested_size, next - rb->offset);
-        }
+        struct block_list bl = {0};
+        rc = take_blocks(s, cfg, g->small, l, g->addr, g->addr + g->size, g->addr, &bl);
+        rs->blocks = bl.blocks;
+        rs->keys = bl.keys;
+        rs->nblocks = bl.n;
+        in->inferred_sizes += bl.inferred;
     }
     if (rc == 0) {
         HASH_SORT(live, by_addr_live);
@@ -403,6 +421,8 @@ int snapshot_plan_build(const char *name, const unsigned char *data, size_t len,
     struct snapshot s;
     if (snapshot_parse(name, data, len, &s, e))
         return -1;
+    for (size_t i = 0; i < s.nsegments; i++)
+        p->private_pool_segments += s.segments[i].pool_id[0] || s.segments[i].pool_id[1];
     int rc = recorded_settings(&s, p, e);
     if (rc == 0 && (build_ops(&s, p) || build_final(&s, p)))
         rc = err_set(e, ERR_INTERNAL, "%s: out of host memory", name);

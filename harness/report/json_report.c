@@ -65,8 +65,10 @@ static json_t *replay_json(const struct job_result *r)
                                              (json_int_t)c->allocs, "addresses_matched",
                                              (json_int_t)c->addresses_matched, "first_mismatch",
                                              c->first_mismatch[0] ? c->first_mismatch : NULL);
-    return json_pack("{s:s, s:b, s:s, s:s, s:I, s:s, s:o}", "input", ri->input_kind ? ri->input_kind : "?",
-                     "rebuilt_start", ri->rebuilt_start, "settings_from", ri->settings_from, "capacity_from",
+    return json_pack("{s:s, s:b, s:I, s:I, s:s, s:s, s:I, s:s, s:o}", "input",
+                     ri->input_kind ? ri->input_kind : "?", "rebuilt_start", ri->rebuilt_start, "inferred_sizes",
+                     (json_int_t)ri->inferred_sizes, "private_pool_segments", (json_int_t)ri->private_pool_segments,
+                     "settings_from", ri->settings_from, "capacity_from",
                      ri->capacity_from, "needed_bytes", (json_int_t)ri->needed, "addresses", ri->addresses, "check",
                      check);
 }

@@ -148,7 +148,17 @@ static void print_replay_details(FILE *f, const struct job_result *r)
     }
     fprintf(f, "   addresses: %s\n", ri->addresses);
     if (ri->rebuilt_start)
-        fprintf(f, "   recording began mid-run: the state at trace start was rebuilt from the file\n");
+        fprintf(f, "   recording began mid-run: the state at trace start was rebuilt from the file%s\n",
+                ri->inferred_sizes ? "" : " (every block size recorded)");
+    if (ri->inferred_sizes)
+        fprintf(f, "   %zu block size%s at trace start the file no longer holds came from the allocator's split rules\n"
+                   "   and the traced allocations placed above them\n",
+                ri->inferred_sizes, ri->inferred_sizes == 1 ? "" : "s");
+    if (ri->private_pool_segments)
+        fprintf(f, "   warning: %zu segment%s to CUDA graphs' private pools (segment_pool_id other than (0, 0));\n"
+                   "   oomlab does not model private pools and replays them as segments of the default pools, where\n"
+                   "   PyTorch keeps their blocks apart: placements in them may differ\n",
+                ri->private_pool_segments, ri->private_pool_segments == 1 ? " belongs" : "s belong");
     if (!ri->checked)
         return;
     const struct recorded_check *c = &ri->check;

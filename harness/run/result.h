@@ -23,6 +23,8 @@ struct recorded_check {
 struct replay_info {
     const char *input_kind;   /* "PyTorch snapshot" or "text trace" */
     bool rebuilt_start;       /* recording began mid-run: the state at trace start was rebuilt */
+    size_t inferred_sizes;    /* ... where this many blocks' sizes came from the split rules */
+    size_t private_pool_segments; /* segments of CUDA graphs' private pools, replayed as ordinary ones */
     char settings_from[160];  /* where the allocator settings came from */
     char capacity_from[160];  /* why the device has the capacity it has */
     uint64_t needed;          /* peak reserved with room to spare: a device of this capacity holds the trace */
