@@ -12,6 +12,7 @@ static const struct {
     {"run", cmd_run, "every variant of each scenario: before/after table; exit 1 if an expect: fails"},
     {"replay", cmd_replay, "replay a PyTorch snapshot or text trace under any allocator settings"},
     {"fit", cmd_fit, "largest batch size (or sequence length) that fits, per variant"},
+    {"check", cmd_check, "compare a run with a baseline: the CI gate; exit 1 on a regression"},
     {"program", cmd_program, "print a scenario variant's op program"},
     {"devices", cmd_devices, "devices with their availability, capacity and reasons"},
     {"list", cmd_list, "presets, faults, fixes, kernels, GPU profiles, scenarios"},

@@ -2,6 +2,9 @@
 #include "cli/cli_common.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+
+#include "run/harness.h"
 
 bool cli_report_option(int c, const char *arg, struct cli_report_args *a)
 {
@@ -37,4 +40,24 @@ int cli_fail(const char *command, const struct err *e)
 int cli_exit_status(const struct report_outputs *o)
 {
     return o->failures ? 1 : 0;
+}
+
+int cli_run_scenarios(const char *path, const struct harness_options *opt, struct report_outputs *out, struct err *e)
+{
+    struct scenario *sc;
+    size_t n;
+    if (scenario_load_dir_or_file(path, &sc, &n, e))
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct job_result *r;
+        if ((rc = harness_run_scenario(&sc[i], opt, &r, e)))
+            break;
+        struct report_group g = {.kind = REPORT_SCENARIO, .name = sc[i].name, .title = sc[i].title,
+                                 .source = sc[i].source, .file = sc[i].path, .jobs = r, .njobs = sc[i].nvariants};
+        report_outputs_add(out, &g);
+        free(r);
+    }
+    scenario_free_all(sc, n);
+    return rc;
 }

@@ -33,6 +33,10 @@ bool cli_report_option(int c, const char *arg, struct cli_report_args *a);
 /* A count given to option `name`: decimal digits only, 1 to 2^62. 0, or -1 with e (ERR_INPUT). */
 int cli_count_option(const char *name, const char *arg, uint64_t *out, struct err *e);
 
+/* Runs every variant of every scenario in path (a file or a directory) and reports each scenario to out. */
+struct harness_options;
+int cli_run_scenarios(const char *path, const struct harness_options *opt, struct report_outputs *out, struct err *e);
+
 /* Prints "oomlab CMD: message" and returns the exit code for e (2 or 3). */
 int cli_fail(const char *command, const struct err *e);
 /* The exit code of a finished command: 0, or 1 when a job failed. */

@@ -1,7 +1,6 @@
 /* cmd_fit.c: `oomlab fit SCENARIO`: the largest batch size (or sequence length, or image size) each variant
  * can run with on its device, optionally leaving a margin of the device free, and the throughput at that
  * size, so a fix's value reads as "how much more fits, and how fast it runs". */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,17 +8,8 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "run/fit.h"
+#include "util/share.h"
 #include "util/size.h"
-
-/* "5", "5%" or "2.5%": a percentage in [0, 100), as a fraction; -1 if malformed. */
-static double parse_percent(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || (*end && strcmp(end, "%")) || !isfinite(v) || v < 0 || v >= 100)
-        return -1;
-    return v / 100.0;
-}
 
 static void usage(FILE *f)
 {
@@ -33,7 +23,7 @@ static void usage(FILE *f)
                "  --max-forwards N run jobs of up to N forward passes (default 100000)\n"
                "  --device DEV     run on DEV instead of the scenario's device\n"
                "  --capacity CAP   a size (24GiB) or a share of the device's memory (0.5 or 50%%)\n"
-               "  --margin PCT     keep PCT of the device free at the reserved peak (5%%)\n" CLI_REPORT_HELP
+               "  --margin SHARE   keep this share of the device free at the reserved peak (5%% or 0.05)\n" CLI_REPORT_HELP
                "exit: 0 every variant fits at some value, 1 one fits at none, 2 bad input, 3 internal error\n");
 }
 
@@ -101,11 +91,9 @@ int cmd_fit(int argc, char **argv)
             break;
         }
         case 'm':
-            if ((fo.margin = parse_percent(optarg)) < 0) {
-                fprintf(stderr, "oomlab fit: --margin '%s': a percentage of the device from 0 to below 100 (\"5%%\")\n",
-                        optarg);
-                return 2;
-            }
+            if (share_parse(optarg, &fo.margin, &e) || (fo.margin >= 1.0 &&
+                err_set(&e, ERR_INPUT, "'%s' leaves nothing of the device", optarg)))
+                return err_prefix(&e, "--margin: "), cli_fail("fit", &e);
             break;
         case 'd': opt.device = optarg; break;
         case 'F':

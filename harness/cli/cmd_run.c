@@ -23,26 +23,6 @@ static void usage(FILE *f)
                "exit: 0 every expectation holds, 1 one failed, 2 bad input, 3 internal or device error\n");
 }
 
-static int run_path(const char *path, const struct harness_options *opt, struct report_outputs *out, struct err *e)
-{
-    struct scenario *sc;
-    size_t n;
-    if (scenario_load_dir_or_file(path, &sc, &n, e))
-        return -1;
-    int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        struct job_result *r;
-        if ((rc = harness_run_scenario(&sc[i], opt, &r, e)))
-            break;
-        struct report_group g = {.kind = REPORT_SCENARIO, .name = sc[i].name, .title = sc[i].title,
-                                 .source = sc[i].source, .file = sc[i].path, .jobs = r, .njobs = sc[i].nvariants};
-        report_outputs_add(out, &g);
-        free(r);
-    }
-    scenario_free_all(sc, n);
-    return rc;
-}
-
 int cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -85,7 +65,7 @@ int cmd_run(int argc, char **argv)
         return cli_fail("run", &e);
     int rc = 0;
     for (int i = optind; i < argc && rc == 0; i++)
-        rc = run_path(argv[i], &opt, &out, &e);
+        rc = cli_run_scenarios(argv[i], &opt, &out, &e);
     if (report_outputs_close(&out, rc == 0, &e) || rc)
         return cli_fail("run", &e);
     return cli_exit_status(&out);

@@ -9,5 +9,6 @@ int cmd_program(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 #endif

@@ -22,7 +22,7 @@ int report_outputs_open(struct report_outputs *o, const char *command, const cha
     if (json_path && csv_path && !strcmp(json_path, csv_path))
         return err_set(e, ERR_INPUT, "--json and --csv name the same file '%s'", json_path);
     o->table = on_stdout == 0;
-    if (json_path && !(o->groups = json_array()))
+    if (!(o->groups = json_array())) /* kept even without --json, for report_outputs_document */
         return err_set(e, ERR_INTERNAL, "out of host memory");
     if (is_stdout(csv_path))
         o->csv_f = stdout;
@@ -53,10 +53,15 @@ void report_outputs_add(struct report_outputs *o, const struct report_group *g)
     fflush(stdout);
 }
 
+json_t *report_outputs_document(struct report_outputs *o)
+{
+    return o->groups ? report_json_document(o->command, json_incref(o->groups)) : NULL;
+}
+
 int report_outputs_close(struct report_outputs *o, bool ok, struct err *e)
 {
     int rc = ok ? 0 : -1;
-    if (o->groups) {
+    if (o->groups && o->json_path) {
         json_t *doc = report_json_document(o->command, o->groups);
         o->groups = NULL;
         if (rc == 0)
@@ -64,6 +69,8 @@ int report_outputs_close(struct report_outputs *o, bool ok, struct err *e)
         else
             json_decref(doc);
     }
+    json_decref(o->groups); /* without --json: kept only for report_outputs_document */
+    o->groups = NULL;
     if (o->csv_f && o->csv_f != stdout) {
         if (rc == 0)
             rc = atomic_commit(&o->csv, e);

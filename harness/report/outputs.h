@@ -28,6 +28,8 @@ struct report_outputs {
 int report_outputs_open(struct report_outputs *o, const char *command, const char *json_path, const char *csv_path,
                         bool tap, struct err *e);
 void report_outputs_add(struct report_outputs *o, const struct report_group *g);
+/* The results document so far (a new reference; the groups are kept even without --json). */
+json_t *report_outputs_document(struct report_outputs *o);
 /* Writes the JSON, commits the CSV, ends the TAP plan and checks that standard output took everything.
  * After an error (ok false) nothing is committed. */
 int report_outputs_close(struct report_outputs *o, bool ok, struct err *e);
