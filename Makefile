@@ -4,12 +4,20 @@
 #   make test            build and run the TAP suite with prove   (SANITIZE=1: ASan + UBSan build)
 #   make bench           Google Benchmark microbenchmarks
 #   make test-recorder   the Python recorder's TAP tests (needs torch: PYTHON=.venv/bin/python by default)
+#   make cuda            the CUDA plugin alone (make run skips it on a machine without a GPU)
+#   make install         bin/oomlab, lib/oomlab/oomlab-cuda.so, the man page and completions under
+#                        $(DESTDIR)$(PREFIX) (PREFIX=/usr/local)
 CC       ?= gcc
 CXX      ?= g++
 CUDA     ?= auto
 SANITIZE ?=
 PKGS     := yaml-0.1 hwloc jansson libbsd openblas zlib libxml-2.0
 SHARED   ?= $(abspath ../shared)
+PREFIX   ?= /usr/local
+VERSION  := 0.9.0
+GIT_REV  := $(shell git rev-parse --short HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+# A GPU here: the driver's device nodes (make run builds the plugin only then)
+HAVE_GPU := $(wildcard /dev/nvidia0)
 
 ifeq ($(SANITIZE),1)
 BUILD    := build/san
@@ -34,7 +42,8 @@ endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS   += -std=gnu11 $(OPT) -g -Wall -Wextra -Wno-unused-parameter -Wshadow -MMD -MP \
-            -Iharness -Ikernels $(PKG_CFLAGS) $(SANFLAGS) -DOOMLAB_CUDA_PLUGIN_NAME='"oomlab-cuda.so"'
+            -Iharness -Ikernels $(PKG_CFLAGS) $(SANFLAGS) -DOOMLAB_CUDA_PLUGIN_NAME='"oomlab-cuda.so"' \
+            -DOOMLAB_VERSION='"$(VERSION)$(if $(GIT_REV), ($(GIT_REV)))"'
 LDLIBS   += $(PKG_LIBS) -ldl -lm -lpthread
 LDFLAGS  += $(SANFLAGS)
 
@@ -62,7 +71,7 @@ BENCH_SRCS := $(sort $(wildcard bench/*.cc))
 CUDA_SRCS := $(shell find harness kernels -name '*.cu' | sort)
 CUDA_OBJS := $(CUDA_SRCS:%.cu=$(BUILD)/obj/%.cu.o)
 
-.PHONY: all run test test-recorder bench clean
+.PHONY: all run cuda test test-recorder bench clean install
 all: $(BUILD)/oomlab $(if $(and $(WANT_CUDA),$(CUDA_SRCS)),$(BUILD)/oomlab-cuda.so)
 
 $(BUILD)/obj/%.o: %.c
@@ -106,12 +115,33 @@ $(BUILD)/tests/kernels_cuda_table.t: tests/kernels_cuda_table_test.c tests/tap.h
 	    -Wl,-rpath,/usr/local/cuda/lib64 -lcudart -lcublas -lcudnn -o $@
 endif
 
-run: all
+# Without a GPU the plugin could only report that there is none: make run does not spend minutes on it.
+run: $(BUILD)/oomlab $(if $(and $(HAVE_GPU),$(WANT_CUDA),$(CUDA_SRCS)),$(BUILD)/oomlab-cuda.so)
+	@$(if $(HAVE_GPU),,$(if $(WANT_CUDA),echo "make run: no GPU here (/dev/nvidia0), so the CUDA plugin is not built; 'make cuda' builds it" >&2))
 	@mkdir -p results/fresh
 	$(BUILD)/oomlab run --json results/fresh/run.json --csv results/fresh/run.csv scenarios/ | tee results/fresh/run.txt
 
 test: all $(TESTS)
 	OOMLAB_SHARED=$(SHARED) OOMLAB_BIN=$(abspath $(BUILD)/oomlab) prove --exec '' -j2 $(TESTS) tests/*.sh
+
+cuda: $(BUILD)/oomlab-cuda.so
+
+# The man page and completions come from the binary's own command table and --help texts.
+$(BUILD)/oomlab.1: $(BUILD)/oomlab
+	$(BUILD)/oomlab help --man > $@.tmp && mv $@.tmp $@
+$(BUILD)/oomlab.bash $(BUILD)/_oomlab: $(BUILD)/oomlab
+	$(BUILD)/oomlab help --completion bash > $(BUILD)/oomlab.bash
+	$(BUILD)/oomlab help --completion zsh > $(BUILD)/_oomlab
+
+install: all $(BUILD)/oomlab.1 $(BUILD)/oomlab.bash $(BUILD)/_oomlab
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+	install -m 755 $(BUILD)/oomlab $(DESTDIR)$(PREFIX)/bin/oomlab
+	$(if $(wildcard $(BUILD)/oomlab-cuda.so),install -d $(DESTDIR)$(PREFIX)/lib/oomlab && \
+	    install -m 755 $(BUILD)/oomlab-cuda.so $(DESTDIR)$(PREFIX)/lib/oomlab/oomlab-cuda.so)
+	install -m 644 $(BUILD)/oomlab.1 $(DESTDIR)$(PREFIX)/share/man/man1/oomlab.1
+	install -m 644 $(BUILD)/oomlab.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/oomlab
+	install -m 644 $(BUILD)/_oomlab $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_oomlab
 
 # The recorder (python/oomlab_recorder) is tested apart: its tests need torch, `make test` needs no Python.
 PYTHON ?= .venv/bin/python

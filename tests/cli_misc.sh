@@ -56,6 +56,30 @@ out=$("$BIN" replay --device host:100% "$T/host.trace" 2>&1); rc=$?
 ok $([ $rc = 2 ] && echo 0 || echo 1) "host:100% is refused: exit 2 (got $rc)"
 ok $(contains "$out" "is more than 90% of this machine's") "and says why ($out)"
 
+# the basics: --version, --help on every command (exit 0), a man page and completions from the same table
+out=$("$BIN" --version); ok $? "--version exits 0"
+ok $(echo "$out" | grep -q '^oomlab [0-9][0-9.]*' && echo 0 || echo 1) "--version names the release ($out)"
+for c in run replay fit check program devices list help; do
+    "$BIN" $c --help > /dev/null 2>&1; ok $? "oomlab $c --help exits 0"
+done
+"$BIN" help --man > "$T/oomlab.1"; ok $? "help --man"
+ok $(grep -c '^\.SS ' "$T/oomlab.1" | grep -qx 8 && echo 0 || echo 1) "the man page has a section per command"
+if command -v groff > /dev/null; then
+    warn=$(groff -man -Tutf8 -ww -z "$T/oomlab.1" 2>&1)
+    ok $([ -z "$warn" ] && echo 0 || echo 1) "groff renders it without a warning ($warn)"
+fi
+"$BIN" help --completion bash > "$T/oomlab.bash" && bash -n "$T/oomlab.bash"
+ok $? "the bash completion is valid bash"
+ok $(grep -q 'replay) opts=.*--stop-at-oom' "$T/oomlab.bash" && echo 0 || echo 1) "and completes each command's own options"
+if command -v zsh > /dev/null; then
+    "$BIN" help --completion zsh | zsh -n; ok $? "the zsh completion is valid zsh"
+fi
+# an installed oomlab finds its CUDA plugin in PREFIX/lib/oomlab (here a file that is not one)
+mkdir -p "$T/prefix/bin" "$T/prefix/lib/oomlab" && cp "$BIN" "$T/prefix/bin/" && echo junk > "$T/prefix/lib/oomlab/oomlab-cuda.so"
+out=$("$T/prefix/bin/oomlab" devices 2>&1)
+ok $(contains "$out" "prefix/bin/../lib/oomlab/oomlab-cuda.so") "an installed binary looks for the plugin in PREFIX/lib/oomlab"
+"$BIN" help --completion fish > /dev/null 2>&1; ok $([ $? = 2 ] && echo 0 || echo 1) "an unknown shell exits 2"
+
 "$BIN" frobnicate > /dev/null 2>&1; ok $([ $? = 2 ] && echo 0 || echo 1) "unknown command exits 2"
 "$BIN" --help > /dev/null; ok $? "--help exits 0"
 "$BIN" replay > /dev/null 2>&1; ok $([ $? = 2 ] && echo 0 || echo 1) "replay without a file exits 2"

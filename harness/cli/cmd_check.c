@@ -12,7 +12,7 @@
 #include "util/share.h"
 #include "util/size.h"
 
-static void usage(FILE *f)
+void cmd_check_usage(FILE *f)
 {
     fprintf(f, "usage: oomlab check --baseline FILE [options] SCENARIO.yaml|DIR...\n"
                "       oomlab check --baseline FILE --results FILE\n"
@@ -56,22 +56,23 @@ static json_t *run_all(char **paths, int n, const struct harness_options *opt, c
     return doc;
 }
 
+const struct option cmd_check_options[] = {
+    {"baseline", required_argument, 0, 'b'}, {"results", required_argument, 0, 'r'},
+    {"tolerance", required_argument, 0, 't'}, {"device", required_argument, 0, 'd'},
+    {"capacity", required_argument, 0, 'c'}, {"junit", required_argument, 0, 'J'},
+    {"json", required_argument, 0, 'j'},     {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+
 int cmd_check(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"baseline", required_argument, 0, 'b'}, {"results", required_argument, 0, 'r'},
-        {"tolerance", required_argument, 0, 't'}, {"device", required_argument, 0, 'd'},
-        {"capacity", required_argument, 0, 'c'}, {"junit", required_argument, 0, 'J'},
-        {"json", required_argument, 0, 'j'},     {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
     const char *baseline_path = NULL, *results_path = NULL, *junit = NULL, *json_path = NULL;
     double tolerance = 0.02;
     struct harness_options opt = {0};
     struct err e = {0};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", cmd_check_options, NULL)) != -1) {
         switch (c) {
         case 'b': baseline_path = optarg; break;
         case 'r': results_path = optarg; break;
@@ -86,13 +87,13 @@ int cmd_check(int argc, char **argv)
             break;
         case 'J': junit = optarg; break;
         case 'j': json_path = optarg; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h': cmd_check_usage(stdout); return 0;
+        default: cmd_check_usage(stderr); return 2;
         }
     }
     if (!baseline_path || (results_path ? optind != argc : optind >= argc)) {
         fprintf(stderr, "oomlab check: expected --baseline FILE and scenarios to run, or --results FILE\n");
-        usage(stderr);
+        cmd_check_usage(stderr);
         return 2;
     }
     json_t *baseline = load_document(baseline_path, &e), *now = NULL;

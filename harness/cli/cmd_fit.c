@@ -11,7 +11,7 @@
 #include "util/share.h"
 #include "util/size.h"
 
-static void usage(FILE *f)
+void cmd_fit_usage(FILE *f)
 {
     fprintf(f, "usage: oomlab fit [options] SCENARIO.yaml\n"
                "  the largest value of the parameter with which each variant runs without an OOM\n"
@@ -54,15 +54,16 @@ static int fit_all(const struct scenario *sc, const struct harness_options *opt,
     return rc;
 }
 
+const struct option cmd_fit_options[] = {
+    {"param", required_argument, 0, 'p'},  {"limit", required_argument, 0, 'l'},
+    {"device", required_argument, 0, 'd'}, {"capacity", required_argument, 0, 'c'},
+    {"margin", required_argument, 0, 'm'}, {"help", no_argument, 0, 'h'},
+    {"max-forwards", required_argument, 0, 'F'},
+    CLI_REPORT_OPTIONS,                    {0, 0, 0, 0},
+};
+
 int cmd_fit(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"param", required_argument, 0, 'p'},  {"limit", required_argument, 0, 'l'},
-        {"device", required_argument, 0, 'd'}, {"capacity", required_argument, 0, 'c'},
-        {"margin", required_argument, 0, 'm'}, {"help", no_argument, 0, 'h'},
-        {"max-forwards", required_argument, 0, 'F'},
-        CLI_REPORT_OPTIONS,                    {0, 0, 0, 0},
-    };
     struct harness_options opt = {0};
     struct cli_report_args ra = {0};
     const char *capacity_s = NULL;
@@ -70,7 +71,7 @@ int cmd_fit(int argc, char **argv)
     int c;
     struct err e = {0};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", cmd_fit_options, NULL)) != -1) {
         if (cli_report_option(c, optarg, &ra))
             continue;
         switch (c) {
@@ -105,8 +106,8 @@ int cmd_fit(int argc, char **argv)
             if (capacity_parse(optarg, &opt.capacity, &e) && err_prefix(&e, "--capacity: "))
                 return cli_fail("fit", &e);
             break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h': cmd_fit_usage(stdout); return 0;
+        default: cmd_fit_usage(stderr); return 2;
         }
     }
     if (optind != argc - 1) {

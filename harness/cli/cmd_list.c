@@ -1,4 +1,5 @@
 /* cmd_list.c: `oomlab list [presets|faults|fixes|kernels|profiles|scenarios [DIR]]`: what oomlab knows. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,13 +76,23 @@ static int list_scenarios(const char *dir)
     return 0;
 }
 
+void cmd_list_usage(FILE *f)
+{
+    fprintf(f, "usage: oomlab list [presets|faults|fixes|kernels|profiles|scenarios [DIR]]\n"
+               "  model presets with their exact parameter counts, faults and fixes with their parameters,\n"
+               "  kernels, GPU profiles, or the scenarios in DIR (default scenarios/); all but scenarios\n"
+               "  without an argument\n");
+}
+
+const struct option cmd_list_options[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+
 int cmd_list(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "all";
     bool all = !strcmp(what, "all");
     int n;
     if (!strcmp(what, "--help") || !strcmp(what, "-h")) {
-        printf("usage: oomlab list [presets|faults|fixes|kernels|profiles|scenarios [DIR]]\n");
+        cmd_list_usage(stdout);
         return 0;
     }
     if (all || !strcmp(what, "presets")) {

@@ -11,20 +11,28 @@
 #include "scenario/scenario.h"
 #include "workload/generate.h"
 
+void cmd_program_usage(FILE *f)
+{
+    fprintf(f, "usage: oomlab program [--variant NAME] SCENARIO.yaml\n"
+               "  prints the op program of one variant (default: before), one op per line, in the text form\n"
+               "  `oomlab replay` reads\n"
+               "options:\n"
+               "  --variant NAME   the variant (default before)\n");
+}
+
+const struct option cmd_program_options[] = {
+    {"variant", required_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+
 int cmd_program(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"variant", required_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *want = "before";
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", cmd_program_options, NULL)) != -1) {
         if (c == 'v')
             want = optarg;
         else {
-            fprintf(c == 'h' ? stdout : stderr,
-                    "usage: oomlab program [--variant NAME] SCENARIO.yaml\n"
-                    "  prints the op program of one variant (default: before)\n");
+            cmd_program_usage(c == 'h' ? stdout : stderr);
             return c == 'h' ? 0 : 2;
         }
     }

@@ -11,7 +11,7 @@
 #include "replay/replay.h"
 #include "util/size.h"
 
-static void usage(FILE *f)
+void cmd_replay_usage(FILE *f)
 {
     fprintf(f,
             "usage: oomlab replay [options] FILE\n"
@@ -37,21 +37,22 @@ static void usage(FILE *f)
             "exit: 0 the trace ran without an OOM, 1 it OOMed, 2 bad input, 3 internal error\n");
 }
 
+const struct option cmd_replay_options[] = {
+    {"alloc-conf", required_argument, 0, 'a'}, {"device", required_argument, 0, 'd'},
+    {"capacity", required_argument, 0, 'c'},   {"same-addresses", no_argument, 0, 's'},
+    {"snapshot", required_argument, 0, 'S'},   {"help", no_argument, 0, 'h'},
+    {"sim-addresses", no_argument, 0, 'P'},     {"stop-at-oom", no_argument, 0, 'O'},
+    CLI_REPORT_OPTIONS,                        {0, 0, 0, 0},
+};
+
 int cmd_replay(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"alloc-conf", required_argument, 0, 'a'}, {"device", required_argument, 0, 'd'},
-        {"capacity", required_argument, 0, 'c'},   {"same-addresses", no_argument, 0, 's'},
-        {"snapshot", required_argument, 0, 'S'},   {"help", no_argument, 0, 'h'},
-        {"sim-addresses", no_argument, 0, 'P'},     {"stop-at-oom", no_argument, 0, 'O'},
-        CLI_REPORT_OPTIONS,                        {0, 0, 0, 0},
-    };
     struct replay_options opt = {0};
     struct cli_report_args ra = {0};
     struct err e = {0};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", cmd_replay_options, NULL)) != -1) {
         if (cli_report_option(c, optarg, &ra))
             continue;
         switch (c) {
@@ -65,13 +66,13 @@ int cmd_replay(int argc, char **argv)
         case 'P': opt.addresses = ADDRESSES_POLICY; break;
         case 'O': opt.stop_at_oom = true; break;
         case 'S': opt.snapshot_path = optarg; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h': cmd_replay_usage(stdout); return 0;
+        default: cmd_replay_usage(stderr); return 2;
         }
     }
     if (optind != argc - 1) {
         fprintf(stderr, "oomlab replay: expected one FILE\n");
-        usage(stderr);
+        cmd_replay_usage(stderr);
         return 2;
     }
     const char *path = argv[optind];

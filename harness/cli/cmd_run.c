@@ -8,7 +8,7 @@
 #include "run/harness.h"
 #include "util/size.h"
 
-static void usage(FILE *f)
+void cmd_run_usage(FILE *f)
 {
     fprintf(f, "usage: oomlab run [options] SCENARIO.yaml|DIR...\n"
                "  runs every variant (before = the faults, after = faults + fixes) of every scenario\n"
@@ -23,21 +23,22 @@ static void usage(FILE *f)
                "exit: 0 every expectation holds, 1 one failed, 2 bad input, 3 internal or device error\n");
 }
 
+const struct option cmd_run_options[] = {
+    {"device", required_argument, 0, 'd'}, {"capacity", required_argument, 0, 'c'},
+    {"help", no_argument, 0, 'h'},         {"snapshot", required_argument, 0, 'S'},
+    {"max-forwards", required_argument, 0, 'F'},
+    CLI_REPORT_OPTIONS,
+    {0, 0, 0, 0},
+};
+
 int cmd_run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"device", required_argument, 0, 'd'}, {"capacity", required_argument, 0, 'c'},
-        {"help", no_argument, 0, 'h'},         {"snapshot", required_argument, 0, 'S'},
-        {"max-forwards", required_argument, 0, 'F'},
-        CLI_REPORT_OPTIONS,
-        {0, 0, 0, 0},
-    };
     struct harness_options opt = {0};
     struct cli_report_args ra = {0};
     struct err e = {0};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", cmd_run_options, NULL)) != -1) {
         if (cli_report_option(c, optarg, &ra))
             continue;
         switch (c) {
@@ -51,13 +52,13 @@ int cmd_run(int argc, char **argv)
             if (capacity_parse(optarg, &opt.capacity, &e) && err_prefix(&e, "--capacity: "))
                 return cli_fail("run", &e);
             break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h': cmd_run_usage(stdout); return 0;
+        default: cmd_run_usage(stderr); return 2;
         }
     }
     if (optind >= argc) {
         fprintf(stderr, "oomlab run: expected at least one scenario file or directory\n");
-        usage(stderr);
+        cmd_run_usage(stderr);
         return 2;
     }
     struct report_outputs out;

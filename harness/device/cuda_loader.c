@@ -38,7 +38,15 @@ int cuda_plugin_default_path(char *buf, size_t n)
     if (len <= 0)
         return -1;
     exe[len] = '\0';
-    int w = snprintf(buf, n, "%s/%s", dirname(exe), OOMLAB_CUDA_PLUGIN_NAME);
+    const char *dir = dirname(exe);
+    /* beside the binary (the build tree), else where `make install` puts it: PREFIX/lib/oomlab */
+    int w = snprintf(buf, n, "%s/%s", dir, OOMLAB_CUDA_PLUGIN_NAME);
+    if (w > 0 && (size_t)w < n && access(buf, F_OK) == 0)
+        return 0;
+    int v = snprintf(buf, n, "%s/../lib/oomlab/%s", dir, OOMLAB_CUDA_PLUGIN_NAME);
+    if (v > 0 && (size_t)v < n && access(buf, F_OK) == 0)
+        return 0;
+    w = snprintf(buf, n, "%s/%s", dir, OOMLAB_CUDA_PLUGIN_NAME); /* neither: name the build tree's place */
     return w > 0 && (size_t)w < n ? 0 : -1;
 }
 

@@ -14,7 +14,8 @@
  * no GPU. Its cuBLAS workspace is PyTorch's default for the GPU's compute capability. */
 extern const struct device_kind cuda_device_kind;
 
-/* The default plugin path: the directory of /proc/self/exe plus OOMLAB_CUDA_PLUGIN_NAME.
+/* The default plugin path: OOMLAB_CUDA_PLUGIN_NAME beside /proc/self/exe, else in ../lib/oomlab/ from it
+ * (an installed oomlab), else the first (to name where it was looked for).
  * Returns 0, or -1 if the path does not fit in n bytes or /proc/self/exe is unreadable. */
 int cuda_plugin_default_path(char *buf, size_t n);
 
