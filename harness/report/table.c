@@ -1,9 +1,14 @@
 /* table.c: the human-readable tables: a scenario's before/after table, a replay's summary and check
- * against its recording, and fit's largest values; every figure labelled measured or modelled. */
+ * against its recording, and fit's largest values; every figure labelled measured or modelled, every line
+ * within 100 columns (long text folds, report/wrap.h). */
 #include <string.h>
 
 #include "report/report.h"
+#include "report/wrap.h"
 #include "util/size.h"
+
+#define NAME_W 26 /* a variant's name column */
+#define TEXT_COL (4 + NAME_W + 1) /* where a line's text starts after the name */
 
 static const char *figures(const struct job_result *r)
 {
@@ -15,160 +20,151 @@ static void gib(uint64_t n, char *buf, size_t len)
     snprintf(buf, len, "%.2f GiB", (double)n / (double)GiB);
 }
 
-static void print_categories(FILE *f, const char *name, const char *when, const uint64_t *bytes)
+/* "param 2.95 GiB, activation 27.88 GiB, ..." or "nothing allocated" */
+static void category_list(const uint64_t *bytes, char *buf, size_t len)
 {
-    fprintf(f, "    %-26s %s:", name, when);
-    int printed = 0;
-    for (int c = 0; c < CAT_COUNT; c++) {
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < CAT_COUNT && at < len; c++) {
         if (!bytes[c])
             continue;
         char s[32];
         size_format_pytorch(bytes[c], s, sizeof s);
-        fprintf(f, "%s %s %s", printed++ ? "," : "", category_name((enum category)c), s);
+        wrap_keep_together(s);
+        at += (size_t)snprintf(buf + at, len - at, "%s%s %s", at ? ", " : "", category_name((enum category)c), s);
     }
-    fprintf(f, "%s\n", printed ? "" : " nothing allocated");
+    if (!at)
+        snprintf(buf, len, "nothing allocated");
 }
 
 static void print_breakdown(FILE *f, const struct job_result *r)
 {
-    char when[64];
-    snprintf(when, sizeof when, "at peak allocated (%s)", figures(r));
-    print_categories(f, r->name, when, r->run.category_at_peak);
-    if (r->run.oom.happened)
-        print_categories(f, "", "at the OOM", r->run.oom.category_live);
+    char first[320], list[512];
+    snprintf(first, sizeof first, "    %-*s at peak allocated (%s): ", NAME_W, r->name, figures(r));
+    category_list(r->run.category_at_peak, list, sizeof list);
+    wrap_print(f, first, TEXT_COL, list);
+    if (r->run.oom.happened) {
+        char text[768];
+        snprintf(first, sizeof first, "    %-*s at the OOM in ", NAME_W, "");
+        category_list(r->run.oom.category_live, list, sizeof list);
+        snprintf(text, sizeof text, "%s: %s", r->run.oom.tag, list);
+        wrap_print(f, first, TEXT_COL, text);
+    }
 }
 
 static void print_header(FILE *f, const struct report_group *g)
 {
     const struct job_result *r = g->njobs ? &g->jobs[0] : NULL;
-    char total[32];
+    char total[32], head[512], line[768];
     size_format_pytorch(r ? r->device_total : 0, total, sizeof total);
     if (g->kind == REPORT_REPLAY)
-        fprintf(f, "== %s: replay of a %s\n", g->name, r && r->replay.input_kind ? r->replay.input_kind : "trace");
-    else
-        fprintf(f, "== %s: %s\n", g->name, g->title);
+        snprintf(head, sizeof head, "replay of a %s", r && r->replay.input_kind ? r->replay.input_kind : "trace");
+    snprintf(line, sizeof line, "== %s: ", g->name);
+    wrap_print(f, line, 3, g->kind == REPORT_REPLAY ? head : g->title);
     if (g->source)
-        fprintf(f, "   source: %s\n", g->source);
+        wrap_print(f, "   source: ", 11, g->source);
     if (r && !strcmp(r->device, "sim:unbounded"))
-        fprintf(f, "   device: %s (modelled by the allocator model)\n", r->device);
+        snprintf(line, sizeof line, "%s (modelled by the allocator model)", r->device);
     else
-        fprintf(f, "   device: %s (%s%s%s total, %s)\n", r ? r->device : "-", r ? r->device_detail : "",
-                r && r->device_detail[0] ? "; " : "", total,
-                r && r->run.measured ? "measured" : "modelled by the allocator model");
+        snprintf(line, sizeof line, "%s (%s%s%s total, %s)", r ? r->device : "-", r ? r->device_detail : "",
+                 r && r->device_detail[0] ? "; " : "", total,
+                 r && r->run.measured ? "measured" : "modelled by the allocator model");
+    wrap_print(f, "   device: ", 11, line);
+}
+
+/* "OOM: backward, step 2" or "fits" (the module is in the breakdown) */
+static void outcome_short(const struct report_group *g, const struct job_result *r, char *buf, size_t len)
+{
+    if (!r->run.oom.happened)
+        snprintf(buf, len, "fits");
+    else
+        snprintf(buf, len, "OOM: %s, step %lld", r->run.oom.phase, (long long)r->run.oom.step);
+    if (g->kind == REPORT_REPLAY && r->run.nooms > 1)
+        snprintf(buf + strlen(buf), len - strlen(buf), " (%llu OOMs)", (unsigned long long)r->run.nooms);
 }
 
 static void print_rows(FILE *f, const struct report_group *g)
 {
-    fprintf(f, "   %-26s %-44s %10s %10s %10s %7s  %-6s %s\n", "variant", "fixes", "peak alloc", "peak resv",
-            "unalloc@pk", "retries", "expect", "result");
+    fprintf(f, "   %-*s %10s %10s %10s %5s  %-6s  %s\n", NAME_W, "variant", "peak alloc", "peak resv", "unalloc@pk",
+            "retry", "expect", "result");
     for (size_t i = 0; i < g->njobs; i++) {
         const struct job_result *r = &g->jobs[i];
-        char a[32], b[32], u[32], outcome[256];
+        char a[32], b[32], u[32], outcome[96];
         gib(r->run.peak_allocated, a, sizeof a);
         gib(r->run.peak_reserved, b, sizeof b);
         gib(r->run.unallocated_at_peak, u, sizeof u);
-        job_outcome(r, outcome, sizeof outcome);
-        if (g->kind == REPORT_REPLAY && r->run.nooms > 1)
-            snprintf(outcome + strlen(outcome), sizeof outcome - strlen(outcome), ", %llu OOMs in all",
-                     (unsigned long long)r->run.nooms);
-        fprintf(f, "   %-26s %-44s %10s %10s %10s %7lld  %-6s %s\n", r->name, r->fixes, a, b, u,
+        outcome_short(g, r, outcome, sizeof outcome);
+        fprintf(f, "   %-*s %10s %10s %10s %5lld  %-6s  %s\n", NAME_W, r->name, a, b, u,
                 (long long)r->run.stats.num_alloc_retries, !r->has_expect ? "-" : r->expect_ok ? "ok" : "FAILED",
                 outcome);
+        if (strcmp(r->fixes, "-"))
+            wrap_print(f, "     fixes: ", 12, r->fixes);
         if (r->has_expect && !r->expect_ok)
-            fprintf(f, "   %-26s expectation failed: %s\n", "", r->expect_why);
+            wrap_print(f, "     expectation failed: ", 7, r->expect_why);
     }
 }
 
 static void print_throughput(FILE *f, const struct job_result *r)
 {
+    char first[96], text[512];
+    snprintf(first, sizeof first, "    %-*s ", NAME_W, r->name);
     double eval = 0;
     for (size_t k = 0; k < r->run.nphases; k++)
         if (phase_is_eval(r->run.phases[k].name))
             eval += r->run.phases[k].seconds;
-    if (eval > 0 && !r->run.oom.happened)
-        fprintf(f, "    %-26s eval (sampling and decode) %.3f s in kernels (%s)\n", r->name, eval, figures(r));
+    if (eval > 0 && !r->run.oom.happened) {
+        snprintf(text, sizeof text, "eval (sampling and decode) %.3f s in kernels (%s)", eval, figures(r));
+        wrap_print(f, first, TEXT_COL, text);
+    }
     if (r->run.oom.happened)
-        fprintf(f, "    %-26s none: the job OOMs\n", r->name);
+        snprintf(text, sizeof text, "none: the job OOMs");
     else if (r->steps_per_s <= 0)
-        fprintf(f, "    %-26s none: no training step was timed\n", r->name);
+        snprintf(text, sizeof text, "none: no training step was timed");
     else if (r->run.measured)
-        fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (measured: median of %lld steps' training kernels by "
-                   "%s, %.3f s; range %.3f-%.3f s; wall clock %.3f s, range %.3f-%.3f s)\n",
-                r->name, r->steps_per_s, r->samples_per_s, (long long)r->run.steps_timed, r->timed_by,
-                r->run.step_seconds_median, r->run.step_seconds_min, r->run.step_seconds_max,
-                r->run.step_wall_seconds_median, r->run.step_wall_seconds_min, r->run.step_wall_seconds_max);
+        snprintf(text, sizeof text,
+                 "%.3f steps/s, %.2f samples/s (measured: median of %lld steps' training kernels by %s, %.3f s; "
+                 "range %.3f-%.3f s; wall clock %.3f s, range %.3f-%.3f s)",
+                 r->steps_per_s, r->samples_per_s, (long long)r->run.steps_timed, r->timed_by,
+                 r->run.step_seconds_median, r->run.step_seconds_min, r->run.step_seconds_max,
+                 r->run.step_wall_seconds_median, r->run.step_wall_seconds_min, r->run.step_wall_seconds_max);
     else
-        fprintf(f, "    %-26s %.3f steps/s, %.2f samples/s (modelled: %s, %.2f TFLOP per step)\n", r->name,
-                r->steps_per_s, r->samples_per_s, r->timed_by,
-                r->steps_planned ? r->train_flops / 1e12 / r->steps_planned
-                                 : r->train_flops / 1e12 / (double)r->run.steps);
+        snprintf(text, sizeof text, "%.3f steps/s, %.2f samples/s (modelled: %s, %.2f\x01TFLOP per step)",
+                 r->steps_per_s, r->samples_per_s, r->timed_by,
+                 r->steps_planned ? r->train_flops / 1e12 / r->steps_planned
+                                  : r->train_flops / 1e12 / (double)r->run.steps);
+    wrap_print(f, first, TEXT_COL, text);
 }
 
 static void print_device_growth(FILE *f, const struct job_result *r)
 {
-    fprintf(f, "    %-26s device memory growth in each phase's first run (measured, total - free):", r->name);
-    for (size_t k = 0; k < r->run.nphases; k++) {
+    char first[192], text[1024];
+    size_t at = 0;
+    snprintf(first, sizeof first, "    %-*s device memory growth in each phase's first run (measured, total - free): ",
+             NAME_W, r->name);
+    text[0] = '\0';
+    for (size_t k = 0; k < r->run.nphases && at < sizeof text; k++) {
         int64_t d = r->run.phases[k].device_used_delta;
         char s[32];
         size_format_pytorch((uint64_t)(d < 0 ? -d : d), s, sizeof s);
-        fprintf(f, "%s %s %c%s", k ? "," : "", r->run.phases[k].name, d < 0 ? '-' : '+', s);
+        wrap_keep_together(s);
+        at += (size_t)snprintf(text + at, sizeof text - at, "%s%s %c%s", k ? ", " : "", r->run.phases[k].name,
+                               d < 0 ? '-' : '+', s);
     }
-    fprintf(f, "\n");
+    wrap_print(f, first, TEXT_COL, text);
 }
 
-/* A replay's OOMs with their position, its warnings, and how it matched its recording. */
-static void print_replay_details(FILE *f, const struct job_result *r)
+static void print_check(FILE *f, const struct recorded_check *c)
 {
-    const struct run_result *run = &r->run;
-    size_t shown = run->nooms < RUN_MAX_OOMS ? (size_t)run->nooms : RUN_MAX_OOMS;
-    const char *unit = r->replay.checked ? "event" : "line";
-    for (size_t i = 0; i < shown; i++)
-        fprintf(f, "   OOM at %s %llu: %s\n", unit, (unsigned long long)run->ooms[i].where, run->ooms[i].message);
-    if (run->nooms > shown)
-        fprintf(f, "   ... and %llu more OOMs (memory_stats num_ooms counts them all)\n",
-                (unsigned long long)(run->nooms - shown));
-    size_t nwarn = run->nwarnings < RUN_MAX_WARNINGS ? (size_t)run->nwarnings : RUN_MAX_WARNINGS;
-    for (size_t i = 0; i < nwarn; i++)
-        fprintf(f, "   warning: %s\n", run->warnings[i]);
-    if (run->nwarnings > nwarn)
-        fprintf(f, "   ... and %llu more warnings\n", (unsigned long long)(run->nwarnings - nwarn));
-    const struct replay_info *ri = &r->replay;
-    char need[32];
-    size_format_pytorch(ri->needed, need, sizeof need);
-    fprintf(f, "   settings:  %s: %s\n", ri->settings_from, r->alloc_conf[0] ? r->alloc_conf : "(PyTorch defaults)");
-    fprintf(f, "   capacity:  %s", ri->capacity_from);
-    if (ri->needed)
-        fprintf(f, "; the trace holds in %s reserved at its peak", need);
-    fprintf(f, "\n");
-    if (run->nooms && ri->needed) {
-        char flag[32];
-        size_format_flag(ri->needed, flag, sizeof flag);
-        fprintf(f, "   too small: the trace needs %s reserved; replay without --device/--capacity to reproduce the "
-                   "recording, or give --capacity %s\n", need, flag);
-    }
-    fprintf(f, "   addresses: %s\n", ri->addresses);
-    if (ri->rebuilt_start)
-        fprintf(f, "   recording began mid-run: the state at trace start was rebuilt from the file%s\n",
-                ri->inferred_sizes ? "" : " (every block size recorded)");
-    if (ri->inferred_sizes)
-        fprintf(f, "   %zu block size%s at trace start the file no longer holds came from the allocator's split rules\n"
-                   "   and the traced allocations placed above them\n",
-                ri->inferred_sizes, ri->inferred_sizes == 1 ? "" : "s");
-    if (ri->private_pool_segments)
-        fprintf(f, "   warning: %zu segment%s to CUDA graphs' private pools (segment_pool_id other than (0, 0));\n"
-                   "   oomlab does not model private pools and replays them as segments of the default pools, where\n"
-                   "   PyTorch keeps their blocks apart: placements in them may differ\n",
-                ri->private_pool_segments, ri->private_pool_segments == 1 ? " belongs" : "s belong");
-    if (!ri->checked)
-        return;
-    const struct recorded_check *c = &ri->check;
     fprintf(f, "   check against the snapshot:\n");
     fprintf(f, "    segment_allocs   %zu/%zu matched (size and place in the event order)\n", c->segment_allocs_matched,
             c->segment_allocs_recorded);
-    if (c->segment_maps_recorded)
-        fprintf(f, "    segment_maps     %zu/%zu matched (expandable segments: size and place; addresses by their "
-                   "offset in each stream's reservation)\n",
-                c->segment_maps_matched, c->segment_maps_recorded);
+    if (c->segment_maps_recorded) {
+        char text[160];
+        snprintf(text, sizeof text, "%zu/%zu matched (expandable segments: size and place; addresses by their offset "
+                                    "in each stream's reservation)",
+                 c->segment_maps_matched, c->segment_maps_recorded);
+        wrap_print(f, "    segment_maps     ", 21, text);
+    }
     if (c->final_layout_matched)
         fprintf(f, "    final layout     every segment's blocks match\n");
     else
@@ -176,30 +172,90 @@ static void print_replay_details(FILE *f, const struct job_result *r)
                 c->final_segments);
     fprintf(f, "    alloc addresses  %zu/%zu matched\n", c->addresses_matched, c->allocs);
     if (c->first_mismatch[0])
-        fprintf(f, "    first mismatch   %s\n", c->first_mismatch);
+        wrap_print(f, "    first mismatch   ", 21, c->first_mismatch);
+}
+
+/* A replay's OOMs with their position, its warnings, and how it matched its recording. */
+static void print_replay_details(FILE *f, const struct job_result *r)
+{
+    const struct run_result *run = &r->run;
+    const struct replay_info *ri = &r->replay;
+    size_t shown = run->nooms < RUN_MAX_OOMS ? (size_t)run->nooms : RUN_MAX_OOMS;
+    const char *unit = ri->checked ? "event" : "line";
+    char first[64], text[768], need[32];
+    for (size_t i = 0; i < shown; i++) {
+        snprintf(first, sizeof first, "   OOM at %s %llu: ", unit, (unsigned long long)run->ooms[i].where);
+        wrap_print(f, first, 6, run->ooms[i].message);
+    }
+    if (run->nooms > shown)
+        fprintf(f, "   ... and %llu more OOMs (memory_stats num_ooms counts them all)\n",
+                (unsigned long long)(run->nooms - shown));
+    size_t nwarn = run->nwarnings < RUN_MAX_WARNINGS ? (size_t)run->nwarnings : RUN_MAX_WARNINGS;
+    for (size_t i = 0; i < nwarn; i++)
+        wrap_print(f, "   warning: ", 6, run->warnings[i]);
+    if (run->nwarnings > nwarn)
+        fprintf(f, "   ... and %llu more warnings\n", (unsigned long long)(run->nwarnings - nwarn));
+    snprintf(text, sizeof text, "%s: %s", ri->settings_from, r->alloc_conf[0] ? r->alloc_conf : "(PyTorch defaults)");
+    wrap_print(f, "   settings:  ", 14, text);
+    size_format_pytorch(ri->needed, need, sizeof need);
+    snprintf(text, sizeof text, "%s%s%s%s", ri->capacity_from, ri->needed ? "; the trace holds in " : "",
+             ri->needed ? need : "", ri->needed ? " reserved at its peak" : "");
+    wrap_print(f, "   capacity:  ", 14, text);
+    if (run->nooms && ri->needed) {
+        char flag[32];
+        size_format_flag(ri->needed, flag, sizeof flag);
+        snprintf(text, sizeof text, "the trace needs %s reserved; replay without --device/--capacity to reproduce "
+                                    "the recording, or give --capacity %s", need, flag);
+        wrap_print(f, "   too small: ", 6, text);
+    }
+    wrap_print(f, "   addresses: ", 14, ri->addresses);
+    if (ri->rebuilt_start)
+        fprintf(f, "   recording began mid-run: the state at trace start was rebuilt from the file%s\n",
+                ri->inferred_sizes ? "" : " (every block size recorded)");
+    if (ri->inferred_sizes) {
+        snprintf(text, sizeof text, "%zu block size%s at trace start the file no longer holds came from the "
+                                    "allocator's split rules and the traced allocations placed above them",
+                 ri->inferred_sizes, ri->inferred_sizes == 1 ? "" : "s");
+        wrap_print(f, "   ", 3, text);
+    }
+    if (ri->private_pool_segments) {
+        snprintf(text, sizeof text, "%zu segment%s to CUDA graphs' private pools (segment_pool_id other than (0, 0)); "
+                                    "oomlab does not model private pools and replays them as segments of the default "
+                                    "pools, where PyTorch keeps their blocks apart: placements in them may differ",
+                 ri->private_pool_segments, ri->private_pool_segments == 1 ? " belongs" : "s belong");
+        wrap_print(f, "   warning: ", 6, text);
+    }
+    if (ri->checked)
+        print_check(f, &ri->check);
 }
 
 static void print_fit(FILE *f, const struct report_group *g)
 {
     const struct job_result *first = g->njobs ? &g->jobs[0] : NULL;
-    fprintf(f, "== %s: largest %s that fits", g->name, g->fit_param);
+    char head[512], margin[64] = "";
     if (g->fit_margin > 0)
-        fprintf(f, " with %g%% of the device free", g->fit_margin * 100.0);
-    fprintf(f, " (%s on %s%s%s)\n", first && first->run.measured ? "measured" : "modelled", first ? first->device : "-",
-            g->capacity_text ? " with capacity " : "", g->capacity_text ? g->capacity_text : "");
-    fprintf(f, "   %-22s %-44s %8s %12s %-24s %7s\n", "variant", "fixes", g->fit_param, "peak resv", "samples/s",
-            "probes");
+        snprintf(margin, sizeof margin, " with %g%% of the device free", g->fit_margin * 100.0);
+    snprintf(head, sizeof head, "largest %s that fits%s (%s on %s%s%s)", g->fit_param, margin,
+             first && first->run.measured ? "measured" : "modelled", first ? first->device : "-",
+             g->capacity_text ? " with capacity " : "", g->capacity_text ? g->capacity_text : "");
+    char line[320];
+    snprintf(line, sizeof line, "== %s: ", g->name);
+    wrap_print(f, line, 3, head);
+    fprintf(f, "   %-*s %10s %10s  %-26s %6s\n", NAME_W, "variant", g->fit_param, "peak resv", "samples/s", "probes");
     for (size_t i = 0; i < g->njobs; i++) {
         const struct job_result *r = &g->jobs[i];
         const struct fit_row *row = &g->fits[i];
-        char resv[32], rate[48];
+        char resv[32], rate[48], value[24];
         gib(r->run.peak_reserved, resv, sizeof resv);
         if (r->samples_per_s > 0)
             snprintf(rate, sizeof rate, "%.2f (%s)", r->samples_per_s, figures(r));
         else
             snprintf(rate, sizeof rate, "-");
-        fprintf(f, "   %-22s %-44s %7d%s %12s %-24s %7d\n", r->name, r->fixes, row->largest, row->hit_limit ? "+" : " ",
-                row->largest ? resv : "-", row->largest ? rate : "-", row->probes);
+        snprintf(value, sizeof value, "%d%s", row->largest, row->hit_limit ? "+" : "");
+        fprintf(f, "   %-*s %10s %10s  %-26s %6d\n", NAME_W, r->name, value, row->largest ? resv : "-",
+                row->largest ? rate : "-", row->probes);
+        if (strcmp(r->fixes, "-"))
+            wrap_print(f, "     fixes: ", 12, r->fixes);
     }
 }
 
@@ -221,10 +277,13 @@ void report_table(FILE *f, const struct report_group *g)
         if (g->jobs[i].run.measured)
             print_device_growth(f, &g->jobs[i]);
     for (size_t i = 0; i < g->njobs; i++) {
-        if (g->kind == REPORT_REPLAY)
+        char first[96];
+        if (g->kind == REPORT_REPLAY) {
             print_replay_details(f, &g->jobs[i]);
-        else if (g->jobs[i].run.oom.happened)
-            fprintf(f, "   %s: %s\n", g->jobs[i].name, g->jobs[i].run.oom.message);
+        } else if (g->jobs[i].run.oom.happened) {
+            snprintf(first, sizeof first, "   %s: ", g->jobs[i].name);
+            wrap_print(f, first, 6, g->jobs[i].run.oom.message);
+        }
     }
     fprintf(f, "\n");
 }

@@ -9,6 +9,7 @@
 #include "report/snapshot_out.h"
 #include "run/progress.h"
 #include "util/dir.h"
+#include "util/size.h"
 #include "workload/generate.h"
 
 void variant_fixes_text(const struct variant *v, char *buf, size_t len)
@@ -29,6 +30,15 @@ void variant_fixes_text(const struct variant *v, char *buf, size_t len)
         snprintf(buf, len, "-");
 }
 
+/* "peak reserved 14.03 GiB (15061745664 bytes) is above the bound 14.00 GiB" */
+static void bound_missed(char *why, size_t len, uint64_t got, const char *side, uint64_t bound)
+{
+    char g[32], b[32];
+    size_format_pytorch(got, g, sizeof g);
+    size_format_pytorch(bound, b, sizeof b);
+    snprintf(why, len, "peak reserved %s (%llu bytes) is %s the bound %s", g, (unsigned long long)got, side, b);
+}
+
 static void judge(struct job_result *r, const struct expectation *x)
 {
     const struct run_result *run = &r->run;
@@ -40,11 +50,9 @@ static void judge(struct job_result *r, const struct expectation *x)
     else if (x->oom && x->oom_phase[0] && strcmp(x->oom_phase, run->oom.phase))
         snprintf(why, sizeof why, "expected the OOM in %s, got it in %s", x->oom_phase, run->oom.phase);
     else if (x->peak_reserved_max && run->peak_reserved > x->peak_reserved_max)
-        snprintf(why, sizeof why, "peak reserved %llu B is above the bound %llu B",
-                 (unsigned long long)run->peak_reserved, (unsigned long long)x->peak_reserved_max);
+        bound_missed(why, sizeof why, run->peak_reserved, "above", x->peak_reserved_max);
     else if (x->peak_reserved_min && run->peak_reserved < x->peak_reserved_min)
-        snprintf(why, sizeof why, "peak reserved %llu B is below the bound %llu B",
-                 (unsigned long long)run->peak_reserved, (unsigned long long)x->peak_reserved_min);
+        bound_missed(why, sizeof why, run->peak_reserved, "below", x->peak_reserved_min);
     r->expect_ok = why[0] == '\0';
     snprintf(r->expect_why, sizeof r->expect_why, "%s", why);
 }
