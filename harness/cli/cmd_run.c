@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "report/json_out.h"
 #include "report/run_report.h"
-#include "util/atomic_file.h"
+#include "util/output.h"
 #include "util/size.h"
 
 static void usage(FILE *f)
@@ -28,7 +28,7 @@ static void usage(FILE *f)
 
 struct outputs {
     json_t *json;
-    struct atomic_file csv;
+    struct output csv;
     bool tap;
     int tap_count, failures;
 };
@@ -99,7 +99,7 @@ int cmd_run(int argc, char **argv)
     if (json_path)
         out.json = json_array();
     bool csv_stdout = csv_path && !strcmp(csv_path, "-");
-    if (csv_path && !csv_stdout && atomic_open(&out.csv, csv_path, &e)) {
+    if (csv_path && !csv_stdout && output_open(&out.csv, csv_path, &e)) {
         fprintf(stderr, "oomlab run: %s\n", e.msg);
         json_decref(out.json);
         return 2;
@@ -117,9 +117,9 @@ int cmd_run(int argc, char **argv)
         rc = json_write_file(json_path, root, &e);
     }
     if (rc == 0 && csv_path && !csv_stdout)
-        rc = atomic_commit(&out.csv, &e);
+        rc = output_commit(&out.csv, &e);
     else if (csv_path && !csv_stdout)
-        atomic_abort(&out.csv);
+        output_abort(&out.csv);
     json_decref(out.json);
     if (out.tap)
         printf("1..%d\n", out.tap_count);
