@@ -48,9 +48,14 @@ static void parse_cases(void)
         ok(capacity_parse(bad[i].s, &b, &e) == -1 && e.code == ERR_INPUT, "capacity '%s' rejected", bad[i].s);
         is_str(e.msg, bad[i].msg, "and says why");
     }
-    is_u64(capacity_resolve((struct capacity){0, 0.25}, 8ULL << 30, 1), 2ULL << 30, "a quarter of 8 GiB is 2 GiB");
-    is_u64(capacity_resolve((struct capacity){3, 0.0}, 8ULL << 30, 1), 3, "a size is itself");
-    is_u64(capacity_resolve((struct capacity){0, 0.0}, 8ULL << 30, 7), 7, "neither: the default");
+    uint64_t r = 0;
+    struct err e = {0};
+    capacity_resolve((struct capacity){0, 0.25}, 8ULL << 30, 1, &r, &e);
+    is_u64(r, 2ULL << 30, "a quarter of 8 GiB is 2 GiB");
+    capacity_resolve((struct capacity){3, 0.0}, 8ULL << 30, 1, &r, &e);
+    is_u64(r, 3, "a size is itself");
+    capacity_resolve((struct capacity){0, 0.0}, 8ULL << 30, 7, &r, &e);
+    is_u64(r, 7, "neither: the default");
 }
 
 /* Opens spec under cap, checks its total (and free, on sim), closes it. */

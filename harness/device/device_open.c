@@ -32,7 +32,10 @@ static struct device *open_sim(const char *spec, const char *arg, struct capacit
         context = 0;
         snprintf(name + strlen(name), sizeof name - strlen(name), "@%llu", (unsigned long long)capacity.bytes);
     } else if (capacity.fraction > 0.0) { /* the same card with a share of it: the context stays */
-        total = capacity_resolve(capacity, total, total);
+        if (capacity_resolve(capacity, total, total, &total, e)) {
+            err_prefix(e, "--device %s: ", spec);
+            return NULL;
+        }
         snprintf(name + strlen(name), sizeof name - strlen(name), "@%g%%", capacity.fraction * 100.0);
     }
     if (total == 0) {
@@ -56,7 +59,11 @@ static struct device *open_host(const char *spec, struct capacity capacity, stru
     if (!capacity.bytes && capacity.fraction == 0.0)
         capacity = own;
     const uint64_t memory = host_memory_bytes(NULL);
-    uint64_t total = capacity_resolve(capacity, memory, memory / 2);
+    uint64_t total;
+    if (capacity_resolve(capacity, memory, memory / 2, &total, e)) {
+        err_prefix(e, "--device %s: ", spec);
+        return NULL;
+    }
     if (!total) {
         err_set(e, ERR_INTERNAL, "--device %s: cannot read the machine's memory size; give --capacity SIZE", spec);
         return NULL;
