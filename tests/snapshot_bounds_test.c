@@ -86,7 +86,7 @@ static struct raw shared_snapshot(size_t nsegs, size_t nblocks, size_t filler)
     key_u32(&r, "size", 512), key_u32(&r, "requested_size", 512), key_u32(&r, "address", 1 << 20);
     str(&r, "state"), str(&r, "inactive");
     for (size_t i = 0; i < filler; i++) {
-        char k[16];
+        char k[24];
         snprintf(k, sizeof k, "k%zu", i);
         str(&r, k);
         op(&r, 'N');
@@ -108,11 +108,15 @@ static struct raw shared_snapshot(size_t nsegs, size_t nblocks, size_t filler)
     return r;
 }
 
-static double seconds_since(const struct timespec *t0)
+/* snapshot_parse of r, timed: its return code, with the seconds it took in *took. */
+static int timed_parse(const char *name, const struct raw *r, struct snapshot *s, struct err *e, double *took)
 {
-    struct timespec t1;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = snapshot_parse(name, r->b, r->len, s, e);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
+    *took = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    return rc;
 }
 
 static void test_shared_objects(void)
@@ -120,10 +124,8 @@ static void test_shared_objects(void)
     struct raw r = shared_snapshot(3000, 3000, 0);
     struct snapshot s;
     struct err e = {0};
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = snapshot_parse("square.pickle", r.b, r.len, &s, &e);
-    double took = seconds_since(&t0);
+    double took;
+    int rc = timed_parse("square.pickle", &r, &s, &e, &took);
     ok(rc == -1 && e.code == ERR_INPUT, "3000 references to a segment of 3000 references to one block (%zu bytes) "
                                         "are refused", r.len);
     ok(strstr(e.msg, "square.pickle: segments[") && strstr(e.msg, "refusing to expand it"), "saying why (%s)", e.msg);
@@ -132,9 +134,8 @@ static void test_shared_objects(void)
 
     r = shared_snapshot(10, 10, 0);
     e = (struct err){0};
-    rc = snapshot_parse("small.pickle", r.b, r.len, &s, &e);
-    ok(rc == 0, "the same shape with 10 x 10 (%zu bytes) loads%s%s",
-       r.len, e.msg[0] ? ": " : "", e.msg);
+    rc = timed_parse("small.pickle", &r, &s, &e, &took);
+    ok(rc == 0, "the same shape with 10 x 10 (%zu bytes) loads%s%s", r.len, e.msg[0] ? ": " : "", e.msg);
     if (rc == 0) {
         is_int(s.nsegments, 10, "10 segments");
         is_int(s.segments[9].nblocks, 10, "of 10 blocks each");
@@ -148,10 +149,8 @@ static void test_big_shared_dict(void)
     struct raw r = shared_snapshot(1, 30000, 30000);
     struct snapshot s;
     struct err e = {0};
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = snapshot_parse("wide.pickle", r.b, r.len, &s, &e);
-    double took = seconds_since(&t0);
+    double took;
+    int rc = timed_parse("wide.pickle", &r, &s, &e, &took);
     ok(rc == 0, "a 30,000-key block dict listed 30,000 times (%zu bytes) loads%s%s", r.len, e.msg[0] ? ": " : "",
        e.msg);
     ok(took < 2.0, "in %.3f s (linear lookups took 16 s)", took);
