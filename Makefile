@@ -3,7 +3,7 @@
 #   make run             run every scenario on the simulated RTX 5090
 #   make test            build and run the TAP suite with prove   (SANITIZE=1: ASan + UBSan build)
 #   make bench           Google Benchmark microbenchmarks
-#   make clang           the same build with clang, into build/clang (CI checks both compilers)
+#   make clang           the binary and the tests built with clang, into build/clang (CI checks both compilers)
 #   make fuzz            every libFuzzer target for FUZZ_SECONDS each (default 600), one after another
 #   make fuzz-ci         the same for FUZZ_CI_SECONDS each (default 25), as CI runs it
 CC       ?= gcc
@@ -64,7 +64,7 @@ BENCH_SRCS := $(sort $(wildcard bench/*.cc))
 CUDA_SRCS := $(shell find harness kernels -name '*.cu' | sort)
 CUDA_OBJS := $(CUDA_SRCS:%.cu=$(BUILD)/obj/%.cu.o)
 
-.PHONY: all run test bench clean clang fuzz fuzz-ci fuzz-build
+.PHONY: all run test tests bench clean clang fuzz fuzz-ci fuzz-build
 all: $(BUILD)/oomlab $(if $(and $(WANT_CUDA),$(CUDA_SRCS)),$(BUILD)/oomlab-cuda.so)
 
 $(BUILD)/obj/%.o: %.c
@@ -119,8 +119,10 @@ $(BUILD)/tests/fuzz_replay.t: tests/fuzz_replay_test.c tests/tap.h $(FUZZ_SRCS:%
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -Ifuzz $< $(FUZZ_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/liboomlab.a $(LDFLAGS) $(LDLIBS) -o $@
 
+tests: $(TESTS)
+
 clang:
-	$(MAKE) CC=clang CUDA=0 BUILD=build/clang all
+	$(MAKE) CC=clang CUDA=0 BUILD=build/clang all tests
 
 # ---- fuzzing: clang's libFuzzer with ASan + UBSan (packages: scripts/install-deps fuzz) ----
 # Each fuzz/NAME_fuzz.c is a target build/fuzz/NAME; the library is the harness (no target reaches
