@@ -7,6 +7,9 @@
 #   make cuda            the CUDA plugin alone (make run skips it on a machine without a GPU)
 #   make install         bin/oomlab, lib/oomlab/oomlab-cuda.so, the man page and completions under
 #                        $(DESTDIR)$(PREFIX) (PREFIX=/usr/local)
+#   make clang           the binary and the tests built with clang, into build/clang (CI checks both compilers)
+#   make fuzz            every libFuzzer target for FUZZ_SECONDS each (default 600), one after another
+#   make fuzz-ci         the same for FUZZ_CI_SECONDS each (default 25), as CI runs it
 CC       ?= gcc
 CXX      ?= g++
 CUDA     ?= auto
@@ -71,7 +74,7 @@ BENCH_SRCS := $(sort $(wildcard bench/*.cc))
 CUDA_SRCS := $(shell find harness kernels -name '*.cu' | sort)
 CUDA_OBJS := $(CUDA_SRCS:%.cu=$(BUILD)/obj/%.cu.o)
 
-.PHONY: all run cuda test test-recorder bench clean install
+.PHONY: all run cuda test tests test-recorder bench clean install clang fuzz fuzz-ci fuzz-build
 all: $(BUILD)/oomlab $(if $(and $(WANT_CUDA),$(CUDA_SRCS)),$(BUILD)/oomlab-cuda.so)
 
 $(BUILD)/obj/%.o: %.c
@@ -155,7 +158,53 @@ $(BUILD)/bench/%: bench/%.cc $(BUILD)/liboomlab.a
 bench: all $(BENCH_SRCS:bench/%.cc=$(BUILD)/bench/%)
 	@for b in $(BENCH_SRCS:bench/%.cc=$(BUILD)/bench/%); do OOMLAB_SHARED=$(SHARED) $$b || exit 1; done
 
+# The committed fuzz inputs replayed through the fuzz targets' entry points by the ordinary test build.
+FUZZ_SRCS := $(sort $(wildcard fuzz/*_fuzz.c))
+$(BUILD)/obj/fuzz/%.o: fuzz/%.c fuzz/fuzz.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DFUZZ_REPLAY -c $< -o $@
+
+$(BUILD)/tests/fuzz_replay.t: tests/fuzz_replay_test.c tests/tap.h $(FUZZ_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/liboomlab.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -Ifuzz $< $(FUZZ_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/liboomlab.a $(LDFLAGS) $(LDLIBS) -o $@
+
+tests: $(TESTS)
+
+clang:
+	$(MAKE) CC=clang CUDA=0 BUILD=build/clang all tests
+
+# ---- fuzzing: clang's libFuzzer with ASan + UBSan (packages: scripts/install-deps fuzz) ----
+# Each fuzz/NAME_fuzz.c is a target build/fuzz/NAME; the library is the harness (no target reaches
+# the kernels) built with coverage instrumentation. fuzz/run runs one on its seed corpus.
+FUZZ_BUILD      := build/fuzz
+FUZZ_SECONDS    ?= 600
+FUZZ_CI_SECONDS ?= 25
+FUZZ_NAMES      := $(FUZZ_SRCS:fuzz/%_fuzz.c=%)
+FUZZ_SAN        := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS     := -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Wshadow -MMD -MP -Iharness -Ikernels \
+                   -Ifuzz $(PKG_CFLAGS) $(FUZZ_SAN) -DOOMLAB_CUDA_PLUGIN_NAME='"oomlab-cuda.so"'
+FUZZ_LIB_OBJS   := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(filter harness/%,$(LIB_SRCS)))
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_BUILD)/liboomlab-fuzz.a: $(FUZZ_LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/%: fuzz/%_fuzz.c fuzz/fuzz.h $(FUZZ_BUILD)/liboomlab-fuzz.a
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_BUILD)/liboomlab-fuzz.a $(LDLIBS) -o $@
+
+fuzz-build: $(FUZZ_NAMES:%=$(FUZZ_BUILD)/%)
+
+fuzz: fuzz-build
+	@for t in $(FUZZ_NAMES); do OOMLAB_SHARED=$(SHARED) FUZZ_BUILD=$(FUZZ_BUILD) fuzz/run $$t $(FUZZ_SECONDS) || exit 1; done
+
+fuzz-ci:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_CI_SECONDS)
+
 clean:
 	rm -rf build
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(FUZZ_BUILD) -name '*.d' 2>/dev/null)

@@ -59,7 +59,7 @@ bad "malformed alloc-conf" "allocator config 'max_split_size_mb:5', column 19: C
 bad "bad capacity" "--capacity: size '12 parsecs' has an unknown unit" "$BIN" replay --capacity "12 parsecs" --json "$T/bad.json" "$T/oom.trace"
 bad "zero capacity" "--capacity: capacity '0' is zero" "$BIN" replay --capacity 0 --json "$T/bad.json" "$T/oom.trace"
 bad "capacity share above 100%" "capacity '150%' is not a percentage in (0, 100]" "$BIN" replay --capacity 150% --json "$T/bad.json" "$T/oom.trace"
-bad "fractional bytes" "capacity '1.5': a bare number is a fraction in (0, 1] or a whole count of bytes" "$BIN" replay --capacity 1.5 --json "$T/bad.json" "$T/oom.trace"
+bad "a bare number above 1" "capacity '1.5': a bare number is a share in (0, 1]; give a size with its unit" "$BIN" replay --capacity 1.5 --json "$T/bad.json" "$T/oom.trace"
 bad "missing file" "nosuch.trace: cannot open" "$BIN" replay --json "$T/bad.json" "$T/nosuch.trace"
 bad "unknown device" "unknown device 'gpu9'" "$BIN" replay --device gpu9 --json "$T/bad.json" "$T/oom.trace"
 
@@ -78,7 +78,7 @@ bad "a stream is decimal" "octal.trace:2:12: stream '0x1' is not sN or a decimal
 printf 'alloc a 10\nfree a\0\n' > "$T/nul.trace"
 bad "a NUL byte" "nul.trace:2:7: a NUL byte" "$BIN" replay --json "$T/bad.json" "$T/nul.trace"
 bad "a directory" "is a directory, not a trace or snapshot file" "$BIN" replay --json "$T/bad.json" "$T"
-bad "--json and --csv on one file" "--json and --csv name the same file" "$BIN" replay --json "$T/bad.json" --csv "$T/bad.json" "$T/oom.trace"
+bad "--json and --csv on one file" "are the same file: give each its own" "$BIN" replay --json "$T/bad.json" --csv "$T/bad.json" "$T/oom.trace"
 
 # the old form, a zero-byte allocation freed without a warning, stdin and gzip
 printf 'alloc z 0\nfree z\nalloc a 1MiB 0 param\nstep 1 samples 4\nphase forward\nalloc b 2MiB s1 activation layer.0\nfree b\n' > "$T/ok.trace"

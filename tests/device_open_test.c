@@ -19,8 +19,8 @@ static void parse_cases(void)
 {
     struct capacity c = parsed("24GiB");
     ok(c.bytes == 24ULL << 30 && c.fraction == 0.0, "24GiB is 25769803776 bytes");
-    c = parsed("512");
-    ok(c.bytes == 512 && c.fraction == 0.0, "a bare whole number above 1 is bytes");
+    c = parsed("512B");
+    ok(c.bytes == 512 && c.fraction == 0.0, "512B is 512 bytes: bytes take their unit");
     c = parsed("0.5");
     ok(c.bytes == 0 && c.fraction == 0.5, "0.5 is half the device");
     c = parsed("50%");
@@ -34,7 +34,10 @@ static void parse_cases(void)
     } bad[] = {
         {"0", "capacity '0' is zero"},
         {"0GiB", "capacity '0GiB' is zero"},
-        {"1.5", "capacity '1.5': a bare number is a fraction in (0, 1] or a whole count of bytes"},
+        {"1.5", "capacity '1.5': a bare number is a share in (0, 1]; give a size with its unit (1.5GiB, 1.5MiB) or a "
+                "percentage (1.5%)"},
+        {"24", "capacity '24': a bare number is a share in (0, 1]; give a size with its unit (24GiB, 24MiB) or a "
+               "percentage (24%)"},
         {"150%", "capacity '150%' is not a percentage in (0, 100]"},
         {"0%", "capacity '0%' is not a percentage in (0, 100]"},
         {"-5%", "capacity '-5%' is not a percentage in (0, 100]"},
@@ -48,9 +51,14 @@ static void parse_cases(void)
         ok(capacity_parse(bad[i].s, &b, &e) == -1 && e.code == ERR_INPUT, "capacity '%s' rejected", bad[i].s);
         is_str(e.msg, bad[i].msg, "and says why");
     }
-    is_u64(capacity_resolve((struct capacity){0, 0.25}, 8ULL << 30, 1), 2ULL << 30, "a quarter of 8 GiB is 2 GiB");
-    is_u64(capacity_resolve((struct capacity){3, 0.0}, 8ULL << 30, 1), 3, "a size is itself");
-    is_u64(capacity_resolve((struct capacity){0, 0.0}, 8ULL << 30, 7), 7, "neither: the default");
+    uint64_t r = 0;
+    struct err e = {0};
+    capacity_resolve((struct capacity){0, 0.25}, 8ULL << 30, 1, &r, &e);
+    is_u64(r, 2ULL << 30, "a quarter of 8 GiB is 2 GiB");
+    capacity_resolve((struct capacity){3, 0.0}, 8ULL << 30, 1, &r, &e);
+    is_u64(r, 3, "a size is itself");
+    capacity_resolve((struct capacity){0, 0.0}, 8ULL << 30, 7, &r, &e);
+    is_u64(r, 7, "neither: the default");
 }
 
 /* Opens spec under cap, checks its total (and free, on sim), closes it. */

@@ -456,6 +456,60 @@ static void test_malformed(void)
            "t.pickle: byte 2: malformed pickle: LONG4 has a negative byte count", "LONG4 with a negative count");
 }
 
+/* Dicts past 16 keys are looked up through a sorted index: the last of a repeated key wins, as in
+ * Python, keys that differ only in length or in one byte are told apart, and non-str keys are
+ * skipped; below 16 keys the same answers come from a scan. */
+static void test_dict_index(void)
+{
+    for (int nkeys = 4; nkeys <= 40; nkeys += 36) {
+        unsigned char buf[4096];
+        size_t n = 0;
+        buf[n++] = 0x80, buf[n++] = 2, buf[n++] = '}', buf[n++] = '(';
+        for (int i = 0; i < nkeys; i++) { /* 'k0': 0, 'k1': 1, ... */
+            char k[8];
+            int len = snprintf(k, sizeof k, "k%d", i);
+            buf[n++] = 0x8c, buf[n++] = (unsigned char)len;
+            memcpy(buf + n, k, (size_t)len), n += (size_t)len;
+            buf[n++] = 'K', buf[n++] = (unsigned char)i;
+        }
+        const unsigned char tail[] = {0x8c, 2, 'k', '1', 'K', 200,  /* 'k1' again: 200 */
+                                      'K', 7, 'K', 77,              /* the int key 7 */
+                                      0x8c, 1, 'k', 'K', 99,        /* 'k', shorter than every other key */
+                                      'u', '.'};
+        memcpy(buf + n, tail, sizeof tail), n += sizeof tail;
+        struct pickle_doc *doc = parse(buf, n);
+        if (!ok(doc, "a dict of %d str keys parses", nkeys))
+            continue;
+        const struct pickle_value *d = pickle_root(doc);
+        is_int(pickle_len(d), nkeys + 3, "%d keys: every pair is kept, in order", nkeys);
+        is_int(i64_of(pickle_dict_get(d, "k1")), 200, "%d keys: a repeated key reads its last value", nkeys);
+        is_int(i64_of(pickle_dict_get(d, "k0")), 0, "%d keys: the first key", nkeys);
+        is_int(i64_of(pickle_dict_get(d, "k3")), 3, "%d keys: another", nkeys);
+        is_int(i64_of(pickle_dict_get(d, "k")), 99, "%d keys: a shorter key", nkeys);
+        ok(!pickle_dict_get(d, "7"), "%d keys: the int key 7 is not the str '7'", nkeys);
+        ok(!pickle_dict_get(d, "k999") && !pickle_dict_get(d, "") && !pickle_dict_get(d, "z"),
+           "%d keys: missing keys give NULL", nkeys);
+        if (nkeys > 16)
+            is_int(i64_of(pickle_dict_get(d, "k39")), 39, "%d keys: the last key", nkeys);
+        pickle_free(doc);
+    }
+}
+
+/* A MARK closed before anything was ever pushed: the empty stack is a NULL array, and the reader must
+ * not compute NULL + 0 (undefined; clang's UBSan, as in the fuzz build, reports it). */
+static void test_mark_on_empty_stack(void)
+{
+    static const unsigned char empty_list[] = "\x80\x02(l.", empty_tuple[] = "(t.";
+    struct pickle_doc *doc = parse(empty_list, sizeof empty_list - 1);
+    ok(doc && pickle_type(pickle_root(doc)) == PICKLE_LIST && pickle_len(pickle_root(doc)) == 0,
+       "MARK LIST on an empty stack is an empty list");
+    pickle_free(doc);
+    doc = parse(empty_tuple, sizeof empty_tuple - 1);
+    ok(doc && pickle_type(pickle_root(doc)) == PICKLE_TUPLE && pickle_len(pickle_root(doc)) == 0,
+       "MARK TUPLE on an empty stack is an empty tuple");
+    pickle_free(doc);
+}
+
 int main(void)
 {
     test_python_dict();
@@ -469,5 +523,7 @@ int main(void)
     test_truncated();
     test_unsupported();
     test_malformed();
+    test_dict_index();
+    test_mark_on_empty_stack();
     return done_testing();
 }

@@ -19,11 +19,15 @@ int allocator_restore_segment(struct allocator *a, uint64_t size, uint64_t strea
                               uint64_t *addr, struct err *e)
 {
     for (size_t i = 0; i < n; i++) {
-        uint64_t prev_end = i ? blocks[i - 1].offset + blocks[i - 1].size : 0;
-        if (blocks[i].size == 0 || blocks[i].offset < prev_end || blocks[i].offset + blocks[i].size > size)
+        const struct restore_block *b = &blocks[i];
+        uint64_t prev_end = i ? blocks[i - 1].offset + blocks[i - 1].size : 0; /* checked below: no wrap */
+        /* written so that no sum can wrap past 2^64 */
+        if (b->size == 0 || b->offset < prev_end || b->size > size || b->offset > size - b->size)
             return err_set(e, ERR_INPUT, "restored block %zu (offset %llu, %llu bytes) overlaps or leaves its %llu-byte segment",
-                           i, (unsigned long long)blocks[i].offset, (unsigned long long)blocks[i].size,
-                           (unsigned long long)size);
+                           i, (unsigned long long)b->offset, (unsigned long long)b->size, (unsigned long long)size);
+        if (b->requested_size > b->size)
+            return err_set(e, ERR_INPUT, "restored block %zu: requested size %llu is larger than the block (%llu bytes)", i,
+                           (unsigned long long)b->requested_size, (unsigned long long)b->size);
     }
     struct pool *p = small ? &a->small : &a->large;
     enum dev_status st = a->dev->ops->seg_alloc(a->dev, size, 0, addr, e);

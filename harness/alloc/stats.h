@@ -32,10 +32,19 @@ struct alloc_stats {
     int64_t max_split_size; /* captured at construction; -1 = unlimited */
 };
 
+/* The cumulative counters (allocated, freed) stop at INT64_MAX instead of overflowing, as PyTorch's
+ * int64 would after 8 EiB of traffic. current and peak cannot get there: no size or capacity above
+ * SIZE_LIMIT (2^62, util/size.h) is accepted, so they stay exact. */
+static inline int64_t stat_saturating_add(int64_t a, int64_t n)
+{
+    int64_t sum;
+    return __builtin_add_overflow(a, n, &sum) ? INT64_MAX : sum;
+}
+
 static inline void stat_increase(struct stat *s, int64_t n)
 {
     s->current += n;
-    s->allocated += n;
+    s->allocated = stat_saturating_add(s->allocated, n);
     if (s->current > s->peak)
         s->peak = s->current;
 }
@@ -43,7 +52,7 @@ static inline void stat_increase(struct stat *s, int64_t n)
 static inline void stat_decrease(struct stat *s, int64_t n)
 {
     s->current -= n;
-    s->freed += n;
+    s->freed = stat_saturating_add(s->freed, n);
 }
 
 /* Updates the aggregate entry and the pool's entry, like for_each_selected_stat_type. */

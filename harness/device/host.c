@@ -304,7 +304,11 @@ static struct device *host_open(const struct device_spec *spec, const struct dev
 {
     struct capacity capacity = opt->capacity.bytes || opt->capacity.fraction > 0.0 ? opt->capacity : spec->own;
     const uint64_t memory = host_memory_bytes(NULL);
-    uint64_t total = capacity_resolve(capacity, memory, memory / 2);
+    uint64_t total;
+    if (capacity_resolve(capacity, memory, memory / 2, &total, e)) {
+        err_prefix(e, "device %s: ", spec->text);
+        return NULL;
+    }
     if (!total) {
         err_set(e, ERR_INTERNAL, "device %s: cannot read the machine's memory size; give --capacity SIZE", spec->text);
         return NULL;

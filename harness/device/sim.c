@@ -239,7 +239,10 @@ static struct device *sim_open(const struct device_spec *spec, const struct devi
         context = 0;
         snprintf(name + strlen(name), sizeof name - strlen(name), "@%llu", (unsigned long long)opt->capacity.bytes);
     } else if (opt->capacity.fraction > 0.0) {
-        total = capacity_resolve(opt->capacity, total, total);
+        if (capacity_resolve(opt->capacity, total, total, &total, e)) {
+            err_prefix(e, "device %s: ", spec->text);
+            return NULL;
+        }
         snprintf(name + strlen(name), sizeof name - strlen(name), "@%g%%", opt->capacity.fraction * 100.0);
     }
     if (total == 0) {

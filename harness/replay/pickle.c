@@ -2,7 +2,11 @@
  * Unpickler: MARK opens a new stack frame whose items only the marked opcodes (LIST, TUPLE, DICT,
  * APPENDS, SETITEMS) can reach, MEMOIZE stores under len(memo), and values are shared through the
  * memo rather than copied. Values and container arrays come from an arena of chunks; the stack,
- * mark and memo arrays are scratch space freed when parsing ends. */
+ * mark and memo arrays are scratch space freed when parsing ends. Every opcode does work bounded by
+ * the values it pushed or pops, so parsing is linear in the input. Dicts of more than
+ * DICT_INDEX_MIN keys get a sorted index of their str keys when parsing ends, so a lookup costs
+ * O(log n) however often a shared dict is read. */
+#define _GNU_SOURCE /* qsort_r */
 #include "replay/pickle.h"
 
 #include <stdalign.h>
@@ -19,7 +23,11 @@ struct pickle_seq {
     struct pickle_value **items;  /* a dict interleaves key, value, key, value, ... */
     size_t len;                   /* items of a list or tuple; pairs of a dict */
     size_t cap;                   /* slots in items */
+    size_t *index;                /* a big dict: its pairs with str keys, by (key, pair number); else NULL */
+    size_t nindex;
 };
+
+#define DICT_INDEX_MIN 16  /* below this many pairs a lookup scans the pairs */
 
 struct pickle_value {
     unsigned char type;  /* enum pickle_type */
@@ -134,6 +142,8 @@ struct parser {
     size_t nmarks, marks_cap;
     struct pickle_value **memo;  /* NULL where nothing was stored */
     size_t memo_cap, memo_count;
+    struct pickle_value **big_dicts;  /* dicts that grew past DICT_INDEX_MIN pairs, to index at the end */
+    size_t nbig_dicts, big_dicts_cap;
     struct err *e;
 };
 
@@ -222,6 +232,21 @@ static struct pickle_value *new_string(struct parser *p, enum pickle_type type, 
     return v;
 }
 
+/* Notes a dict that grew past DICT_INDEX_MIN pairs (once: its length only grows). */
+static int remember_big_dict(struct parser *p, struct pickle_value *dict)
+{
+    if (p->nbig_dicts == p->big_dicts_cap) {
+        size_t n = p->big_dicts_cap ? 2 * p->big_dicts_cap : 64;
+        struct pickle_value **grown = realloc(p->big_dicts, n * sizeof *grown);
+        if (!grown)
+            return out_of_memory(p);
+        p->big_dicts = grown;
+        p->big_dicts_cap = n;
+    }
+    p->big_dicts[p->nbig_dicts++] = dict;
+    return 0;
+}
+
 /* A list, tuple or dict holding `slots` item pointers copied from `items`. */
 static struct pickle_value *new_container(struct parser *p, enum pickle_type type, struct pickle_value **items,
                                           size_t slots)
@@ -242,6 +267,10 @@ static struct pickle_value *new_container(struct parser *p, enum pickle_type typ
     }
     seq->cap = slots;
     seq->len = type == PICKLE_DICT ? slots / 2 : slots;
+    seq->index = NULL;
+    seq->nindex = 0;
+    if (type == PICKLE_DICT && seq->len > DICT_INDEX_MIN && remember_big_dict(p, v))
+        return NULL;
     return v;
 }
 
@@ -265,7 +294,10 @@ static int container_extend(struct parser *p, struct pickle_value *v, struct pic
         v->as.seq->cap = cap;
     }
     memcpy(v->as.seq->items + used, items, n * sizeof *items);
+    size_t before = v->as.seq->len;
     v->as.seq->len += v->type == PICKLE_DICT ? n / 2 : n;
+    if (v->type == PICKLE_DICT && before <= DICT_INDEX_MIN && v->as.seq->len > DICT_INDEX_MIN)
+        return remember_big_dict(p, v);
     return 0;
 }
 
@@ -332,8 +364,8 @@ static int pop_mark(struct parser *p, struct pickle_value ***items, size_t *n)
     if (!p->nmarks)
         return malformed(p, "without a preceding MARK");
     size_t base = p->marks[--p->nmarks];
-    *items = p->stack + base;
     *n = p->depth - base;
+    *items = *n ? p->stack + base : NULL; /* the stack may still be NULL: no NULL + 0 */
     p->depth = base;
     return 0;
 }
@@ -643,6 +675,64 @@ static int run_opcode(struct parser *p)
     }
 }
 
+/* ---- dict indexes ---- */
+
+/* Orders str keys by (length, bytes), then equal keys by pair number, so the last of equal keys
+ * (the one Python keeps) is the last of its run. */
+static int compare_pairs(const void *a, const void *b, void *items_arg)
+{
+    struct pickle_value *const *items = items_arg;
+    size_t i = *(const size_t *)a, k = *(const size_t *)b;
+    const struct pickle_string *x = items[2 * i]->as.s, *y = items[2 * k]->as.s;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    int c = memcmp(x->data, y->data, x->len);
+    if (c)
+        return c;
+    return i < k ? -1 : i > k;
+}
+
+static int index_dict(struct parser *p, struct pickle_seq *seq)
+{
+    seq->index = arena_alloc(p->doc, seq->len * sizeof *seq->index);
+    if (!seq->index)
+        return out_of_memory(p);
+    seq->nindex = 0;
+    for (size_t i = 0; i < seq->len; i++)
+        if (seq->items[2 * i]->type == PICKLE_STR)
+            seq->index[seq->nindex++] = i;
+    qsort_r(seq->index, seq->nindex, sizeof *seq->index, compare_pairs, seq->items);
+    return 0;
+}
+
+static int index_big_dicts(struct parser *p)
+{
+    for (size_t i = 0; i < p->nbig_dicts; i++)
+        if (index_dict(p, p->big_dicts[i]->as.seq))
+            return -1;
+    return 0;
+}
+
+/* The value of the last pair whose key is the str key[0..klen), by binary search of the index. */
+static const struct pickle_value *indexed_get(const struct pickle_seq *seq, const char *key, size_t klen)
+{
+    size_t lo = 0, hi = seq->nindex; /* first pair ordered after the key: in [lo, hi] */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct pickle_string *k = seq->items[2 * seq->index[mid]]->as.s;
+        int c = k->len != klen ? (k->len < klen ? -1 : 1) : memcmp(k->data, key, klen);
+        if (c <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return NULL;
+    size_t pair = seq->index[lo - 1];
+    const struct pickle_string *k = seq->items[2 * pair]->as.s;
+    return k->len == klen && memcmp(k->data, key, klen) == 0 ? seq->items[2 * pair + 1] : NULL;
+}
+
 /* Runs opcodes up to STOP and leaves the value it pops in doc->root. */
 static int run(struct parser *p)
 {
@@ -653,7 +743,7 @@ static int run(struct parser *p)
             if (require(p, 1))
                 return -1;
             p->doc->root = p->stack[--p->depth];
-            return 0;
+            return index_big_dicts(p);
         }
         if (run_opcode(p))
             return -1;
@@ -672,6 +762,7 @@ int pickle_parse(const char *name, const unsigned char *data, size_t len, struct
     free(p.stack);
     free(p.marks);
     free(p.memo);
+    free(p.big_dicts);
     if (rc) {
         pickle_free(p.doc);
         return -1;
@@ -788,6 +879,8 @@ const struct pickle_value *pickle_dict_get(const struct pickle_value *dict, cons
     if (dict->type != PICKLE_DICT)
         return NULL;
     size_t klen = strlen(key);
+    if (dict->as.seq->index)
+        return indexed_get(dict->as.seq, key, klen);
     for (size_t i = dict->as.seq->len; i-- > 0;) {
         const struct pickle_value *k = dict->as.seq->items[2 * i];
         if (k->type == PICKLE_STR && k->as.s->len == klen && memcmp(k->as.s->data, key, klen) == 0)

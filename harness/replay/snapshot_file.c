@@ -1,6 +1,9 @@
 /* snapshot_file.c: walks the value tree of a snapshot pickle (replay/pickle.h) into struct snapshot.
  * Every read goes through a typed getter that knows the path of the value inside the file, so a
- * missing key or a wrong type is reported as "FILE: segments[3].blocks[2].size: ...". */
+ * missing key or a wrong type is reported as "FILE: segments[3].blocks[2].size: ...".
+ * A pickle shares values through its memo, so a small file can list one segment N times whose block
+ * list is N references to one block: N^2 blocks from O(N) bytes. The walk therefore has a budget of
+ * one record (segment, block or event) per byte of input, charged before anything is allocated. */
 #include "replay/snapshot_file.h"
 
 #include <errno.h>
@@ -8,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "replay/pickle.h"
 
@@ -26,6 +30,8 @@ struct reader {
     size_t depth;
     char where[256];
     enum { BLOCKS_UNSEEN, BLOCKS_WITH_ADDRESS, BLOCKS_WITHOUT_ADDRESS } block_layout;
+    size_t input_bytes;
+    size_t budget;  /* records the walk may still create: starts at input_bytes */
 };
 
 /* ---- paths and typed getters ---- */
@@ -201,6 +207,19 @@ static int field_name(struct reader *r, const struct pickle_value *dict, const c
     return i;
 }
 
+/* Takes n records (segments, blocks or events, at the current path) from the budget. */
+static int charge(struct reader *r, size_t n, const char *what)
+{
+    if (n <= r->budget) {
+        r->budget -= n;
+        return 0;
+    }
+    return err_set(r->e, ERR_INPUT,
+                   "%s: %s: %zu more %s would exceed one record per byte of this %zu-byte file (shared pickle "
+                   "objects repeated); refusing to expand it",
+                   r->name, where(r), n, what, r->input_bytes);
+}
+
 /* ---- blocks and segments ---- */
 
 static const char *const block_states[] = {[SNAP_ACTIVE_ALLOCATED] = "active_allocated",
@@ -235,6 +254,11 @@ static int read_blocks(struct reader *r, const struct pickle_value *seg, struct 
     if (!list)
         return -1;
     size_t n = pickle_len(list);
+    size_t in_blocks = path_enter_key(r, "blocks");
+    int over = charge(r, n, "blocks");
+    path_restore(r, in_blocks);
+    if (over)
+        return -1;
     out->blocks = n ? calloc(n, sizeof *out->blocks) : NULL;
     if (n && !out->blocks)
         return err_set(r->e, ERR_INTERNAL, "%s: out of memory for %zu blocks", r->name, n);
@@ -355,6 +379,8 @@ static int traces_device(struct reader *r, const struct pickle_value *traces, in
 static int read_segments(struct reader *r, const struct pickle_value *segs, struct snapshot *out)
 {
     size_t n = pickle_len(segs);
+    if (charge(r, n, "segments"))
+        return -1;
     out->segments = n ? calloc(n, sizeof *out->segments) : NULL;
     if (n && !out->segments)
         return err_set(r->e, ERR_INTERNAL, "%s: out of memory for %zu segments", r->name, n);
@@ -418,6 +444,8 @@ static int read_events(struct reader *r, const struct pickle_value *traces, stru
     path_enter_index(r, (size_t)out->device);
     int rc = as_list(r, list);
     size_t n = rc ? 0 : pickle_len(list);
+    if (rc == 0 && charge(r, n, "events"))
+        rc = -1, n = 0;
     out->events = n ? calloc(n, sizeof *out->events) : NULL;
     if (n && !out->events)
         rc = err_set(r->e, ERR_INTERNAL, "%s: out of memory for %zu events", r->name, n);
@@ -516,7 +544,7 @@ int snapshot_parse(const char *name, const unsigned char *data, size_t len, stru
     struct pickle_doc *doc;
     if (pickle_parse(name, data, len, &doc, e))
         return -1;
-    struct reader r = {.name = name, .e = e};
+    struct reader r = {.name = name, .e = e, .input_bytes = len, .budget = len};
     int rc = read_snapshot(&r, pickle_root(doc), out);
     pickle_free(doc);
     if (rc)
@@ -524,18 +552,30 @@ int snapshot_parse(const char *name, const unsigned char *data, size_t len, stru
     return rc;
 }
 
+static int too_large(const char *path, struct err *e)
+{
+    return err_set(e, ERR_INPUT, "%s: larger than %llu bytes (2 GiB), the largest snapshot oomlab reads", path,
+                   (unsigned long long)SNAPSHOT_MAX_BYTES);
+}
+
 static int read_whole_file(const char *path, unsigned char **data, size_t *len, struct err *e)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
         return err_set(e, ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > SNAPSHOT_MAX_BYTES) {
+        fclose(f);
+        return too_large(path, e);
+    }
     size_t cap = 1 << 20, n = 0;
     unsigned char *buf = malloc(cap);
     while (buf) {
         n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
+        if (n < cap || n > SNAPSHOT_MAX_BYTES)
             break;
-        unsigned char *grown = realloc(buf, cap *= 2);
+        cap = 2 * cap < SNAPSHOT_MAX_BYTES + 1 ? 2 * cap : SNAPSHOT_MAX_BYTES + 1; /* one byte past: too large */
+        unsigned char *grown = realloc(buf, cap);
         if (!grown)
             free(buf);
         buf = grown;
@@ -545,9 +585,9 @@ static int read_whole_file(const char *path, unsigned char **data, size_t *len, 
     fclose(f);
     if (!buf)
         return err_set(e, ERR_INTERNAL, "%s: out of memory reading the file", path);
-    if (failed) {
+    if (failed || n > SNAPSHOT_MAX_BYTES) {
         free(buf);
-        return err_set(e, ERR_INPUT, "%s: cannot read: %s", path, strerror(saved));
+        return failed ? err_set(e, ERR_INPUT, "%s: cannot read: %s", path, strerror(saved)) : too_large(path, e);
     }
     *data = buf;
     *len = n;

@@ -62,7 +62,11 @@ struct snapshot {
     bool expandable_segments; int64_t max_split_size; double garbage_collection_threshold;
 };
 
-/* Reads and parses the file at `path`; messages start with the path. */
+/* The largest snapshot file read (2 GiB); a parse needs a few times the file's size in memory. */
+#define SNAPSHOT_MAX_BYTES (UINT64_C(2) << 30)
+
+/* Reads and parses the file at `path`; messages start with the path. A parse creates at most one
+ * segment, block or event per byte of input, however often the pickle repeats a shared value. */
 int snapshot_load(const char *path, struct snapshot *out, struct err *e);   /* 0 or -1 with e set (ERR_INPUT) */
 /* Parses a pickle already in memory; `name` starts every message. On failure *out is left zeroed
  * (safe to pass to snapshot_free). */

@@ -10,7 +10,7 @@
 #include "util/err.h"
 
 #define TRACE_MAX_LINE (64 * 1024)         /* longest text-trace line, newline included */
-#define TRACE_MAX_PICKLE (1024ULL << 20)   /* largest snapshot read into memory: 1 GiB */
+#define TRACE_MAX_PICKLE (2048ULL << 20)   /* largest snapshot read into memory: 2 GiB (README Limits) */
 
 struct trace_input;
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "report/report.h"
-#include "util/atomic_file.h"
+#include "util/output.h"
 #include "util/size.h"
 #include "util/vec.h"
 
@@ -272,13 +272,13 @@ int gate_write_junit(const char *path, const struct gate_result *r, double toler
     }
     int ok = xmlTextWriterEndDocument(w) >= 0;
     xmlFreeTextWriter(w);
-    struct atomic_file af;
-    int rc = ok ? atomic_open(&af, path, e) : err_set(e, ERR_INTERNAL, "cannot build the JUnit XML");
+    struct output af;
+    int rc = ok ? output_open(&af, path, e) : err_set(e, ERR_INTERNAL, "cannot build the JUnit XML");
     if (rc == 0 && fwrite(xmlBufferContent(buf), 1, (size_t)xmlBufferLength(buf), af.f) != (size_t)xmlBufferLength(buf)) {
-        atomic_abort(&af);
+        output_abort(&af);
         rc = err_set(e, ERR_INTERNAL, "%s: cannot write", path);
     } else if (rc == 0) {
-        rc = atomic_commit(&af, e);
+        rc = output_commit(&af, e);
     }
     xmlBufferFree(buf);
     return rc;

@@ -1,13 +1,10 @@
 /* json_out.c: memory_stats and snapshots as JSON, and writing a JSON document (see json_out.h). */
 #include "report/json_out.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-#include "util/atomic_file.h"
+#include "util/output.h"
 
 json_t *json_memory_stats(const struct alloc_stats *s)
 {
@@ -48,24 +45,18 @@ int json_write_file(const char *path, json_t *root, struct err *e)
 {
     if (!root)
         return err_set(e, ERR_INTERNAL, "out of host memory building JSON");
-    int flags = JSON_INDENT(2) | JSON_PRESERVE_ORDER;
-    if (!strcmp(path, "-")) {
-        int rc = json_dumpf(root, stdout, flags);
-        fputc('\n', stdout);
-        json_decref(root);
-        return rc ? err_set(e, ERR_INTERNAL, "cannot write JSON to standard output") : 0;
-    }
-    struct atomic_file af;
-    if (atomic_open(&af, path, e)) {
+    struct output out;
+    if (output_open(&out, path, e)) {
         json_decref(root);
         return -1;
     }
-    int rc = json_dumpf(root, af.f, flags);
+    int rc = json_dumpf(root, out.f, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(root);
-    if (rc) {
-        atomic_abort(&af);
-        return err_set(e, ERR_INPUT, "%s: cannot write JSON", path);
+    if (rc == 0)
+        fputc('\n', out.f);
+    else if (!ferror(out.f)) { /* not a write error (those are reported by the commit, with their reason) */
+        output_abort(&out);
+        return err_set(e, ERR_INTERNAL, "%s: out of host memory writing JSON", path);
     }
-    fputc('\n', af.f);
-    return atomic_commit(&af, e);
+    return output_commit(&out, e);
 }

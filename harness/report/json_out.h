@@ -1,5 +1,5 @@
-/* json_out.h: JSON reports (jansson), written whole to a temporary file and renamed into place, so a
- * failed run never leaves a half-written result. Stats keep PyTorch's memory_stats key names. */
+/* json_out.h: JSON reports (jansson), written through util/output.h: a file whole or not at all, a
+ * device or FIFO directly, never replacing what should not be. Stats keep PyTorch's memory_stats key names. */
 #ifndef OOMLAB_JSON_OUT_H
 #define OOMLAB_JSON_OUT_H
 
@@ -13,7 +13,7 @@
 json_t *json_memory_stats(const struct alloc_stats *s);
 /* torch.cuda.memory_snapshot()'s list of segment dicts, keys as PyTorch names them. */
 json_t *json_alloc_snapshot(const struct alloc_snapshot *snap);
-/* Writes root to path ("-" = stdout) atomically; steals the reference. */
+/* Writes root to path ("-" = stdout) as util/output.h says; steals the reference. */
 int json_write_file(const char *path, json_t *root, struct err *e);
 
 #endif

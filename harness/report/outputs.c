@@ -19,15 +19,14 @@ int report_outputs_open(struct report_outputs *o, const char *command, const cha
     int on_stdout = is_stdout(json_path) + is_stdout(csv_path) + tap;
     if (on_stdout > 1)
         return err_set(e, ERR_INPUT, "only one of --json -, --csv - and --tap can use standard output");
-    if (json_path && csv_path && !strcmp(json_path, csv_path))
-        return err_set(e, ERR_INPUT, "--json and --csv name the same file '%s'", json_path);
+    struct output_request req[] = {{"--json", json_path}, {"--csv", csv_path}};
+    if (output_check_all(req, 2, e)) /* before any work: a path that cannot be written, or one file twice */
+        return -1;
     o->table = on_stdout == 0;
     if (!(o->groups = json_array())) /* kept even without --json, for report_outputs_document */
         return err_set(e, ERR_INTERNAL, "out of host memory");
-    if (is_stdout(csv_path))
-        o->csv_f = stdout;
-    else if (csv_path) {
-        if (atomic_open(&o->csv, csv_path, e)) {
+    if (csv_path) {
+        if (output_open(&o->csv, csv_path, e)) {
             json_decref(o->groups);
             return -1;
         }
@@ -71,11 +70,11 @@ int report_outputs_close(struct report_outputs *o, bool ok, struct err *e)
     }
     json_decref(o->groups); /* without --json: kept only for report_outputs_document */
     o->groups = NULL;
-    if (o->csv_f && o->csv_f != stdout) {
+    if (o->csv_f) {
         if (rc == 0)
-            rc = atomic_commit(&o->csv, e);
+            rc = output_commit(&o->csv, e);
         else
-            atomic_abort(&o->csv);
+            output_abort(&o->csv);
     }
     if (o->tap && rc == 0)
         printf("1..%d\n", o->tap_count);

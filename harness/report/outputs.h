@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 #include "report/report.h"
-#include "util/atomic_file.h"
+#include "util/output.h"
 #include "util/err.h"
 
 struct report_outputs {
@@ -18,7 +18,7 @@ struct report_outputs {
     bool tap;
     bool table;                   /* the table goes to standard output */
     json_t *groups;
-    struct atomic_file csv;
+    struct output csv;
     FILE *csv_f;
     int tap_count;
     int failures;                 /* jobs that failed what they were asked (report_job_failed) */

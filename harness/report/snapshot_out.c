@@ -7,7 +7,7 @@
 #include "alloc/snapshot.h"
 #include "report/json_out.h"
 #include "report/pickle_out.h"
-#include "util/atomic_file.h"
+#include "util/output.h"
 #include "util/hash.h"
 #include "util/vec.h"
 
@@ -336,13 +336,13 @@ int snapshot_recorder_write(struct snapshot_recorder *s, struct runner *r, const
     if (is_json(path)) {
         rc = json_write_file(path, json_alloc_snapshot(&snap), e);
     } else {
-        struct atomic_file af;
-        rc = atomic_open(&af, path, e);
+        struct output af;
+        rc = output_open(&af, path, e);
         if (rc == 0 && write_pickle(s, r, &snap, af.f)) {
-            atomic_abort(&af);
+            output_abort(&af);
             rc = err_set(e, ERR_INTERNAL, "%s: cannot write the snapshot", path);
         } else if (rc == 0) {
-            rc = atomic_commit(&af, e);
+            rc = output_commit(&af, e);
         }
     }
     alloc_snapshot_free(&snap);

@@ -1,15 +1,17 @@
-/* yaml_doc.c: loading one YAML file into a libyaml document and positioning errors in it. */
+/* yaml_doc.c: loading one YAML file into a libyaml document and positioning errors in it. libyaml's
+ * scanner spends time proportional to the nesting depth on every token, so a deeply nested file is
+ * quadratic: a first pass over the parse events refuses nesting past YAML_DOC_MAX_DEPTH before the
+ * document is built, stopping as soon as the limit is crossed. */
 #include "scenario/yaml_doc.h"
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-/* Scenario files are a few KB; anything this large is not one. */
-#define YAML_DOC_MAX_BYTES (4u << 20)
 
 static int read_whole_file(const char *path, unsigned char **buf, size_t *len, struct err *e)
 {
@@ -78,6 +80,43 @@ static int parser_error(const char *path, const yaml_parser_t *p, const unsigned
     }
 }
 
+/* The first collection nested deeper than YAML_DOC_MAX_DEPTH is an error at its position. Syntax errors
+ * are left to the load that follows, which meets them at the same place. */
+static int check_depth(const char *path, const unsigned char *buf, size_t len, struct err *e)
+{
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p))
+        return err_set(e, ERR_INTERNAL, "%s: cannot initialise the YAML parser", path);
+    yaml_parser_set_input_string(&p, buf, len);
+    int depth = 0, rc = 0;
+    for (bool done = false; !done && rc == 0;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev))
+            break;
+        if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+            if (++depth > YAML_DOC_MAX_DEPTH)
+                rc = err_set(e, ERR_INPUT, "%s:%zu:%zu: nested deeper than %d levels, the most a scenario file may",
+                             path, ev.start_mark.line + 1, ev.start_mark.column + 1, YAML_DOC_MAX_DEPTH);
+        } else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) {
+            depth--;
+        }
+        done = ev.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    return rc;
+}
+
+/* A string with a NUL (written "\0" or "\x00" in a double-quoted scalar) would be cut short by every
+ * reader of the text: refused at its position. */
+static int reject_nul(struct yaml_doc *d, struct err *e)
+{
+    for (yaml_node_t *n = d->doc.nodes.start; n < d->doc.nodes.top; n++)
+        if (n->type == YAML_SCALAR_NODE && strlen((const char *)n->data.scalar.value) != n->data.scalar.length)
+            return yaml_doc_error(d, n, e, "a string holds a NUL character (\\0); scenario strings cannot contain one");
+    return 0;
+}
+
 /* A second document in the stream is rejected: one file describes one scenario. */
 static int reject_second_document(const char *path, yaml_parser_t *p, const unsigned char *buf, size_t len,
                                   struct err *e)
@@ -101,10 +140,14 @@ int yaml_doc_load(struct yaml_doc *d, const char *path, struct err *e)
         return err_set(e, ERR_INPUT, "%.64s...: path too long", path);
     snprintf(d->path, sizeof d->path, "%s", path);
 
-    unsigned char *buf;
-    size_t len;
+    unsigned char *buf = NULL;
+    size_t len = 0;
     if (read_whole_file(path, &buf, &len, e))
         return -1;
+    if (check_depth(path, buf, len, e)) {
+        free(buf);
+        return -1;
+    }
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser)) {
         free(buf);
@@ -118,7 +161,7 @@ int yaml_doc_load(struct yaml_doc *d, const char *path, struct err *e)
         rc = err_set(e, ERR_INPUT, "%s:1:1: empty file: a scenario is a mapping of keys (name, model, job, ...)",
                      path);
         yaml_document_delete(&d->doc);
-    } else if (reject_second_document(path, &parser, buf, len, e)) {
+    } else if (reject_second_document(path, &parser, buf, len, e) || reject_nul(d, e)) {
         rc = -1;
         yaml_document_delete(&d->doc);
     }

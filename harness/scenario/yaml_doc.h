@@ -1,5 +1,7 @@
 /* yaml_doc.h: one YAML file loaded as a libyaml document, with errors that name "file:line:col".
- * Positions are 1-based (libyaml's marks are 0-based). A file must hold exactly one document. */
+ * Positions are 1-based (libyaml's marks are 0-based). A file must hold exactly one document.
+ * Limits (README "Limits"): at most YAML_DOC_MAX_BYTES, collections nested at most YAML_DOC_MAX_DEPTH
+ * deep, and no NUL character in any string. */
 #ifndef OOMLAB_YAML_DOC_H
 #define OOMLAB_YAML_DOC_H
 
@@ -8,13 +10,17 @@
 
 #include "util/err.h"
 
+#define YAML_DOC_MAX_BYTES (4u << 20) /* 4 MiB: scenario files are a few KB */
+#define YAML_DOC_MAX_DEPTH 64         /* nested mappings and lists; scenarios use 4 */
+
 struct yaml_doc {
     char path[512];       /* as given by the caller; prefixes every message */
     yaml_document_t doc;  /* valid after a successful yaml_doc_load */
 };
 
 /* Reads and parses `path`. An empty file (nothing but comments or blanks), a second document,
- * invalid UTF-8 and syntax errors fail with ERR_INPUT; on failure nothing needs freeing. */
+ * invalid UTF-8, syntax errors and the limits above fail with ERR_INPUT; on failure nothing needs
+ * freeing. */
 int yaml_doc_load(struct yaml_doc *d, const char *path, struct err *e);
 void yaml_doc_free(struct yaml_doc *d);
 

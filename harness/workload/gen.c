@@ -2,6 +2,7 @@
  * reference counts, and the emission of ALLOC / FREE / KERNEL / PHASE / MARK ops to the sink. */
 #include "workload/gen.h"
 #include "workload/strpool.h"
+#include "util/size.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -101,6 +102,48 @@ static tref slab_get(struct gen *g)
     return g->nt++;
 }
 
+/* Whether a tensor of these dims fits SIZE_LIMIT bytes. Every partial product of the dims is checked,
+ * in the order t_numel multiplies them, so no later product of this tensor's dims can overflow. */
+static bool dims_fit(const int64_t *dims, int ndim, enum dtype dt)
+{
+    const int64_t most = (int64_t)(SIZE_LIMIT / dtype_size(dt));
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (dims[i] < 0 || (dims[i] && n > most / dims[i]))
+            return false;
+        n *= dims[i];
+    }
+    return true;
+}
+
+/* The error for a tensor too large to model, naming it, its shape and dtype; the tensor is kept with
+ * every dim 1, so the generator's arithmetic on it stays in range until it stops. */
+static void refuse_size(struct gen *g, struct tensor *t, const int64_t *dims, int ndim, enum dtype dt,
+                        const char *tag)
+{
+    char shape[128] = "";
+    size_t used = 0;
+    for (int i = 0; i < ndim && used < sizeof shape; i++) {
+        int n = snprintf(shape + used, sizeof shape - used, "%s%lld", i ? ", " : "", (long long)dims[i]);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    bool negative = false;
+    for (int i = 0; i < ndim; i++)
+        negative |= dims[i] < 0;
+    if (!g->failed) {
+        if (negative)
+            err_set(g->e, ERR_INTERNAL, "workload: tensor %s [%s] has a negative dimension", tag ? tag : "?", shape);
+        else
+            err_set(g->e, ERR_INPUT,
+                    "workload: tensor %s [%s] of %s is larger than 4 EiB (2^62 bytes), the largest size oomlab "
+                    "models: make the model or the job smaller",
+                    tag ? tag : "?", shape, dtype_name(dt));
+    }
+    g->failed = 1;
+    for (int i = 0; i < ndim; i++)
+        t->dims[i] = 1;
+}
+
 tref t_new(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, enum category cat, const char *tag)
 {
     tref x = slab_get(g);
@@ -108,12 +151,13 @@ tref t_new(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, enum cat
         return TNONE;
     struct tensor *t = &g->t[x];
     memset(t, 0, sizeof *t);
-    int64_t n = 1;
-    for (int i = 0; i < ndim && i < TMAX_DIMS; i++) {
-        t->dims[i] = dims[i];
-        n *= dims[i];
-    }
     t->ndim = (uint8_t)(ndim < TMAX_DIMS ? ndim : TMAX_DIMS);
+    memcpy(t->dims, dims, t->ndim * sizeof *dims);
+    if (!dims_fit(dims, t->ndim, dt))
+        refuse_size(g, t, dims, t->ndim, dt, tag);
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++)
+        n *= t->dims[i];
     t->dtype = (uint8_t)dt;
     t->category = (uint8_t)cat;
     t->bytes = (uint64_t)n * dtype_size(dt);
