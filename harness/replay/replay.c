@@ -36,6 +36,7 @@ struct replay_run {
     struct runner *runner;
     struct recorded_observer *check;
     struct snapshot_recorder *snapshot; /* --snapshot */
+    struct holders *holders;
 };
 
 static int open_run(const struct setup *su, bool snapshot, bool record, struct replay_run *rr,
@@ -60,6 +61,8 @@ static int open_run(const struct setup *su, bool snapshot, bool record, struct r
     if (record && (!(rr->snapshot = snapshot_recorder_create()) ||
                    runner_add_observer(rr->runner, snapshot_recorder_base(rr->snapshot))))
         return err_set(e, ERR_INTERNAL, "out of host memory");
+    if (!(rr->holders = holders_create()) || runner_add_observer(rr->runner, holders_base(rr->holders)))
+        return err_set(e, ERR_INTERNAL, "out of host memory");
     return 0;
 }
 
@@ -68,6 +71,7 @@ static void close_run(struct replay_run *rr)
     runner_destroy(rr->runner);
     recorded_observer_destroy(rr->check);
     snapshot_recorder_destroy(rr->snapshot);
+    holders_destroy(rr->holders);
     if (rr->dev)
         rr->dev->ops->destroy(rr->dev);
     *rr = (struct replay_run){0};
@@ -168,6 +172,8 @@ static int finish(struct replay_run *rr, struct job_result *out, const char *sna
 {
     runner_finish(rr->runner, &out->run);
     job_throughput(out);
+    if (holders_finish(rr->holders, &out->holders))
+        return err_set(e, ERR_INTERNAL, "out of host memory following what holds the memory");
     return rr->snapshot ? snapshot_recorder_write(rr->snapshot, rr->runner, snapshot_path, e) : 0;
 }
 

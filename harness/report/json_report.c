@@ -90,6 +90,31 @@ static json_t *throughput_json(const struct job_result *r)
     return t;
 }
 
+static json_t *holders_view_json(const struct holders_view *v)
+{
+    if (!v->seen)
+        return json_null();
+    json_t *top = json_array();
+    for (size_t i = 0; i < v->n; i++)
+        json_array_append_new(top, json_pack("{s:s, s:s, s:s, s:I, s:I}", "holder", v->top[i].tag, "category",
+                                             category_name((enum category)v->top[i].category), "phase",
+                                             v->top[i].phase, "bytes", (json_int_t)v->top[i].bytes, "count",
+                                             (json_int_t)v->top[i].count));
+    return json_pack("{s:I, s:I, s:o}", "step", (json_int_t)v->step, "allocated", (json_int_t)v->total, "top", top);
+}
+
+static json_t *holders_json(const struct holders_result *h)
+{
+    json_t *leaks = json_array();
+    for (size_t i = 0; i < h->nleaks; i++)
+        json_array_append_new(leaks, json_pack("{s:s, s:s, s:I, s:I}", "holder", h->leaks[i].tag, "category",
+                                               category_name((enum category)h->leaks[i].category), "since_step",
+                                               (json_int_t)h->leaks[i].since_step, "grown",
+                                               (json_int_t)h->leaks[i].grown));
+    return json_pack("{s:o, s:o, s:o}", "at_peak", holders_view_json(&h->at_peak), "at_oom",
+                     holders_view_json(&h->at_oom), "leaks", leaks);
+}
+
 static json_t *job_json(const struct report_group *g, size_t i)
 {
     const struct job_result *r = &g->jobs[i];
@@ -106,6 +131,7 @@ static json_t *job_json(const struct report_group *g, size_t i)
     json_object_set_new(v, "phases", phases_json(&r->run));
     json_object_set_new(v, "oom", r->run.oom.happened ? oom_json(&r->run.oom) : json_null());
     json_object_set_new(v, "events", events_json(&r->run));
+    json_object_set_new(v, "holders", holders_json(&r->holders));
     json_object_set_new(v, "throughput", throughput_json(r));
     json_object_set_new(v, "expect",
                         r->has_expect ? json_pack("{s:b, s:b, s:s}", "oom", r->expect_oom, "ok", r->expect_ok, "why",

@@ -52,6 +52,38 @@ static void print_breakdown(FILE *f, const struct job_result *r)
     }
 }
 
+#define HOLDERS_SHOWN 3 /* per job in the table; JSON has HOLDERS_TOP */
+
+/* The largest holders: at the OOM for a job that OOMs, else at the allocated peak. */
+static void print_holders(FILE *f, const struct job_result *r)
+{
+    const struct holders_view *v = r->run.oom.happened && r->holders.at_oom.seen ? &r->holders.at_oom
+                                                                                 : &r->holders.at_peak;
+    for (size_t i = 0; i < v->n && i < HOLDERS_SHOWN; i++) {
+        const struct holder *h = &v->top[i];
+        char first[128], bytes[32], text[320];
+        size_format_pytorch(h->bytes, bytes, sizeof bytes);
+        snprintf(first, sizeof first, "    %-*s %10s  ", NAME_W, i ? "" : r->name, bytes);
+        snprintf(text, sizeof text, "%s in %s: %s (%llu)", category_name((enum category)h->category), h->phase,
+                 h->tag, (unsigned long long)h->count);
+        wrap_print(f, first, TEXT_COL + 12, text);
+    }
+}
+
+static void print_leaks(FILE *f, const struct job_result *r)
+{
+    for (size_t i = 0; i < r->holders.nleaks; i++) {
+        const struct leak *l = &r->holders.leaks[i];
+        char first[96], bytes[32], text[320];
+        size_format_pytorch(l->grown, bytes, sizeof bytes);
+        wrap_keep_together(bytes);
+        snprintf(first, sizeof first, "    %-*s ", NAME_W, i ? "" : r->name);
+        snprintf(text, sizeof text, "%s %s grew by %s, at every step from step %lld on",
+                 category_name((enum category)l->category), l->tag, bytes, (long long)l->since_step);
+        wrap_print(f, first, TEXT_COL, text);
+    }
+}
+
 static void print_header(FILE *f, const struct report_group *g)
 {
     const struct job_result *r = g->njobs ? &g->jobs[0] : NULL;
@@ -270,6 +302,18 @@ void report_table(FILE *f, const struct report_group *g)
     fprintf(f, "   breakdown by category:\n");
     for (size_t i = 0; i < g->njobs; i++)
         print_breakdown(f, &g->jobs[i]);
+    fprintf(f, "   largest holders, at the OOM or else at the allocated peak (category in the phase that\n"
+               "   allocated it: module or site (live tensors)):\n");
+    for (size_t i = 0; i < g->njobs; i++)
+        print_holders(f, &g->jobs[i]);
+    bool leaks = false;
+    for (size_t i = 0; i < g->njobs; i++)
+        leaks |= g->jobs[i].holders.nleaks > 0;
+    if (leaks) {
+        fprintf(f, "   growing step over step:\n");
+        for (size_t i = 0; i < g->njobs; i++)
+            print_leaks(f, &g->jobs[i]);
+    }
     fprintf(f, "   throughput:\n");
     for (size_t i = 0; i < g->njobs; i++)
         print_throughput(f, &g->jobs[i]);

@@ -123,7 +123,9 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     struct runner *run = NULL;
     struct snapshot_recorder *snap = NULL;
     struct progress *progress = NULL;
-    if (!(run = runner_create(dev, &v->alloc, NULL))) {
+    struct holders *holders = holders_create();
+    if (!holders || !(run = runner_create(dev, &v->alloc, NULL)) ||
+        runner_add_observer(run, holders_base(holders))) {
         err_set(e, ERR_INTERNAL, "out of host memory");
     } else if (opt->snapshot_dir && (!(snap = snapshot_recorder_create()) ||
                                      runner_add_observer(run, snapshot_recorder_base(snap)))) {
@@ -141,11 +143,14 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
         else if (rc)
             *e = gen_err, err_prefix(e, "%s: variant %s: ", sc->path, v->name);
         runner_finish(run, &r->run);
+        if (rc == 0 && holders_finish(holders, &r->holders))
+            rc = err_set(e, ERR_INTERNAL, "out of host memory following what holds the memory");
         if (rc == 0 && snap)
             rc = write_snapshot(snap, run, opt->snapshot_dir, sc, v, e);
     }
     snapshot_recorder_destroy(snap);
     progress_destroy(progress);
+    holders_destroy(holders);
     runner_destroy(run);
     dev->ops->destroy(dev);
     if (rc == 0) {

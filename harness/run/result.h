@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "run/holders.h"
 #include "run/runner.h"
 
 /* How a replayed snapshot matched what it recorded (replay/recorded.c fills it). */
@@ -56,6 +57,8 @@ struct job_result {
     double steps_per_s, samples_per_s;
 
     struct replay_info replay; /* a replay only */
+
+    struct holders_result holders; /* what held the memory at the peak and the OOM, and what grew */
 };
 
 /* "OOM in backward, step 2 (decoder.block.3.ffn)" or "fits" */

@@ -418,6 +418,9 @@ static int emit(struct op_sink *sink, const struct op *op, struct err *e)
     struct alloc_block *block = NULL;
     if (execute(r, op, &block, e)) {
         r->stopped = true;
+        for (size_t i = 0; r->ended_by_oom && i < r->nobservers; i++) /* they see the allocation that OOMed */
+            if (r->observers[i]->on_op)
+                r->observers[i]->on_op(r->observers[i], r, op, NULL, &(struct err){0});
         return -1;
     }
     r->res.ops++;

@@ -1,0 +1,342 @@
+/* holders.c: live bytes by holder, the largest at the peak and at the OOM, and leaks (see holders.h). */
+#include "run/holders.h"
+
+#include <ctype.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/hash.h"
+
+struct key_entry {
+    struct holder h;
+    uint64_t bytes_at_step;  /* at the last step boundary */
+    int grow_run;            /* consecutive step boundaries it grew at */
+    int64_t since_step;
+    uint64_t grown;
+    UT_hash_handle hh;       /* keyed by h.tag, h.category and h.phase */
+};
+
+/* A raw tag in a phase and category, and the (folded) holder it adds to: most allocations repeat a tag
+ * seen before, so the fold and the holder's lookup happen once per distinct one. */
+struct cache_entry {
+    struct key_entry *k;
+    size_t len;
+    UT_hash_handle hh;
+    char key[]; /* phase index (4 bytes), category (1), the raw tag */
+};
+
+struct live_entry {
+    uint64_t id, bytes;
+    struct key_entry *key;
+    UT_hash_handle hh;
+};
+
+struct holders {
+    struct run_observer base; /* first */
+    struct key_entry *keys;
+    struct cache_entry *cache;
+    struct live_entry *live;
+    struct live_entry *spare; /* freed entries, reused through hh.next */
+    char phase[32];
+    uint32_t phase_id;       /* the phase's index in phases, so the cache tells phases apart */
+    char phases[64][32];     /* the names seen (more share the last index) */
+    uint32_t nphases;
+    int64_t step;
+    uint64_t current, peak;
+    bool rising;             /* a new peak not yet captured (it is, at the next free) */
+    bool failed;
+    struct holders_result res;
+};
+
+void holders_fold_tag(const char *tag, char *buf, size_t len)
+{
+    bool folded = false;
+    size_t at = 0;
+    while (*tag && at + 1 < len) {
+        size_t part = strcspn(tag, ".");
+        bool digits = part > 0;
+        for (size_t i = 0; i < part && digits; i++)
+            digits = isdigit((unsigned char)tag[i]);
+        const char *text = digits && !folded ? "*" : tag;
+        size_t n = digits && !folded ? 1 : part;
+        folded |= digits;
+        if (at + n >= len)
+            n = len - at - 1;
+        memcpy(buf + at, text, n);
+        at += n;
+        tag += part;
+        if (*tag == '.' && at + 1 < len) {
+            buf[at++] = '.';
+            tag++;
+        }
+    }
+    buf[at] = '\0';
+}
+
+/* Largest first; ties by tag, so views are deterministic. */
+static int by_bytes(const void *a, const void *b)
+{
+    const struct holder *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes < y->bytes ? 1 : -1;
+    int c = strcmp(x->tag, y->tag);
+    return c ? c : (int)x->category - (int)y->category;
+}
+
+static void capture(struct holders *hs, struct holders_view *v)
+{
+    *v = (struct holders_view){.total = hs->current, .step = hs->step, .seen = true};
+    for (struct key_entry *k = hs->keys; k; k = k->hh.next) {
+        if (!k->h.bytes)
+            continue;
+        if (v->n < HOLDERS_TOP) {
+            v->top[v->n++] = k->h;
+            qsort(v->top, v->n, sizeof v->top[0], by_bytes);
+        } else if (by_bytes(&k->h, &v->top[HOLDERS_TOP - 1]) < 0) {
+            v->top[HOLDERS_TOP - 1] = k->h;
+            qsort(v->top, v->n, sizeof v->top[0], by_bytes);
+        }
+    }
+}
+
+static struct key_entry *key_for(struct holders *hs, const char *tag, uint8_t category)
+{
+    struct holder want;
+    memset(&want, 0, sizeof want); /* the key is bytes, padding included */
+    want.category = category;
+    holders_fold_tag(tag && tag[0] ? tag : "-", want.tag, sizeof want.tag);
+    memcpy(want.phase, hs->phase, sizeof want.phase);
+    struct key_entry *k;
+    size_t keylen = offsetof(struct holder, bytes);
+    HASH_FIND(hh, hs->keys, &want, keylen, k);
+    if (k)
+        return k;
+    if (!(k = calloc(1, sizeof *k)))
+        return NULL;
+    k->h = want;
+    HASH_ADD(hh, hs->keys, h, keylen, k);
+    if (!HASH_ADDED(k)) {
+        free(k);
+        return NULL;
+    }
+    return k;
+}
+
+/* At a step boundary: which holders grew since the last one, and for how many boundaries in a row. */
+static void step_boundary(struct holders *hs)
+{
+    for (struct key_entry *k = hs->keys; k; k = k->hh.next) {
+        if (k->h.bytes > k->bytes_at_step) {
+            if (k->grow_run++ == 0) {
+                k->since_step = hs->step;
+                k->grown = 0;
+            }
+            k->grown += k->h.bytes - k->bytes_at_step;
+        } else {
+            k->grow_run = 0;
+        }
+        k->bytes_at_step = k->h.bytes;
+    }
+}
+
+static void set_phase(struct holders *hs, const char *name)
+{
+    snprintf(hs->phase, sizeof hs->phase, "%s", name);
+    for (hs->phase_id = 0; hs->phase_id < hs->nphases; hs->phase_id++)
+        if (!strcmp(hs->phases[hs->phase_id], hs->phase))
+            return;
+    if (hs->nphases < 64)
+        memcpy(hs->phases[hs->nphases++], hs->phase, sizeof hs->phase);
+    else
+        hs->phase_id = 63; /* shared: cached_key does not cache such a phase */
+}
+
+static void before_op(struct run_observer *base, const struct op *op)
+{
+    struct holders *hs = (struct holders *)base;
+    if (op->kind == OP_PHASE) {
+        set_phase(hs, op->name ? op->name : "-");
+    } else if (op->kind == OP_STEP) {
+        if (hs->step > 0)
+            step_boundary(hs);
+        hs->step = (int64_t)op->id;
+    }
+}
+
+static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t category)
+{
+    if (hs->phase_id == 63 && strcmp(hs->phases[63], hs->phase)) /* past 64 phase names */
+        return key_for(hs, tag, category);
+    char buf[5 + HOLDER_TAG_MAX];
+    size_t n = tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0;
+    memcpy(buf, &hs->phase_id, 4);
+    buf[4] = (char)category;
+    memcpy(buf + 5, tag, n);
+    struct cache_entry *c;
+    HASH_FIND(hh, hs->cache, buf, 5 + n, c);
+    if (c)
+        return c->k;
+    struct key_entry *k = key_for(hs, tag, category);
+    if (!k || !(c = malloc(sizeof *c + 5 + n)))
+        return NULL;
+    c->k = k;
+    c->len = 5 + n;
+    memcpy(c->key, buf, 5 + n);
+    HASH_ADD(hh, hs->cache, key, c->len, c);
+    if (!HASH_ADDED(c)) {
+        free(c);
+        return NULL;
+    }
+    return k;
+}
+
+/* A new live allocation of `bytes` under id. */
+static void add(struct holders *hs, uint64_t id, uint64_t bytes, const char *tag, uint8_t category)
+{
+    struct key_entry *k = cached_key(hs, tag, category);
+    struct live_entry *l = hs->spare;
+    if (l)
+        hs->spare = l->hh.next;
+    else if (!(l = malloc(sizeof *l)))
+        k = NULL;
+    if (!k) {
+        free(l);
+        hs->failed = true;
+        return;
+    }
+    *l = (struct live_entry){.id = id, .bytes = bytes, .key = k};
+    HASH_ADD(hh, hs->live, id, sizeof l->id, l);
+    if (!HASH_ADDED(l)) {
+        free(l);
+        hs->failed = true;
+        return;
+    }
+    k->h.bytes += l->bytes;
+    k->h.count++;
+    hs->current += l->bytes;
+    if (hs->current > hs->peak) {
+        hs->peak = hs->current;
+        hs->rising = true;
+    }
+}
+
+static void on_alloc(struct holders *hs, const struct op *op, const struct alloc_block *b)
+{
+    if (b)
+        add(hs, op->id, alloc_block_size(b), op->name, op->category);
+    else if (op->bytes && !hs->res.at_oom.seen) /* an allocation that OOMed */
+        capture(hs, &hs->res.at_oom);
+}
+
+void holders_adopt(struct holders *h, uint64_t id, uint64_t bytes, const char *tag, uint8_t category)
+{
+    char phase[sizeof h->phase];
+    memcpy(phase, h->phase, sizeof phase);
+    set_phase(h, "before recording");
+    add(h, id, bytes, tag, category);
+    set_phase(h, phase);
+}
+
+static void on_free(struct holders *hs, const struct op *op)
+{
+    struct live_entry *l;
+    HASH_FIND(hh, hs->live, &op->id, sizeof op->id, l);
+    if (!l)
+        return;
+    if (hs->rising) { /* the peak was just before this free */
+        capture(hs, &hs->res.at_peak);
+        hs->rising = false;
+    }
+    l->key->h.bytes -= l->bytes;
+    l->key->h.count--;
+    hs->current -= l->bytes;
+    HASH_DEL(hs->live, l);
+    l->hh.next = hs->spare;
+    hs->spare = l;
+}
+
+static int on_op(struct run_observer *base, struct runner *r, const struct op *op, const struct alloc_block *block,
+                 struct err *e)
+{
+    struct holders *hs = (struct holders *)base;
+    if (op->kind == OP_ALLOC)
+        on_alloc(hs, op, block);
+    else if (op->kind == OP_FREE)
+        on_free(hs, op);
+    return 0;
+}
+
+struct holders *holders_create(void)
+{
+    struct holders *hs = calloc(1, sizeof *hs);
+    if (hs) {
+        hs->base = (struct run_observer){.before_op = before_op, .on_op = on_op};
+        set_phase(hs, "start");
+    }
+    return hs;
+}
+
+struct run_observer *holders_base(struct holders *h)
+{
+    return &h->base;
+}
+
+static int by_growth(const void *a, const void *b)
+{
+    const struct leak *x = a, *y = b;
+    if (x->grown != y->grown)
+        return x->grown < y->grown ? 1 : -1;
+    return strcmp(x->tag, y->tag);
+}
+
+int holders_finish(struct holders *hs, struct holders_result *out)
+{
+    if (hs->rising) {
+        capture(hs, &hs->res.at_peak);
+        hs->rising = false;
+    }
+    if (hs->step > 0)
+        step_boundary(hs); /* the end of the last step */
+    hs->res.nleaks = 0;
+    for (struct key_entry *k = hs->keys; k; k = k->hh.next) {
+        if (k->grow_run < 2) /* grew at two boundaries in a row at least: the first step's growth is setup */
+            continue;
+        struct leak l = {.category = k->h.category, .since_step = k->since_step, .grown = k->grown};
+        memcpy(l.tag, k->h.tag, sizeof l.tag);
+        if (hs->res.nleaks < HOLDERS_TOP)
+            hs->res.leaks[hs->res.nleaks++] = l;
+        else if (l.grown > hs->res.leaks[HOLDERS_TOP - 1].grown)
+            hs->res.leaks[HOLDERS_TOP - 1] = l;
+        qsort(hs->res.leaks, hs->res.nleaks, sizeof hs->res.leaks[0], by_growth);
+    }
+    *out = hs->res;
+    return hs->failed ? -1 : 0;
+}
+
+void holders_destroy(struct holders *hs)
+{
+    if (!hs)
+        return;
+    struct key_entry *k, *ktmp;
+    HASH_ITER(hh, hs->keys, k, ktmp) {
+        HASH_DEL(hs->keys, k);
+        free(k);
+    }
+    struct cache_entry *c, *ctmp;
+    HASH_ITER(hh, hs->cache, c, ctmp) {
+        HASH_DEL(hs->cache, c);
+        free(c);
+    }
+    struct live_entry *l, *ltmp;
+    HASH_ITER(hh, hs->live, l, ltmp) {
+        HASH_DEL(hs->live, l);
+        free(l);
+    }
+    while ((l = hs->spare)) {
+        hs->spare = l->hh.next;
+        free(l);
+    }
+    free(hs);
+}

@@ -1,0 +1,95 @@
+/* holders_test.c: what holds the memory. Tags fold their first numeric component (the layer index); a
+ * worked trace gives the holders at the peak (two 10 MiB layers as one 20 MiB holder, a 5 MiB param, a
+ * 2 MiB cache), the holders at the OOM on a 64 MiB device, and the leak: a cache that grows 2 MiB at every
+ * step from step 1 on, but not the optimizer state that appears once in step 1. */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "replay/replay.h"
+#include "run/holders.h"
+#include "tap.h"
+#include "util/size.h"
+
+static struct job_result res; /* large: not on the stack */
+
+static void fold(const char *tag, const char *want)
+{
+    char got[HOLDER_TAG_MAX];
+    holders_fold_tag(tag, got, sizeof got);
+    is_str(got, want, "fold '%s'", tag);
+}
+
+/* Replays text (through a file) on the default unbounded device, or on one of `capacity`. */
+static int replay_text(const char *text, const char *capacity, struct err *e)
+{
+    char path[] = "/tmp/oomlab-holders-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return err_set(e, ERR_INTERNAL, "mkstemp");
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    struct replay_options opt = {0};
+    if (capacity && capacity_parse(capacity, &opt.capacity, e))
+        return -1;
+    int rc = replay_path(path, &opt, &res, e);
+    unlink(path);
+    return rc;
+}
+
+static const char trace[] = "step 1 samples 1\n"
+                            "phase forward\n"
+                            "alloc a 10MiB 0 activation model.layer.0.ffn\n"
+                            "alloc b 10MiB 0 activation model.layer.1.ffn\n"
+                            "alloc c 5MiB 0 param emb\n"
+                            "alloc k1 2MiB 0 other cache\n"
+                            "free a\nfree b\n"
+                            "phase optimizer\n"
+                            "alloc s 4MiB 0 optimizer_state adam.exp_avg\n"
+                            "step 2 samples 1\n"
+                            "phase forward\n"
+                            "alloc k2 2MiB 0 other cache\n"
+                            "step 3 samples 1\n"
+                            "phase forward\n"
+                            "alloc k3 2MiB 0 other cache\n";
+
+int main(void)
+{
+    fold("decoder.block.3.layer.2.DenseReluDense.wi_0", "decoder.block.*.layer.2.DenseReluDense.wi_0");
+    fold("transformer.h.11.mlp", "transformer.h.*.mlp");
+    fold("lm_head", "lm_head");
+    fold("flex_opt.py:125 init_weight_list", "flex_opt.py:125 init_weight_list");
+    fold("h.0x1.7", "h.0x1.*");
+
+    struct err e = {0};
+    if (ok(replay_text(trace, NULL, &e) == 0, "the worked trace replays")) {
+        const struct holders_view *v = &res.holders.at_peak;
+        ok(v->seen && v->n == 3, "three holders at the peak (%zu)", v->n);
+        is_str(v->top[0].tag, "model.layer.*.ffn", "the largest: both layers as one holder");
+        is_u64(v->top[0].bytes, 20 * MiB, "  20 MiB");
+        is_u64(v->top[0].count, 2, "  in 2 tensors");
+        is_str(v->top[0].phase, "forward", "  allocated in forward");
+        is_int(v->top[0].category, CAT_ACTIVATION, "  activations");
+        is_str(v->top[1].tag, "emb", "then the 5 MiB param");
+        is_u64(v->total, 27 * MiB, "27 MiB in all at the peak: 20 + 5 + 2 (the optimizer's 4 MiB comes later)");
+        is_int(res.holders.nleaks, 1, "one leak");
+        is_str(res.holders.leaks[0].tag, "cache", "  the cache");
+        is_u64(res.holders.leaks[0].grown, 6 * MiB, "  grown 2 MiB at each of three boundaries");
+        is_int(res.holders.leaks[0].since_step, 1, "  from step 1 on");
+        ok(!res.holders.at_oom.seen, "no OOM, no holders at one");
+    } else {
+        diag("%s", e.msg);
+    }
+    /* on 24 MiB the two 10 MiB layers take 20 MiB of segments and the 5 MiB param needs a 20 MiB one:
+     * the holders at the OOM are the layers */
+    e = (struct err){0};
+    if (ok(replay_text(trace, "24MiB", &e) == 0, "the trace on 24 MiB replays")) {
+        const struct holders_view *v = &res.holders.at_oom;
+        ok(v->seen && v->n == 1 && !strcmp(v->top[0].tag, "model.layer.*.ffn") && v->top[0].bytes == 20 * MiB,
+           "at the OOM: the layers' 20 MiB (%s, %llu)", v->n ? v->top[0].tag : "-",
+           v->n ? (unsigned long long)v->top[0].bytes : 0ULL);
+    } else {
+        diag("%s", e.msg);
+    }
+    return done_testing();
+}
