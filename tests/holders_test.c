@@ -1,4 +1,4 @@
-/* holders_test.c: what holds the memory. Tags fold their first numeric component (the layer index); a
+/* holders_test.c: what holds the memory, and memory at the points of a step. Tags fold their first numeric component (the layer index); a
  * worked trace gives the holders at the peak (two 10 MiB layers as one 20 MiB holder, a 5 MiB param, a
  * 2 MiB cache), the holders at the OOM on a 64 MiB device, and the leak: a cache that grows 2 MiB at every
  * step from step 1 on, but not the optimizer state that appears once in step 1. */
@@ -77,6 +77,18 @@ int main(void)
         is_u64(res.holders.leaks[0].grown, 6 * MiB, "  grown 2 MiB at each of three boundaries");
         is_int(res.holders.leaks[0].since_step, 1, "  from step 1 on");
         ok(!res.holders.at_oom.seen, "no OOM, no holders at one");
+        /* the points of a step: the end of each phase, with the step it began in */
+        static const struct {
+            const char *phase;
+            int64_t step;
+            uint64_t allocated;
+        } want[] = {{"forward", 1, 7 * MiB}, {"optimizer", 1, 11 * MiB}, {"forward", 2, 13 * MiB}, {"forward", 3, 15 * MiB}};
+        bool same = res.run.npoints == 4;
+        for (size_t i = 0; same && i < 4; i++)
+            same = !strcmp(res.run.points[i].phase, want[i].phase) && res.run.points[i].step == want[i].step &&
+                   res.run.points[i].allocated == want[i].allocated;
+        ok(same, "points: forward 7, optimizer 11 MiB in step 1, forward 13 and 15 MiB in steps 2 and 3");
+        is_u64(res.run.points[1].category[CAT_OPTIMIZER_STATE], 4 * MiB, "  the optimizer state at step 1's end");
     } else {
         diag("%s", e.msg);
     }
@@ -90,6 +102,19 @@ int main(void)
            v->n ? (unsigned long long)v->top[0].bytes : 0ULL);
     } else {
         diag("%s", e.msg);
+    }
+    /* five steps: the points kept are steps 1 and 2 (setup, steady) and the last */
+    char five[1024] = "";
+    for (int k = 1; k <= 5; k++)
+        snprintf(five + strlen(five), sizeof five - strlen(five),
+                 "step %d samples 1\nphase forward\nalloc x%d 1MiB\nphase backward\nfree x%d\n", k, k, k);
+    e = (struct err){0};
+    if (ok(replay_text(five, NULL, &e) == 0, "five steps replay")) {
+        bool kept = res.run.npoints == 6;
+        static const int64_t steps[] = {1, 1, 2, 2, 5, 5};
+        for (size_t i = 0; kept && i < 6; i++)
+            kept = res.run.points[i].step == steps[i];
+        ok(kept, "points of steps 1, 2 and 5 (%zu points)", res.run.npoints);
     }
     return done_testing();
 }

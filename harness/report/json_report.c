@@ -90,6 +90,19 @@ static json_t *throughput_json(const struct job_result *r)
     return t;
 }
 
+static json_t *points_json(const struct run_result *run)
+{
+    json_t *points = json_array();
+    for (size_t i = 0; i < run->npoints; i++) {
+        const struct run_point *p = &run->points[i];
+        json_array_append_new(points, json_pack("{s:s, s:I, s:I, s:I, s:o}", "phase", p->phase, "step",
+                                                (json_int_t)p->step, "allocated", (json_int_t)p->allocated,
+                                                "reserved", (json_int_t)p->reserved, "categories",
+                                                category_bytes(p->category)));
+    }
+    return points;
+}
+
 static json_t *holders_view_json(const struct holders_view *v)
 {
     if (!v->seen)
@@ -129,6 +142,7 @@ static json_t *job_json(const struct report_group *g, size_t i)
     json_object_set_new(v, "unallocated_at_peak_reserved", json_integer((json_int_t)r->run.unallocated_at_peak));
     json_object_set_new(v, "breakdown_at_peak_allocated", category_bytes(r->run.category_at_peak));
     json_object_set_new(v, "phases", phases_json(&r->run));
+    json_object_set_new(v, "points", points_json(&r->run));
     json_object_set_new(v, "oom", r->run.oom.happened ? oom_json(&r->run.oom) : json_null());
     json_object_set_new(v, "events", events_json(&r->run));
     json_object_set_new(v, "holders", holders_json(&r->holders));

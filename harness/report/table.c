@@ -70,6 +70,28 @@ static void print_holders(FILE *f, const struct job_result *r)
     }
 }
 
+/* One line per step: the allocated and reserved GiB at the end of each phase. */
+static void print_points(FILE *f, const struct job_result *r)
+{
+    const struct run_result *run = &r->run;
+    bool named = false;
+    for (size_t i = 0; i < run->npoints;) {
+        char first[96], text[1024];
+        size_t at = 0;
+        int64_t step = run->points[i].step;
+        if (step > 0)
+            at += (size_t)snprintf(text, sizeof text, "step %lld:", (long long)step);
+        for (; i < run->npoints && run->points[i].step == step && at < sizeof text; i++)
+            at += (size_t)snprintf(text + at, sizeof text - at, "%s %s\x01%.2f/%.2f",
+                                   at ? (step > 0 && text[at - 1] == ':' ? "" : ",") : "",
+                                   run->points[i].phase, (double)run->points[i].allocated / (double)GiB,
+                                   (double)run->points[i].reserved / (double)GiB);
+        snprintf(first, sizeof first, "    %-*s ", NAME_W, named ? "" : r->name);
+        named = true;
+        wrap_print(f, first, TEXT_COL, text[0] == ' ' ? text + 1 : text);
+    }
+}
+
 static void print_leaks(FILE *f, const struct job_result *r)
 {
     for (size_t i = 0; i < r->holders.nleaks; i++) {
@@ -302,6 +324,9 @@ void report_table(FILE *f, const struct report_group *g)
     fprintf(f, "   breakdown by category:\n");
     for (size_t i = 0; i < g->njobs; i++)
         print_breakdown(f, &g->jobs[i]);
+    fprintf(f, "   memory at the end of each phase (allocated/reserved GiB; steps 1, 2 and the last):\n");
+    for (size_t i = 0; i < g->njobs; i++)
+        print_points(f, &g->jobs[i]);
     fprintf(f, "   largest holders, at the OOM or else at the allocated peak (category in the phase that\n"
                "   allocated it: module or site (live tensors)):\n");
     for (size_t i = 0; i < g->njobs; i++)

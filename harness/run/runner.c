@@ -49,7 +49,9 @@ struct runner {
     uint64_t category_live[CAT_COUNT];
     struct run_result res;
     size_t phase; /* index into res.phases of the current phase */
-    const char *phase_name;
+    char phase_name[32];
+    size_t early_points; /* points of steps 0 to 2, kept; later ones are the last step's */
+    int64_t phase_step;  /* the step the current phase began in */
     bool phase_trains; /* phase_is_training(phase_name) */
     struct timespec started, wall_mark; /* measuring devices: the run's start; the last time taken */
     double step_train, step_wall; /* training kernel and wall-clock time of the current step so far */
@@ -116,6 +118,28 @@ static void take_times(struct runner *r)
     r->wall_mark = now;
 }
 
+/* The point at the end of the current phase: its allocated, reserved and category bytes. */
+static void end_point(struct runner *r)
+{
+    if (!strcmp(r->phase_name, "start"))
+        return;
+    struct run_result *res = &r->res;
+    /* after step 2, the last step only: a new step replaces the previous one's points */
+    int64_t step = r->phase_step;
+    if (step > 2 && res->npoints > r->early_points && res->points[r->early_points].step != step)
+        res->npoints = r->early_points;
+    if (res->npoints == RUN_MAX_POINTS)
+        return;
+    const struct alloc_stats *s = allocator_stats(r->a);
+    struct run_point *p = &res->points[res->npoints++];
+    *p = (struct run_point){.step = step, .allocated = (uint64_t)s->allocated_bytes[STAT_ALL].current,
+                            .reserved = (uint64_t)s->reserved_bytes[STAT_ALL].current};
+    snprintf(p->phase, sizeof p->phase, "%s", r->phase_name);
+    memcpy(p->category, r->category_live, sizeof p->category);
+    if (step <= 2)
+        r->early_points = res->npoints;
+}
+
 static void enter_phase(struct runner *r, const char *name)
 {
     take_times(r);
@@ -126,7 +150,9 @@ static void enter_phase(struct runner *r, const char *name)
         prev->delta_recorded = true;
     }
     r->phase_used_start = used;
-    r->phase_name = name ? name : "?";
+    end_point(r);
+    snprintf(r->phase_name, sizeof r->phase_name, "%s", name ? name : "?");
+    r->phase_step = r->res.steps;
     name = r->phase_name;
     r->phase_trains = phase_is_training(name);
     for (size_t i = 0; i < r->res.nphases; i++) {
@@ -453,7 +479,7 @@ struct runner *runner_create(struct device *dev, const struct alloc_config *cfg,
         r->opt = *opt;
     if (!r->opt.where_unit)
         r->opt.where_unit = "op";
-    r->phase_name = "start";
+    snprintf(r->phase_name, sizeof r->phase_name, "start");
     r->res.measured = device_has(dev, DEVICE_MEASURED);
     if (!(r->a = allocator_create(dev, cfg))) {
         free(r);
@@ -585,6 +611,8 @@ bool runner_stopped_by_oom(const struct runner *r)
 void runner_finish(struct runner *r, struct run_result *out)
 {
     take_times(r);
+    if (!r->ended_by_oom)
+        end_point(r);
     struct phase_peak *last = current_phase(r);
     if (last && !last->delta_recorded) {
         last->device_used_delta = (int64_t)device_used(r) - (int64_t)r->phase_used_start;

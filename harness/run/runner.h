@@ -17,6 +17,16 @@
 #define RUN_MAX_PHASES 24
 #define RUN_MAX_OOMS 8      /* OOMs kept in detail; the rest are counted */
 #define RUN_MAX_WARNINGS 8  /* warnings kept in full; the rest are counted */
+#define RUN_MAX_POINTS 48   /* phase ends kept: steps 1 and 2 (setup, then steady), and the last step */
+
+/* Memory at a point of a step a user thinks in: the end of a phase (load, forward, backward, optimizer,
+ * ema, eval, ...). */
+struct run_point {
+    char phase[32];
+    int64_t step;                      /* 0: before the first step (load) */
+    uint64_t allocated, reserved;
+    uint64_t category[CAT_COUNT];      /* allocated block bytes per category */
+};
 
 struct phase_peak {
     char name[32];
@@ -46,6 +56,8 @@ struct run_result {
     uint64_t category_at_peak[CAT_COUNT];  /* allocated block bytes per category when allocated peaked */
     struct phase_peak phases[RUN_MAX_PHASES];
     size_t nphases;
+    struct run_point points[RUN_MAX_POINTS]; /* phase ends, in order (steps 1, 2 and the last) */
+    size_t npoints;
     struct run_oom oom;                    /* the first OOM (oom.happened) */
     struct run_oom ooms[RUN_MAX_OOMS];     /* the first RUN_MAX_OOMS, oom among them */
     uint64_t nooms;                        /* all of them */
