@@ -15,6 +15,7 @@ static const struct command commands[] = {
     ROW(replay, "replay a PyTorch snapshot or text trace under any allocator settings"),
     ROW(fit, "largest batch size (or sequence length) that fits, per variant"),
     ROW(check, "compare a run with a baseline: the CI gate; exit 1 on a regression"),
+    ROW(advise, "every fix (or allocator setting) tried, proven by a run and ranked"),
     ROW(program, "print a scenario variant's op program"),
     ROW(devices, "devices with their availability, capacity and reasons"),
     ROW(list, "presets, faults, fixes, kernels, GPU profiles, scenarios"),

@@ -271,6 +271,7 @@ static int replay_snapshot(struct trace_input *in, const struct replay_options *
     out->replay.input_kind = "PyTorch snapshot";
     out->replay.rebuilt_start = plan.ninitial > 0 || plan.ninitial_expandable > 0;
     out->replay.inferred_sizes = plan.inferred_sizes;
+    out->replay.start_reserved = plan_reserved_at_start(&plan);
     out->replay.private_pool_segments = plan.private_pool_segments;
     struct setup su;
     rc = decide(opt, &plan, &su, out, e);

@@ -29,6 +29,7 @@ struct replay_info {
     char settings_from[160];  /* where the allocator settings came from */
     char capacity_from[160];  /* why the device has the capacity it has */
     uint64_t needed;          /* peak reserved with room to spare: a device of this capacity holds the trace */
+    uint64_t start_reserved;  /* reserved in the state at trace start (rebuilt_start) */
     char addresses[160];      /* how new segments were placed */
     bool checked;             /* a snapshot: check says how the run matched its recording */
     struct recorded_check check;

@@ -118,6 +118,80 @@ static void text_encoder_off_device(struct job_spec *s)
     job_spec_place_extras(s, EXTRA_TEXT_ENCODER, false);
 }
 
+/* ---- why a fix changes nothing in a job ---- */
+
+static const char *no_duplicate(const struct job_spec *s)
+{
+    return spec_has_fault(s, FAULT_DUPLICATE_DTYPE_CONVERSION) ? NULL : "the job keeps no second copy of the weights";
+}
+
+static const char *no_vae_decode(const struct job_spec *s)
+{
+    return s->eval.every || s->eval.before_training ? (s->eval.vae_decode ? NULL : "the job decodes nothing")
+                                                    : "the job runs no eval";
+}
+
+static const char *grads_freed(const struct job_spec *s)
+{
+    return s->set_to_none && !spec_has_fault(s, FAULT_UNRELEASED_GRADIENTS) ? "zero_grad already frees gradients"
+                                                                            : NULL;
+}
+
+static const char *no_ema_eval(const struct job_spec *s)
+{
+    return s->ema == EMA_OFF ? "the job keeps no EMA"
+           : !spec_has_fault(s, FAULT_EMA_CONTEXT_SPIKE) ? "eval does not swap in the EMA weights"
+                                                         : NULL;
+}
+
+static const char *no_gpu_ema(const struct job_spec *s)
+{
+    return s->ema == EMA_OFF ? "the job keeps no EMA" : s->ema == EMA_CPU ? "the EMA is already on the CPU" : NULL;
+}
+
+static const char *not_adamw(const struct job_spec *s)
+{
+    return s->optimizer == OPT_ADAMW ? NULL : s->optimizer == OPT_ADAMW_8BIT ? "AdamW is already 8-bit"
+                                                                            : "the optimizer is not AdamW";
+}
+
+static const char *already_16bit(const struct job_spec *s)
+{
+    return s->autocast ? "the forward already runs under autocast"
+           : s->param_dtype != DT_F32 ? "the weights are already 16-bit"
+                                      : NULL;
+}
+
+static const char *batch_of_one(const struct job_spec *s)
+{
+    return s->batch <= 1 ? "the batch is already 1" : NULL;
+}
+
+static const char *already_sdpa(const struct job_spec *s)
+{
+    return s->model.attn == ATTN_SDPA ? "attention is already SDPA" : NULL;
+}
+
+static const char *no_samples(const struct job_spec *s)
+{
+    return spec_has_fault(s, FAULT_EVAL_SAMPLES_ON_DEVICE) ? NULL : "the job keeps no generated samples on the device";
+}
+
+static const char *no_text_encoder(const struct job_spec *s)
+{
+    for (int i = 0; i < s->nextras; i++)
+        if (s->extras[i].role == EXTRA_TEXT_ENCODER && s->extras[i].on_device)
+            return NULL;
+    return "no text encoder stays on the device";
+}
+
+static const char *not_padded(const struct job_spec *s)
+{
+    return spec_has_fault(s, FAULT_ACTIVATION_GROWTH) || spec_has_fault(s, FAULT_VARIABLE_LENGTH_FRAGMENTATION)
+               ? NULL
+               : "batches are not padded to a maximum length";
+}
+
 /* ---- allocator edits ---- */
 
 static int edit_expandable(struct alloc_config *c, const struct job_spec *s, struct err *e)
@@ -137,14 +211,15 @@ static int edit_gc_threshold(struct alloc_config *c, const struct job_spec *s, s
 
 static const struct switch_info fixes[FIX_COUNT] = {
     {.id = FIX_CONVERT_ONCE, .name = "convert_once",
-     .help = "load once in the target dtype; no extra references or state-dict copies"},
+     .help = "load once in the target dtype; no extra references or state-dict copies", .inert = no_duplicate},
     {.id = FIX_GRADIENT_CHECKPOINTING, .name = "gradient_checkpointing",
      .help = "keep only the inputs of each checkpointed segment and recompute its forward in backward",
      .params = &ckpt_params},
     {.id = FIX_CHUNKED_DECODE, .name = "chunked_decode", .help = "decode N images at a time with the VAE",
-     .params = &decode_params},
+     .params = &decode_params, .inert = no_vae_decode},
     {.id = FIX_ZERO_GRAD_SET_TO_NONE, .name = "zero_grad_set_to_none",
-     .help = "zero_grad(set_to_none=True): gradients freed after the step", .settings = free_gradients},
+     .help = "zero_grad(set_to_none=True): gradients freed after the step", .settings = free_gradients,
+     .inert = grads_freed},
     {.id = FIX_EXPANDABLE_SEGMENTS, .name = "expandable_segments",
      .help = "allocator: one segment per stream grows and shrinks in pages", .alloc_edit = edit_expandable},
     {.id = FIX_MAX_SPLIT_SIZE_MB, .name = "max_split_size_mb",
@@ -155,23 +230,29 @@ static const struct switch_info fixes[FIX_COUNT] = {
              "fraction < 1)",
      .params = &gc_params, .alloc_edit = edit_gc_threshold},
     {.id = FIX_SKIP_EMA_EVAL, .name = "skip_ema_eval",
-     .help = "evaluate the live weights, without the EMA store/copy_to/restore"},
+     .help = "evaluate the live weights, without the EMA store/copy_to/restore", .inert = no_ema_eval},
     {.id = FIX_EMA_ON_CPU, .name = "ema_on_cpu", .help = "keep the EMA shadow (and its stored copy) on the CPU",
-     .settings = ema_to_cpu},
+     .settings = ema_to_cpu,
+     .inert = no_gpu_ema},
     {.id = FIX_ADAMW_8BIT, .name = "adamw_8bit",
-     .help = "bitsandbytes 8-bit AdamW: 2 B/param of state plus block absmax", .settings = adamw_8bit},
+     .help = "bitsandbytes 8-bit AdamW: 2 B/param of state plus block absmax", .settings = adamw_8bit,
+     .inert = not_adamw},
     {.id = FIX_MIXED_PRECISION, .name = "mixed_precision",
-     .help = "forward under autocast (fp32 weights, 16-bit compute)", .params = &mp_params, .settings = autocast},
+     .help = "forward under autocast (fp32 weights, 16-bit compute)", .params = &mp_params, .settings = autocast,
+     .inert = already_16bit},
     {.id = FIX_GRADIENT_ACCUMULATION, .name = "gradient_accumulation",
      .help = "smaller micro-batches accumulated to the same effective batch", .params = &accum_params,
-     .settings = micro_batches},
+     .settings = micro_batches, .inert = batch_of_one},
     {.id = FIX_SDPA_ATTENTION, .name = "sdpa_attention",
-     .help = "fused scaled_dot_product_attention: no score matrix kept", .settings = sdpa},
-    {.id = FIX_SAMPLES_TO_CPU, .name = "samples_to_cpu", .help = "move each generated sample batch to the CPU"},
+     .help = "fused scaled_dot_product_attention: no score matrix kept", .settings = sdpa,
+     .inert = already_sdpa},
+    {.id = FIX_SAMPLES_TO_CPU, .name = "samples_to_cpu", .help = "move each generated sample batch to the CPU",
+     .inert = no_samples},
     {.id = FIX_OFFLOAD_TEXT_ENCODER, .name = "offload_text_encoder",
-     .help = "keep the frozen text encoder on the CPU", .settings = text_encoder_off_device},
+     .help = "keep the frozen text encoder on the CPU", .settings = text_encoder_off_device,
+     .inert = no_text_encoder},
     {.id = FIX_PAD_TO_LONGEST, .name = "pad_to_longest",
-     .help = "pad each batch to its longest sequence, not max_length"},
+     .help = "pad each batch to its longest sequence, not max_length", .inert = not_padded},
 };
 
 const struct switch_info *fix_table(int *count)

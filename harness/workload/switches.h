@@ -36,6 +36,9 @@ struct switch_info {
     void (*settings)(struct job_spec *s);  /* what it changes in the job's settings (NULL: nothing) */
     /* Allocator fixes: the settings they add to the variant's allocator config (NULL: not one). */
     int (*alloc_edit)(struct alloc_config *c, const struct job_spec *s, struct err *e);
+    /* Fixes: why it changes nothing in job s ("attention is already SDPA"), or NULL when it may act
+     * (`oomlab advise` says so beside the run that proves it). NULL hook: no reason known. */
+    const char *(*inert)(const struct job_spec *s);
 };
 
 /* Declares the accessors of the parameters of switch NAME, whose struct is `struct NAME_params`:
