@@ -289,6 +289,23 @@ void nn_layout_backward(struct gen *g, const struct node *n, tref gy);    /* nn_
 /* Runs `count` layers from `layer` through fn, checkpointed (inputs kept, recomputed in backward). */
 tref nn_checkpoint(struct gen *g, const struct ckpt *c, tref x);
 
+/* scratch.c: kernels' own temporaries from the caching allocator (job kernel_scratch), allocated before
+ * an op's kernel and freed with scratch_free after it. */
+#define SCRATCH_MAX 16
+struct scratch_list {
+    tref t[SCRATCH_MAX];
+    int n;
+};
+void scratch_free(struct gen *g, struct scratch_list *l);
+void scratch_embedding_backward(struct gen *g, int64_t n, int64_t rows, int64_t dim, const char *tag,
+                                struct scratch_list *l);
+void scratch_flash_backward(struct gen *g, int64_t b, int64_t h, int64_t kv, int64_t sq, int64_t sk, int64_t d,
+                            enum dtype dt, const char *tag, struct scratch_list *l);
+void scratch_efficient_backward(struct gen *g, int64_t b, int64_t h, int64_t m, int64_t k, enum dtype dt,
+                                const char *tag, struct scratch_list *l);
+void scratch_layernorm_backward(struct gen *g, int64_t rows, int64_t n, bool beta, enum dtype dt, const char *tag,
+                                struct scratch_list *l);
+
 /* dtype of an op's output from its inputs (promotion; autocast handled by each op) */
 enum dtype gen_promote(enum dtype a, enum dtype b);
 

@@ -258,9 +258,12 @@ int32_t nn_embedding_param(struct gen *g, const char *name, int64_t rows, int64_
 
 static void embed_backward(struct gen *g, const struct node *n, tref gy)
 {
+    struct scratch_list sl = {0};
+    scratch_embedding_backward(g, n->a[0], n->a[1], n->a[2], n->tag, &sl);
     tref dw = pgrad_begin(g, n->param[0], act_dt(&g->t[gy]));
     tref ts[3] = {n->saved[0], gy, dw};
     kern(g, K_EMBEDDING_BWD, act_dt(&g->t[gy]), n->a, 3, ts, 3, NULL, 0, n->tag);
+    scratch_free(g, &sl);
     pgrad_end(g, n->param[0], dw);
 }
 

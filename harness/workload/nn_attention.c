@@ -544,13 +544,21 @@ static void sdpa_backward(struct gen *g, struct node *n, tref *gy, tref *dq, tre
         *dq = tokens(g, B, S, H * D, cd, CAT_TEMP, tag);
         *dkv = tokens(g, B, Sk, 2 * KVc * D, cd, CAT_TEMP, tag);
     }
+    /* kernels.h's (lse, rowsum(dO * O)) per row: the flash kernel's softmax_d, the memory-efficient
+     * kernel's delta */
     int64_t sd[4] = {B, H, S, 2};
-    tref stats = t_new(g, sd, 4, DT_F32, CAT_TEMP, tag); /* kernels.h's (lse, rowsum(dO * O)) per row */
+    struct scratch_list sl = {0};
+    if (n->flags & AF_FLASH)
+        scratch_flash_backward(g, B, H, n->kv_heads, S, Sk, D, cd, tag, &sl);
+    else
+        scratch_efficient_backward(g, B, H, S, D, cd, tag, &sl);
+    tref stats = t_new(g, sd, 4, DT_F32, CAT_TEMP, tag);
     tref tp[4] = {n->saved[AS_O], *gy, n->saved[AS_LSE], stats};
     kern(g, K_FLASH_BWD_PREP, cd, kd, 8, tp, 4, &n->f, 1, tag);
     tref ts[6] = {n->saved[AS_Q], n->saved[AS_KV], stats, *gy, *dq, *dkv};
     kern(g, K_FLASH_BWD, cd, kd, 8, ts, 6, &n->f, 1, tag);
     t_release(g, stats);
+    scratch_free(g, &sl);
     t_release(g, *gy);
     *gy = TNONE;
     if (n->in[3] != TNONE) { /* the flash kernels take no bias: its gradient is zero */

@@ -311,6 +311,9 @@ void nn_norm_backward(struct gen *g, struct node *n, tref *gy)
     tref dx = n->in[0] != TNONE ? t_like(g, x, dt, CAT_TEMP, n->tag) : TNONE;
     tref dw = params ? norm_pgrad(g, n->param[0], c, dt, n->tag) : TNONE;
     tref db = params ? norm_pgrad(g, n->param[1], c, dt, n->tag) : TNONE;
+    struct scratch_list sl = {0};
+    if (params && kind == NORM_LAYERNORM)
+        scratch_layernorm_backward(g, rows, c, n->param[1] >= 0, dt, n->tag, &sl);
     if (dx != TNONE) {
         tref ts[6] = {dy, x, n->saved[NS_GAMMA], n->saved[NS_MEAN], n->saved[NS_RSTD], dx};
         kern(g, kdx, dt, d, nd, ts, 6, NULL, 0, n->tag);
@@ -318,6 +321,7 @@ void nn_norm_backward(struct gen *g, struct node *n, tref *gy)
     if (params) {
         tref ts[6] = {dy, x, n->saved[NS_MEAN], n->saved[NS_RSTD], dw, db};
         kern(g, kp, dt, d, nd, ts, 6, NULL, 0, n->tag);
+        scratch_free(g, &sl);
         norm_pgrad_end(g, n->param[0], dw);
         norm_pgrad_end(g, n->param[1], db);
     }
