@@ -31,11 +31,28 @@ static void print_categories(FILE *f, const char *name, const char *when, const 
 
 static void print_breakdown(FILE *f, const struct job_result *r)
 {
-    char when[64];
-    snprintf(when, sizeof when, "at peak allocated (%s)", figures(r));
+    char when[160];
+    snprintf(when, sizeof when, "at peak allocated (%s) in step %lld %s, peak reserved in step %lld %s", figures(r),
+             (long long)r->run.peak_allocated_step, r->run.peak_allocated_phase, (long long)r->run.peak_reserved_step,
+             r->run.peak_reserved_phase);
     print_categories(f, r->name, when, r->run.category_at_peak);
     if (r->run.oom.happened)
         print_categories(f, "", "at the OOM", r->run.oom.category_live);
+}
+
+/* What the jobs' op programs assumed: the first job's, then any variant's that differs. */
+static void print_assumptions(FILE *f, const struct report_group *g)
+{
+    char first[320] = "", text[320];
+    for (size_t i = 0; i < g->njobs; i++) {
+        if (!g->jobs[i].has_assumptions)
+            continue;
+        job_assumptions_text(&g->jobs[i].assumptions, text, sizeof text);
+        if (i == 0)
+            fprintf(f, "   assumed: %s\n", strcpy(first, text));
+        else if (strcmp(text, first))
+            fprintf(f, "   assumed by %s: %s\n", g->jobs[i].name, text);
+    }
 }
 
 static void print_header(FILE *f, const struct report_group *g)
@@ -55,6 +72,7 @@ static void print_header(FILE *f, const struct report_group *g)
         fprintf(f, "   device: %s (%s%s%s total, %s)\n", r ? r->device : "-", r ? r->device_detail : "",
                 r && r->device_detail[0] ? "; " : "", total,
                 r && r->run.measured ? "measured" : "modelled by the allocator model");
+    print_assumptions(f, g);
 }
 
 static void print_rows(FILE *f, const struct report_group *g)
@@ -173,6 +191,7 @@ static void print_fit(FILE *f, const struct report_group *g)
         fprintf(f, " with %g%% of the device free", g->fit_margin * 100.0);
     fprintf(f, " (%s on %s%s%s)\n", first && first->run.measured ? "measured" : "modelled", first ? first->device : "-",
             g->capacity_text ? " with capacity " : "", g->capacity_text ? g->capacity_text : "");
+    print_assumptions(f, g);
     fprintf(f, "   %-22s %-44s %8s %12s %-24s %7s\n", "variant", "fixes", g->fit_param, "peak resv", "samples/s",
             "probes");
     for (size_t i = 0; i < g->njobs; i++) {

@@ -80,6 +80,8 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     variant_fixes_text(v, r->fixes, sizeof r->fixes);
     struct job_spec job = job_override ? *job_override : v->job;
     r->steps_planned = job.steps;
+    struct err ae = {0};
+    r->has_assumptions = workload_assumptions(&job, &r->assumptions, &ae) == 0;
     struct device *dev = harness_open_device(sc, opt, &job, e);
     if (!dev)
         return err_prefix(e, "%s: variant %s: ", sc->path, v->name);

@@ -151,18 +151,26 @@ static void track_peaks(struct runner *r)
     uint64_t reserved = (uint64_t)s->reserved_bytes[STAT_ALL].current;
     if (allocated > r->res.peak_allocated) {
         r->res.peak_allocated = allocated;
+        r->res.peak_allocated_step = r->res.steps;
+        snprintf(r->res.peak_allocated_phase, sizeof r->res.peak_allocated_phase, "%s", r->phase_name);
         memcpy(r->res.category_at_peak, r->category_live, sizeof r->category_live);
     }
     if (reserved > r->res.peak_reserved) {
         r->res.peak_reserved = reserved;
+        r->res.peak_reserved_step = r->res.steps;
+        snprintf(r->res.peak_reserved_phase, sizeof r->res.peak_reserved_phase, "%s", r->phase_name);
         r->res.unallocated_at_peak = reserved - allocated;
     }
     struct phase_peak *p = current_phase(r);
     if (p) {
-        if (allocated > p->peak_allocated)
+        if (allocated > p->peak_allocated) {
             p->peak_allocated = allocated;
-        if (reserved > p->peak_reserved)
+            p->peak_allocated_step = r->res.steps;
+        }
+        if (reserved > p->peak_reserved) {
             p->peak_reserved = reserved;
+            p->peak_reserved_step = r->res.steps;
+        }
     }
 }
 
