@@ -130,9 +130,10 @@ static const struct key job_keys[] = {
            "The batch has padding, so transformers builds a [batch, 1, seq, seq] attention mask (without padding "
            "it builds none, except eager attention's causal mask)."),
     K_BOOL(J, "kernel_scratch", kernel_scratch,
-           "Temporaries kernels take from the caching allocator inside one op (embedding and norm backward "
-           "buffers, attention backward accumulators, cross-entropy scratch). false leaves them out: what a "
-           "recording on PyTorch's meta device sees (the conformance test compares that way)."),
+           "Temporaries CUDA kernels take from the caching allocator inside one op (embedding backward's sorting "
+           "buffers, flash and memory-efficient attention backward's accumulators, LayerNorm backward's partial "
+           "sums). false leaves them out: what a recording on PyTorch's meta device sees (the conformance "
+           "scenarios set it)."),
 };
 #undef J
 
