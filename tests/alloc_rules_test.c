@@ -319,6 +319,44 @@ static void test_expandable(void)
     rig_close(&r);
 }
 
+/* A replayed retry: the recording released cached pages, then mapped new ones for the request. Unmapping
+ * an oversize free block leaves a smaller one (here 18 MiB, under max_split_size) that the normal search
+ * takes; allocator_malloc_fresh skips the search, as the recorded request (which searched before its
+ * release) did, and maps after the lowest unmapped range's free 2 MiB instead. */
+static void test_fresh_after_release(void)
+{
+    for (int fresh = 0; fresh < 2; fresh++) {
+        struct rig r;
+        rig_open(&r, 80 * GiB, "expandable_segments:True,max_split_size_mb:128");
+        uint64_t base = 1ULL << 40;
+        struct alloc_block *l0 = must_alloc(&r, 18 * MiB, 0), *f1 = must_alloc(&r, 202 * MiB, 0);
+        struct alloc_block *s = must_alloc(&r, 2 * MiB, 0), *f2 = must_alloc(&r, 318 * MiB, 0);
+        is_u64(alloc_block_addr(f2), base + 222 * MiB, "318 MiB laid after the 2 MiB block");
+        allocator_free(r.a, f1);
+        allocator_free(r.a, f2);
+        ok(allocator_release_mapped(r.a, base + 20 * MiB, 200 * MiB), "unmap [20, 220) MiB");
+        ok(allocator_release_mapped(r.a, base + 240 * MiB, 300 * MiB), "unmap [240, 540) MiB");
+        is_int(st(&r, "reserved_bytes.all.current"), 40 * MiB, "two pages stay mapped: [0, 20) and [220, 240) MiB");
+        struct alloc_block *b = NULL;
+        struct alloc_oom oom;
+        struct err e = {0};
+        int rc = (fresh ? allocator_malloc_fresh : allocator_malloc)(r.a, 10 * MiB, 0, &b, &oom, &e);
+        ok(rc == 0 && b, "10 MiB allocates");
+        if (fresh) {
+            is_u64(b ? alloc_block_addr(b) : 0, base + 18 * MiB, "fresh: after the free 2 MiB, mapping new pages");
+            is_int(st(&r, "reserved_bytes.all.current"), 60 * MiB, "fresh: one 20 MiB page mapped");
+        } else {
+            is_u64(b ? alloc_block_addr(b) : 0, base + 222 * MiB, "search: the 18 MiB free block");
+            is_int(st(&r, "reserved_bytes.all.current"), 40 * MiB, "search: nothing mapped");
+        }
+        allocator_free(r.a, b);
+        allocator_free(r.a, l0);
+        allocator_free(r.a, s);
+        consistent(&r, fresh ? "a fresh allocation" : "a searched allocation");
+        rig_close(&r);
+    }
+}
+
 static void test_gc(void)
 {
     /* GC runs only under a fraction < 1 and a threshold; it frees aged unsplit large blocks on a miss. */
@@ -388,6 +426,7 @@ int main(void)
     test_oom_chain_and_message();
     test_fraction_and_max_split();
     test_expandable();
+    test_fresh_after_release();
     test_gc();
     test_stat_resets();
     return done_testing();

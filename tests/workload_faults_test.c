@@ -260,7 +260,8 @@ static void optimizer_fixes(void)
     gen(&s);
     int64_t loop = peak_in("optimizer", 0) - at("optimizer", 0);
     is_int(fe, 12 * P, "foreach AdamW, first step: fp32 state (8P) plus one temporary per parameter at once (4P)");
-    ok(loop < 8 * P + 4 * WTE && loop > 8 * P, "foreach off: state plus one parameter's temporary at a time");
+    is_int(loop, 8 * P + 8 * WTE,
+           "foreach off: all state first (_init_group), then one parameter's sqrt and quotient at a time");
 
     base(&s);
     s.batch = 8;

@@ -113,9 +113,11 @@ static void test_korthikanti(void)
     korthikanti(&s1, 1, ATTN_SDPA);
     korthikanti(&s2, 2, ATTN_SDPA);
     int64_t sdpa = saved_activations(&s2) - saved_activations(&s1);
-    /* SDPA drops probabilities, their dropout mask and dropped copy (5as^2b) and saves its output
-     * [b, a, s, d] (2sbh) and an fp32 log-sum-exp per row and head (4asb) */
-    is_int(per_layer - sdpa, 5 * a * s * s * b - 2 * sbh - 4 * a * s * b, "sdpa_attention removes the 5as^2b terms");
+    /* SDPA drops probabilities, their dropout mask and dropped copy (5as^2b) and eager's copy of q for its
+     * matmul (2sbh); its q is a view that keeps the fused qkv projection (6sbh), the KV cache's copies of
+     * k and v are saved either way, its output is the output projection's input as eager's merged heads
+     * are; it adds an fp32 log-sum-exp per row and head (4asb) and the RNG seed and offset (16 + 8 B) */
+    is_int(per_layer - sdpa, 5 * a * s * s * b - 4 * sbh - 4 * a * s * b - 24, "sdpa_attention removes the 5as^2b terms");
 
     korthikanti(&s1, 1, ATTN_EAGER);
     korthikanti(&s2, 2, ATTN_EAGER);

@@ -245,8 +245,8 @@ static void fill_oom(struct allocator *a, struct alloc_oom *oom, uint64_t orig, 
     a->stats.num_ooms++;
 }
 
-int allocator_malloc(struct allocator *a, uint64_t orig_size, uint64_t stream, struct alloc_block **out,
-                     struct alloc_oom *oom, struct err *e)
+static int malloc_block(struct allocator *a, uint64_t orig_size, uint64_t stream, bool search,
+                        struct alloc_block **out, struct alloc_oom *oom, struct err *e)
 {
     *out = NULL;
     if (orig_size == 0)
@@ -261,7 +261,11 @@ int allocator_malloc(struct allocator *a, uint64_t orig_size, uint64_t stream, s
     uint64_t alloc_size = alloc_segment_size(size);
     int device_error = 0;
 
-    struct alloc_block *b = get_free_block(a, p, size, stream);
+    struct alloc_block *b = NULL;
+    if (search)
+        b = get_free_block(a, p, size, stream);
+    else
+        p->get_free_blocks_call_count++; /* the recording searched (before its release) and found nothing */
     if (!b) {
         if (gc_enabled(a))
             garbage_collect_cached_blocks(a);
@@ -281,6 +285,18 @@ int allocator_malloc(struct allocator *a, uint64_t orig_size, uint64_t stream, s
     }
     *out = alloc_found_block(a, b, size, orig_size, stream);
     return 0;
+}
+
+int allocator_malloc(struct allocator *a, uint64_t size, uint64_t stream, struct alloc_block **out,
+                     struct alloc_oom *oom, struct err *e)
+{
+    return malloc_block(a, size, stream, true, out, oom, e);
+}
+
+int allocator_malloc_fresh(struct allocator *a, uint64_t size, uint64_t stream, struct alloc_block **out,
+                           struct alloc_oom *oom, struct err *e)
+{
+    return malloc_block(a, size, stream, false, out, oom, e);
 }
 
 void allocator_free(struct allocator *a, struct alloc_block *b)

@@ -66,6 +66,11 @@ void allocator_set_trace(struct allocator *a, alloc_trace_fn fn, void *ctx);
  * error. A zero-byte request succeeds with *out = NULL and touches nothing. */
 int allocator_malloc(struct allocator *a, uint64_t size, uint64_t stream, struct alloc_block **out,
                      struct alloc_oom *oom, struct err *e);
+/* allocator_malloc as a recording shows it when the request released cached memory and then allocated or
+ * mapped new memory: the free-block search (which found nothing before the release) is skipped, so a free
+ * block the release left behind (a shrunk expandable block under max_split_size) is not taken. */
+int allocator_malloc_fresh(struct allocator *a, uint64_t size, uint64_t stream, struct alloc_block **out,
+                           struct alloc_oom *oom, struct err *e);
 void allocator_free(struct allocator *a, struct alloc_block *b);
 /* torch.cuda.empty_cache() */
 void allocator_empty_cache(struct allocator *a);

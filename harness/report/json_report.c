@@ -28,9 +28,11 @@ static json_t *phases_json(const struct run_result *run)
 {
     json_t *phases = json_array();
     for (size_t i = 0; i < run->nphases; i++)
-        json_array_append_new(phases, json_pack("{s:s, s:I, s:I, s:f, s:I}", "phase", run->phases[i].name,
+        json_array_append_new(phases, json_pack("{s:s, s:I, s:I, s:I, s:I, s:f, s:I}", "phase", run->phases[i].name,
                                                 "peak_allocated", (json_int_t)run->phases[i].peak_allocated,
                                                 "peak_reserved", (json_int_t)run->phases[i].peak_reserved,
+                                                "peak_allocated_step", (json_int_t)run->phases[i].peak_allocated_step,
+                                                "peak_reserved_step", (json_int_t)run->phases[i].peak_reserved_step,
                                                 "kernel_seconds", run->phases[i].seconds, "device_used_delta",
                                                 (json_int_t)run->phases[i].device_used_delta));
     return phases;
@@ -141,8 +143,19 @@ static json_t *job_json(const struct report_group *g, size_t i)
     json_object_set_new(v, "stats", json_memory_stats(&r->run.stats));
     json_object_set_new(v, "unallocated_at_peak_reserved", json_integer((json_int_t)r->run.unallocated_at_peak));
     json_object_set_new(v, "breakdown_at_peak_allocated", category_bytes(r->run.category_at_peak));
+    json_object_set_new(v, "peaks",
+                        json_pack("{s:I, s:s, s:I, s:s}", "allocated_step", (json_int_t)r->run.peak_allocated_step,
+                                  "allocated_phase", r->run.peak_allocated_phase, "reserved_step",
+                                  (json_int_t)r->run.peak_reserved_step, "reserved_phase", r->run.peak_reserved_phase));
     json_object_set_new(v, "phases", phases_json(&r->run));
     json_object_set_new(v, "points", points_json(&r->run));
+    const struct job_assumptions *a = &r->assumptions;
+    json_object_set_new(v, "assumptions",
+                        !r->has_assumptions
+                            ? json_null()
+                            : json_pack("{s:s, s:s, s:s, s:s, s:i, s:b, s:b}", "attention", a->attention, "activation",
+                                        a->activation, "precision", a->precision, "optimizer", a->optimizer, "steps",
+                                        a->steps, "use_cache", a->use_cache, "kernel_scratch", a->kernel_scratch));
     json_object_set_new(v, "oom", r->run.oom.happened ? oom_json(&r->run.oom) : json_null());
     json_object_set_new(v, "events", events_json(&r->run));
     json_object_set_new(v, "holders", holders_json(&r->holders));

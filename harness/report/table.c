@@ -39,12 +39,15 @@ static void category_list(const uint64_t *bytes, char *buf, size_t len)
 
 static void print_breakdown(FILE *f, const struct job_result *r)
 {
-    char first[320], list[512];
-    snprintf(first, sizeof first, "    %-*s at peak allocated (%s): ", NAME_W, r->name, figures(r));
+    char first[320], list[512], when[200], text[768];
+    snprintf(first, sizeof first, "    %-*s ", NAME_W, r->name);
+    snprintf(when, sizeof when, "at peak allocated (%s) in step %lld %s, peak reserved in step %lld %s: ",
+             figures(r), (long long)r->run.peak_allocated_step, r->run.peak_allocated_phase,
+             (long long)r->run.peak_reserved_step, r->run.peak_reserved_phase);
     category_list(r->run.category_at_peak, list, sizeof list);
-    wrap_print(f, first, TEXT_COL, list);
+    snprintf(text, sizeof text, "%s%s", when, list);
+    wrap_print(f, first, TEXT_COL, text);
     if (r->run.oom.happened) {
-        char text[768];
         snprintf(first, sizeof first, "    %-*s at the OOM in ", NAME_W, "");
         category_list(r->run.oom.category_live, list, sizeof list);
         snprintf(text, sizeof text, "%s: %s", r->run.oom.tag, list);
@@ -106,6 +109,21 @@ static void print_leaks(FILE *f, const struct job_result *r)
     }
 }
 
+/* What the jobs' op programs assumed: the first job's, then any variant's that differs. */
+static void print_assumptions(FILE *f, const struct report_group *g)
+{
+    char first[320] = "", text[320];
+    for (size_t i = 0; i < g->njobs; i++) {
+        if (!g->jobs[i].has_assumptions)
+            continue;
+        job_assumptions_text(&g->jobs[i].assumptions, text, sizeof text);
+        if (i == 0)
+            fprintf(f, "   assumed: %s\n", strcpy(first, text));
+        else if (strcmp(text, first))
+            fprintf(f, "   assumed by %s: %s\n", g->jobs[i].name, text);
+    }
+}
+
 static void print_header(FILE *f, const struct report_group *g)
 {
     const struct job_result *r = g->njobs ? &g->jobs[0] : NULL;
@@ -124,6 +142,7 @@ static void print_header(FILE *f, const struct report_group *g)
                  r && r->device_detail[0] ? "; " : "", total,
                  r && r->run.measured ? "measured" : "modelled by the allocator model");
     wrap_print(f, "   device: ", 11, line);
+    print_assumptions(f, g);
 }
 
 /* "OOM: backward, step 2" or "fits" (the module is in the breakdown) */
@@ -295,6 +314,7 @@ static void print_fit(FILE *f, const struct report_group *g)
     char line[320];
     snprintf(line, sizeof line, "== %s: ", g->name);
     wrap_print(f, line, 3, head);
+    print_assumptions(f, g);
     fprintf(f, "   %-*s %10s %10s  %-26s %6s\n", NAME_W, "variant", g->fit_param, "peak resv", "samples/s", "probes");
     for (size_t i = 0; i < g->njobs; i++) {
         const struct job_result *r = &g->jobs[i];

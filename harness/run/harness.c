@@ -112,6 +112,8 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     r->steps_planned = job.steps;
     if (check_work(&job, opt, e))
         return err_prefix(e, "%s: variant %s: ", sc->path, v->name);
+    struct err ae = {0};
+    r->has_assumptions = workload_assumptions(&job, &r->assumptions, &ae) == 0;
     struct device *dev = harness_open_device(sc, opt, &job, e);
     if (!dev)
         return err_prefix(e, "%s: variant %s: ", sc->path, v->name);

@@ -9,6 +9,7 @@
 
 #include "run/holders.h"
 #include "run/runner.h"
+#include "workload/generate.h"
 
 /* How a replayed snapshot matched what it recorded (replay/recorded.c fills it). */
 struct recorded_check {
@@ -46,6 +47,8 @@ struct job_result {
     uint64_t device_total;
     char timed_by[64];       /* how the device obtained kernel time: "roofline of rtx5090", "CUDA events" */
     int steps_planned;       /* the job's optimizer steps (0 for a replay) */
+    bool has_assumptions;    /* a generated job (not a replay): what its op program assumed */
+    struct job_assumptions assumptions;
     struct run_result run;
 
     /* A scenario variant's expect: (has_expect false for a replay). */

@@ -38,6 +38,7 @@ struct runner {
     struct failed_id *failed; /* ids whose allocation OOMed (continue_after_oom): their frees are expected */
     bool stopped;             /* an op failed (an OOM that ends the run, or an error): later ops are refused */
     bool ended_by_oom;
+    bool recorded_release, recorded_fresh; /* a recorded release, then new memory, since the last alloc/free */
     struct lent_workspace lent[64];
     size_t nlent;
     uint64_t phase_used_start;
@@ -177,18 +178,26 @@ static void track_peaks(struct runner *r)
     uint64_t reserved = (uint64_t)s->reserved_bytes[STAT_ALL].current;
     if (allocated > r->res.peak_allocated) {
         r->res.peak_allocated = allocated;
+        r->res.peak_allocated_step = r->res.steps;
+        snprintf(r->res.peak_allocated_phase, sizeof r->res.peak_allocated_phase, "%s", r->phase_name);
         memcpy(r->res.category_at_peak, r->category_live, sizeof r->category_live);
     }
     if (reserved > r->res.peak_reserved) {
         r->res.peak_reserved = reserved;
+        r->res.peak_reserved_step = r->res.steps;
+        snprintf(r->res.peak_reserved_phase, sizeof r->res.peak_reserved_phase, "%s", r->phase_name);
         r->res.unallocated_at_peak = reserved - allocated;
     }
     struct phase_peak *p = current_phase(r);
     if (p) {
-        if (allocated > p->peak_allocated)
+        if (allocated > p->peak_allocated) {
             p->peak_allocated = allocated;
-        if (reserved > p->peak_reserved)
+            p->peak_allocated_step = r->res.steps;
+        }
+        if (reserved > p->peak_reserved) {
             p->peak_reserved = reserved;
+            p->peak_reserved_step = r->res.steps;
+        }
     }
 }
 
@@ -287,7 +296,9 @@ static int do_alloc(struct runner *r, const struct op *op, struct alloc_block **
     }
     struct alloc_block *b = NULL;
     struct alloc_oom oom;
-    int rc = allocator_malloc(r->a, op->bytes, (uint64_t)op->stream, &b, &oom, e);
+    bool fresh = r->recorded_fresh;
+    r->recorded_release = r->recorded_fresh = false;
+    int rc = (fresh ? allocator_malloc_fresh : allocator_malloc)(r->a, op->bytes, (uint64_t)op->stream, &b, &oom, e);
     if (rc < 0)
         return -1;
     r->res.allocs++;
@@ -409,7 +420,7 @@ static int execute(struct runner *r, const struct op *op, struct alloc_block **b
 {
     switch (op->kind) {
     case OP_ALLOC: return do_alloc(r, op, block, e);
-    case OP_FREE: return do_free(r, op, e);
+    case OP_FREE: r->recorded_release = r->recorded_fresh = false; return do_free(r, op, e);
     case OP_KERNEL: return do_kernel(r, op, e);
     case OP_EMPTY_CACHE: allocator_empty_cache(r->a); return 0;
     case OP_PHASE: enter_phase(r, op->name); return 0;
@@ -423,11 +434,13 @@ static int execute(struct runner *r, const struct op *op, struct alloc_block **b
         return 0;
     case OP_RESET_PEAK: allocator_reset_peak_stats(r->a); return 0;
     case OP_RESET_ACCUMULATED: allocator_reset_accumulated_stats(r->a); return 0;
-    case OP_MARK:
-    case OP_SEGMENT_ALLOC:
+    /* The recorder's observer applies a recorded release; a release then new memory before the next
+     * alloc is that alloc's own retry (see allocator_malloc_fresh). */
     case OP_SEGMENT_FREE:
-    case OP_SEGMENT_MAP:
-    case OP_SEGMENT_UNMAP: return 0;
+    case OP_SEGMENT_UNMAP: r->recorded_release = true; return 0;
+    case OP_SEGMENT_ALLOC:
+    case OP_SEGMENT_MAP: r->recorded_fresh = r->recorded_release; return 0;
+    case OP_MARK: return 0;
     case OP_KIND_COUNT: break;
     }
     return err_set(e, ERR_INTERNAL, "op program has an op of unknown kind %d", (int)op->kind);

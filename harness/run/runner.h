@@ -31,6 +31,7 @@ struct run_point {
 struct phase_peak {
     char name[32];
     uint64_t peak_allocated, peak_reserved;
+    int64_t peak_allocated_step, peak_reserved_step; /* the step each peak happened in (0: before the first) */
     double seconds; /* kernel time in this phase, as the device reports it */
     double flops;   /* of the kernels run in this phase */
     int64_t device_used_delta; /* change of the device's used memory (total - free, cudaMemGetInfo on cuda)
@@ -52,6 +53,10 @@ struct run_oom {
 struct run_result {
     struct alloc_stats stats;
     uint64_t peak_allocated, peak_reserved;
+    /* Where each peak happened: the step (0: before the first) and the phase, as the first step's peaks
+     * differ from the steady state's (optimizer state appears at the first step's optimizer). */
+    int64_t peak_allocated_step, peak_reserved_step;
+    char peak_allocated_phase[32], peak_reserved_phase[32];
     uint64_t unallocated_at_peak;          /* reserved - allocated when reserved peaked */
     uint64_t category_at_peak[CAT_COUNT];  /* allocated block bytes per category when allocated peaked */
     struct phase_peak phases[RUN_MAX_PHASES];

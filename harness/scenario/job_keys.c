@@ -122,6 +122,18 @@ static const struct key job_keys[] = {
      .zero_means = "the device's: PyTorch's default for its architecture (32 MiB from Hopper on, 8,519,680 B before)",
      .help = "cuBLAS workspace per stream, allocated at its first GEMM and never freed."},
     K_INT(J, "streams", streams, 1, 8, NULL, "CUDA streams: stream 0 trains; with 2 or more, eval runs on stream 1."),
+    K_BOOL(J, "use_cache", use_cache,
+           "The model builds its KV cache in training, as transformers does by default (GPT-2, Llama, T5's "
+           "decoder): each attention keeps copies of its keys and values (DynamicCache.update's torch.cat). "
+           "Gradient checkpointing turns it off, as transformers does."),
+    K_BOOL(J, "padding", padding,
+           "The batch has padding, so transformers builds a [batch, 1, seq, seq] attention mask (without padding "
+           "it builds none, except eager attention's causal mask)."),
+    K_BOOL(J, "kernel_scratch", kernel_scratch,
+           "Temporaries CUDA kernels take from the caching allocator inside one op (embedding backward's sorting "
+           "buffers, flash and memory-efficient attention backward's accumulators, LayerNorm backward's partial "
+           "sums). false leaves them out: what a recording on PyTorch's meta device sees (the conformance "
+           "scenarios set it)."),
 };
 #undef J
 

@@ -82,12 +82,19 @@ static const struct key model_keys[] = {
     K_INT(M, "vocab", spec.vocab, 0, BIG, "unset", "Vocabulary size."),
     K_INT(M, "max_positions", spec.max_positions, 0, BIG, "unset", "Rows of a learned position table."),
     K_INT(M, "type_vocab", spec.type_vocab, 0, 1024, "none", "BERT token types."),
-    K_ENUM(M, "norm", spec.norm, norm_at, NORM_COUNT, "Normalisation layer."),
+    K_ENUM(M, "norm", spec.norm, norm_at, NORM_COUNT,
+           "Normalisation layer: `rmsnorm` is transformers' RMSNorm (LlamaRMSNorm, T5LayerNorm: an fp32 copy, "
+           "square, mean, rsqrt and products, each a tensor); `rmsnorm_fused` is PyTorch's native "
+           "torch.nn.RMSNorm (one kernel)."),
     K_ENUM(M, "norm_place", spec.norm_place, norm_place_at, NORM_PLACE_COUNT,
            "Normalise before (GPT) or after (BERT) each sublayer."),
     K_BOOL(M, "norm_bias", spec.norm_bias, "LayerNorm has a bias (RMSNorm never has one)."),
     K_ENUM(M, "ffn_kind", spec.ffn_kind, ffn_at, FFN_COUNT, "Plain up-act-down MLP, or gated act(gate)*up-down."),
-    K_ENUM(M, "act", spec.act, act_at, ACT_COUNT, "Activation function."),
+    K_ENUM(M, "act", spec.act, act_at, ACT_COUNT,
+           "Activation function: `gelu` (erf), `gelu_tanh` (transformers' `gelu_pytorch_tanh`), `quick_gelu`, "
+           "`silu` and `relu` are one fused kernel that saves its input; `gelu_new` is transformers' "
+           "NewGELUActivation (GPT-2, FLAN-T5's gated-gelu), eight small ops whose autograd keeps three more "
+           "tensors of the input's size."),
     K_BOOL(M, "bias", spec.bias, "Linear layers have biases."),
     K_BOOL(M, "tied_embeddings", spec.tied_embeddings, "The LM head shares the token embedding."),
     K_ENUM(M, "pos", spec.pos, pos_at, POS_COUNT, "Position encoding."),

@@ -26,11 +26,12 @@ struct node *tape_push(struct gen *g, enum node_kind kind, tref out, const char 
     n->out = out;
     n->tag = tag;
     n->param[0] = n->param[1] = -1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < NODE_MAX_IN; i++)
         n->in[i] = TNONE;
     for (int i = 0; i < NODE_MAX_SAVED; i++)
         n->saved[i] = TNONE;
-    n->ck.extra[0] = n->ck.extra[1] = TNONE;
+    for (int i = 0; i < CKPT_EXTRAS; i++)
+        n->ck.extra[i] = TNONE;
     g->t[out].holds++;
     g->t[out].requires_grad = true;
     return n;
@@ -53,7 +54,7 @@ static void node_release(struct gen *g, const struct node *n)
 {
     for (int i = 0; i < NODE_MAX_SAVED; i++)
         t_release(g, n->saved[i]);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < NODE_MAX_IN; i++)
         t_unhold(g, n->in[i]);
     t_unhold(g, n->out);
 }
@@ -89,16 +90,15 @@ void grad_accumulate(struct gen *g, tref x, tref gx)
         t->grad = gx;
         return;
     }
+    /* The engine's InputBuffer::accumulate sums in place only when it holds the last reference to the
+     * buffered gradient (input_buffer.cpp, can_accumulate_inplace); in the streams recorded from torch
+     * 2.15 (and on the CPU: aten.add.Tensor, not add_) every sum of two dense gradients is out of place. */
     tref cur = t->grad;
-    if (g->t[cur].refs > 1) { /* shared with another branch: sum out of place */
-        tref sum = t_like(g, cur, (enum dtype)g->t[cur].dtype, CAT_TEMP, tag);
-        kern_add(g, cur, gx, sum, 1.0f, 1.0f, tag);
-        t_release(g, cur);
-        g->t[x].grad = sum;
-    } else {
-        kern_add(g, cur, gx, cur, 1.0f, 1.0f, tag);
-    }
+    tref sum = t_like(g, cur, (enum dtype)g->t[cur].dtype, CAT_TEMP, tag);
+    kern_add(g, cur, gx, sum, 1.0f, 1.0f, tag);
+    t_release(g, cur);
     t_release(g, gx);
+    g->t[x].grad = sum;
 }
 
 tref pgrad_begin(struct gen *g, int32_t p, enum dtype computed)
@@ -180,7 +180,7 @@ static int run_backward(struct gen *g, int32_t base)
             if (n.kind == N_CKPT)
                 checkpoint_backward(g, &n, gy);
             else
-                nn_backward(g, &n, gy);
+                nn_backward(g, &n, &gy);
             t_release(g, gy);
         }
         node_release(g, &n);

@@ -80,6 +80,33 @@ int gen_mark(struct gen *g, const char *label)
     return gen_emit(g, &op);
 }
 
+void gen_hold(struct gen *g, struct tref_list *list, tref x)
+{
+    if (x == TNONE)
+        return;
+    if (list->n == list->cap) {
+        int32_t cap = list->cap ? list->cap * 2 : 64;
+        tref *nv = realloc(list->v, (size_t)cap * sizeof *nv);
+        if (!nv) {
+            if (!g->failed)
+                err_set(g->e, ERR_INTERNAL, "workload: out of host memory holding tensors");
+            g->failed = 1;
+            t_release(g, x);
+            return;
+        }
+        list->v = nv;
+        list->cap = cap;
+    }
+    list->v[list->n++] = x;
+}
+
+void gen_release_held(struct gen *g, struct tref_list *list)
+{
+    for (int32_t i = 0; i < list->n; i++)
+        t_release(g, list->v[i]);
+    list->n = 0;
+}
+
 static tref slab_get(struct gen *g)
 {
     if (g->free_t >= 0) {

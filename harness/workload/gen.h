@@ -22,9 +22,8 @@ typedef int32_t tref; /* tensor handle (slab index); TNONE = no tensor */
 
 enum gen_mode { GEN_PARAMS, GEN_RUN };
 
-/* LoRA on a projection: none, on its whole output, or on the second half of each output row (the
- * v half of a fused k/v projection). */
-enum lora_target { LORA_NONE, LORA_FULL, LORA_SECOND_HALF };
+/* LoRA on a projection: none, or on its whole output. */
+enum lora_target { LORA_NONE, LORA_FULL };
 
 struct tensor {
     uint64_t id;          /* op-program id */
@@ -68,25 +67,27 @@ struct ckpt {
     int layer;            /* first layer of the segment */
     int count;            /* layers in the segment */
     int32_t cursor;       /* parameter cursor at the segment's start */
-    tref extra[3];        /* other inputs (encoder states, position bias) */
+#define CKPT_EXTRAS 5
+    tref extra[CKPT_EXTRAS]; /* other inputs (mask, position bias, rotary tables, encoder states) */
     const char *scope;    /* module scope at the checkpoint, so recomputed ops keep their tags */
 };
 
 enum node_kind {
     N_LINEAR, N_EMBED, N_NORM, N_ACT, N_DROPOUT, N_ADD, N_MUL, N_CAST, N_ATTN, N_CONV, N_UPSAMPLE,
-    N_CE, N_MEAN, N_SCALE, N_GLU, N_CKPT, N_TRANSPOSE, N_EXPAND, N_SLICE, N_CONCAT, N_ADD_HALF
+    N_CE, N_MEAN, N_SCALE, N_GLU, N_CKPT, N_TRANSPOSE, N_EXPAND, N_SLICE, N_CONCAT, N_ROPE
 };
 
-#define NODE_MAX_SAVED 6
+#define NODE_MAX_SAVED 8
+#define NODE_MAX_IN (1 + CKPT_EXTRAS) /* a checkpoint's input and extras */
 
 struct node {
     uint8_t kind;
-    uint8_t flags;
+    uint16_t flags;
     uint8_t dtype;        /* compute dtype (attention) */
     float f;              /* op-specific scalar (dropout p, scale alpha, attention scale, sub's beta) */
     int32_t kv_heads;     /* attention: key/value heads before repeat_kv */
     tref out;
-    tref in[4];
+    tref in[NODE_MAX_IN];
     tref saved[NODE_MAX_SAVED];
     int32_t param[2];     /* weight, bias */
     int64_t a[8];         /* op-specific dims */
@@ -95,6 +96,13 @@ struct node {
 };
 
 struct strpool;
+struct param_entry;
+
+/* References the generator keeps for a while, as the training loop's Python objects keep them. */
+struct tref_list {
+    tref *v;
+    int32_t n, cap;
+};
 
 struct gen {
     struct job_spec spec;      /* the resolved spec: fixes and faults folded in where they are settings */
@@ -111,6 +119,7 @@ struct gen {
 
     struct param *params;
     int32_t nparams, cap_params, cursor;
+    struct param_entry *param_index; /* tag -> parameter, built at the first out-of-order take */
     int32_t module_id;         /* module being registered or run */
     bool in_head;              /* registering the head (linear probe) */
     enum lora_target lora;     /* the attention projection being registered or run gets a LoRA adapter */
@@ -133,6 +142,8 @@ struct gen {
     bool workspace_done[8];
     int64_t live_bytes;        /* sum of live tensor bytes (for diagnostics) */
     int64_t opt_steps;         /* optimizer steps taken (the step number the optimizer kernels see) */
+    struct tref_list forward_held; /* the model output's KV cache: dropped with the output after the loss */
+    struct tref_list step_held;    /* the batch: lives until the step ends */
 };
 
 /* gen.c: context, strings, tensors, op emission */
@@ -143,6 +154,9 @@ void gen_pop(struct gen *g);
 int gen_emit(struct gen *g, const struct op *op);
 int gen_phase(struct gen *g, const char *name);
 int gen_mark(struct gen *g, const char *label);
+/* Takes over the reference to x until gen_release_held(list). */
+void gen_hold(struct gen *g, struct tref_list *list, tref x);
+void gen_release_held(struct gen *g, struct tref_list *list);
 tref t_new(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, enum category cat, const char *tag);
 tref t_new2(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category cat, const char *tag);
 tref t_like(struct gen *g, tref x, enum dtype dt, enum category cat, const char *tag);
@@ -172,8 +186,9 @@ void kern_init_ids(struct gen *g, tref y, int64_t high, const char *tag);
 
 /* params.c: registration and the parameter cursor */
 int32_t param_add(struct gen *g, const char *leaf, int64_t rows, int64_t cols);
-int32_t param_next(struct gen *g);      /* GEN_RUN: the next parameter in registration order */
-int32_t param_peek(const struct gen *g); /* index the next nn_* call will register or take */
+/* GEN_RUN: the parameter registered as scope + "." + leaf (the cursor's, when it is next in order). */
+int32_t param_take(struct gen *g, const char *leaf);
+void param_index_free(struct gen *g);
 bool param_trains(const struct gen *g, int32_t p);
 
 /* autograd.c: tape and backward */
@@ -188,15 +203,18 @@ void grad_accumulate(struct gen *g, tref x, tref gx);              /* consumes g
 tref pgrad_begin(struct gen *g, int32_t p, enum dtype computed);
 void pgrad_end(struct gen *g, int32_t p, tref dst);
 void t_unhold(struct gen *g, tref x);
-void nn_backward(struct gen *g, const struct node *n, tref gy);
+void nn_backward(struct gen *g, struct node *n, tref *gy); /* may release *gy early (then TNONE) */
 
-/* nn.c: layers (forward and their backward) */
+/* nn.c: layers (forward and their backward); norms in nn_norm.c */
 /* A batch input with real values: floats uniform in [-1, 1), or (nn_ids) int64 ids in [0, high). */
 tref nn_input(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, const char *leaf);
 tref nn_ids(struct gen *g, const int64_t *dims, int ndim, int64_t high, const char *leaf);
 tref nn_linear(struct gen *g, const char *name, tref x, int64_t in, int64_t out, bool bias);
 tref nn_linear_tied(struct gen *g, const char *name, tref x, int32_t weight); /* weight shared, no bias */
 tref nn_embedding(struct gen *g, const char *name, tref ids, int64_t rows, int64_t dim, int32_t shared);
+/* An embedding's weight registered (or taken) ahead of its lookup, for modules whose parameters are in
+ * another order than their forward uses them; pass it to nn_embedding as `shared`. */
+int32_t nn_embedding_param(struct gen *g, const char *name, int64_t rows, int64_t dim);
 tref nn_norm(struct gen *g, const char *name, tref x, int64_t channels, enum norm_kind kind, bool bias, int64_t groups);
 tref nn_act(struct gen *g, const char *name, tref x, enum act_kind act);
 tref nn_dropout(struct gen *g, const char *name, tref x, float p);
@@ -222,37 +240,71 @@ tref nn_mean(struct gen *g, const char *name, tref x, const int64_t *ori, const 
 tref nn_slice(struct gen *g, const char *name, tref x, const int64_t *dims, int ndim, int64_t outer, int64_t len,
               int64_t src_stride, int64_t src_off);
 tref nn_concat(struct gen *g, const char *name, tref x, tref y);
-/* Attention core on a projected q [B, S, heads*head_dim] and a fused k/v projection kv
- * [B, Sk, 2*kv_heads*head_dim] (kernels.h's layout), or one fused qkv (kv TNONE):
- * eager = HF's math path (scores, scale, bias/mask, softmax, dropout, PV, merged heads, each a
- * tensor as PyTorch allocates it) computed by K_ATTN_FWD; SDPA = flash attention. */
+/* Attention (nn_attention.c). q is the query projection [B, S, heads*head_dim], or GPT-2's fused
+ * qkv [B, S, (heads + 2 kv_heads) head_dim] when k and v are TNONE; k and v are the key and value
+ * projections [B, Sk, kv_heads*head_dim], or one fused k/v projection [B, Sk, 2 kv_heads head_dim]
+ * passed as both. The caller keeps its references and frees the projections where the library's
+ * module would. eager = transformers' eager_attention_forward (scores, scaling, bias and mask
+ * additions, softmax, dropout, P v, merged heads: each a tensor); SDPA = flash or memory-efficient. */
 struct attn_args {
     int64_t heads, kv_heads, head_dim;
     bool causal;
     bool eager;
     float dropout;
     float scale;          /* score scale (0 = 1/sqrt(head_dim); T5: 1) */
-    tref bias;            /* added to the scores (T5 position bias / mask), or TNONE */
-    bool rotary;          /* rotate q and k first */
-    bool fused_qkv;       /* q is one [B, S, (heads + 2 kv_heads) head_dim] tensor holding q, k and v */
-    bool scale_op;        /* eager: scores scaled by a separate op (a second score-sized tensor) */
+    tref bias;            /* position bias [1 or B, heads, S, Sk] added to the scores (T5), or TNONE */
+    tref mask;            /* additive attention mask [B, 1, S, Sk] (masking_utils), or TNONE */
+    tref cache;           /* the KV cache's copies of k and v (nn_kv_cache), or TNONE */
+    bool rotary;          /* q and k come from nn_rotary (their gradients are laid out by its backward) */
+    bool scale_op;        /* eager: scores scaled by a separate multiply (a second score-sized tensor) */
     bool upcast_softmax;  /* eager: softmax in fp32 then cast back (Llama) */
 };
-tref nn_attention(struct gen *g, const char *name, tref q, tref kv, const struct attn_args *a);
-/* y's second half of each row += l (LoRA on the v half of a fused k/v projection), recorded. */
-void nn_add_half(struct gen *g, const char *tag, tref y, tref l);
+tref nn_attention(struct gen *g, const char *name, tref q, tref k, tref v, const struct attn_args *a);
+/* The KV cache's copies of the keys and values (DynamicCache.update on an empty layer), packed
+ * [B, Sk, 2 kv_heads head_dim]: of separate k and v, or of a fused qkv (k == v) whose rows hold
+ * q_heads query heads first. Not recorded: the attention that reads it owns its gradient path. */
+tref nn_kv_cache(struct gen *g, const char *name, tref k, tref v, int64_t q_heads, int64_t kv_heads, int64_t head_dim);
+/* The (1, S, head_dim) cos and sin tables of a rotary embedding in dtype dt, made once per forward. */
+void nn_rotary_tables(struct gen *g, int64_t s, int64_t head_dim, enum dtype dt, tref *cos, tref *sin);
+/* x [B, S, heads*head_dim] rotated (apply_rotary_pos_emb's x * cos + rotate_half(x) * sin). */
+tref nn_rotary(struct gen *g, const char *name, tref x, int64_t heads, int64_t head_dim, tref cos, tref sin);
 /* Helpers the layer files share (nn.c). */
 bool nn_records(const struct gen *g, bool any_input_grad);
 enum dtype nn_compute_dtype(const struct gen *g, tref x);
 tref nn_as_dtype(struct gen *g, const char *name, tref x, enum dtype dt); /* x, or a recorded cast */
+/* A parameter in dtype dt for an op autocast runs in fp32 (norms): a new reference to it, or an
+ * uncached cast (autocast caches only casts to the 16-bit dtype). The caller releases it. */
+tref nn_param_as(struct gen *g, int32_t p, enum dtype dt);
 /* [outer, repeat, inner] of big such that small broadcasts along repeat; false if it does not. */
 bool nn_bcast_split(const struct gen *g, tref big, tref small, int64_t *ori);
 tref nn_grad_to_shape(struct gen *g, tref x, tref gy, const char *tag); /* gy summed/cast to x's shape */
 float nn_loss_scale(void);                                               /* GradScaler's scale */
-void nn_attention_backward(struct gen *g, const struct node *n, tref gy); /* nn_attention.c */
+/* Backward functions that release the incoming gradient early (as the engine does once the node that
+ * consumed it has run) take it by address and set it to TNONE. */
+void nn_attention_backward(struct gen *g, struct node *n, tref *gy); /* nn_attention.c */
+void nn_rotary_backward(struct gen *g, struct node *n, tref *gy);
+void nn_norm_backward(struct gen *g, struct node *n, tref *gy);      /* nn_norm.c */
+void nn_act_backward(struct gen *g, struct node *n, tref *gy);       /* nn.c */
 void nn_layout_backward(struct gen *g, const struct node *n, tref gy);    /* nn_layout.c */
 /* Runs `count` layers from `layer` through fn, checkpointed (inputs kept, recomputed in backward). */
 tref nn_checkpoint(struct gen *g, const struct ckpt *c, tref x);
+
+/* scratch.c: kernels' own temporaries from the caching allocator (job kernel_scratch), allocated before
+ * an op's kernel and freed with scratch_free after it. */
+#define SCRATCH_MAX 16
+struct scratch_list {
+    tref t[SCRATCH_MAX];
+    int n;
+};
+void scratch_free(struct gen *g, struct scratch_list *l);
+void scratch_embedding_backward(struct gen *g, int64_t n, int64_t rows, int64_t dim, const char *tag,
+                                struct scratch_list *l);
+void scratch_flash_backward(struct gen *g, int64_t b, int64_t h, int64_t kv, int64_t sq, int64_t sk, int64_t d,
+                            enum dtype dt, const char *tag, struct scratch_list *l);
+void scratch_efficient_backward(struct gen *g, int64_t b, int64_t h, int64_t m, int64_t k, enum dtype dt,
+                                const char *tag, struct scratch_list *l);
+void scratch_layernorm_backward(struct gen *g, int64_t rows, int64_t n, bool beta, enum dtype dt, const char *tag,
+                                struct scratch_list *l);
 
 /* dtype of an op's output from its inputs (promotion; autocast handled by each op) */
 enum dtype gen_promote(enum dtype a, enum dtype b);

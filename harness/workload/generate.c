@@ -87,6 +87,9 @@ static void gen_fini(struct gen *g)
     free(g->params);
     free(g->t);
     free(g->tape);
+    param_index_free(g);
+    free(g->forward_held.v);
+    free(g->step_held.v);
 }
 
 int64_t model_param_count(const struct model_spec *m, struct err *e)
@@ -336,6 +339,7 @@ static tref main_forward(struct workload *w, const struct batch *bt, bool loss)
     tref out = model_forward(g, &w->mod[0].m, bt, loss);
     g->autocast = false;
     end_autocast(g);
+    gen_release_held(g, &g->forward_held); /* the model's output (its KV cache) is dropped with the loss taken */
     return out;
 }
 
@@ -567,6 +571,7 @@ static void eval(struct workload *w)
             t_release(g, out);
         }
     }
+    gen_release_held(g, &g->step_held);
     if (stored) {
         ema_restore(w, stored);
         free(stored);
@@ -592,6 +597,7 @@ int workload_run(struct workload *w, struct op_sink *sink, struct err *e)
             train_micro_batch(w, &bt);
         optimizer_step(g);
         optimizer_zero_grad(g, s->set_to_none);
+        gen_release_held(g, &g->step_held); /* the batch */
         ema_update(w);
         if (spec_has_fault(s, FAULT_DEBUG_ACTIVATION_CAPTURE))
             debug_capture(w, &bt);

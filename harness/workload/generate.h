@@ -25,6 +25,23 @@ void workload_destroy(struct workload *w);
 /* create + run + destroy: for sinks that do not keep op names after returning. */
 int workload_generate(const struct job_spec *spec, struct op_sink *sink, struct err *e);
 
+/* What a job's run assumes where two tools could differ: the attention implementation, the
+ * activation's form, the precision recipe, the optimizer's implementation, the steps, and whether the
+ * KV cache and kernels' scratch are in (assumptions.c). */
+struct job_assumptions {
+    char attention[48];   /* "eager", "sdpa (flash)", "sdpa (memory-efficient)", "none" */
+    char activation[48];  /* "gelu_new (composite)", "silu (fused)" */
+    char precision[80];   /* "fp32", "pure bf16", "autocast bf16 over fp32 weights", ... */
+    char optimizer[48];   /* "adamw foreach", "adamw for-loop", "adamw_8bit (bitsandbytes)" */
+    int steps;
+    bool use_cache, kernel_scratch;
+};
+/* The assumptions of spec after its preset is expanded and its switches' settings applied; -1 (e set)
+ * if the spec does not validate. */
+int workload_assumptions(const struct job_spec *spec, struct job_assumptions *a, struct err *e);
+/* "attention eager; act gelu_new (composite); fp32; adamw foreach; 2 steps; KV cache on; kernel scratch on" */
+void job_assumptions_text(const struct job_assumptions *a, char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,7 +8,6 @@
 
 #include <string.h>
 
-#define NORM_EPS 1e-5f
 #define LOSS_SCALE 65536.0f /* GradScaler's initial scale */
 
 static enum dtype act_dt(const struct tensor *t)
@@ -80,9 +79,7 @@ static tref weight_for(struct gen *g, int32_t p, enum dtype cd)
     return pp->cast;
 }
 
-/* A parameter in dtype dt for an op autocast runs in fp32 (norms): a new reference to it, or an
- * uncached cast (autocast caches only casts to the 16-bit dtype). The caller releases it. */
-static tref param_in(struct gen *g, int32_t p, enum dtype dt)
+tref nn_param_as(struct gen *g, int32_t p, enum dtype dt)
 {
     struct param *pp = &g->params[p];
     if (g->t[pp->data].dtype == dt)
@@ -156,31 +153,26 @@ tref nn_linear(struct gen *g, const char *name, tref x, int64_t in, int64_t out,
 {
     gen_push(g, "%s", name);
     bool lora = g->lora != LORA_NONE && g->spec.trainable == TRAIN_LORA;
-    int64_t lora_out = g->lora == LORA_SECOND_HALF ? out / 2 : out;
     if (g->mode == GEN_PARAMS) {
         param_add(g, "weight", out, in);
         if (bias)
             param_add(g, "bias", out, 1);
         if (lora)
-            lora_register(g, in, lora_out);
+            lora_register(g, in, out);
         gen_pop(g);
         return TNONE;
     }
-    int32_t pw = param_next(g), pb = bias ? param_next(g) : -1;
+    int32_t pw = param_take(g, "weight"), pb = bias ? param_take(g, "bias") : -1;
     const char *tag = g->params[pw].module;
     tref y = linear_apply(g, tag, x, pw, pb);
     if (lora) {
-        int32_t pa = param_next(g), pB = param_next(g);
+        int32_t pa = param_take(g, "lora_A.weight"), pB = param_take(g, "lora_B.weight");
         tref h = linear_apply(g, g->params[pa].module, x, pa, -1);
         tref l = linear_apply(g, g->params[pB].module, h, pB, -1);
         t_release(g, h);
-        if (g->lora == LORA_SECOND_HALF) {
-            nn_add_half(g, gen_tag(g, "lora"), y, l);
-        } else {
-            tref s = nn_add(g, "lora", y, l);
-            t_release(g, y);
-            y = s;
-        }
+        tref s = nn_add(g, "lora", y, l);
+        t_release(g, y);
+        y = s;
         t_release(g, l);
     }
     gen_pop(g);
@@ -232,8 +224,8 @@ tref nn_embedding(struct gen *g, const char *name, tref ids, int64_t rows, int64
         }
         return TNONE;
     }
-    int32_t p = shared >= 0 ? shared : param_next(g);
     gen_push(g, "%s", name);
+    int32_t p = shared >= 0 ? shared : param_take(g, "weight");
     const char *tag = gen_tag(g, NULL);
     gen_pop(g);
     tref w = g->params[p].data;
@@ -256,175 +248,23 @@ tref nn_embedding(struct gen *g, const char *name, tref ids, int64_t rows, int64
     return y;
 }
 
+int32_t nn_embedding_param(struct gen *g, const char *name, int64_t rows, int64_t dim)
+{
+    gen_push(g, "%s", name);
+    int32_t p = g->mode == GEN_PARAMS ? param_add(g, "weight", rows, dim) : param_take(g, "weight");
+    gen_pop(g);
+    return p;
+}
+
 static void embed_backward(struct gen *g, const struct node *n, tref gy)
 {
+    struct scratch_list sl = {0};
+    scratch_embedding_backward(g, n->a[0], n->a[1], n->a[2], n->tag, &sl);
     tref dw = pgrad_begin(g, n->param[0], act_dt(&g->t[gy]));
     tref ts[3] = {n->saved[0], gy, dw};
     kern(g, K_EMBEDDING_BWD, act_dt(&g->t[gy]), n->a, 3, ts, 3, NULL, 0, n->tag);
+    scratch_free(g, &sl);
     pgrad_end(g, n->param[0], dw);
-}
-
-/* ---- norms ---- */
-
-enum { NS_X, NS_MEAN, NS_RSTD, NS_HC, NS_GAMMA, NS_BETA };
-
-/* A [C] zero tensor standing in for a LayerNorm/GroupNorm bias the module does not have. */
-static tref zero_vector(struct gen *g, int64_t c, enum dtype dt, const char *tag)
-{
-    tref z = t_new2(g, c, 1, dt, CAT_TEMP, tag);
-    kern_fill(g, z, 0.0f, tag);
-    return z;
-}
-
-tref nn_norm(struct gen *g, const char *name, tref x, int64_t channels, enum norm_kind kind, bool bias,
-             int64_t groups)
-{
-    gen_push(g, "%s", name);
-    if (g->mode == GEN_PARAMS) {
-        param_add(g, "weight", channels, 1);
-        if (bias && kind != NORM_RMSNORM)
-            param_add(g, "bias", channels, 1);
-        gen_pop(g);
-        return TNONE;
-    }
-    int32_t pw = param_next(g), pb = bias && kind != NORM_RMSNORM ? param_next(g) : -1;
-    const char *tag = g->params[pw].module;
-    gen_pop(g);
-    int64_t numel = t_numel(g, x);
-    int64_t rows = kind == NORM_GROUPNORM ? g->t[x].dims[0] * groups : numel / channels;
-    bool rms = kind == NORM_RMSNORM;
-    /* autocast runs norms in fp32; RMSNorm (HF) upcasts to fp32 itself */
-    enum dtype in_dt = (g->autocast || rms) ? DT_F32 : act_dt(&g->t[x]);
-    tref xin = nn_as_dtype(g, "upcast", x, in_dt);
-    tref mean = rms ? TNONE : t_new2(g, rows, 1, DT_F32, CAT_ACTIVATION, tag);
-    tref rstd = t_new2(g, rows, 1, DT_F32, CAT_ACTIVATION, tag);
-    enum dtype out_dt = rms && !g->autocast ? act_dt(&g->t[g->params[pw].data]) : in_dt;
-    tref gamma = param_in(g, pw, in_dt), beta = TNONE, hc = TNONE, y;
-    float eps = NORM_EPS;
-    if (rms) {
-        int64_t d[2] = {rows, channels};
-        if (out_dt != in_dt) { /* hidden * rsqrt(var) in fp32, .to(weight dtype) (saved), * weight */
-            tref h = t_like(g, xin, DT_F32, CAT_TEMP, tag);
-            tref ts[4] = {xin, gamma, h, rstd};
-            kern(g, K_RMSNORM_FWD, DT_F32, d, 2, ts, 4, &eps, 1, tag);
-            hc = t_like(g, h, out_dt, CAT_ACTIVATION, tag);
-            kern_cast(g, h, hc, tag);
-            t_release(g, h);
-            y = t_like(g, xin, out_dt, CAT_ACTIVATION, tag);
-            kern_scale(g, hc, y, 1.0f, tag);
-        } else { /* hidden * rsqrt(var) is saved for the weight's gradient; the kernel fuses both */
-            hc = t_like(g, xin, out_dt, CAT_ACTIVATION, tag);
-            y = t_like(g, xin, out_dt, CAT_ACTIVATION, tag);
-            tref ts[4] = {xin, gamma, y, rstd};
-            kern(g, K_RMSNORM_FWD, DT_F32, d, 2, ts, 4, &eps, 1, tag);
-        }
-    } else {
-        beta = pb >= 0 ? param_in(g, pb, in_dt) : zero_vector(g, channels, in_dt, tag);
-        y = t_like(g, xin, out_dt, CAT_ACTIVATION, tag);
-        tref ts[6] = {xin, gamma, beta, y, mean, rstd};
-        if (kind == NORM_GROUPNORM) {
-            int64_t d[4] = {g->t[xin].dims[0], channels, numel / (g->t[xin].dims[0] * channels), groups};
-            kern(g, K_GROUPNORM_FWD, in_dt, d, 4, ts, 6, &eps, 1, tag);
-        } else {
-            int64_t d[2] = {rows, channels};
-            kern(g, K_LAYERNORM_FWD, in_dt, d, 2, ts, 6, &eps, 1, tag);
-        }
-    }
-    if (nn_records(g, t_rg(g, xin) || param_trains(g, pw) || param_trains(g, pb))) {
-        struct node *n = tape_push(g, N_NORM, y, tag);
-        if (n) {
-            node_input(g, n, 0, xin);
-            n->param[0] = pw;
-            n->param[1] = pb;
-            n->a[0] = kind;
-            n->a[1] = rows;
-            n->a[2] = channels;
-            n->a[3] = groups;
-            node_save(g, n, NS_X, xin);
-            node_save(g, n, NS_MEAN, mean);
-            node_save(g, n, NS_RSTD, rstd);
-            node_save(g, n, NS_HC, hc);
-            node_save(g, n, NS_GAMMA, gamma);
-            node_save(g, n, NS_BETA, pb >= 0 ? beta : TNONE);
-        }
-    }
-    t_release(g, xin);
-    t_release(g, mean);
-    t_release(g, rstd);
-    t_release(g, hc);
-    t_release(g, gamma);
-    t_release(g, beta);
-    return y;
-}
-
-/* Where a norm's parameter gradient goes: the parameter's gradient, or a throwaway [C] tensor when the
- * parameter is frozen or absent (the fused kernels write both). */
-static tref norm_pgrad(struct gen *g, int32_t p, int64_t c, enum dtype dt, const char *tag)
-{
-    return param_trains(g, p) ? pgrad_begin(g, p, dt) : t_new2(g, c, 1, dt, CAT_TEMP, tag);
-}
-
-static void norm_pgrad_end(struct gen *g, int32_t p, tref d)
-{
-    if (param_trains(g, p))
-        pgrad_end(g, p, d);
-    else
-        t_release(g, d);
-}
-
-static void norm_backward(struct gen *g, const struct node *n, tref gy)
-{
-    enum norm_kind kind = (enum norm_kind)n->a[0];
-    int64_t rows = n->a[1], c = n->a[2], groups = n->a[3];
-    tref x = n->saved[NS_X];
-    enum dtype dt = act_dt(&g->t[x]);
-    tref dy = gy;
-    if (act_dt(&g->t[gy]) != dt) { /* HF RMSNorm: the gradient of .to(weight dtype) is fp32 */
-        dy = t_like(g, gy, dt, CAT_TEMP, n->tag);
-        kern_cast(g, gy, dy, n->tag);
-    } else {
-        t_ref(g, gy);
-    }
-    bool params = param_trains(g, n->param[0]) || param_trains(g, n->param[1]);
-    if (kind == NORM_RMSNORM) {
-        int64_t d[2] = {rows, c};
-        tref dx = t_like(g, x, dt, CAT_TEMP, n->tag);
-        tref dw = norm_pgrad(g, n->param[0], c, dt, n->tag);
-        tref ts[6] = {dy, x, n->saved[NS_GAMMA], n->saved[NS_RSTD], dx, dw};
-        kern(g, K_RMSNORM_BWD, dt, d, 2, ts, 6, NULL, 0, n->tag);
-        norm_pgrad_end(g, n->param[0], dw);
-        if (n->in[0] != TNONE)
-            grad_accumulate(g, n->in[0], dx);
-        else
-            t_release(g, dx);
-        t_release(g, dy);
-        return;
-    }
-    int64_t d[4] = {rows, c, 0, 0};
-    int nd = 2;
-    enum kernel_id kdx = K_LAYERNORM_BWD_DX, kp = K_LAYERNORM_BWD_PARAMS;
-    if (kind == NORM_GROUPNORM) {
-        d[0] = rows / groups;
-        d[2] = t_numel(g, x) / (d[0] * c);
-        d[3] = groups;
-        nd = 4;
-        kdx = K_GROUPNORM_BWD_DX;
-        kp = K_GROUPNORM_BWD_PARAMS;
-    }
-    if (n->in[0] != TNONE) {
-        tref dx = t_like(g, x, dt, CAT_TEMP, n->tag);
-        tref ts[6] = {dy, x, n->saved[NS_GAMMA], n->saved[NS_MEAN], n->saved[NS_RSTD], dx};
-        kern(g, kdx, dt, d, nd, ts, 6, NULL, 0, n->tag);
-        grad_accumulate(g, n->in[0], dx);
-    }
-    if (params) {
-        tref dw = norm_pgrad(g, n->param[0], c, dt, n->tag), db = norm_pgrad(g, n->param[1], c, dt, n->tag);
-        tref ts[6] = {dy, x, n->saved[NS_MEAN], n->saved[NS_RSTD], dw, db};
-        kern(g, kp, dt, d, nd, ts, 6, NULL, 0, n->tag);
-        norm_pgrad_end(g, n->param[0], dw);
-        norm_pgrad_end(g, n->param[1], db);
-    }
-    t_release(g, dy);
 }
 
 /* ---- activations and dropout ---- */
@@ -439,24 +279,139 @@ static enum kernel_id act_kernel(enum act_kind act, bool backward)
     }
 }
 
+static bool tanh_form(enum act_kind act)
+{
+    return act == ACT_GELU_TANH || act == ACT_GELU_NEW;
+}
+
+/* transformers' NewGELUActivation (activations.py):
+ * 0.5 * input * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (input + 0.044715 * torch.pow(input, 3.0))))
+ * Autograd saves the input (PowBackward0), the tanh output (TanhBackward0 saves its result) and both
+ * operands of the last multiply (0.5 * input and 1 + tanh); the five other results are temporaries.
+ * The output is the tanh-form GELU the fused kernel computes; 0.5 * x and the cube chain are computed,
+ * the tanh and 1 + tanh tensors are allocated as PyTorch allocates them but not written: nothing
+ * here reads them (the backward's result comes from the fused GELU backward). */
+static tref gelu_new(struct gen *g, const char *tag, tref x, tref *saved)
+{
+    enum dtype dt = act_dt(&g->t[x]);
+    int64_t n = t_numel(g, x), all[3] = {n, 1, 1};
+    tref half = t_like(g, x, dt, CAT_ACTIVATION, tag);
+    kern_scale(g, x, half, 0.5f, tag);
+    tref cube = t_like(g, x, dt, CAT_ACTIVATION, tag);
+    kern_bcast(g, K_MUL_BCAST, x, x, cube, all, 1.0f, 0.0f, tag);
+    kern_bcast(g, K_MUL_BCAST, cube, x, cube, all, 1.0f, 0.0f, tag);
+    tref t1 = t_like(g, x, dt, CAT_ACTIVATION, tag);
+    kern_scale(g, cube, t1, 0.044715f, tag);
+    t_release(g, cube);
+    tref t2 = t_like(g, x, dt, CAT_ACTIVATION, tag);
+    kern_add(g, x, t1, t2, 1.0f, 1.0f, tag);
+    t_release(g, t1);
+    tref t3 = t_like(g, x, dt, CAT_ACTIVATION, tag);
+    kern_scale(g, t2, t3, 0.7978845608f, tag); /* sqrt(2 / pi) */
+    t_release(g, t2);
+    tref th = t_like(g, x, dt, CAT_ACTIVATION, tag);
+    t_release(g, t3);
+    tref onep = t_like(g, x, dt, CAT_ACTIVATION, tag);
+    tref y = t_like(g, x, dt, CAT_ACTIVATION, tag);
+    int64_t d[2] = {n, 1};
+    tref ts[2] = {x, y};
+    kern(g, K_GELU_FWD, dt, d, 2, ts, 2, NULL, 0, tag);
+    saved[0] = half;
+    saved[1] = th;
+    saved[2] = onep;
+    return y;
+}
+
 tref nn_act(struct gen *g, const char *name, tref x, enum act_kind act)
 {
     if (g->mode != GEN_RUN)
         return TNONE;
     const char *tag = gen_tag(g, name);
-    tref y = t_like(g, x, act_dt(&g->t[x]), CAT_ACTIVATION, tag);
-    int64_t d[2] = {t_numel(g, x), act == ACT_GELU_TANH};
-    tref ts[2] = {x, y};
-    kern(g, act_kernel(act, false), act_dt(&g->t[x]), d, 2, ts, 2, NULL, 0, tag);
+    tref extra[3] = {TNONE, TNONE, TNONE}, y;
+    if (act == ACT_GELU_NEW) {
+        y = gelu_new(g, tag, x, extra);
+    } else {
+        y = t_like(g, x, act_dt(&g->t[x]), CAT_ACTIVATION, tag);
+        int64_t d[2] = {t_numel(g, x), tanh_form(act)};
+        tref ts[2] = {x, y};
+        kern(g, act_kernel(act, false), act_dt(&g->t[x]), d, 2, ts, 2, NULL, 0, tag);
+    }
     if (nn_records(g, t_rg(g, x))) {
         struct node *n = tape_push(g, N_ACT, y, tag);
         if (n) {
             node_input(g, n, 0, x);
             node_save(g, n, 0, x);
+            for (int i = 0; i < 3; i++)
+                node_save(g, n, 1 + i, extra[i]);
             n->a[0] = act;
         }
     }
+    for (int i = 0; i < 3; i++)
+        t_release(g, extra[i]);
     return y;
+}
+
+/* NewGELUActivation's backward, node by node as the engine runs them (the last multiply's two
+ * gradients, tanh's, the scalings, pow's x.pow(2) * 3 * grad, and the three gradients of the input
+ * summed out of place). The fused GELU backward writes the input's gradient into the first
+ * temporary that outlives the incoming gradient, and the sums carry it to the result. */
+static void gelu_new_backward(struct gen *g, struct node *n, tref *gy)
+{
+    const char *tag = n->tag;
+    tref x = n->saved[0];
+    enum dtype dt = act_dt(&g->t[*gy]);
+    int64_t d[2] = {t_numel(g, x), 1};
+    tref gb = t_like(g, x, dt, CAT_TEMP, tag); /* grad * (0.5 x): the gradient of 1 + tanh */
+    tref ga = t_like(g, x, dt, CAT_TEMP, tag); /* grad * (1 + tanh): the gradient of 0.5 x */
+    tref ts[3] = {x, *gy, ga};
+    kern(g, K_GELU_BWD, dt, d, 2, ts, 3, NULL, 0, tag);
+    t_release(g, *gy);
+    *gy = TNONE;
+    static const int last_mul[2] = {3, 1}; /* the last multiply's operands, 1 + tanh and 0.5 x */
+    for (int i = 0; i < 2; i++) {
+        t_release(g, n->saved[last_mul[i]]);
+        n->saved[last_mul[i]] = TNONE;
+    }
+    tref gt = t_like(g, x, dt, CAT_TEMP, tag); /* tanh_backward */
+    t_release(g, gb);
+    t_release(g, n->saved[2]);
+    n->saved[2] = TNONE;
+    tref gu = t_like(g, x, dt, CAT_TEMP, tag); /* * sqrt(2 / pi) */
+    t_release(g, gt);
+    tref gp = t_like(g, x, dt, CAT_TEMP, tag); /* * 0.044715 */
+    tref sq = t_like(g, x, dt, CAT_TEMP, tag); /* pow_backward: self.pow(2), * 3, grad * */
+    tref sq3 = t_like(g, x, dt, CAT_TEMP, tag);
+    tref gx3 = t_like(g, x, dt, CAT_TEMP, tag);
+    t_release(g, sq3);
+    t_release(g, sq);
+    t_release(g, gp);
+    t_release(g, n->saved[0]);
+    n->saved[0] = TNONE;
+    tref s1 = t_like(g, x, dt, CAT_TEMP, tag);
+    t_release(g, gu);
+    t_release(g, gx3);
+    tref ghalf = t_like(g, x, dt, CAT_TEMP, tag); /* * 0.5 */
+    kern_scale(g, ga, ghalf, 1.0f, tag);
+    t_release(g, ga);
+    tref dx = t_like(g, x, dt, CAT_TEMP, tag);
+    kern_add(g, ghalf, s1, dx, 1.0f, 0.0f, tag);
+    t_release(g, s1);
+    t_release(g, ghalf);
+    grad_accumulate(g, n->in[0], dx);
+}
+
+void nn_act_backward(struct gen *g, struct node *n, tref *gy)
+{
+    if (n->a[0] == ACT_GELU_NEW) {
+        gelu_new_backward(g, n, gy);
+        return;
+    }
+    enum dtype dt = act_dt(&g->t[*gy]);
+    tref dx = t_like(g, *gy, dt, CAT_TEMP, n->tag);
+    int64_t d[2] = {t_numel(g, *gy), tanh_form((enum act_kind)n->a[0])};
+    tref ts[3] = {n->saved[0], *gy, dx};
+    kern(g, act_kernel((enum act_kind)n->a[0], true), dt, d, 2, ts, 3, NULL, 0, n->tag);
+    grad_accumulate(g, n->in[0], dx);
 }
 
 tref nn_dropout(struct gen *g, const char *name, tref x, float p)
@@ -466,8 +421,8 @@ tref nn_dropout(struct gen *g, const char *name, tref x, float p)
     if (p <= 0 || !g->training)
         return t_ref(g, x);
     const char *tag = gen_tag(g, name);
+    tref y = t_like(g, x, act_dt(&g->t[x]), CAT_ACTIVATION, tag); /* native_dropout: output, then mask */
     tref mask = t_like(g, x, DT_U8, CAT_ACTIVATION, tag);
-    tref y = t_like(g, x, act_dt(&g->t[x]), CAT_ACTIVATION, tag);
     int64_t d[2] = {t_numel(g, x), (int64_t)g->t[y].id};
     tref ts[3] = {x, y, mask};
     kern(g, K_DROPOUT_FWD, act_dt(&g->t[x]), d, 2, ts, 3, &p, 1, tag);
@@ -660,14 +615,6 @@ static void elementwise_backward(struct gen *g, const struct node *n, tref gy)
         grad_accumulate(g, x, dx);
         break;
     }
-    case N_ACT: {
-        tref dx = t_like(g, gy, dt, CAT_TEMP, n->tag);
-        int64_t d[2] = {t_numel(g, gy), n->a[0] == ACT_GELU_TANH};
-        tref ts[3] = {n->saved[0], gy, dx};
-        kern(g, act_kernel((enum act_kind)n->a[0], true), dt, d, 2, ts, 3, NULL, 0, n->tag);
-        grad_accumulate(g, n->in[0], dx);
-        break;
-    }
     case N_DROPOUT: {
         tref dx = t_like(g, gy, dt, CAT_TEMP, n->tag);
         int64_t d[1] = {t_numel(g, gy)};
@@ -693,7 +640,7 @@ tref nn_conv(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout,
         gen_pop(g);
         return TNONE;
     }
-    int32_t pw = param_next(g), pb = bias ? param_next(g) : -1;
+    int32_t pw = param_take(g, "weight"), pb = bias ? param_take(g, "bias") : -1;
     const char *tag = g->params[pw].module;
     gen_pop(g);
     enum dtype cd = nn_compute_dtype(g, x);
@@ -794,11 +741,15 @@ tref nn_cross_entropy(struct gen *g, const char *name, tref logits, tref labels)
     tref x = nn_as_dtype(g, "upcast", logits, dt);
     int64_t vocab = g->t[x].dims[g->t[x].ndim - 1];
     int64_t d[2] = {t_numel(g, x) / vocab, vocab};
-    tref row_loss = t_new2(g, d[0], 1, DT_F32, CAT_TEMP, tag);
+    /* log_softmax's output (saved), then nll_loss's output and total_weight (lse stands for the latter:
+     * the kernels need each row's) */
+    tref logp = t_like(g, x, dt, CAT_ACTIVATION, tag);
+    int64_t one[1] = {1};
+    tref loss = t_new(g, one, 1, DT_F32, CAT_ACTIVATION, tag);
     tref lse = t_new2(g, d[0], 1, DT_F32, CAT_ACTIVATION, tag);
+    tref row_loss = t_new2(g, d[0], 1, DT_F32, CAT_TEMP, tag);
     tref tl[4] = {x, labels, row_loss, lse};
     kern(g, K_CROSS_ENTROPY_FWD, dt, d, 2, tl, 4, NULL, 0, tag);
-    tref logp = t_like(g, x, dt, CAT_ACTIVATION, tag);
     tref shift = lse;
     if (dt != DT_F32) {
         shift = t_like(g, lse, dt, CAT_TEMP, tag);
@@ -810,8 +761,6 @@ tref nn_cross_entropy(struct gen *g, const char *name, tref logits, tref labels)
     kern_bcast(g, K_ADD_BCAST, x, shift, logp, ori, 1.0f, -1.0f, tag);
     t_release(g, shift);
     kern_fill(g, lse, 0.0f, tag);
-    int64_t one[1] = {1};
-    tref loss = t_new(g, one, 1, DT_F32, CAT_ACTIVATION, tag);
     int64_t mean[3] = {1, d[0], 1};
     kern_bcast(g, K_REDUCE_SUM, row_loss, TNONE, loss, mean, 1.0f / (float)d[0], 0.0f, tag);
     t_release(g, row_loss);
@@ -911,7 +860,7 @@ tref nn_checkpoint(struct gen *g, const struct ckpt *c, tref x)
     n->ck.scope = gen_intern(g, g->scope);
     node_input(g, n, 0, x);
     node_save(g, n, 0, x);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < CKPT_EXTRAS; i++) {
         node_input(g, n, 1 + i, c->extra[i]);
         if (c->extra[i] != TNONE)
             node_save(g, n, 1 + i, c->extra[i]);
@@ -919,48 +868,52 @@ tref nn_checkpoint(struct gen *g, const struct ckpt *c, tref x)
     return y;
 }
 
-void nn_backward(struct gen *g, const struct node *n, tref gy)
+void nn_backward(struct gen *g, struct node *n, tref *gy)
 {
     switch ((enum node_kind)n->kind) {
     case N_LINEAR:
-        linear_backward(g, n, gy);
+        linear_backward(g, n, *gy);
         break;
     case N_EMBED:
-        embed_backward(g, n, gy);
+        embed_backward(g, n, *gy);
         break;
     case N_NORM:
-        norm_backward(g, n, gy);
+        nn_norm_backward(g, n, gy);
         break;
     case N_CONV:
-        conv_backward(g, n, gy);
+        conv_backward(g, n, *gy);
         break;
     case N_ATTN:
         nn_attention_backward(g, n, gy);
         break;
+    case N_ROPE:
+        nn_rotary_backward(g, n, gy);
+        break;
     case N_CE:
-        ce_backward(g, n, gy);
+        ce_backward(g, n, *gy);
         break;
     case N_UPSAMPLE:
-        upsample_backward(g, n, gy);
+        upsample_backward(g, n, *gy);
         break;
     case N_MEAN:
     case N_TRANSPOSE:
     case N_EXPAND:
     case N_SLICE:
     case N_CONCAT:
-    case N_ADD_HALF:
-        nn_layout_backward(g, n, gy);
+        nn_layout_backward(g, n, *gy);
         break;
     case N_ACT:
+        nn_act_backward(g, n, gy);
+        break;
     case N_DROPOUT:
     case N_ADD:
     case N_MUL:
     case N_CAST:
     case N_SCALE:
-        elementwise_backward(g, n, gy);
+        elementwise_backward(g, n, *gy);
         break;
     case N_GLU:
-        glu_backward(g, n, gy);
+        glu_backward(g, n, *gy);
         break;
     case N_CKPT:
         break;

@@ -1,7 +1,6 @@
 /* nn_layout.c: layout ops, each a new tensor as PyTorch's .permute().contiguous(), .expand() + add,
  * .mean(), slicing and torch.cat allocate it, with their backward: transpose, broadcast, mean over
- * a middle dim, strided slices, concatenation along channels, and LoRA's add into the v half of a
- * fused k/v projection. */
+ * a middle dim, strided slices and concatenation along channels. */
 #include "workload/gen.h"
 
 #include <string.h>
@@ -100,22 +99,6 @@ tref nn_concat(struct gen *g, const char *name, tref x, tref y)
     return z;
 }
 
-void nn_add_half(struct gen *g, const char *tag, tref y, tref l)
-{
-    int64_t half = g->t[l].dims[g->t[l].ndim - 1], rows = t_numel(g, l) / half;
-    int64_t blocks[6] = {rows, half, half, 0, 2 * half, half};
-    kern_copy_blocks(g, l, y, blocks, true, tag);
-    if (!nn_records(g, t_rg(g, y) || t_rg(g, l)))
-        return;
-    struct node *n = tape_push(g, N_ADD_HALF, y, tag);
-    if (n) {
-        node_input(g, n, 0, y);
-        node_input(g, n, 1, l);
-        n->a[0] = rows;
-        n->a[1] = half;
-    }
-}
-
 /* A new tensor shaped like x holding the given blocks of gy (zeros elsewhere when `clear`). */
 static tref gather(struct gen *g, tref x, tref gy, const int64_t *blocks, bool clear, const char *tag)
 {
@@ -160,15 +143,6 @@ void nn_layout_backward(struct gen *g, const struct node *n, tref gy)
             grad_accumulate(g, x, gather(g, x, gy, bx, false, n->tag));
         if (n->in[1] != TNONE)
             grad_accumulate(g, n->in[1], gather(g, n->in[1], gy, by, false, n->tag));
-        break;
-    }
-    case N_ADD_HALF: {
-        int64_t rows = a[0], half = a[1];
-        int64_t blocks[6] = {rows, half, 2 * half, half, half, 0};
-        if (n->in[1] != TNONE)
-            grad_accumulate(g, n->in[1], gather(g, n->in[1], gy, blocks, false, n->tag));
-        if (x != TNONE)
-            grad_accumulate(g, x, t_ref(g, gy));
         break;
     }
     default:

@@ -61,7 +61,8 @@ static void create_state(struct gen *g, struct param *p)
 }
 
 /* Temporaries one parameter's update allocates (AdamW's denom, Adafactor's update and
- * approximation); bitsandbytes and SGD update in place. */
+ * approximation); bitsandbytes and SGD update in place. The for-loop AdamW makes its denom in two
+ * (see optimizer_step). */
 static int temps_per_param(const struct gen *g)
 {
     switch (g->spec.optimizer) {
@@ -128,9 +129,17 @@ void optimizer_step(struct gen *g)
                 kern_scale(g, g->params[i].grad, g->params[i].grad, 1.0f / nn_loss_scale(), g->params[i].module);
         t_release(g, inf);
     }
+    /* Optimizer._init_group: the state of every parameter with a gradient, in parameter order, before
+     * any update (torch/optim/adamw.py) */
+    for (int32_t i = 0; i < g->nparams && !g->failed; i++) {
+        struct param *p = &g->params[i];
+        if (p->trainable && p->grad != TNONE && p->state[0] == TNONE)
+            create_state(g, p);
+    }
     int tp = temps_per_param(g);
     bool foreach = g->spec.foreach && tp > 0;
-    /* foreach: every temporary of the group exists at once (torch._foreach_sqrt over the list) */
+    /* foreach: every temporary of the group exists at once (torch._foreach_sqrt over the list), and the
+     * list is freed from its end */
     tref *held = NULL;
     int nheld = 0;
     if (foreach) {
@@ -141,34 +150,42 @@ void optimizer_step(struct gen *g)
             g->failed = 1;
             return;
         }
+        for (int32_t i = 0; i < g->nparams; i++)
+            if (g->params[i].trainable && g->params[i].grad != TNONE)
+                for (int k = 0; k < tp; k++)
+                    held[nheld++] = temp_for(g, &g->params[i]);
     }
     for (int32_t i = 0; i < g->nparams && !g->failed; i++) {
         struct param *p = &g->params[i];
         if (!p->trainable || p->grad == TNONE)
             continue;
-        if (p->state[0] == TNONE)
-            create_state(g, p);
         tref grad = p->grad;
         if (p->master != TNONE) { /* the step runs on the fp32 master with an fp32 copy of the grad */
             grad = t_like(g, p->grad, DT_F32, CAT_TEMP, p->tag);
             kern_cast(g, p->grad, grad, p->module);
         }
         tref target = p->master != TNONE ? p->master : p->data;
-        for (int k = 0; k < tp; k++) {
-            tref t = temp_for(g, p);
-            if (foreach)
-                held[nheld++] = t;
-            else
-                t_release(g, t); /* freed before the next parameter's update */
+        tref own[2] = {TNONE, TNONE};
+        if (!foreach && g->spec.optimizer == OPT_ADAMW) {
+            /* _single_tensor_adam: denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps): the
+             * sqrt, then the quotient (the sqrt freed), kept through the update */
+            tref sq = temp_for(g, p);
+            own[0] = temp_for(g, p);
+            t_release(g, sq);
+        } else if (!foreach) {
+            for (int k = 0; k < tp; k++)
+                own[k] = temp_for(g, p);
         }
         update(g, p, grad, target);
+        for (int k = 0; k < 2; k++)
+            t_release(g, own[k]); /* freed before the next parameter's update */
         if (p->master != TNONE) {
             kern_cast(g, p->master, p->data, p->module);
             t_release(g, grad);
         }
     }
-    for (int i = 0; i < nheld; i++)
-        t_release(g, held[i]);
+    while (nheld > 0)
+        t_release(g, held[--nheld]);
     free(held);
 }
 

@@ -1,9 +1,20 @@
-/* params.c: parameter registration (GEN_PARAMS) and the cursor that hands them back in the same
- * order while the forward runs (GEN_RUN), so one model description serves both. */
+/* params.c: parameter registration (GEN_PARAMS) and handing them back while the forward runs
+ * (GEN_RUN), so one model description serves both. Parameters are registered in the order a module
+ * defines them (what .parameters(), and so the load, the order of .grad and the optimizer's state
+ * follow), which may differ from the order its forward uses them (Llama's norms come after its
+ * attention and MLP): the forward takes each by its tag, the cursor making the common in-order case
+ * a comparison. */
 #include "workload/gen.h"
+#include "util/hash.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+struct param_entry {
+    const char *tag; /* interned: the pointer is the key */
+    int32_t index;
+    UT_hash_handle hh;
+};
 
 int32_t param_add(struct gen *g, const char *leaf, int64_t rows, int64_t cols)
 {
@@ -34,20 +45,54 @@ int32_t param_add(struct gen *g, const char *leaf, int64_t rows, int64_t cols)
     return g->nparams++;
 }
 
-int32_t param_next(struct gen *g)
+static int index_params(struct gen *g)
 {
-    if (g->cursor >= g->nparams) {
+    for (int32_t i = 0; i < g->nparams; i++) {
+        struct param_entry *e = malloc(sizeof *e);
+        if (!e)
+            return -1;
+        e->tag = g->params[i].tag;
+        e->index = i;
+        HASH_ADD_PTR(g->param_index, tag, e);
+        if (!HASH_ADDED(e)) {
+            free(e);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int32_t param_take(struct gen *g, const char *leaf)
+{
+    const char *tag = gen_tag(g, leaf);
+    if (g->cursor < g->nparams && g->params[g->cursor].tag == tag)
+        return g->cursor++;
+    struct param_entry *e = NULL;
+    if (!g->param_index && index_params(g) < 0) {
         if (!g->failed)
-            err_set(g->e, ERR_INTERNAL, "workload: model walked past its %d parameters", g->nparams);
+            err_set(g->e, ERR_INTERNAL, "workload: out of host memory indexing parameters");
         g->failed = 1;
         return 0;
     }
-    return g->cursor++;
+    HASH_FIND_PTR(g->param_index, &tag, e);
+    if (!e) {
+        if (!g->failed)
+            err_set(g->e, ERR_INTERNAL, "workload: the forward uses parameter %s, which the model did not register",
+                    tag);
+        g->failed = 1;
+        return 0;
+    }
+    g->cursor = e->index + 1;
+    return e->index;
 }
 
-int32_t param_peek(const struct gen *g)
+void param_index_free(struct gen *g)
 {
-    return g->mode == GEN_PARAMS ? g->nparams : g->cursor;
+    struct param_entry *e, *tmp;
+    HASH_ITER(hh, g->param_index, e, tmp) {
+        HASH_DEL(g->param_index, e);
+        free(e);
+    }
 }
 
 bool param_trains(const struct gen *g, int32_t p)

@@ -29,7 +29,7 @@ static void gpt2(struct model_spec *m, int v)
     static const int dims[4][3] = {{768, 12, 12}, {1024, 24, 16}, {1280, 36, 20}, {1600, 48, 25}};
     m->family = FAMILY_DECODER;
     transformer_defaults(m);
-    m->act = ACT_GELU_TANH;
+    m->act = ACT_GELU_NEW; /* GPT2Config.activation_function */
     m->hidden = dims[v][0];
     m->layers = dims[v][1];
     m->heads = dims[v][2];
@@ -69,7 +69,7 @@ static void t5(struct model_spec *m, int v)
     m->norm = NORM_RMSNORM;
     m->norm_bias = false;
     m->ffn_kind = FFN_GATED;
-    m->act = ACT_GELU_TANH;
+    m->act = ACT_GELU_NEW; /* feed_forward_proj "gated-gelu" -> dense_act_fn "gelu_new" (configuration_t5.py) */
     m->bias = false;
     m->pos = POS_RELATIVE_BIAS;
     m->rel_buckets = 32;

@@ -17,10 +17,11 @@
         return -1;                                                         \
     }
 
-NAME_TABLE(norm, enum norm_kind, NORM_COUNT, "layernorm", "rmsnorm", "groupnorm")
+NAME_TABLE(norm, enum norm_kind, NORM_COUNT, "layernorm", "rmsnorm", "groupnorm", "rmsnorm_fused")
 NAME_TABLE(norm_place, enum norm_place, NORM_PLACE_COUNT, "pre", "post")
 NAME_TABLE(ffn, enum ffn_kind, FFN_COUNT, "mlp", "gated")
-NAME_TABLE(act, enum act_kind, ACT_COUNT, "gelu", "gelu_tanh", "quick_gelu", "silu", "relu")
+NAME_TABLE(act, enum act_kind, ACT_COUNT, "gelu", "gelu_tanh", "quick_gelu", "silu", "relu",
+           "gelu_new")
 NAME_TABLE(pos, enum pos_kind, POS_COUNT, "learned", "rotary", "relative_bias", "none")
 NAME_TABLE(attn, enum attn_impl, ATTN_COUNT, "eager", "sdpa")
 NAME_TABLE(optimizer, enum optimizer_kind, OPT_COUNT, "sgd", "adamw", "adamw_8bit", "adafactor")
@@ -55,6 +56,8 @@ void job_spec_init(struct job_spec *s)
     switches_init(s);
     s->cublas_workspace_bytes = CUBLAS_WORKSPACE_DEFAULT_BYTES;
     s->streams = 1;
+    s->use_cache = true;
+    s->kernel_scratch = true;
 }
 
 void job_spec_place_extras(struct job_spec *s, enum extra_role role, bool on_device)

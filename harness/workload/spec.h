@@ -41,10 +41,15 @@ enum model_family {
     FAMILY_COUNT
 };
 
-enum norm_kind { NORM_LAYERNORM, NORM_RMSNORM, NORM_GROUPNORM, NORM_COUNT };
+/* NORM_RMSNORM is transformers' composite (LlamaRMSNorm, T5LayerNorm); NORM_RMSNORM_FUSED is PyTorch's
+ * native op (torch.nn.RMSNorm, F.rms_norm): one kernel that saves its input and rstd. */
+enum norm_kind { NORM_LAYERNORM, NORM_RMSNORM, NORM_GROUPNORM, NORM_RMSNORM_FUSED, NORM_COUNT };
 enum norm_place { NORM_PRE, NORM_POST, NORM_PLACE_COUNT };          /* pre-LN (GPT) / post-LN (BERT) */
 enum ffn_kind { FFN_MLP, FFN_GATED, FFN_COUNT };                    /* up-act-down / act(gate)*up-down */
-enum act_kind { ACT_GELU, ACT_GELU_TANH, ACT_QUICK_GELU, ACT_SILU, ACT_RELU, ACT_COUNT };
+/* Fused activations are one kernel that saves its input; ACT_GELU_NEW is transformers' NewGELUActivation
+ * (`gelu_new`: GPT-2, T5 v1.1 / FLAN-T5 gated-gelu), a composite of eight small ops whose autograd saves
+ * three more tensors of the input's size (see nn_act). */
+enum act_kind { ACT_GELU, ACT_GELU_TANH, ACT_QUICK_GELU, ACT_SILU, ACT_RELU, ACT_GELU_NEW, ACT_COUNT };
 enum pos_kind { POS_LEARNED, POS_ROTARY, POS_RELATIVE_BIAS, POS_NONE, POS_COUNT };
 enum attn_impl { ATTN_EAGER, ATTN_SDPA, ATTN_COUNT };  /* unfused matmuls + materialized mask / fused SDPA */
 
@@ -172,6 +177,13 @@ struct job_spec {
 
     uint64_t cublas_workspace_bytes; /* per stream, allocated at its first GEMM, never freed */
     int streams;                /* CUDA streams: stream 0 trains; with 2+, eval runs on stream 1 */
+
+    /* How transformers is called, and what a GPU adds that a meta-device recording cannot see. */
+    bool use_cache;             /* the model builds its KV cache in training (transformers' default; off
+                                 * under gradient checkpointing, as transformers turns it off) */
+    bool padding;               /* the batch has padding: an attention mask is built (masking_utils) */
+    bool kernel_scratch;        /* kernels' own temporaries from the caching allocator (default on; off:
+                                 * what a meta-device recording sees, for the conformance test) */
 };
 
 #define CUBLAS_WORKSPACE_HOPPER_BYTES (32ULL * 1024 * 1024) /* sm_90, sm_100, sm_120 (RTX 5090) */
@@ -179,7 +191,8 @@ struct job_spec {
 
 /* Defaults: tiny-transformer, batch 8, seq 128, fp32 everywhere, AdamW foreach, set_to_none,
  * 1 step, no EMA, no eval, full training, no extras, no faults or fixes, 8,519,680 B workspace,
- * 1 stream; fault and fix parameters at their rows' defaults. */
+ * 1 stream, KV cache on, no padding, kernel scratch on; fault and fix parameters at their rows'
+ * defaults. */
 void job_spec_init(struct job_spec *spec);
 /* Expands model.preset (if set) and checks the job is coherent; messages name the field. */
 int job_spec_validate(struct job_spec *spec, struct err *e);

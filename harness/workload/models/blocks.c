@@ -1,92 +1,137 @@
-/* blocks.c: transformer pieces shared by the decoder, encoder, T5 and CLIP families: the attention
- * and feed-forward sub-blocks (pre- or post-norm, fused or separate QKV, eager or SDPA, GQA,
- * rotary, gated FFNs), token inputs, masks and the LM loss. */
+/* blocks.c: transformer pieces shared by the decoder, encoder, T5 and CLIP families, as transformers
+ * writes them: the attention module (projections, rotary embedding, KV cache, core, output
+ * projection) and the feed-forward module (plain or gated), token inputs, masks and the causal LM
+ * loss. The families compose them into layers with their own norms, residuals and lifetimes. */
 #include "workload/models/models.h"
 
-tref tf_attention(struct gen *g, const struct tf_cfg *c, tref x, tref kv, tref bias, int64_t kv_dim)
+/* A projection output whose storage the module frees while autograd still names it (the attention
+ * reads its shape, and routes its gradient to it): keep its identity, drop the reference. */
+static void release_storage(struct gen *g, tref x)
 {
-    const struct model_spec *m = c->m;
-    const struct tf_names *nm = c->nm;
-    int64_t h = m->hidden, hd = m->head_dim, heads = m->heads, kvh = m->kv_heads;
-    bool cross = kv_dim > 0;
-    tref in = c->post_norm ? t_ref(g, x) : nn_norm(g, nm->attn_norm, x, h, m->norm, m->norm_bias, 0);
-    gen_push(g, "%s", nm->attn);
-    tref q, kvp = TNONE;
-    g->lora = LORA_FULL;
-    if (c->fused_qkv && !cross) {
-        q = nn_linear(g, nm->qkv, in, h, (heads + 2 * kvh) * hd, m->bias);
-    } else { /* q, and k and v as one fused projection (kernels.h's packed k/v layout) */
-        q = nn_linear(g, nm->q, in, h, heads * hd, m->bias);
-        g->lora = LORA_SECOND_HALF; /* LoRA on v, not k */
-        kvp = nn_linear(g, nm->kv, cross ? kv : in, cross ? kv_dim : h, 2 * kvh * hd, m->bias);
-    }
-    g->lora = LORA_NONE;
-    struct attn_args a = {
-        .heads = heads, .kv_heads = kvh, .head_dim = hd, .causal = c->causal && !cross,
-        .eager = m->attn == ATTN_EAGER, .dropout = c->attn_dropout, .scale = c->attn_scale, .bias = bias,
-        .rotary = m->pos == POS_ROTARY && !cross, .fused_qkv = c->fused_qkv && !cross,
-        .scale_op = c->scale_op, .upcast_softmax = c->upcast_softmax,
-    };
-    tref ctx = nn_attention(g, "core", q, kvp, &a);
-    t_release(g, q);
-    t_release(g, kvp);
-    tref o = nn_linear(g, nm->o, ctx, heads * hd, h, m->bias);
-    t_release(g, ctx);
-    gen_pop(g);
-    tref d = nn_dropout(g, "dropout", o, c->dropout);
-    t_release(g, o);
-    tref r = nn_add(g, "residual", x, d);
-    t_release(g, d);
-    t_release(g, in);
-    if (c->post_norm) {
-        gen_push(g, "%s", nm->attn);
-        tref n = nn_norm(g, nm->attn_norm, r, h, m->norm, m->norm_bias, 0);
-        gen_pop(g);
-        t_release(g, r);
-        return n;
-    }
-    return r;
+    if (x == TNONE)
+        return;
+    g->t[x].holds++;
+    t_release(g, x);
 }
 
-tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref x)
+static void forget_identity(struct gen *g, tref x)
+{
+    if (x != TNONE)
+        t_unhold(g, x);
+}
+
+tref tf_attention(struct gen *g, const struct tf_cfg *c, const struct tf_ctx *x, tref h, tref kv_src)
 {
     const struct model_spec *m = c->m;
     const struct tf_names *nm = c->nm;
-    int64_t h = m->hidden, f = m->ffn;
-    tref in = c->post_norm ? t_ref(g, x) : nn_norm(g, nm->ffn_norm, x, h, m->norm, m->norm_bias, 0);
+    int64_t hid = m->hidden, hd = m->head_dim, heads = m->heads, kvh = m->kv_heads;
+    bool cross = c->cross, fused = c->fused_qkv && !cross;
+    gen_push(g, "%s", nm->attn);
+    tref q, k = TNONE, v = TNONE;
+    g->lora = LORA_FULL; /* LoRA on the query and value projections (PEFT's default targets) */
+    if (fused) {
+        q = nn_linear(g, nm->qkv, h, hid, (heads + 2 * kvh) * hd, m->bias);
+    } else {
+        tref src = cross ? kv_src : h;
+        int64_t in = cross && g->mode == GEN_RUN ? g->t[src].dims[g->t[src].ndim - 1] : hid;
+        q = nn_linear(g, nm->q, h, hid, heads * hd, m->bias);
+        g->lora = LORA_NONE;
+        k = nn_linear(g, nm->k, src, in, kvh * hd, m->bias);
+        g->lora = LORA_FULL;
+        v = nn_linear(g, nm->v, src, in, kvh * hd, m->bias);
+    }
+    g->lora = LORA_NONE;
+    if (nm->core)
+        gen_push(g, "%s", nm->core);
+    bool rotary = m->pos == POS_ROTARY && !cross && g->mode == GEN_RUN;
+    tref gone[2] = {TNONE, TNONE}; /* projections freed before the core runs */
+    if (rotary) { /* apply_rotary_pos_emb: the projections' outputs die once both are rotated */
+        tref qr = nn_rotary(g, NULL, q, heads, hd, x->cos, x->sin);
+        tref kr = nn_rotary(g, NULL, k, kvh, hd, x->cos, x->sin);
+        t_release(g, q);
+        t_release(g, k);
+        q = qr;
+        k = kr;
+    }
+    tref cache = TNONE;
+    if (c->cache && g->mode == GEN_RUN) {
+        cache = fused ? nn_kv_cache(g, NULL, q, q, heads, kvh, hd) : nn_kv_cache(g, NULL, k, v, 0, kvh, hd);
+        if (!fused) { /* key_states, value_states = cache.update(...): the cache's copies replace them */
+            release_storage(g, k);
+            release_storage(g, v);
+            gone[0] = k;
+            gone[1] = v;
+        }
+    }
+    struct attn_args a = {
+        .heads = heads, .kv_heads = kvh, .head_dim = hd, .causal = c->causal && !cross,
+        .eager = m->attn == ATTN_EAGER, .dropout = c->attn_dropout, .scale = c->attn_scale,
+        .bias = cross ? TNONE : x->bias, .mask = cross ? TNONE : x->mask, .cache = cache, .rotary = rotary,
+        .scale_op = c->scale_op, .upcast_softmax = c->upcast_softmax,
+    };
+    tref ctx = nn_attention(g, NULL, q, k, v, &a);
+    gen_hold(g, &g->forward_held, cache); /* the cache lives in the model's output */
+    if (nm->core) { /* the core is its own module (BERT's BertSelfAttention): its projections die here */
+        gen_pop(g);
+        t_release(g, gone[0] == TNONE ? k : TNONE);
+        t_release(g, gone[1] == TNONE ? v : TNONE);
+        t_release(g, q);
+        k = v = q = TNONE;
+    }
+    tref o = nn_linear(g, nm->o, ctx, heads * hd, hid, m->bias);
+    t_release(g, ctx);
+    if (c->out_dropout > 0) {
+        tref d = nn_dropout(g, nm->attn_drop, o, c->out_dropout);
+        t_release(g, o);
+        o = d;
+    }
+    if (gone[0] == TNONE)
+        t_release(g, k);
+    if (gone[1] == TNONE && !fused)
+        t_release(g, v);
+    t_release(g, q);
+    forget_identity(g, gone[0]);
+    forget_identity(g, gone[1]);
+    gen_pop(g);
+    return o;
+}
+
+tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref h)
+{
+    const struct model_spec *m = c->m;
+    const struct tf_names *nm = c->nm;
+    int64_t hid = m->hidden, f = m->ffn;
     if (nm->ffn)
         gen_push(g, "%s", nm->ffn);
-    tref hid;
-    if (m->ffn_kind == FFN_GATED) {
-        tref gate = nn_linear(g, nm->gate, in, h, f, c->ffn_bias);
-        tref up = nn_linear(g, nm->up, in, h, f, c->ffn_bias);
-        tref act = nn_act(g, "act", gate, m->act);
+    tref act;
+    if (m->ffn_kind == FFN_GATED) { /* act(gate(x)) * up(x) */
+        tref gate = nn_linear(g, nm->gate, h, hid, f, c->ffn_bias);
+        tref ga = nn_act(g, nm->act, gate, m->act);
         t_release(g, gate);
-        hid = nn_mul(g, "gate_mul", act, up);
-        t_release(g, act);
+        tref up = nn_linear(g, nm->up, h, hid, f, c->ffn_bias);
+        act = nn_mul(g, NULL, ga, up);
+        t_release(g, ga);
         t_release(g, up);
+        if (c->inner_dropout > 0) {
+            tref d = nn_dropout(g, "dropout", act, c->inner_dropout);
+            t_release(g, act);
+            act = d;
+        }
     } else {
-        tref up = nn_linear(g, nm->up, in, h, f, c->ffn_bias);
-        hid = nn_act(g, "act", up, m->act);
+        tref up = nn_linear(g, nm->up, h, hid, f, c->ffn_bias);
+        act = nn_act(g, nm->act, up, m->act);
         t_release(g, up);
     }
-    tref hd = nn_dropout(g, "dropout", hid, m->ffn_kind == FFN_GATED ? c->dropout : 0);
-    t_release(g, hid);
-    tref o = nn_linear(g, nm->down, hd, f, h, c->ffn_bias);
-    t_release(g, hd);
+    tref o = nn_linear(g, nm->down, act, f, hid, c->ffn_bias);
+    t_release(g, act);
+    if (c->out_dropout > 0) {
+        tref d = nn_dropout(g, nm->ffn_drop, o, c->out_dropout);
+        t_release(g, o);
+        o = d;
+    }
     if (nm->ffn)
         gen_pop(g);
-    tref d = nn_dropout(g, "dropout", o, c->dropout);
-    t_release(g, o);
-    tref r = nn_add(g, "residual", x, d);
-    t_release(g, d);
-    t_release(g, in);
-    if (c->post_norm) {
-        tref n = nn_norm(g, nm->ffn_norm, r, h, m->norm, m->norm_bias, 0);
-        t_release(g, r);
-        return n;
-    }
-    return r;
+    return o;
 }
 
 int tf_checkpoint_every(const struct gen *g, int layers)
@@ -94,42 +139,71 @@ int tf_checkpoint_every(const struct gen *g, int layers)
     return g->checkpointing ? gradient_checkpointing_params(&g->spec).every : layers;
 }
 
+bool tf_use_cache(const struct gen *g)
+{
+    return g->spec.use_cache && !g->checkpointing;
+}
+
 tref tf_ids(struct gen *g, int64_t b, int64_t s, int64_t high, const char *leaf)
 {
     int64_t d[2] = {b, s};
-    return nn_ids(g, d, 2, high, leaf);
+    tref x = nn_ids(g, d, 2, high, leaf);
+    gen_hold(g, &g->step_held, t_ref(g, x));
+    return x;
 }
 
-tref tf_mask(struct gen *g, int64_t b, int64_t s, bool causal, enum dtype dt)
+tref tf_position_ids(struct gen *g, int64_t s, int64_t high)
 {
     if (g->mode != GEN_RUN)
         return TNONE;
-    int64_t d[4] = {b, 1, causal ? s : 1, s};
-    tref mk = t_new(g, d, 4, dt, CAT_ACTIVATION, gen_intern(g, "attention_mask"));
-    kern_fill(g, mk, 0.0f, gen_intern(g, "attention_mask"));
-    return mk;
+    /* torch.arange(S) + past_seen_tokens, unsqueezed: the arange is freed, the sum kept */
+    const char *tag = gen_tag(g, NULL);
+    int64_t d[2] = {1, s};
+    tref r = t_new(g, d, 2, DT_I64, CAT_ACTIVATION, tag);
+    tref p = t_new(g, d, 2, DT_I64, CAT_ACTIVATION, tag);
+    kern_init_ids(g, p, high, tag);
+    t_release(g, r);
+    return p;
+}
+
+tref tf_mask(struct gen *g, int64_t b, int64_t s, int64_t sk, bool causal, bool eager, enum dtype dt)
+{
+    if (g->mode != GEN_RUN)
+        return TNONE;
+    bool padding = g->spec.padding;
+    if (!padding && !(causal && eager))
+        return TNONE;
+    const char *tag = gen_tag(g, NULL);
+    /* sdpa_mask: the mask function broadcast over [B or 1, 1, S, Sk] (batch only with a padding mask) */
+    int64_t bd[4] = {padding ? b : 1, 1, s, sk}, fd[4] = {b, 1, s, sk};
+    tref bmask = t_new(g, bd, 4, DT_U8, CAT_ACTIVATION, tag); /* all true: no kernel reads its values */
+    if (!eager)
+        return bmask;
+    /* eager_mask: torch.where(mask, 0, finfo(dtype).min), an additive [B, 1, S, Sk] tensor; the values
+     * are 0 (no key is padded: the causal part is the attention kernel's flag) */
+    tref mask = t_new(g, fd, 4, dt, CAT_ACTIVATION, tag);
+    kern_fill(g, mask, 0.0f, tag);
+    t_release(g, bmask);
+    return mask;
 }
 
 tref tf_lm_loss(struct gen *g, tref logits, tref labels)
 {
     if (g->mode != GEN_RUN)
         return TNONE;
-    tref up = nn_cast(g, "logits.float", logits, DT_F32);
-    tref loss = nn_cross_entropy(g, "loss", up, labels);
+    gen_push(g, "loss");
+    /* ForCausalLMLoss (loss_utils.py): logits.float() returns the tensor itself when it is fp32 */
+    tref up = nn_as_dtype(g, "float", logits, DT_F32);
+    /* labels = pad(labels, (0, 1), value=-100); shift_labels = labels[..., 1:].contiguous() */
+    int64_t b = g->t[labels].dims[0], s = g->t[labels].dims[1], padded[2] = {b, s + 1}, shifted[2] = {b, s};
+    const char *tag = gen_tag(g, NULL);
+    tref pad = t_new(g, padded, 2, DT_I64, CAT_ACTIVATION, tag);
+    tref shift = t_new(g, shifted, 2, DT_I64, CAT_ACTIVATION, tag);
+    kern_init_ids(g, shift, g->t[logits].dims[g->t[logits].ndim - 1], tag); /* seeded ids, as the batch's */
+    gen_pop(g);
+    tref loss = nn_cross_entropy(g, "loss", up, shift);
+    t_release(g, pad); /* the function's local, until it returns */
     t_release(g, up);
+    t_release(g, shift);
     return loss;
-}
-
-tref tf_layer_stack(struct gen *g, const struct tf_cfg *cfg, const struct ckpt *c, tref x, const char *name_fmt)
-{
-    tref h = t_ref(g, x);
-    for (int i = c->layer; i < c->layer + c->count; i++) {
-        gen_push(g, name_fmt, i);
-        tref a = tf_attention(g, cfg, h, TNONE, c->extra[0], 0);
-        t_release(g, h);
-        h = tf_ffn(g, cfg, a);
-        t_release(g, a);
-        gen_pop(g);
-    }
-    return h;
 }

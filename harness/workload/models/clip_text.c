@@ -4,23 +4,43 @@
 #include "workload/models/models.h"
 
 static const struct tf_names clip_names = {
-    .attn = "self_attn", .q = "q_proj", .kv = "kv_proj", .o = "out_proj",
-    .attn_norm = "layer_norm1", .ffn = "mlp", .up = "fc1", .down = "fc2", .ffn_norm = "layer_norm2",
+    .attn = "self_attn", .q = "q_proj", .k = "k_proj", .v = "v_proj", .o = "out_proj",
+    .attn_norm = "layer_norm1", .ffn = "mlp", .up = "fc1", .act = "activation_fn", .down = "fc2",
+    .ffn_norm = "layer_norm2",
 };
 
+/* CLIPEncoderLayer: x + self_attn(layer_norm1(x)), then + mlp(layer_norm2(.)); extra[0] = the mask */
 static tref clip_layers(struct gen *g, const struct ckpt *c, tref x)
 {
     const struct model_spec *m = c->model;
-    struct tf_cfg cfg = {.m = m, .nm = &clip_names, .causal = true, .ffn_bias = m->bias,
-                         .dropout = m->dropout, .attn_dropout = m->dropout};
-    return tf_layer_stack(g, &cfg, c, x, "layers.%d");
+    struct tf_cfg cfg = {.m = m, .nm = &clip_names, .causal = true, .scale_op = true, .ffn_bias = m->bias,
+                         .attn_dropout = m->dropout};
+    struct tf_ctx ctx = {.mask = c->extra[0], .bias = TNONE, .cos = TNONE, .sin = TNONE};
+    tref h = t_ref(g, x);
+    for (int i = c->layer; i < c->layer + c->count; i++) {
+        gen_push(g, "layers.%d", i);
+        tref n1 = nn_norm(g, clip_names.attn_norm, h, m->hidden, m->norm, m->norm_bias, 0);
+        tref a = tf_attention(g, &cfg, &ctx, n1, TNONE);
+        t_release(g, n1);
+        tref r1 = nn_add(g, NULL, h, a);
+        t_release(g, h);
+        t_release(g, a);
+        tref n2 = nn_norm(g, clip_names.ffn_norm, r1, m->hidden, m->norm, m->norm_bias, 0);
+        tref f = tf_ffn(g, &cfg, n2);
+        t_release(g, n2);
+        h = nn_add(g, NULL, r1, f);
+        t_release(g, r1);
+        t_release(g, f);
+        gen_pop(g);
+    }
+    return h;
 }
 
 tref clip_text_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
 {
     int64_t s = bt->context ? bt->context : m->max_positions;
     tref ids = tf_ids(g, bt->b, s, m->vocab, "input_ids");
-    tref pos = tf_ids(g, 1, s, m->max_positions, "position_ids");
+    tref pos = g->mode == GEN_RUN ? nn_ids(g, (int64_t[2]){1, s}, 2, m->max_positions, "position_ids") : TNONE;
     gen_push(g, "text_model");
     gen_push(g, "embeddings");
     tref x = nn_embedding(g, "token_embedding", ids, m->vocab, m->hidden, -1);
@@ -29,10 +49,10 @@ tref clip_text_forward(struct gen *g, const struct model_spec *m, const struct b
     t_release(g, x);
     t_release(g, pe);
     gen_pop(g);
-    tref mask = m->attn == ATTN_EAGER && g->mode == GEN_RUN ? tf_mask(g, bt->b, s, true, (enum dtype)g->t[h].dtype)
-                                                           : TNONE;
+    tref mask = tf_mask(g, bt->b, s, s, true, m->attn == ATTN_EAGER,
+                        g->mode == GEN_RUN ? (enum dtype)g->t[h].dtype : DT_F32);
     gen_push(g, "encoder");
-    struct ckpt c = {.fn = clip_layers, .model = m, .layer = 0, .count = m->layers, .extra = {mask, TNONE, TNONE}};
+    struct ckpt c = {.fn = clip_layers, .model = m, .layer = 0, .count = m->layers, .extra = {mask, TNONE, TNONE, TNONE, TNONE}};
     tref y = nn_checkpoint(g, &c, h);
     t_release(g, h);
     gen_pop(g);

@@ -62,8 +62,8 @@ static tref attention(struct gen *g, const char *name, tref x, tref ctx, int64_t
     int64_t sd = ctx_dim ? ctx_dim : c;
     tref kv = nn_linear(g, "to_kv", src, sd, 2 * c, bias); /* to_k and to_v fused */
     struct attn_args a = {.heads = heads, .kv_heads = heads, .head_dim = c / heads, .eager = eager, .bias = TNONE,
-                          .scale_op = eager};
-    tref o = nn_attention(g, "core", q, kv, &a);
+                          .mask = TNONE, .cache = TNONE, .scale_op = eager};
+    tref o = nn_attention(g, "core", q, kv, kv, &a);
     t_release(g, q);
     t_release(g, kv);
     tref out = nn_linear(g, "to_out.0", o, c, c, true);

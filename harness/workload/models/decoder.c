@@ -1,15 +1,17 @@
-/* decoder.c: decoder-only transformers. GPT-2 style (learned positions, fused c_attn, LayerNorm,
- * GELU MLP, biases, tied LM head) and Llama style (rotary, GQA, RMSNorm, SwiGLU, no biases, untied),
- * chosen by the model's positional scheme; causal LM loss. */
+/* decoder.c: decoder-only transformers as transformers writes them. GPT-2 (GPT2LMHeadModel: learned
+ * positions, fused c_attn, LayerNorm, GELU MLP, biases, dropout inside the attention and MLP modules,
+ * tied LM head) and Llama (LlamaForCausalLM: rotary, GQA, RMSNorm, SwiGLU, no biases, untied), chosen
+ * by the model's positional scheme; both build their KV cache in training (use_cache) and end in
+ * ForCausalLMLoss with labels = input_ids. */
 #include "workload/models/models.h"
 
 static const struct tf_names gpt2_names = {
-    .attn = "attn", .qkv = "c_attn", .o = "c_proj", .attn_norm = "ln_1",
-    .ffn = "mlp", .up = "c_fc", .down = "c_proj", .ffn_norm = "ln_2",
+    .attn = "attn", .qkv = "c_attn", .o = "c_proj", .attn_drop = "resid_dropout", .attn_norm = "ln_1",
+    .ffn = "mlp", .up = "c_fc", .act = "act", .down = "c_proj", .ffn_drop = "dropout", .ffn_norm = "ln_2",
 };
 static const struct tf_names llama_names = {
-    .attn = "self_attn", .q = "q_proj", .kv = "kv_proj", .o = "o_proj",
-    .attn_norm = "input_layernorm", .ffn = "mlp", .gate = "gate_proj", .up = "up_proj",
+    .attn = "self_attn", .q = "q_proj", .k = "k_proj", .v = "v_proj", .o = "o_proj",
+    .attn_norm = "input_layernorm", .ffn = "mlp", .gate = "gate_proj", .up = "up_proj", .act = "act_fn",
     .down = "down_proj", .ffn_norm = "post_attention_layernorm",
 };
 
@@ -18,55 +20,87 @@ static bool gpt2_style(const struct model_spec *m)
     return m->pos == POS_LEARNED;
 }
 
-static struct tf_cfg decoder_cfg(const struct model_spec *m)
-{
-    bool gpt = gpt2_style(m);
-    struct tf_cfg c = {
-        .m = m, .nm = gpt ? &gpt2_names : &llama_names, .fused_qkv = gpt, .scale_op = true,
-        .upcast_softmax = !gpt, .causal = true, .ffn_bias = m->bias, .dropout = m->dropout,
-        .attn_dropout = m->dropout,
-    };
-    return c;
-}
-
+/* extra[0] = the attention mask, extra[1] and extra[2] = the rotary tables */
 static tref decoder_layers(struct gen *g, const struct ckpt *c, tref x)
 {
     const struct model_spec *m = c->model;
-    struct tf_cfg cfg = decoder_cfg(m);
-    return tf_layer_stack(g, &cfg, c, x, gpt2_style(m) ? "h.%d" : "layers.%d");
+    bool gpt = gpt2_style(m);
+    struct tf_cfg cfg = {
+        .m = m, .nm = gpt ? &gpt2_names : &llama_names, .fused_qkv = gpt, .scale_op = true,
+        .upcast_softmax = !gpt, .causal = true, .ffn_bias = m->bias, .attn_dropout = m->dropout,
+        .out_dropout = gpt ? m->dropout : 0, .cache = tf_use_cache(g),
+    };
+    struct tf_ctx ctx = {.mask = c->extra[0], .bias = TNONE, .cos = c->extra[1], .sin = c->extra[2]};
+    tref h = t_ref(g, x);
+    for (int i = c->layer; i < c->layer + c->count; i++) {
+        gen_push(g, gpt ? "h.%d" : "layers.%d", i);
+        if (g->mode == GEN_PARAMS && !gpt) { /* LlamaDecoderLayer defines self_attn, mlp, then its norms */
+            tf_attention(g, &cfg, &ctx, TNONE, TNONE);
+            tf_ffn(g, &cfg, TNONE);
+            nn_norm(g, cfg.nm->attn_norm, TNONE, m->hidden, m->norm, m->norm_bias, 0);
+            nn_norm(g, cfg.nm->ffn_norm, TNONE, m->hidden, m->norm, m->norm_bias, 0);
+            gen_pop(g);
+            continue;
+        }
+        tref n1 = nn_norm(g, cfg.nm->attn_norm, h, m->hidden, m->norm, m->norm_bias, 0);
+        tref a = tf_attention(g, &cfg, &ctx, n1, TNONE);
+        t_release(g, n1);
+        tref r1 = nn_add(g, NULL, h, a);
+        if (!gpt) /* LlamaDecoderLayer rebinds hidden_states: the attention output dies with the add */
+            t_release(g, a);
+        tref n2 = nn_norm(g, cfg.nm->ffn_norm, r1, m->hidden, m->norm, m->norm_bias, 0);
+        tref f = tf_ffn(g, &cfg, n2);
+        t_release(g, n2);
+        tref out = nn_add(g, NULL, r1, f);
+        t_release(g, r1);
+        if (gpt) /* GPT2Block's attn_output local lives until the block returns */
+            t_release(g, a);
+        t_release(g, f);
+        t_release(g, h); /* the caller's hidden_states holds the layer's input until the layer returns */
+        h = out;
+        gen_pop(g);
+    }
+    return h;
 }
 
 tref decoder_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
 {
     bool gpt = gpt2_style(m);
-    tref ids = tf_ids(g, bt->b, bt->s, m->vocab, "input_ids");
-    tref labels = loss ? tf_ids(g, bt->b, bt->s, m->vocab, "labels") : TNONE;
+    tref ids = tf_ids(g, bt->b, bt->s, m->vocab, "input_ids"); /* labels = input_ids: one storage */
     gen_push(g, gpt ? "transformer" : "model");
-    int32_t wte = param_peek(g);
-    tref x = nn_embedding(g, gpt ? "wte" : "embed_tokens", ids, m->vocab, m->hidden, -1);
+    int32_t wte = nn_embedding_param(g, gpt ? "wte" : "embed_tokens", m->vocab, m->hidden);
+    tref emb = nn_embedding(g, gpt ? "wte" : "embed_tokens", ids, m->vocab, m->hidden, wte);
+    tref pos = tf_position_ids(g, bt->s, m->max_positions ? m->max_positions : bt->s);
+    tref pe = TNONE, x = t_ref(g, emb), mask = TNONE, cos = TNONE, sin = TNONE;
+    enum dtype dt = g->mode == GEN_RUN ? (enum dtype)g->t[emb].dtype : DT_F32;
     if (m->pos == POS_LEARNED) {
-        tref pos = tf_ids(g, 1, bt->s, m->max_positions, "position_ids");
-        tref pe = nn_embedding(g, "wpe", pos, m->max_positions, m->hidden, -1);
-        tref s = nn_add(g, "embed", x, pe);
+        pe = nn_embedding(g, "wpe", pos, m->max_positions, m->hidden, -1);
+        tref s = nn_add(g, NULL, emb, pe);
+        mask = tf_mask(g, bt->b, bt->s, bt->s, true, m->attn == ATTN_EAGER, dt);
         t_release(g, x);
-        t_release(g, pe);
-        t_release(g, pos);
         x = nn_dropout(g, "drop", s, m->dropout);
         t_release(g, s);
+    } else {
+        mask = tf_mask(g, bt->b, bt->s, bt->s, true, m->attn == ATTN_EAGER, dt);
+        nn_rotary_tables(g, bt->s, m->head_dim, dt, &cos, &sin);
     }
-    tref mask = m->attn == ATTN_EAGER && g->mode == GEN_RUN ? tf_mask(g, bt->b, bt->s, true, (enum dtype)g->t[x].dtype)
-                                                           : TNONE;
     int every = tf_checkpoint_every(g, m->layers);
     for (int i = 0; i < m->layers; i += every) {
         struct ckpt c = {.fn = decoder_layers, .model = m, .layer = i,
-                         .count = i + every <= m->layers ? every : m->layers - i, .extra = {mask, TNONE, TNONE}};
+                         .count = i + every <= m->layers ? every : m->layers - i, .extra = {mask, cos, sin, TNONE, TNONE}};
         tref y = nn_checkpoint(g, &c, x);
         t_release(g, x);
         x = y;
     }
-    t_release(g, mask);
     tref f = nn_norm(g, gpt ? "ln_f" : "norm", x, m->hidden, m->norm, m->norm_bias, 0);
     t_release(g, x);
+    /* the model's forward returns: its locals go */
+    t_release(g, emb);
+    t_release(g, pe);
+    t_release(g, pos);
+    t_release(g, mask);
+    t_release(g, cos);
+    t_release(g, sin);
     gen_pop(g);
     bool head = g->in_head;
     g->in_head = true;
@@ -74,11 +108,11 @@ tref decoder_forward(struct gen *g, const struct model_spec *m, const struct bat
                                      : nn_linear(g, "lm_head", f, m->hidden, m->vocab, false);
     g->in_head = head;
     t_release(g, f);
+    tref out = logits;
+    if (loss) {
+        out = tf_lm_loss(g, logits, ids);
+        t_release(g, logits);
+    }
     t_release(g, ids);
-    if (!loss)
-        return logits;
-    tref l = tf_lm_loss(g, logits, labels);
-    t_release(g, logits);
-    t_release(g, labels);
-    return l;
+    return out;
 }

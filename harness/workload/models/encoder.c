@@ -1,59 +1,94 @@
-/* encoder.c: encoder-only transformers (BERT): word + learned position + token-type embeddings,
- * embedding LayerNorm, post-LayerNorm blocks with biases and GELU, pooler. The training loss is a
- * parameter-free cross-entropy on the pooled output, so the model keeps BertModel's exact count. */
+/* encoder.c: encoder-only transformers as transformers writes BertModel: word + token-type +
+ * learned position embeddings, embedding LayerNorm and dropout, post-LayerNorm layers with separate
+ * query, key and value projections (BertSelfAttention), biases and GELU, and the pooler. The
+ * training loss is a parameter-free cross-entropy on the pooled output, so the model keeps BertModel's
+ * exact count; module tags are BertModel's (no `bert.` prefix). */
 #include "workload/models/models.h"
 
 static const struct tf_names bert_names = {
-    .attn = "attention", .q = "self.query", .kv = "self.key_value", .o = "output.dense",
-    .attn_norm = "output.LayerNorm", .up = "intermediate.dense", .down = "output.dense",
-    .ffn_norm = "output.LayerNorm",
+    .attn = "attention", .q = "self.query", .k = "self.key", .v = "self.value", .core = "self",
+    .o = "output.dense", .attn_drop = "output.dropout", .attn_norm = "output.LayerNorm",
+    .up = "intermediate.dense", .act = "intermediate.intermediate_act_fn", .down = "output.dense",
+    .ffn_drop = "output.dropout", .ffn_norm = "output.LayerNorm",
 };
 
+/* extra[0] = the attention mask */
 static tref encoder_layers(struct gen *g, const struct ckpt *c, tref x)
 {
     const struct model_spec *m = c->model;
-    struct tf_cfg cfg = {.m = m, .nm = &bert_names, .scale_op = true, .post_norm = true, .ffn_bias = m->bias,
-                         .dropout = m->dropout, .attn_dropout = m->dropout};
-    return tf_layer_stack(g, &cfg, c, x, "layer.%d");
+    struct tf_cfg cfg = {.m = m, .nm = &bert_names, .scale_op = true, .ffn_bias = m->bias,
+                         .attn_dropout = m->dropout, .out_dropout = m->dropout};
+    struct tf_ctx ctx = {.mask = c->extra[0], .bias = TNONE, .cos = TNONE, .sin = TNONE};
+    tref h = t_ref(g, x);
+    for (int i = c->layer; i < c->layer + c->count; i++) {
+        gen_push(g, "layer.%d", i);
+        /* BertSelfOutput: LayerNorm(dropout(dense(ctx)) + input); the dropout's output is its local */
+        tref a = tf_attention(g, &cfg, &ctx, h, TNONE);
+        gen_push(g, "%s", bert_names.attn);
+        tref s = nn_add(g, "output", a, h);
+        tref n = nn_norm(g, bert_names.attn_norm, s, m->hidden, m->norm, m->norm_bias, 0);
+        gen_pop(g);
+        t_release(g, s);
+        t_release(g, a);
+        /* BertIntermediate, then BertOutput: LayerNorm(dropout(dense(.)) + attention_output) */
+        tref f = tf_ffn(g, &cfg, n);
+        tref s2 = nn_add(g, "output", f, n);
+        tref out = nn_norm(g, bert_names.ffn_norm, s2, m->hidden, m->norm, m->norm_bias, 0);
+        t_release(g, s2);
+        t_release(g, f);
+        t_release(g, n);
+        t_release(g, h); /* the caller's hidden_states holds the layer's input until the layer returns */
+        h = out;
+        gen_pop(g);
+    }
+    return h;
 }
 
 tref encoder_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
 {
     tref ids = tf_ids(g, bt->b, bt->s, m->vocab, "input_ids");
     tref types = m->type_vocab ? tf_ids(g, bt->b, bt->s, m->type_vocab, "token_type_ids") : TNONE;
-    tref pos = tf_ids(g, 1, bt->s, m->max_positions, "position_ids");
-    gen_push(g, "bert");
+    int64_t d1[1] = {bt->b};
+    tref labels = loss && g->mode == GEN_RUN ? nn_ids(g, d1, 1, m->hidden, "labels") : TNONE;
+    gen_hold(g, &g->step_held, t_ref(g, labels));
     gen_push(g, "embeddings");
-    tref x = nn_embedding(g, "word_embeddings", ids, m->vocab, m->hidden, -1);
-    tref pe = nn_embedding(g, "position_embeddings", pos, m->max_positions, m->hidden, -1);
-    tref s = nn_add(g, "sum", x, pe);
-    t_release(g, x);
-    t_release(g, pe);
+    /* BertEmbeddings' parameters in module order; its forward takes them in another */
+    int32_t pw = nn_embedding_param(g, "word_embeddings", m->vocab, m->hidden);
+    int32_t pp = nn_embedding_param(g, "position_embeddings", m->max_positions, m->hidden);
+    int32_t pt = m->type_vocab ? nn_embedding_param(g, "token_type_embeddings", m->type_vocab, m->hidden) : -1;
+    tref we = nn_embedding(g, "word_embeddings", ids, m->vocab, m->hidden, pw);
+    tref te = TNONE, s = t_ref(g, we);
     if (m->type_vocab) {
-        tref te = nn_embedding(g, "token_type_embeddings", types, m->type_vocab, m->hidden, -1);
-        tref s2 = nn_add(g, "sum", s, te);
+        te = nn_embedding(g, "token_type_embeddings", types, m->type_vocab, m->hidden, pt);
         t_release(g, s);
-        t_release(g, te);
-        s = s2;
+        s = nn_add(g, NULL, we, te);
     }
-    tref n = nn_norm(g, "LayerNorm", s, m->hidden, m->norm, m->norm_bias, 0);
+    /* position_ids: a view of the module's buffer [1, max_positions] */
+    tref pos = g->mode == GEN_RUN ? nn_ids(g, (int64_t[2]){1, bt->s}, 2, m->max_positions, "position_ids") : TNONE;
+    tref pe = nn_embedding(g, "position_embeddings", pos, m->max_positions, m->hidden, pp);
+    tref s2 = nn_add(g, NULL, s, pe);
     t_release(g, s);
-    x = nn_dropout(g, "dropout", n, m->dropout);
+    tref n = nn_norm(g, "LayerNorm", s2, m->hidden, m->norm, m->norm_bias, 0);
+    t_release(g, s2);
+    tref x = nn_dropout(g, "dropout", n, m->dropout);
     t_release(g, n);
+    t_release(g, we);
+    t_release(g, te);
+    t_release(g, pe);
+    t_release(g, pos);
     gen_pop(g);
-    tref mask = m->attn == ATTN_EAGER && g->mode == GEN_RUN ? tf_mask(g, bt->b, bt->s, false, (enum dtype)g->t[x].dtype)
-                                                           : TNONE;
+    tref mask = tf_mask(g, bt->b, bt->s, bt->s, false, m->attn == ATTN_EAGER,
+                        g->mode == GEN_RUN ? (enum dtype)g->t[x].dtype : DT_F32);
     gen_push(g, "encoder");
     int every = tf_checkpoint_every(g, m->layers);
     for (int i = 0; i < m->layers; i += every) {
         struct ckpt c = {.fn = encoder_layers, .model = m, .layer = i,
-                         .count = i + every <= m->layers ? every : m->layers - i, .extra = {mask, TNONE, TNONE}};
+                         .count = i + every <= m->layers ? every : m->layers - i, .extra = {mask, TNONE, TNONE, TNONE, TNONE}};
         tref y = nn_checkpoint(g, &c, x);
         t_release(g, x);
         x = y;
     }
     gen_pop(g);
-    t_release(g, mask);
     tref out = x;
     if (m->pooler) {
         int64_t d[2] = {bt->b, m->hidden};
@@ -69,14 +104,13 @@ tref encoder_forward(struct gen *g, const struct model_spec *m, const struct bat
         t_release(g, first);
         t_release(g, x);
     }
-    gen_pop(g);
+    t_release(g, mask);
     t_release(g, ids);
     t_release(g, types);
-    t_release(g, pos);
-    if (!loss)
+    if (!loss) {
+        t_release(g, labels);
         return out;
-    int64_t d[1] = {bt->b};
-    tref labels = g->mode == GEN_RUN ? nn_ids(g, d, 1, T(g, out)->dims[T(g, out)->ndim - 1], "labels") : TNONE;
+    }
     tref l = nn_cross_entropy(g, "loss", out, labels);
     t_release(g, out);
     t_release(g, labels);

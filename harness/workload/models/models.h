@@ -34,42 +34,63 @@ tref vae_decode(struct gen *g, const struct model_spec *m, tref latents);
 /* ---- transformer pieces (blocks.c) ---- */
 
 struct tf_names {
-    const char *attn, *q, *kv, *qkv, *o;      /* attention module and projections (kv: fused k and v) */
+    const char *attn, *q, *k, *v, *qkv, *o;   /* attention module and projections (qkv: GPT-2's fused c_attn) */
+    const char *core;                         /* the attention core's own module (BERT's "self"), or NULL */
+    const char *attn_drop;                    /* the attention module's output dropout */
     const char *attn_norm;                    /* norm of the attention sub-block */
-    const char *ffn, *up, *gate, *down;       /* feed-forward module and projections */
+    const char *ffn, *up, *gate, *act, *down; /* feed-forward module, projections and activation */
+    const char *ffn_drop;                     /* the feed-forward module's output dropout */
     const char *ffn_norm;
 };
 
+/* One attention or feed-forward module as a transformers model class writes it. */
 struct tf_cfg {
     const struct model_spec *m;
     const struct tf_names *nm;
     bool fused_qkv;       /* one [3h] projection (GPT-2 c_attn) */
-    bool scale_op;        /* eager attention scales by a separate op */
+    bool scale_op;        /* eager attention scales by a separate multiply */
     float attn_scale;     /* score scale (0 = 1/sqrt(head_dim); T5: 1) */
     bool upcast_softmax;  /* eager softmax in fp32 (Llama) */
     bool causal;
-    bool post_norm;       /* BERT */
     bool ffn_bias;
-    float dropout;        /* residual / FFN dropout */
     float attn_dropout;   /* attention-probability dropout */
+    float out_dropout;    /* dropout inside the module after its output projection (GPT-2's resid_dropout) */
+    float inner_dropout;  /* dropout between a gated unit's product and its down projection (T5) */
+    bool cache;           /* the attention builds KV cache copies (use_cache; held to the forward's end) */
+    bool cross;           /* cross-attention: keys and values from the encoder's states */
 };
 
-/* Attention sub-block (norm placement, projections, core, output projection, dropout, residual).
- * kv: TNONE for self-attention, else the encoder states for cross-attention. `bias` is added to the
- * scores (mask or position bias). rel_bias: T5 layer 0 registers a relative-attention-bias table. */
-tref tf_attention(struct gen *g, const struct tf_cfg *c, tref x, tref kv, tref bias, int64_t kv_dim);
-tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref x);
-/* Layers c->layer .. c->layer + c->count - 1 of a self-attention + FFN stack (each tagged by name_fmt, e.g.
- * "layer.%d"), with c->extra[0] as the attention bias/mask; the layer function behind checkpointing. */
-tref tf_layer_stack(struct gen *g, const struct tf_cfg *cfg, const struct ckpt *c, tref x, const char *name_fmt);
+/* What every layer of one forward shares. */
+struct tf_ctx {
+    tref mask;            /* additive attention mask [B, 1, S, Sk], or TNONE */
+    tref bias;            /* position bias [1, heads, S, Sk] (T5), or TNONE */
+    tref cos, sin;        /* rotary tables, or TNONE */
+};
+
+/* The attention module: projections of h (and, cross-attention, of kv_src's keys and values), rotary
+ * embedding, KV cache copies, the attention core, the output projection (and its dropout when the
+ * module has one). Frees the projections where the module's forward returns. */
+tref tf_attention(struct gen *g, const struct tf_cfg *c, const struct tf_ctx *x, tref h, tref kv_src);
+/* The feed-forward module: up (gate, act, up, product) or up-act, inner dropout, down (and its
+ * dropout when the module has one). */
+tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref h);
 /* Layers per checkpointed segment of a stack of `layers`: gradient_checkpointing's `every`, or the
  * whole stack as one plain segment when the model is not checkpointed. */
 int tf_checkpoint_every(const struct gen *g, int layers);
-/* Token ids [B, S] (int64, each in [0, high)) as a device input. */
+/* transformers builds the KV cache in training unless use_cache is off; gradient checkpointing turns
+ * it off. */
+bool tf_use_cache(const struct gen *g);
+/* Token ids [B, S] (int64, each in [0, high)) as a device input that lives until the step ends (the
+ * batch); tf_position_ids: the [1, S] arange the model makes (an activation it frees itself). */
 tref tf_ids(struct gen *g, int64_t b, int64_t s, int64_t high, const char *leaf);
-/* Causal [B, 1, S, S] or padding [B, 1, 1, S] mask in dtype dt, built once per forward (eager). */
-tref tf_mask(struct gen *g, int64_t b, int64_t s, bool causal, enum dtype dt);
-/* The LM loss: logits upcast as transformers' loss functions do, cross-entropy against labels. */
+tref tf_position_ids(struct gen *g, int64_t s, int64_t high);
+/* masking_utils (transformers 5.x): the additive mask an attention gets, or TNONE. Eager causal
+ * attention always has one ([B, 1, S, S] in dtype dt, made from a bool [1 or B, 1, S, S] that is then
+ * freed); with padding every attention gets one (eager: that float mask; SDPA: the bool mask
+ * itself); without padding, none otherwise (SDPA uses is_causal). */
+tref tf_mask(struct gen *g, int64_t b, int64_t s, int64_t sk, bool causal, bool eager, enum dtype dt);
+/* The causal LM loss (ForCausalLMLoss): logits.float() (a copy only when they are not fp32), labels
+ * padded by one and shifted (a contiguous copy), then cross-entropy. */
 tref tf_lm_loss(struct gen *g, tref logits, tref labels);
 
 #endif

@@ -1,51 +1,90 @@
-/* t5.c: T5 / FLAN-T5 encoder-decoder: shared embedding, RMSNorm (no bias, HF's fp32 upcast),
- * gated-GELU FFN, no biases, relative position bias made once per stack in block 0 and added to
- * every layer's scores (a [B, heads, S, S] tensor, as transformers builds it), a zero cross-attention
- * bias plus mask for the decoder, untied lm_head, cross-entropy loss. */
+/* t5.c: T5 / FLAN-T5 as transformers 5.x writes T5ForConditionalGeneration: a shared embedding,
+ * T5LayerNorm (RMSNorm), separate q, k, v, o projections without biases, an eager attention that
+ * multiplies its scores by 1.0 and adds a position bias: block 0's relative_attention_bias embedding
+ * [S, S, heads], shared by every layer of its stack (a permuted view, never expanded to the batch),
+ * and zeros [1, heads, T, S] for the cross-attention; the decoder's causal mask; the decoder's KV cache
+ * (an EncoderDecoderCache: self- and cross-attention copies); gated-GELU feed-forward; an untied
+ * lm_head; decoder_input_ids made from the labels (_shift_right); cross-entropy on the logits. */
 #include "workload/models/models.h"
 
 static const struct tf_names self_names = {
-    .attn = "SelfAttention", .q = "q", .kv = "kv", .o = "o", .attn_norm = "layer_norm",
+    .attn = "SelfAttention", .q = "q", .k = "k", .v = "v", .o = "o",
 };
 static const struct tf_names cross_names = {
-    .attn = "EncDecAttention", .q = "q", .kv = "kv", .o = "o", .attn_norm = "layer_norm",
+    .attn = "EncDecAttention", .q = "q", .k = "k", .v = "v", .o = "o",
 };
 static const struct tf_names ffn_names = {
-    .ffn = "DenseReluDense", .gate = "wi_0", .up = "wi_1", .down = "wo", .ffn_norm = "layer_norm",
+    .ffn = "DenseReluDense", .gate = "wi_0", .up = "wi_1", .act = "act", .down = "wo",
 };
 
-static struct tf_cfg t5_cfg(const struct model_spec *m, const struct tf_names *nm, bool causal)
+static struct tf_cfg t5_cfg(const struct gen *g, const struct model_spec *m, const struct tf_names *nm, bool causal,
+                            bool cache, bool cross)
 {
-    struct tf_cfg c = {.m = m, .nm = nm, .causal = causal, .attn_scale = 1.0f, .dropout = m->dropout,
-                       .attn_dropout = m->dropout};
+    struct tf_cfg c = {.m = m, .nm = nm, .causal = causal, .scale_op = true, .attn_scale = 1.0f,
+                       .attn_dropout = m->dropout, .inner_dropout = m->dropout, .cache = cache && tf_use_cache(g),
+                       .cross = cross};
     return c;
 }
 
-/* extra[0] = self-attention position bias; decoder: extra[1] = encoder states, extra[2] = cross bias */
+/* T5LayerSelfAttention / T5LayerCrossAttention / T5LayerFF: x + dropout(sublayer(layer_norm(x))). The
+ * sublayer's parameters are defined before the norm's (block 0's relative_attention_bias among the
+ * attention's, after o). */
+static tref t5_sublayer(struct gen *g, const struct tf_cfg *c, const struct tf_ctx *ctx, tref x, tref enc, bool ffn,
+                        bool rel_bias)
+{
+    const struct model_spec *m = c->m;
+    if (g->mode == GEN_PARAMS) {
+        if (ffn)
+            tf_ffn(g, c, TNONE);
+        else
+            tf_attention(g, c, ctx, TNONE, TNONE);
+        if (rel_bias) {
+            gen_push(g, "%s", c->nm->attn);
+            nn_embedding(g, "relative_attention_bias", TNONE, m->rel_buckets, m->heads, -1);
+            gen_pop(g);
+        }
+        nn_norm(g, "layer_norm", TNONE, m->hidden, m->norm, false, 0);
+        return TNONE;
+    }
+    tref n = nn_norm(g, "layer_norm", x, m->hidden, m->norm, false, 0);
+    tref o = ffn ? tf_ffn(g, c, n) : tf_attention(g, c, ctx, n, enc);
+    tref d = nn_dropout(g, "dropout", o, m->dropout);
+    tref r = nn_add(g, NULL, x, d);
+    t_release(g, d);
+    t_release(g, o);
+    t_release(g, n);
+    return r;
+}
+
+/* extra: [0] self-attention mask, [1] position bias; decoder: [2] encoder states, [3] cross bias,
+ * [4] cross mask */
 static tref t5_layers(struct gen *g, const struct ckpt *c, tref x, bool decoder)
 {
     const struct model_spec *m = c->model;
-    struct tf_cfg sa = t5_cfg(m, &self_names, decoder), ca = t5_cfg(m, &cross_names, false),
-                  ff = t5_cfg(m, &ffn_names, false);
+    struct tf_cfg sa = t5_cfg(g, m, &self_names, decoder, decoder, false),
+                  ca = t5_cfg(g, m, &cross_names, false, true, true), ff = t5_cfg(g, m, &ffn_names, false, false, false);
+    struct tf_ctx self = {.mask = c->extra[0], .bias = c->extra[1], .cos = TNONE, .sin = TNONE};
+    struct tf_ctx cross = {.mask = c->extra[4], .bias = c->extra[3], .cos = TNONE, .sin = TNONE};
     tref h = t_ref(g, x);
     for (int i = c->layer; i < c->layer + c->count; i++) {
         gen_push(g, "block.%d", i);
+        tref in = h; /* the caller's hidden_states holds the block's input until the block returns */
         gen_push(g, "layer.0");
-        tref a = tf_attention(g, &sa, h, TNONE, c->extra[0], 0);
+        tref a = t5_sublayer(g, &sa, &self, h, TNONE, false, i == 0);
         gen_pop(g);
-        t_release(g, h);
         h = a;
         if (decoder) {
             gen_push(g, "layer.1");
-            a = tf_attention(g, &ca, h, c->extra[1], c->extra[2], m->hidden);
+            a = t5_sublayer(g, &ca, &cross, h, c->extra[2], false, false);
             gen_pop(g);
             t_release(g, h);
             h = a;
         }
         gen_push(g, "layer.%d", decoder ? 2 : 1);
-        a = tf_ffn(g, &ff, h);
+        a = t5_sublayer(g, &ff, NULL, h, TNONE, true, false);
         gen_pop(g);
         t_release(g, h);
+        t_release(g, in);
         h = a;
         gen_pop(g);
     }
@@ -62,80 +101,90 @@ static tref decoder_layers(struct gen *g, const struct ckpt *c, tref x)
     return t5_layers(g, c, x, true);
 }
 
-/* Block 0's relative_attention_bias looked up over [S, S] buckets, plus the mask: [B, H, S, S]. */
-static tref position_bias(struct gen *g, const struct model_spec *m, int64_t b, int64_t s, bool causal)
+/* T5Attention.compute_bias in block 0: relative positions [S, S] (int64), their buckets (kept: the
+ * embedding's backward reads them) and relative_attention_bias looked up: [S, S, heads]. */
+static tref position_bias(struct gen *g, const struct model_spec *m, int64_t s)
 {
+    if (g->mode != GEN_RUN) /* registered with block 0's attention (t5_sublayer) */
+        return TNONE;
     gen_push(g, "block.0.layer.0.SelfAttention");
-    tref buckets = g->mode == GEN_RUN ? tf_ids(g, s, s, m->rel_buckets, "relative_position_buckets") : TNONE;
-    tref rb = nn_embedding(g, "relative_attention_bias", buckets, m->rel_buckets, m->heads, -1);
-    tref out = TNONE;
+    tref rel = TNONE, buckets = TNONE;
     if (g->mode == GEN_RUN) {
-        tref mask = tf_mask(g, b, s, causal, (enum dtype)g->t[rb].dtype);
-        int64_t hd[3] = {m->heads, s, s}, d[4] = {b, m->heads, s, s}, over_batch[3] = {1, b, m->heads * s * s};
-        tref per_head = nn_transpose(g, "position_bias.permute", rb, 1, s * s, m->heads, hd, 3);
-        tref big = nn_expand(g, "position_bias", per_head, over_batch, d, 4);
-        t_release(g, per_head);
-        out = nn_add(g, "position_bias", big, mask);
-        t_release(g, big);
-        t_release(g, mask);
+        const char *tag = gen_tag(g, NULL);
+        int64_t d[2] = {s, s};
+        rel = t_new(g, d, 2, DT_I64, CAT_ACTIVATION, tag);
+        buckets = t_new(g, d, 2, DT_I64, CAT_ACTIVATION, tag);
+        kern_init_ids(g, buckets, m->rel_buckets, tag);
     }
-    t_release(g, rb);
+    tref rb = nn_embedding(g, "relative_attention_bias", buckets, m->rel_buckets, m->heads, -1);
+    t_release(g, rel);
     t_release(g, buckets);
     gen_pop(g);
-    return out;
+    return rb;
 }
 
-static tref stack(struct gen *g, const struct model_spec *m, tref x, int layers, tref bias, tref enc,
-                  tref cross_bias, bool decoder)
+/* One T5Stack: embedding, dropout, the blocks, final_layer_norm, dropout. */
+static tref t5_stack(struct gen *g, const struct model_spec *m, tref ids, int32_t shared, int layers, int64_t b,
+                     int64_t s, bool decoder, tref enc, int64_t enc_len)
 {
+    tref emb = nn_embedding(g, "embed_tokens", ids, m->vocab, m->hidden, shared);
+    enum dtype dt = g->mode == GEN_RUN ? (enum dtype)g->t[emb].dtype : DT_F32;
+    bool eager = m->attn == ATTN_EAGER;
+    tref mask = tf_mask(g, b, s, s, decoder, eager, dt);
+    tref x = nn_dropout(g, "dropout", emb, m->dropout);
+    tref bias = position_bias(g, m, s), cross_bias = TNONE, cross_mask = TNONE;
+    if (decoder && g->mode == GEN_RUN) { /* layer.1's torch.zeros((1, n_heads, T, S)), shared after block 0 */
+        gen_push(g, "block.0.layer.1.EncDecAttention");
+        int64_t d[4] = {1, m->heads, s, enc_len};
+        cross_bias = t_new(g, d, 4, dt, CAT_ACTIVATION, gen_tag(g, NULL));
+        kern_fill(g, cross_bias, 0.0f, gen_tag(g, NULL));
+        gen_pop(g);
+        cross_mask = tf_mask(g, b, s, enc_len, false, eager, dt);
+    }
     int every = tf_checkpoint_every(g, layers);
     for (int i = 0; i < layers; i += every) {
         struct ckpt c = {.fn = decoder ? decoder_layers : encoder_layers, .model = m, .layer = i,
-                         .count = i + every <= layers ? every : layers - i, .extra = {bias, enc, cross_bias}};
+                         .count = i + every <= layers ? every : layers - i,
+                         .extra = {mask, bias, enc, cross_bias, cross_mask}};
         tref y = nn_checkpoint(g, &c, x);
         t_release(g, x);
         x = y;
     }
     tref n = nn_norm(g, "final_layer_norm", x, m->hidden, m->norm, false, 0);
     t_release(g, x);
-    tref d = nn_dropout(g, "dropout", n, m->dropout);
+    tref out = nn_dropout(g, "dropout", n, m->dropout);
     t_release(g, n);
-    return d;
+    t_release(g, emb);
+    t_release(g, mask);
+    t_release(g, bias);
+    t_release(g, cross_bias);
+    t_release(g, cross_mask);
+    return out;
 }
 
 tref t5_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
 {
     int64_t s = bt->s, t = bt->t ? bt->t : bt->s;
     tref ids = tf_ids(g, bt->b, s, m->vocab, "input_ids");
-    tref dec_ids = tf_ids(g, bt->b, t, m->vocab, "decoder_input_ids");
-    tref labels = loss ? tf_ids(g, bt->b, t, m->vocab, "labels") : TNONE;
-    int32_t shared = g->mode == GEN_PARAMS ? param_add(g, "shared.weight", m->vocab, m->hidden) : param_next(g);
+    tref labels = tf_ids(g, bt->b, t, m->vocab, "labels");
+    int32_t shared = nn_embedding_param(g, "shared", m->vocab, m->hidden);
 
     gen_push(g, "encoder");
-    tref x = nn_embedding(g, "embed_tokens", ids, m->vocab, m->hidden, shared);
-    tref xd = nn_dropout(g, "dropout", x, m->dropout);
-    t_release(g, x);
-    tref bias = position_bias(g, m, bt->b, s, false);
-    tref enc = stack(g, m, xd, m->layers, bias, TNONE, TNONE, false);
-    t_release(g, bias);
+    tref enc = t5_stack(g, m, ids, shared, m->layers, bt->b, s, false, TNONE, 0);
     gen_pop(g);
 
-    gen_push(g, "decoder");
-    tref y = nn_embedding(g, "embed_tokens", dec_ids, m->vocab, m->hidden, shared);
-    tref yd = nn_dropout(g, "dropout", y, m->dropout);
-    t_release(g, y);
-    tref dbias = position_bias(g, m, bt->b, t, true);
-    tref cross = TNONE;
-    if (g->mode == GEN_RUN) { /* zeros(1, H, T, S) + encoder mask, as transformers builds it */
-        tref mask = tf_mask(g, bt->b, s, false, (enum dtype)g->t[enc].dtype);
-        int64_t d[4] = {bt->b, m->heads, t, s}, over_heads[3] = {bt->b, m->heads * t, s};
-        cross = nn_expand(g, "encoder_decoder_position_bias", mask, over_heads, d, 4);
-        t_release(g, mask);
+    /* _shift_right(labels): new_zeros, a clone of labels[..., :-1] shifted in, freed */
+    tref dec_ids = TNONE;
+    if (g->mode == GEN_RUN) {
+        const char *tag = gen_intern(g, "decoder_input_ids");
+        int64_t d[2] = {bt->b, t}, c[2] = {bt->b, t > 1 ? t - 1 : 1};
+        dec_ids = t_new(g, d, 2, DT_I64, CAT_ACTIVATION, tag);
+        tref clone = t_new(g, c, 2, DT_I64, CAT_ACTIVATION, tag);
+        kern_init_ids(g, dec_ids, m->vocab, tag);
+        t_release(g, clone);
     }
-    tref dec = stack(g, m, yd, m->decoder_layers, dbias, enc, cross, true);
-    t_release(g, dbias);
-    t_release(g, cross);
-    t_release(g, enc);
+    gen_push(g, "decoder");
+    tref dec = t5_stack(g, m, dec_ids, shared, m->decoder_layers, bt->b, t, true, enc, s);
     gen_pop(g);
 
     bool head = g->in_head;
@@ -143,12 +192,14 @@ tref t5_forward(struct gen *g, const struct model_spec *m, const struct batch *b
     tref logits = nn_linear(g, "lm_head", dec, m->hidden, m->vocab, false);
     g->in_head = head;
     t_release(g, dec);
-    t_release(g, ids);
+    tref out = logits;
+    if (loss) {
+        out = nn_cross_entropy(g, "loss", logits, labels);
+        t_release(g, logits);
+    }
+    t_release(g, enc); /* the encoder's output lives in the model's output */
     t_release(g, dec_ids);
-    if (!loss)
-        return logits;
-    tref l = nn_cross_entropy(g, "loss", logits, labels);
-    t_release(g, logits);
+    t_release(g, ids);
     t_release(g, labels);
-    return l;
+    return out;
 }

@@ -1,0 +1,90 @@
+/* assumptions.c: the choices a job's op program embodies that a user must know to compare oomlab's
+ * figures with another tool's (generate.h, struct job_assumptions), from the resolved job. */
+#include "workload/generate.h"
+#include "workload/switches.h"
+
+#include <stdio.h>
+
+static bool transformer(enum model_family f)
+{
+    return f == FAMILY_DECODER || f == FAMILY_ENCODER || f == FAMILY_T5 || f == FAMILY_CLIP_TEXT;
+}
+
+static void attention_text(const struct job_spec *s, enum dtype cd, char *buf, size_t len)
+{
+    const struct model_spec *m = &s->model;
+    if (!transformer(m->family) && m->family != FAMILY_UNET && m->family != FAMILY_VAE) {
+        snprintf(buf, len, "none");
+        return;
+    }
+    if (m->attn == ATTN_EAGER) {
+        snprintf(buf, len, "eager");
+        return;
+    }
+    /* nn_attention: flash for 16-bit inputs without a mask (T5's position bias is one) */
+    bool masked = s->padding || (m->family == FAMILY_T5);
+    bool flash = (cd == DT_BF16 || cd == DT_F16) && !masked;
+    snprintf(buf, len, "sdpa (%s)", flash ? "flash" : "memory-efficient");
+}
+
+static void activation_text(const struct model_spec *m, char *buf, size_t len)
+{
+    enum act_kind act = m->act;
+    if (m->family == FAMILY_UNET || m->family == FAMILY_VAE)
+        act = ACT_SILU;
+    else if (m->family == FAMILY_CNN)
+        act = ACT_RELU;
+    snprintf(buf, len, "%s (%s)", act_name(act), act == ACT_GELU_NEW ? "composite" : "fused");
+}
+
+static void precision_text(const struct job_spec *s, char *buf, size_t len)
+{
+    const char *master = s->master_weights ? ", fp32 master weights" : "";
+    const char *scaled = s->loss_scaling ? ", loss scaling" : "";
+    if (s->autocast)
+        snprintf(buf, len, "autocast %s over %s weights%s%s", dtype_name(s->autocast_dtype), dtype_name(s->param_dtype),
+                 master, scaled);
+    else if (s->param_dtype != DT_F32)
+        snprintf(buf, len, "pure %s%s%s", dtype_name(s->param_dtype), master, scaled);
+    else
+        snprintf(buf, len, "fp32%s", scaled);
+}
+
+static void optimizer_text(const struct job_spec *s, char *buf, size_t len)
+{
+    switch (s->optimizer) {
+    case OPT_ADAMW_8BIT:
+        snprintf(buf, len, "adamw_8bit (bitsandbytes)");
+        break;
+    case OPT_ADAFACTOR:
+        snprintf(buf, len, "adafactor (transformers)");
+        break;
+    default:
+        snprintf(buf, len, "%s %s", optimizer_name(s->optimizer), s->foreach ? "foreach" : "for-loop");
+        break;
+    }
+}
+
+int workload_assumptions(const struct job_spec *spec, struct job_assumptions *a, struct err *e)
+{
+    struct job_spec s = *spec;
+    if (job_spec_validate(&s, e) < 0)
+        return -1;
+    switches_apply_settings(&s);
+    enum dtype cd = s.autocast ? s.autocast_dtype : s.param_dtype;
+    *a = (struct job_assumptions){.steps = s.steps, .kernel_scratch = s.kernel_scratch};
+    a->use_cache = s.use_cache && !spec_has_fix(&s, FIX_GRADIENT_CHECKPOINTING) &&
+                   (s.model.family == FAMILY_DECODER || s.model.family == FAMILY_T5);
+    attention_text(&s, cd, a->attention, sizeof a->attention);
+    activation_text(&s.model, a->activation, sizeof a->activation);
+    precision_text(&s, a->precision, sizeof a->precision);
+    optimizer_text(&s, a->optimizer, sizeof a->optimizer);
+    return 0;
+}
+
+void job_assumptions_text(const struct job_assumptions *a, char *buf, size_t len)
+{
+    snprintf(buf, len, "attention %s; act %s; %s; %s; %d step%s; KV cache %s; kernel scratch %s", a->attention,
+             a->activation, a->precision, a->optimizer, a->steps, a->steps == 1 ? "" : "s", a->use_cache ? "on" : "off",
+             a->kernel_scratch ? "on" : "off");
+}
