@@ -1,6 +1,6 @@
 /* device_kernel_time_test.c: the sim's kernel-time model (device/kernel_time.h) rule by rule, with
  * worked numbers: GEMMs (measured matmul rate, fixed time, memory bound, wave quantization and the
- * smaller tiles of small GEMMs, tensor-core misalignment), eager and fused attention, the optimizer
+ * smaller tiles of small GEMMs, tensor-core alignment under cuBLAS 10 and 11), eager and fused attention, the optimizer
  * paths (for-loop, foreach, fused, Adafactor, SGD), streaming kernels and their floor, the host time
  * per op of each software stack, the fallback matmul rate of a profile without a measurement, bad
  * input; and the GEMM rule against the measured sm_90 matmul table of XLA's cost model. */
@@ -72,10 +72,18 @@ static void gemms(void)
     k = gemm(DT_F16, 512, 1024, 1024);
     is_time(timed(&k, "v100-16", today()).gpu_seconds, 5.75e-6 + 2.0 * 512 * 1024 * 1024 / (97.36e12 * 0.8),
             "fp16 512 x 1024 x 1024: half-size tiles when the big ones cannot fill the SMs, 19.54 us");
-    /* N = 1002 is not a multiple of 8: half the tensor-core rate */
+    /* N = 1002 is not a multiple of 8: cuBLAS 10 (CUDA 10.2) leaves tensor cores for the CUDA cores,
+     * twice the fp32 rate; from cuBLAS 11 the aligned rule holds */
     k = gemm(DT_F16, 2048, 1002, 1024);
-    is_time(timed(&k, "v100-16", today()).gpu_seconds, 5.75e-6 + 2.0 * 2048 * 1002 * 1024 / (97.36e12 * 0.8 * 0.5),
-            "fp16 with N = 1002: off the aligned tensor-core kernels, 113.67 us");
+    is_time(timed(&k, "v100-16", software_stack_for(10, 2)).gpu_seconds,
+            5.75e-6 + 2.0 * 2048 * 1002 * 1024 / (2 * 14.51e12 * 0.8),
+            "fp16 with N = 1002 under CUDA 10.2: off the tensor cores, 186.8 us");
+    is_time(timed(&k, "v100-16", today()).gpu_seconds, 5.75e-6 + 2.0 * 2048 * 1002 * 1024 / (97.36e12 * 0.8),
+            "  under today's cuBLAS on them still, 59.7 us");
+    struct kernel_call odd = gemm(DT_F16, 1024, 2145, 1024);
+    double odd_tflops = 2.0 * 1024 * 2145 * 1024 / timed(&odd, "a100-80", today()).gpu_seconds / 1e12;
+    ok(fabs(odd_tflops / 132.8 - 1) < 0.05,
+       "A100 fp16 1024 x 2145 x 1024: %.1f TFLOP/s modelled, 132.8 measured (AI-benchmarking-guide)", odd_tflops);
     k.dtype = DT_F32;
     is_time(timed(&k, "v100-16", today()).gpu_seconds, 5.75e-6 + 2.0 * 2048 * 1002 * 1024 / (14.51e12 * 0.8),
             "fp32 has no alignment rule: 367.80 us");
@@ -202,13 +210,16 @@ static void streams(void)
 
 static void stacks(void)
 {
-    ok(software_stack_for(11, 2) == software_stack_at(0) && software_stack_at(0)->context_bytes == 1343ULL << 20,
-       "CUDA 11.2: eager module loading, a 1343 MiB context");
-    ok(software_stack_for(11, 6) == software_stack_at(0), "  up to 11.6");
-    ok(software_stack_for(11, 7) == software_stack_at(1) && software_stack_at(1)->context_bytes == 287047680,
+    ok(software_stack_for(10, 2) == software_stack_at(0) && !software_stack_at(0)->tensor_cores_any_shape,
+       "CUDA 10.2: cuBLAS 10, tensor cores for aligned 16-bit GEMMs only");
+    ok(software_stack_for(11, 2) == software_stack_at(1) && software_stack_at(1)->context_bytes == 1343ULL << 20 &&
+           software_stack_at(1)->tensor_cores_any_shape,
+       "CUDA 11.2: eager module loading, a 1343 MiB context, cuBLAS 11");
+    ok(software_stack_for(11, 6) == software_stack_at(1), "  up to 11.6");
+    ok(software_stack_for(11, 7) == software_stack_at(2) && software_stack_at(2)->context_bytes == 287047680,
        "CUDA 11.7: lazy loading, 287,047,680 B");
-    ok(software_stack_for(12, 4) == software_stack_at(1), "  and 12.4");
-    ok(software_stack_for(13, 0) == software_stack_at(2) && software_stack_at(2)->context_bytes == 426ULL << 20,
+    ok(software_stack_for(12, 4) == software_stack_at(2), "  and 12.4");
+    ok(software_stack_for(13, 0) == software_stack_at(3) && software_stack_at(3)->context_bytes == 426ULL << 20,
        "CUDA 13: 426 MiB");
     ok(software_stack_for(0, 0) == software_stack_at(software_stack_count() - 1), "no version: today's stack");
     ok(software_stack_for(9, 0) == software_stack_at(0), "anything older: the oldest row");

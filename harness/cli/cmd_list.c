@@ -68,8 +68,10 @@ static void list_profiles(void)
             snprintf(versions, sizeof versions, "before %d.%d", next->major, next->minor);
         else
             snprintf(versions, sizeof versions, "%d.%d on", st->major, st->minor);
-        printf("  CUDA %-11s %s: %s CUDA context, %.0f us host time per op\n               %s\n", versions, st->name,
-               context, st->host_op_us, st->source);
+        printf("  CUDA %-11s %s: %s CUDA context, %.0f us host time per op, 16-bit GEMMs on tensor cores %s\n"
+               "               %s\n",
+               versions, st->name, context, st->host_op_us,
+               st->tensor_cores_any_shape ? "whatever their shape" : "only aligned to 8", st->source);
     }
 }
 

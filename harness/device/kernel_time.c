@@ -5,12 +5,6 @@
 
 #include "kernels.h"
 
-/* A 16-bit GEMM whose M, N or K is not a multiple of 8 elements misses the aligned tensor-core
- * kernels (NVIDIA, "Matrix Multiplication Background User's Guide", 2.2 Tensor Core Requirements:
- * cuBLAS 11+ still uses Tensor Cores but less efficiently). The factor is an assumption: the guide
- * states the rule, not one number. */
-#define MISALIGNED_SHARE 0.5
-
 /* How an optimizer kernel's update runs (the `impl` dim of adamw, adamw_t and sgd, kernels.h). */
 enum optim_impl { OPTIM_FOR_LOOP = 0, OPTIM_FOREACH = 1, OPTIM_FUSED = 2 };
 
@@ -22,6 +16,7 @@ static const double foreach_max_tensors[] = {110, 64, 48, 36};
 struct model {
     const struct gpu_profile *p;
     const struct arch_calibration *cal;
+    const struct software_stack *stack;
     double bandwidth; /* achieved, bytes/s */
     double kernel_min, gemm_fixed, host_op;
     struct kernel_time *out;
@@ -41,6 +36,10 @@ static void add_stream(struct model *m, double bytes, double flops)
     m->out->host_seconds += m->host_op;
 }
 
+/* cuBLAS before 11 runs a 16-bit GEMM on tensor cores only when M, N and K are multiples of 8; otherwise
+ * on the CUDA cores, at twice the fp32 rate on Volta and Turing (the only GPUs such stacks drive). From
+ * cuBLAS 11 tensor cores take any shape: A100 fp16 1024 x 2145 x 1024 runs at 133 TFLOP/s
+ * (AI-benchmarking-guide ND A100 v4), what the aligned rule gives within 2%. */
 static int misaligned(double M, double N, double K)
 {
     return (long long)M % 8 || (long long)N % 8 || (long long)K % 8;
@@ -69,8 +68,8 @@ static void add_gemm_like(struct model *m, enum dtype dt, double flops, double b
                           double K)
 {
     double rate = gpu_profile_matmul_rate(m->p, dt) * wave_share(m, batch, M, N);
-    if (dt != DT_F32 && misaligned(M, N, K))
-        rate *= MISALIGNED_SHARE;
+    if (dt != DT_F32 && misaligned(M, N, K) && !m->stack->tensor_cores_any_shape)
+        rate = 2 * gpu_profile_matmul_rate(m->p, DT_F32) * wave_share(m, batch, M, N);
     m->out->gpu_seconds += m->gemm_fixed + max2(flops / rate, bytes / m->bandwidth);
     m->out->launches += 1;
     m->out->host_seconds += m->host_op;
@@ -223,6 +222,7 @@ int kernel_time_model(const struct kernel_call *k, const struct gpu_profile *p, 
     *out = (struct kernel_time){0};
     struct model m = {.p = p,
                       .cal = cal,
+                      .stack = stack,
                       .bandwidth = p->bandwidth_gbs * 1e9 * cal->bandwidth_share,
                       .kernel_min = cal->kernel_min_us * 1e-6,
                       .gemm_fixed = cal->gemm_fixed_us * 1e-6,

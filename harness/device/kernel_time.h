@@ -2,9 +2,9 @@
  * kernels PyTorch launches (an eager attention is two batched GEMMs and its softmax passes; a
  * for-loop AdamW step is eight elementwise ops per parameter), each costing the framework host time
  * to issue and the GPU time of its class:
- *   GEMM, convolution   fixed time + the slower of FLOPs at the measured matmul rate (halved for a
- *                       16-bit one whose M, N or K is not a multiple of 8) and bytes at the achieved
- *                       bandwidth
+ *   GEMM, convolution   fixed time + the slower of FLOPs at the measured matmul rate (over the waves
+ *                       of its tiles; off tensor cores for a 16-bit one not aligned to 8 under
+ *                       cuBLAS 10) and bytes at the achieved bandwidth
  *   eager attention     its batched GEMMs by the GEMM rule, its score-matrix passes at the bandwidth
  *   fused attention     FLOPs at the architecture's flash share of the spec rate, rising with keys
  *   optimizer steps     the unfused ops of torch.optim's for-loop (one launch each per tensor),

@@ -117,14 +117,21 @@ static const struct gpu_profile profiles[] = {
 /* Software stacks by CUDA version (workload-memory.md 6.3 for the contexts). Before 11.7 every kernel
  * of the PyTorch build loads at context creation; PyTorch 1.13 turned lazy loading on from 11.7. */
 static const struct software_stack stacks[] = {
+    /* cuBLAS 10 uses tensor cores for 16-bit GEMMs only when M, N and K are multiples of 8 ("your data
+     * should meet the requirement to enable tensor core before cublas 11. After cublas 11, cublas will
+     * use tensor core automatically", NVIDIA's zlsh80826 in PaddlePaddle/Paddle #25207; NVIDIA's Matrix
+     * Multiplication Background User's Guide, 2.2). Context and host time: no measurement of this stack
+     * was found; assumed as CUDA 11.x's. */
+    {0, 0, 1343 * MiB, HOST_OP_US_PYTORCH1, false, "PyTorch 1.x with cuBLAS 10",
+     "tensor cores: PaddlePaddle/Paddle #25207; context and host per op assumed as CUDA 11.x's"},
     /* context: 1343 MiB after one tensor on a V100, CUDA 11.2 (transformers perf_train_gpu_one, 2022) */
-    {0, 0, 1343 * MiB, HOST_OP_US_PYTORCH1, "PyTorch 1.x, eager module loading",
+    {11, 0, 1343 * MiB, HOST_OP_US_PYTORCH1, true, "PyTorch 1.x, eager module loading",
      "context and host per op: transformers perf_train_gpu_one (V100, CUDA 11.2, 2022)"},
     /* context: 287,047,680 B after one tensor with lazy loading (pytorch/pytorch #86509) */
-    {11, 7, 287047680, HOST_OP_US, "PyTorch with lazy module loading",
+    {11, 7, 287047680, HOST_OP_US, true, "PyTorch with lazy module loading",
      "context: pytorch/pytorch #86509; host per op: flagos-ai/Torch-FL #27"},
     /* context: 426 MiB for PyTorch 2.10 with CUDA 13 (unslothai/unsloth-zoo #1053) */
-    {13, 0, 426 * MiB, HOST_OP_US, "PyTorch 2.x, CUDA 13",
+    {13, 0, 426 * MiB, HOST_OP_US, true, "PyTorch 2.x, CUDA 13",
      "context: unslothai/unsloth-zoo #1053; host per op: flagos-ai/Torch-FL #27"},
 };
 

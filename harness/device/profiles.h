@@ -45,13 +45,15 @@ const struct gpu_profile *gpu_profile_at(size_t i);
 double gpu_profile_matmul_rate(const struct gpu_profile *p, enum dtype dt);
 
 /* The software stack of a PyTorch process, chosen by its CUDA version (`sim:PROFILE@cudaX.Y`): the
- * CUDA context it creates (eager module loading before 11.7, lazy after) and the host time its
- * framework spends per operator it issues (Python, dispatcher, cudaLaunchKernel). profiles.c has the
- * rows and their sources. */
+ * CUDA context it creates (eager module loading before 11.7, lazy after), the host time its framework
+ * spends per operator it issues (Python, dispatcher, cudaLaunchKernel), and whether its cuBLAS runs
+ * 16-bit GEMMs on tensor cores whatever their shape (from cuBLAS 11, CUDA 11.0) or only when M, N
+ * and K are multiples of 8. profiles.c has the rows and their sources. */
 struct software_stack {
     int major, minor;         /* the first CUDA version of the row */
     uint64_t context_bytes;
     double host_op_us;
+    bool tensor_cores_any_shape;
     const char *name;         /* "PyTorch 1.x, eager module loading" */
     const char *source;
 };
