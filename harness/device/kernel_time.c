@@ -67,9 +67,10 @@ static double wave_share(const struct model *m, double batch, double M, double N
 static void add_gemm_like(struct model *m, enum dtype dt, double flops, double bytes, double batch, double M, double N,
                           double K)
 {
-    double rate = gpu_profile_matmul_rate(m->p, dt) * wave_share(m, batch, M, N);
+    double rate = gpu_profile_matmul_rate(m->p, dt);
     if (dt != DT_F32 && misaligned(M, N, K) && !m->stack->tensor_cores_any_shape)
-        rate = 2 * gpu_profile_matmul_rate(m->p, DT_F32) * wave_share(m, batch, M, N);
+        rate = 2 * gpu_profile_matmul_rate(m->p, DT_F32);
+    rate *= wave_share(m, batch, M, N);
     m->out->gpu_seconds += m->gemm_fixed + max2(flops / rate, bytes / m->bandwidth);
     m->out->launches += 1;
     m->out->host_seconds += m->host_op;
