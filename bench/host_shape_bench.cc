@@ -189,10 +189,10 @@ void BM_HostShape(benchmark::State &state)
     cpu.tflops_16bit = cpu.tflops_fp32 = r.gemm / 1e12;
     for (double &m : cpu.matmul_tflops)
         m = r.gemm / 1e12;
-    const software_stack direct = {0, 0, 0, 0.0, "direct kernel calls", "the host device calls each kernel"};
+    const software_stack direct = {0, 0, 0, 0.0, true, "direct kernel calls", "the host device calls each kernel"};
     std::printf("\nThis CPU: fp32 GEMM %.1f GFLOP/s, bandwidth %.1f GB/s, fused attention %.1f GFLOP/s, tiny "
-                "kernel %.1f us (measured)\n",
-                r.gemm / 1e9, r.bandwidth / 1e9, r.flash / 1e9, r.tiny * 1e6);
+                "kernel %.0f ns (measured)\n",
+                r.gemm / 1e9, r.bandwidth / 1e9, r.flash / 1e9, r.tiny * 1e9);
     std::printf("%-24s %-14s %12s %12s %9s  %s\n", "scenario", "variant", "measured", "modelled", "ratio err",
                 "target (within 25%)");
     scenario *all = nullptr;
