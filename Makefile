@@ -151,7 +151,7 @@ PYTHON ?= .venv/bin/python
 test-recorder:
 	prove --exec '$(PYTHON)' python/tests/*.t
 
-$(BUILD)/bench/%: bench/%.cc $(BUILD)/liboomlab.a
+$(BUILD)/bench/%: bench/%.cc $(wildcard bench/*.h) $(BUILD)/liboomlab.a
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 -g -Iharness -Ikernels $(PKG_CFLAGS) $< $(BUILD)/liboomlab.a $(PKG_LIBS) -lbenchmark -lpthread -ldl -lm -o $@
 

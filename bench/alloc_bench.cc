@@ -72,24 +72,17 @@ void BM_ReplayDeComFL(benchmark::State &state)
 {
     const char *root = getenv("OOMLAB_SHARED");
     std::string path = std::string(root ? root : "../shared") + "/data/pytorch-snapshots/ZidongLiu_DeComFL__memory.pickle";
+    job_result *res = (job_result *)calloc(1, sizeof *res); // large: kept off the stack
     for (auto _ : state) {
-        replay_input in;
-        replay_result res;
         err e{};
-        if (snapshot_replay_load(path.c_str(), &in, &e)) {
-            state.SkipWithError(e.msg);
-            return;
-        }
-        alloc_config cfg;
-        alloc_config_default(&cfg);
-        device *dev = sim_device_create("sim:bench", 80 * GiB, 0, nullptr);
         replay_options opt{};
-        opt.same_addresses = true;
-        if (replay_run(&in, dev, &cfg, &opt, &res, &e) == 0)
-            replay_result_free(&res);
-        dev->ops->destroy(dev);
-        replay_input_free(&in);
+        opt.addresses = ADDRESSES_RECORDED;
+        if (replay_path(path.c_str(), &opt, res, &e)) {
+            state.SkipWithError(e.msg);
+            break;
+        }
     }
+    free(res);
 }
 
 } // namespace

@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench_calls.h"
+
 extern "C" {
 #include "cpu/tensor_io.h"
 #include "kernels.h"
@@ -52,21 +54,6 @@ std::vector<uint8_t> random_tensor(size_t n, int dt)
     std::vector<uint8_t> t(n * dtype_size(static_cast<enum dtype>(dt)));
     tensor_from_f32(t.data(), dt, f.data(), n);
     return t;
-}
-
-kernel_call make_call(unsigned kernel, int dt, std::initializer_list<int64_t> dims)
-{
-    kernel_call k;
-    std::memset(&k, 0, sizeof k);
-    k.kernel = static_cast<uint16_t>(kernel);
-    k.dtype = static_cast<uint8_t>(dt);
-    k.ntensors = kernel_get(kernel)->ntensors;
-    unsigned i = 0;
-    for (int64_t d : dims)
-        k.dims[i++] = d;
-    for (unsigned j = 0; j < k.ntensors; j++)
-        k.tensors[j] = j + 1;
-    return k;
 }
 
 void set_flops(benchmark::State &state, double flops_per_iter)

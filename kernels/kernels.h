@@ -160,9 +160,12 @@
  *
  * ---- optim: optimizer steps ----
  * K_ADAMW           in place on param, m, v (PyTorch AdamW, bias-corrected, decoupled decay)
- *     dims {n, step (1-based), eps_bits}; tensors{param: T [n] (in place), grad: T [n],
+ *     dims {n, step (1-based), eps_bits, impl}; tensors{param: T [n] (in place), grad: T [n],
  *     m: f32 [n] (in place), v: f32 [n] (in place)}; fparam {lr, beta1, beta2, weight_decay}
  *     eps_bits: eps as the bit pattern of an fp32 (kernel_f32_bits); 0 means 1e-8
+ *     impl: how the framework runs the update, which only its timing depends on: 0 torch.optim's
+ *     for-loop (one launch per op per tensor), 1 foreach (multi-tensor launches over the parameter
+ *     list), 2 one fused kernel per tensor (bitsandbytes' 32-bit update)
  * K_ADAMW8          8-bit block-wise AdamW (bitsandbytes): m and v stored as u8 codes of a
  *     dynamic (tree) quantization map, scaled by the absmax of each block of `block` elements
  *     dims {n, step, eps_bits, block (2048 or 256)}; tensors{param (in place), grad,
@@ -172,7 +175,7 @@
  *     keeps exp_avg and exp_avg_sq in the parameter's dtype); dims, fparam as K_ADAMW
  *     tensors{param (in place), grad, m: T [n] (in place), v: T [n] (in place)}
  * K_SGD             torch.optim.SGD with momentum, in place; step 1 sets buf = grad
- *     dims {n, step}; tensors{param: T [n], grad: T [n], buf: T [n]}
+ *     dims {n, step, impl (as K_ADAMW's)}; tensors{param: T [n], grad: T [n], buf: T [n]}
  *     fparam {lr, momentum, dampening, weight_decay}
  * K_ADAFACTOR       Adafactor without momentum (transformers' defaults but a fixed lr): second
  *     moment factored into row and column means for matrices (cols > 1), full for vectors;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 static int tap_count, tap_failed;
+static const char *tap_todo; /* while set, tests are TODO (known to fail, for this reason): not counted as failures */
 
 static inline int tap_ok(int cond, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -20,8 +21,10 @@ static inline int tap_ok(int cond, const char *file, int line, const char *fmt, 
     va_start(ap, fmt);
     vprintf(fmt, ap);
     va_end(ap);
+    if (tap_todo)
+        printf(" # TODO %s", tap_todo);
     printf("\n");
-    if (!cond) {
+    if (!cond && !tap_todo) {
         tap_failed++;
         printf("#   Failed test at %s line %d\n", file, line);
     }

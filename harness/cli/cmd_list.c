@@ -39,15 +39,40 @@ static void list_switches(const char *what, const struct switch_info *t, int n)
 
 static void list_profiles(void)
 {
-    printf("GPU profiles for the simulated device (--device sim:NAME):\n");
+    printf("GPU profiles for the simulated device (--device sim:NAME, or sim:NAME@cudaX.Y for that CUDA version's "
+           "stack):\n");
     for (size_t i = 0; i < gpu_profile_count(); i++) {
         const struct gpu_profile *p = gpu_profile_at(i);
-        char total[32];
+        const struct arch_calibration *cal = p->calibration;
+        char total[32], context[32];
         size_format_pytorch(p->total_bytes, total, sizeof total);
-        printf("  %-8s %10s total, %4.0f GB/s, %6.1f TFLOP/s 16-bit, %5.1f fp32, cuBLAS workspace %llu B\n"
-               "           %s\n",
-               p->name, total, p->bandwidth_gbs, p->tflops_16bit, p->tflops_fp32,
+        size_format_pytorch(p->context_bytes, context, sizeof context);
+        printf("  %-12s %10s total, %s context, %4.0f GB/s, %6.1f TFLOP/s 16-bit, %5.1f fp32, %d SMs, cuBLAS "
+               "workspace %llu B\n"
+               "               %s\n",
+               p->name, total, context, p->bandwidth_gbs, p->tflops_16bit, p->tflops_fp32, p->sms,
                (unsigned long long)p->cublas_workspace_bytes, p->description);
+        if (p->matmul_tflops[DT_F32] > 0)
+            printf("               matmul measured: %.2f fp32, %.2f bf16, %.2f fp16 TFLOP/s\n", p->matmul_tflops[DT_F32],
+                   p->matmul_tflops[DT_BF16], p->matmul_tflops[DT_F16]);
+        else
+            printf("               matmul: %s's shares of the spec rates (no measurement published)\n", cal->name);
+        printf("               kernel-time calibration: %s, on %s\n", cal->name, cal->source);
+    }
+    printf("software stacks (sim:NAME@cudaX.Y picks the row of CUDA X.Y; without it, the last):\n");
+    for (size_t i = 0; i < software_stack_count(); i++) {
+        const struct software_stack *st = software_stack_at(i);
+        const struct software_stack *next = software_stack_at(i + 1);
+        char context[32], versions[32];
+        size_format_pytorch(st->context_bytes, context, sizeof context);
+        if (i == 0 && next)
+            snprintf(versions, sizeof versions, "before %d.%d", next->major, next->minor);
+        else
+            snprintf(versions, sizeof versions, "%d.%d on", st->major, st->minor);
+        printf("  CUDA %-11s %s: %s CUDA context, %.0f us host time per op, 16-bit GEMMs on tensor cores %s\n"
+               "               %s\n",
+               versions, st->name, context, st->host_op_us,
+               st->tensor_cores_any_shape ? "whatever their shape" : "only aligned to 8", st->source);
     }
 }
 

@@ -14,7 +14,7 @@ void cmd_run_usage(FILE *f)
                "  runs every variant (before = the faults, after = faults + fixes) of every scenario\n"
                "options:\n"
                "  --device DEV     run every scenario on DEV instead of its own (sim:PROFILE, sim:SIZE,\n"
-               "                   host, host:SIZE|FRACTION, cuda, cuda:N)\n"
+               "                   either with @cudaX.Y, host, host:SIZE|FRACTION, cuda, cuda:N)\n"
                "  --capacity CAP   override the device capacity: a size (24GiB) or a share of the\n"
                "                   device's memory (0.5 or 50%%)\n"
                "  --snapshot DIR   write each variant's run as a PyTorch memory snapshot,\n"

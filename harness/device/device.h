@@ -85,7 +85,8 @@ struct device {
     const struct device_kind *kind; /* its row of the device-kind table: name and flags */
     char name[64];                  /* "sim:rtx5090", "sim:24GiB", "host", "cuda:0" */
     char detail[128];               /* what the name leaves out ("" if nothing): a bare size's architecture, the GPU */
-    char timed_by[64];              /* how kernel time is obtained: "roofline of rtx5090", "CUDA events", ... */
+    char timed_by[256];             /* how kernel time is obtained: "kernel-time model for Ampere (a100-80),
+                                     * calibrated on ...", "CUDA events", ... */
     uint64_t total;                 /* what cudaMemGetInfo reports as total */
     uint64_t cublas_workspace_bytes; /* per stream: the job's, or PyTorch's default for the architecture */
     void *impl;

@@ -22,6 +22,8 @@ struct device_spec {
     const struct device_kind *kind;
     char text[64];                      /* as written: "sim:24GiB" */
     const struct gpu_profile *profile;  /* sim: its profile, the default one for a bare size; else NULL */
+    int cuda_major, cuda_minor;         /* sim: the CUDA version of a @cudaMAJOR.MINOR suffix, whose
+                                         * context replaces the profile's; 0.0 without one */
     struct capacity own;                /* sim:SIZE, host:SIZE|FRACTION; {0, 0}: the kind's default */
     int ordinal;                        /* cuda:N */
 };
@@ -38,7 +40,7 @@ struct device_open_options {
 struct device_probe {
     bool available;
     char capacity[32]; /* its default capacity ("-" if unknown) */
-    char notes[512];   /* what it is, or when unavailable, "unavailable: " and why */
+    char notes[768];   /* what it is, or when unavailable, "unavailable: " and why */
 };
 
 struct device_kind {

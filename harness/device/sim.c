@@ -6,15 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "device/kernel_time.h"
 #include "scenario/suggest.h"
 
 struct sim {
     uint64_t context, used, next_base;
     const struct gpu_profile *profile;
+    const struct software_stack *stack;
     uint64_t *forced;
     size_t nforced, iforced;
-    double kernel_seconds; /* modelled since the last kernel_seconds() */
+    /* Since the last kernel_seconds() (a synchronisation): when the host has issued its last launch,
+     * and when the GPU finishes the last kernel it was given. */
+    double host_clock, gpu_clock;
 };
 
 static struct sim *sim_of(struct device *d)
@@ -86,26 +89,33 @@ static void sim_mem_info(struct device *d, uint64_t *free_bytes, uint64_t *total
     *total = d->total;
 }
 
-/* The roofline: a kernel takes as long as the slower of its compute (FLOPs at the profile's tensor
- * rate for 16-bit dtypes, its plain fp32 rate for fp32) and its memory traffic (bytes at the
- * bandwidth). */
+/* The host issues a kernel's launches one after another, each taking the framework's time per op; the
+ * GPU starts each as soon as it is issued and the previous kernel is done. So the GPU idles while the
+ * host is slower than the kernels it issues (small batches), and the host runs ahead otherwise. */
 static int sim_launch(struct device *d, const struct kernel_call *k, const uint64_t *tensor_addrs, struct err *e)
 {
-    const struct kernel_desc *kd = kernel_get(k->kernel);
-    if (!kd)
-        return err_set(e, ERR_INTERNAL, "%s: unknown kernel %u", d->name, k->kernel);
-    const struct gpu_profile *p = sim_of(d)->profile;
-    double flops = kd->flops(k), bytes = kd->bytes(k);
-    double rate = (k->dtype == DT_F32 ? p->tflops_fp32 : p->tflops_16bit) * 1e12;
-    double t_compute = flops / rate, t_memory = bytes / (p->bandwidth_gbs * 1e9);
-    sim_of(d)->kernel_seconds += t_compute > t_memory ? t_compute : t_memory;
+    struct sim *s = sim_of(d);
+    struct kernel_time t;
+    if (kernel_time_model(k, s->profile, s->stack, &t, e))
+        return err_prefix(e, "%s: ", d->name);
+    int n = t.launches > 1 ? (int)(t.launches + 0.5) : 1;
+    for (int i = 0; i < n; i++) {
+        s->host_clock += t.host_seconds / n;
+        if (s->gpu_clock < s->host_clock)
+            s->gpu_clock = s->host_clock;
+        s->gpu_clock += t.gpu_seconds / n;
+    }
     return 0;
 }
 
+/* A synchronisation: the host waits for the GPU, and the time since the previous one is the GPU's
+ * (never shorter than the host's, as every kernel starts after its launch). The runner reads it at
+ * phase and step boundaries, where a training loop synchronises (loss.item(), GradScaler's inf check). */
 static double sim_kernel_seconds(struct device *d)
 {
-    double t = sim_of(d)->kernel_seconds;
-    sim_of(d)->kernel_seconds = 0;
+    struct sim *s = sim_of(d);
+    double t = s->gpu_clock;
+    s->host_clock = s->gpu_clock = 0;
     return t;
 }
 
@@ -146,6 +156,18 @@ static const struct device_ops sim_ops = {
     .destroy = sim_destroy,
 };
 
+/* Says how the device times kernels: its architecture's calibration and, when not today's, its stack. */
+static void describe_timing(struct device *d)
+{
+    const struct sim *s = sim_of(d);
+    const struct arch_calibration *cal = s->profile->calibration;
+    char stack[96] = "";
+    if (s->stack != software_stack_for(0, 0))
+        snprintf(stack, sizeof stack, ", %s", s->stack->name);
+    snprintf(d->timed_by, sizeof d->timed_by, "kernel-time model for %s (%s%s), calibrated on %s", cal->name,
+             s->profile->name, stack, cal->source);
+}
+
 struct device *sim_device_create(const char *name, uint64_t total, uint64_t context, const struct gpu_profile *profile)
 {
     struct device *d = calloc(1, sizeof *d);
@@ -157,15 +179,21 @@ struct device *sim_device_create(const char *name, uint64_t total, uint64_t cont
     }
     if (!profile)
         profile = gpu_profile_default();
-    *s = (struct sim){.context = context, .next_base = 1ULL << 40, .profile = profile};
+    *s = (struct sim){.context = context, .next_base = 1ULL << 40, .profile = profile, .stack = software_stack_for(0, 0)};
     d->ops = &sim_ops;
     d->kind = &sim_device_kind;
     snprintf(d->name, sizeof d->name, "%s", name);
-    snprintf(d->timed_by, sizeof d->timed_by, "roofline of %s", profile->name);
     d->total = total;
     d->cublas_workspace_bytes = profile->cublas_workspace_bytes;
     d->impl = s;
+    describe_timing(d);
     return d;
+}
+
+void sim_device_set_stack(struct device *d, const struct software_stack *stack)
+{
+    sim_of(d)->stack = stack;
+    describe_timing(d);
 }
 
 static const char *profile_name_at(const void *list, size_t i)
@@ -173,22 +201,69 @@ static const char *profile_name_at(const void *list, size_t i)
     return gpu_profile_at(i)->name;
 }
 
+/* "@cudaMAJOR[.MINOR]" after a profile or size: that CUDA version's context replaces the profile's. */
+static int parse_cuda_suffix(const char *at, struct device_spec *out, struct err *e)
+{
+    int major = 0, minor = 0, used = 0;
+    if (strncmp(at, "@cuda", 5) || sscanf(at + 5, "%d%n", &major, &used) != 1 || major <= 0 || major > 99)
+        return err_set(e, ERR_INPUT, "'%s' is not a CUDA version: write @cudaMAJOR.MINOR, e.g. @cuda11.2", at);
+    const char *rest = at + 5 + used;
+    if (*rest == '.') {
+        int n = 0;
+        if (sscanf(rest + 1, "%d%n", &minor, &n) != 1 || minor < 0 || minor > 99)
+            return err_set(e, ERR_INPUT, "'%s' is not a CUDA version: write @cudaMAJOR.MINOR, e.g. @cuda11.2", at);
+        rest += 1 + n;
+    }
+    if (*rest)
+        return err_set(e, ERR_INPUT, "'%s' is not a CUDA version: write @cudaMAJOR.MINOR, e.g. @cuda11.2", at);
+    out->cuda_major = major;
+    out->cuda_minor = minor;
+    return 0;
+}
+
+/* The CUDA context a parsed spec's card starts with. */
+static uint64_t spec_context(const struct device_spec *spec)
+{
+    return spec->cuda_major ? software_stack_for(spec->cuda_major, spec->cuda_minor)->context_bytes
+                            : spec->profile->context_bytes;
+}
+
+static int unknown_profile(const char *name, struct err *e)
+{
+    const char *near = suggest_closest(name, gpu_profile_count(), profile_name_at, NULL);
+    if (near)
+        return err_set(e, ERR_INPUT, "unknown GPU profile '%s' (did you mean '%s'?)", name, near);
+    char known[512] = "";
+    for (size_t i = 0; i < gpu_profile_count(); i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", gpu_profile_at(i)->name);
+    return err_set(e, ERR_INPUT, "unknown GPU profile '%s' (known: %s)", name, known);
+}
+
 /* PROFILE, or SIZE: a card of that total with the default profile's architecture, which must leave
- * room beyond that architecture's CUDA context. */
+ * room beyond the CUDA context; either may end in @cudaMAJOR.MINOR. */
 static int sim_parse(const char *arg, struct device_spec *out, struct err *e)
 {
     out->profile = gpu_profile_default();
     if (!arg)
         return 0;
-    if (isdigit((unsigned char)*arg) || *arg == '.') {
-        if (size_parse(arg, &out->own.bytes, e))
+    char base[64];
+    const char *at = strchr(arg, '@');
+    size_t len = at ? (size_t)(at - arg) : strlen(arg);
+    if (len == 0 || len >= sizeof base)
+        return err_set(e, ERR_INPUT, "expected a profile or a size before '%s'", at ? at : arg);
+    memcpy(base, arg, len);
+    base[len] = '\0';
+    if (at && parse_cuda_suffix(at, out, e))
+        return -1;
+    if (isdigit((unsigned char)*base) || *base == '.') {
+        if (size_parse(base, &out->own.bytes, e))
             return -1;
         if (out->own.bytes == 0)
             return err_set(e, ERR_INPUT, "a device of 0 bytes");
-        if (out->own.bytes <= out->profile->context_bytes) {
+        if (out->own.bytes <= spec_context(out)) {
             char size[32], context[32];
             size_format_pytorch(out->own.bytes, size, sizeof size);
-            size_format_pytorch(out->profile->context_bytes, context, sizeof context);
+            size_format_pytorch(spec_context(out), context, sizeof context);
             return err_set(e, ERR_INPUT,
                            "a %s card cannot hold the %s CUDA context of the %s architecture a bare size takes "
                            "(a size given with --capacity has none)",
@@ -196,21 +271,15 @@ static int sim_parse(const char *arg, struct device_spec *out, struct err *e)
         }
         return 0;
     }
-    if ((out->profile = gpu_profile_find(arg)))
+    if ((out->profile = gpu_profile_find(base)))
         return 0;
-    const char *near = suggest_closest(arg, gpu_profile_count(), profile_name_at, NULL);
-    if (near)
-        return err_set(e, ERR_INPUT, "unknown GPU profile '%s' (did you mean '%s'?)", arg, near);
-    char known[512] = "";
-    for (size_t i = 0; i < gpu_profile_count(); i++)
-        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", gpu_profile_at(i)->name);
-    return err_set(e, ERR_INPUT, "unknown GPU profile '%s' (known: %s)", arg, known);
+    return unknown_profile(base, e);
 }
 
 static void sim_probe(struct device_probe *out)
 {
     const struct gpu_profile *p = gpu_profile_default();
-    char context[32], profiles[256] = "";
+    char context[32], profiles[320] = "";
     size_format_pytorch(p->context_bytes, context, sizeof context);
     for (size_t i = 0; i < gpu_profile_count(); i++)
         snprintf(profiles + strlen(profiles), sizeof profiles - strlen(profiles), "%s%s", i ? ", " : "",
@@ -219,7 +288,8 @@ static void sim_probe(struct device_probe *out)
     size_format_pytorch(p->total_bytes, out->capacity, sizeof out->capacity);
     snprintf(out->notes, sizeof out->notes,
              "simulated GPU: sim:PROFILE (%s; default %s) or sim:SIZE (a card of that total with the %s's "
-             "roofline rates, cuBLAS workspace and %s CUDA context)",
+             "rates, kernel-time calibration, cuBLAS workspace and %s CUDA context); @cudaX.Y after either "
+             "takes that CUDA version's context",
              profiles, p->name, p->name, context);
 }
 
@@ -228,9 +298,9 @@ static void sim_probe(struct device_probe *out)
 static struct device *sim_open(const struct device_spec *spec, const struct device_open_options *opt, struct err *e)
 {
     const struct gpu_profile *p = spec->profile;
-    uint64_t total = spec->own.bytes ? spec->own.bytes : p->total_bytes, context = p->context_bytes;
+    uint64_t total = spec->own.bytes ? spec->own.bytes : p->total_bytes, context = spec_context(spec);
     char name[64];
-    if (spec->own.bytes)
+    if (spec->own.bytes || spec->cuda_major)
         snprintf(name, sizeof name, "%s", spec->text);
     else
         snprintf(name, sizeof name, "sim:%s", p->name);
@@ -254,11 +324,13 @@ static struct device *sim_open(const struct device_spec *spec, const struct devi
         err_set(e, ERR_INTERNAL, "out of host memory creating device %s", spec->text);
         return NULL;
     }
+    if (spec->cuda_major)
+        sim_device_set_stack(d, software_stack_for(spec->cuda_major, spec->cuda_minor));
     if (spec->own.bytes) {
         char ctx[32];
         size_format_pytorch(context, ctx, sizeof ctx);
-        snprintf(d->detail, sizeof d->detail, "%s architecture: its roofline rates, cuBLAS workspace%s%s%s", p->name,
-                 context ? " and " : "", context ? ctx : "", context ? " CUDA context" : "");
+        snprintf(d->detail, sizeof d->detail, "%s architecture: its rates, kernel-time calibration, cuBLAS workspace%s%s%s",
+                 p->name, context ? " and " : "", context ? ctx : "", context ? " CUDA context" : "");
     }
     return d;
 }
@@ -266,7 +338,7 @@ static struct device *sim_open(const struct device_spec *spec, const struct devi
 const struct device_kind sim_device_kind = {
     .name = "sim",
     .forms = "sim, sim:PROFILE, sim:SIZE",
-    .flags = DEVICE_DETERMINISTIC_PLACEMENT,
+    .flags = DEVICE_DETERMINISTIC_PLACEMENT | DEVICE_ASYNC_KERNELS,
     .parse = sim_parse,
     .probe = sim_probe,
     .open = sim_open,

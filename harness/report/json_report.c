@@ -77,13 +77,13 @@ static json_t *replay_json(const struct job_result *r)
 
 static json_t *throughput_json(const struct job_result *r)
 {
-    json_t *t = json_pack("{s:f, s:f, s:f, s:f, s:{s:I, s:f, s:f, s:f}, s:s}", "steps_per_s", r->steps_per_s,
+    json_t *t = json_pack("{s:f, s:f, s:f, s:f, s:{s:I, s:f, s:f, s:f}, s:s, s:s}", "steps_per_s", r->steps_per_s,
                           "samples_per_s", r->samples_per_s, "train_seconds", r->train_seconds, "train_flops",
                           r->train_flops, "step_seconds", "steps", (json_int_t)r->run.steps_timed, "median",
                           r->run.step_seconds_median, "min", r->run.step_seconds_min, "max", r->run.step_seconds_max,
-                          "figures", figures(r));
-    if (r->run.measured) { /* kernel time by the device's own clock or events, and the wall clock beside it */
-        json_t *wall = json_pack("{s:s, s:{s:f, s:f, s:f}, s:f}", "timed_by", r->timed_by, "step_wall_seconds",
+                          "figures", figures(r), "timed_by", r->timed_by);
+    if (r->run.measured) { /* the wall clock beside the device's own clock or events */
+        json_t *wall = json_pack("{s:{s:f, s:f, s:f}, s:f}", "step_wall_seconds",
                                  "median", r->run.step_wall_seconds_median, "min", r->run.step_wall_seconds_min, "max",
                                  r->run.step_wall_seconds_max, "wall_seconds", r->run.wall_seconds);
         json_object_update(t, wall);

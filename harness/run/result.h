@@ -45,7 +45,7 @@ struct job_result {
     char device[64];
     char device_detail[128]; /* what the device's name leaves out (struct device.detail) */
     uint64_t device_total;
-    char timed_by[64];       /* how the device obtained kernel time: "roofline of rtx5090", "CUDA events" */
+    char timed_by[256];      /* how the device obtained kernel time (struct device.timed_by) */
     int steps_planned;       /* the job's optimizer steps (0 for a replay) */
     bool has_assumptions;    /* a generated job (not a replay): what its op program assumed */
     struct job_assumptions assumptions;

@@ -91,7 +91,9 @@ static void print_presets(FILE *f)
 static void print_profiles(FILE *f)
 {
     fprintf(f, "## Devices\n\n`device: sim:PROFILE` simulates one of these GPUs; `sim:SIZE` a GPU of that total with the "
-               "architecture of `%s`, the default (its roofline rates, cuBLAS workspace and CUDA context).\n\n",
+               "architecture of `%s`, the default (its rates, kernel-time calibration, cuBLAS workspace and CUDA "
+               "context). Either may end in `@cudaX.Y` (`sim:v100-16@cuda11.2`): the CUDA context and framework "
+               "time per op of that CUDA version's software stack (`oomlab list profiles`).\n\n",
             GPU_PROFILE_DEFAULT);
     fprintf(f, "| Profile | GPU |\n|---|---|\n");
     for (size_t i = 0; i < gpu_profile_count(); i++)

@@ -43,7 +43,8 @@ static const struct key top_keys[] = {
     {.name = "device", .type = KEY_CUSTOM, FIELD(F, head.device), .parse = parse_device,
      .format = format_device_default,
      .doc_type = "`sim`, `sim:PROFILE`, `sim:SIZE`, `host`, `host:SIZE`, `host:FRACTION`, `cuda` or `cuda:N`",
-     .help = "Where the variants run; a simulated GPU profile (see [Devices](#devices)) or capacity, host "
+     .help = "Where the variants run; a simulated GPU profile (see [Devices](#devices)) or capacity, either "
+             "optionally with `@cudaX.Y` (that CUDA version's context and framework time), host "
              "memory (a size, or a share of the machine's as 0.5 or 50%; default half), or a real GPU."},
     {.name = "alloc_conf", .type = KEY_CUSTOM, FIELD(F, head.alloc), .parse = parse_alloc_conf,
      .doc_type = "PYTORCH_CUDA_ALLOC_CONF string", .zero_means = "PyTorch's defaults",

@@ -75,6 +75,15 @@ static int temps_per_param(const struct gen *g)
     }
 }
 
+/* How the framework runs a step (the adamw and sgd kernels' impl dim, kernels.h): bitsandbytes
+ * updates its 32-bit-state tensors with one fused kernel each; torch.optim loops or uses foreach. */
+static int64_t update_impl(const struct gen *g)
+{
+    if (g->spec.optimizer == OPT_ADAMW_8BIT)
+        return 2;
+    return g->spec.foreach ? 1 : 0;
+}
+
 static void update(struct gen *g, struct param *p, tref grad, tref target)
 {
     enum dtype dt = (enum dtype)g->t[target].dtype;
@@ -82,10 +91,10 @@ static void update(struct gen *g, struct param *p, tref grad, tref target)
     float adam[4] = {LR, ADAM_BETA1, ADAM_BETA2, WEIGHT_DECAY};
     switch (g->spec.optimizer) {
     case OPT_SGD: {
-        int64_t d[2] = {p->numel, step};
+        int64_t d[3] = {p->numel, step, update_impl(g)};
         float f[4] = {LR, SGD_MOMENTUM, 0.0f, 0.0f};
         tref ts[3] = {target, grad, p->state[0]};
-        kern(g, K_SGD, dt, d, 2, ts, 3, f, 4, p->module);
+        kern(g, K_SGD, dt, d, 3, ts, 3, f, 4, p->module);
         break;
     }
     case OPT_ADAMW:
@@ -95,9 +104,9 @@ static void update(struct gen *g, struct param *p, tref grad, tref target)
             tref ts[6] = {target, grad, p->state[0], p->state[1], p->state[2], p->state[3]};
             kern(g, K_ADAMW8, dt, d, 4, ts, 6, adam, 4, p->module);
         } else {
-            int64_t d[3] = {p->numel, step, 0};
+            int64_t d[4] = {p->numel, step, 0, update_impl(g)};
             tref ts[4] = {target, grad, p->state[0], p->state[1]};
-            kern(g, g->t[p->state[0]].dtype == DT_F32 ? K_ADAMW : K_ADAMW_T, dt, d, 3, ts, 4, adam, 4, p->module);
+            kern(g, g->t[p->state[0]].dtype == DT_F32 ? K_ADAMW : K_ADAMW_T, dt, d, 4, ts, 4, adam, 4, p->module);
         }
         break;
     case OPT_ADAFACTOR: {
