@@ -2,9 +2,11 @@
  * the formulas (workload-memory.md 1.2, failure-modes.md): ALLOC/FREE/KERNEL consistency, what is
  * live after a step, Korthikanti's sbh(34 + 5as/h) per layer, SDPA and checkpointing, and the
  * generation time of one FLAN-T5-XL step. Uses a sink that sums live ALLOC bytes (no allocator). */
+#include <string.h>
 #include <time.h>
 
 #include "tap.h"
+#include "kernels.h"
 #include "workload/generate.h"
 #include "workload/live_sink.h"
 
@@ -138,6 +140,42 @@ static void test_korthikanti(void)
     live_sink_fini(&k);
 }
 
+/* Counts the GEMMs of the backward phase by dtype. */
+struct gemm_count {
+    struct op_sink base;
+    bool backward;
+    uint64_t by_dtype[DT_COUNT];
+};
+
+static int count_gemm(struct op_sink *sink, const struct op *op, struct err *e)
+{
+    (void)e;
+    struct gemm_count *c = (struct gemm_count *)sink;
+    if (op->kind == OP_PHASE)
+        c->backward = !strcmp(op->name, "backward");
+    if (op->kind == OP_KERNEL && c->backward && op->kernel.kernel == K_GEMM && op->kernel.dtype < DT_COUNT)
+        c->by_dtype[op->kernel.dtype]++;
+    return 0;
+}
+
+/* torch.utils.checkpoint re-enters the forward's autocast state: an fp32 model trained under fp16
+ * autocast recomputes its checkpointed layers in fp16, so its backward runs no fp32 GEMM. */
+static void test_checkpoint_under_autocast(void)
+{
+    struct job_spec s;
+    korthikanti(&s, 2, ATTN_EAGER);
+    s.load_dtype = s.param_dtype = DT_F32;
+    s.fixes = 1u << FIX_GRADIENT_CHECKPOINTING | 1u << FIX_MIXED_PRECISION;
+    struct err e = {0};
+    struct workload *w = workload_create(&s, &e);
+    struct gemm_count c = {.base.emit = count_gemm};
+    ok(w && workload_run(w, &c.base, &e) == 0, "checkpointed fp32 model under autocast generates %s", e.msg);
+    ok(c.by_dtype[DT_F16] + c.by_dtype[DT_BF16] > 0, "its backward runs 16-bit GEMMs (%llu)",
+       (unsigned long long)(c.by_dtype[DT_F16] + c.by_dtype[DT_BF16]));
+    is_int((int64_t)c.by_dtype[DT_F32], 0, "and no fp32 GEMM: the recompute runs under autocast too");
+    workload_destroy(w);
+}
+
 static double now_ms(void)
 {
     struct timespec t;
@@ -177,6 +215,7 @@ int main(void)
 {
     test_consistency();
     test_korthikanti();
+    test_checkpoint_under_autocast();
     test_flan_t5_xl_step();
     workload_destroy(last);
     return done_testing();

@@ -139,8 +139,9 @@ static int run_backward(struct gen *g, int32_t base);
 static void checkpoint_backward(struct gen *g, const struct node *n, tref gy)
 {
     int32_t base = g->ntape, cursor = g->cursor;
-    bool grad = g->grad_enabled;
+    bool grad = g->grad_enabled, autocast = g->autocast;
     g->grad_enabled = true;
+    g->autocast = n->ck.autocast;
     g->recomputing = true;
     g->cursor = n->ck.cursor;
     char scope[sizeof g->scope];
@@ -150,6 +151,9 @@ static void checkpoint_backward(struct gen *g, const struct node *n, tref gy)
     g->scope_len = (int)strlen(g->scope);
     g->scope_depth = 0;
     tref out = n->ck.fn(g, &n->ck, n->saved[0]);
+    if (g->autocast)
+        nn_end_autocast(g);
+    g->autocast = autocast;
     memcpy(g->scope, scope, sizeof scope);
     g->scope_len = scope_len;
     g->scope_depth = depth;

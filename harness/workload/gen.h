@@ -70,6 +70,7 @@ struct ckpt {
 #define CKPT_EXTRAS 5
     tref extra[CKPT_EXTRAS]; /* other inputs (mask, position bias, rotary tables, encoder states) */
     const char *scope;    /* module scope at the checkpoint, so recomputed ops keep their tags */
+    bool autocast;        /* the forward ran under autocast: so does the recompute (torch.utils.checkpoint) */
 };
 
 enum node_kind {
@@ -288,6 +289,8 @@ void nn_act_backward(struct gen *g, struct node *n, tref *gy);       /* nn.c */
 void nn_layout_backward(struct gen *g, const struct node *n, tref gy);    /* nn_layout.c */
 /* Runs `count` layers from `layer` through fn, checkpointed (inputs kept, recomputed in backward). */
 tref nn_checkpoint(struct gen *g, const struct ckpt *c, tref x);
+/* Leaving an autocast region: its cached 16-bit weight casts are released. */
+void nn_end_autocast(struct gen *g);
 
 /* scratch.c: kernels' own temporaries from the caching allocator (job kernel_scratch), allocated before
  * an op's kernel and freed with scratch_free after it. */

@@ -267,16 +267,6 @@ static const struct module *extra(const struct workload *w, enum extra_role role
     return NULL;
 }
 
-static void end_autocast(struct gen *g)
-{
-    for (int32_t i = 0; i < g->nparams; i++) {
-        if (g->params[i].cast != TNONE) {
-            t_release(g, g->params[i].cast);
-            g->params[i].cast = TNONE;
-        }
-    }
-}
-
 /* Runs an extra (frozen) module under no_grad; returns its output. */
 static tref run_extra(struct workload *w, const struct module *md, const struct batch *bt, bool encode)
 {
@@ -338,7 +328,7 @@ static tref main_forward(struct workload *w, const struct batch *bt, bool loss)
     g->autocast = g->spec.autocast;
     tref out = model_forward(g, &w->mod[0].m, bt, loss);
     g->autocast = false;
-    end_autocast(g);
+    nn_end_autocast(g);
     gen_release_held(g, &g->forward_held); /* the model's output (its KV cache) is dropped with the loss taken */
     return out;
 }

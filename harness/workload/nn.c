@@ -89,6 +89,16 @@ tref nn_param_as(struct gen *g, int32_t p, enum dtype dt)
     return c;
 }
 
+void nn_end_autocast(struct gen *g)
+{
+    for (int32_t i = 0; i < g->nparams; i++) {
+        if (g->params[i].cast != TNONE) {
+            t_release(g, g->params[i].cast);
+            g->params[i].cast = TNONE;
+        }
+    }
+}
+
 enum dtype nn_compute_dtype(const struct gen *g, tref x)
 {
     return g->autocast ? g->spec.autocast_dtype : (enum dtype)g->t[x].dtype;
@@ -858,6 +868,7 @@ tref nn_checkpoint(struct gen *g, const struct ckpt *c, tref x)
     n->ck = *c;
     n->ck.cursor = cursor;
     n->ck.scope = gen_intern(g, g->scope);
+    n->ck.autocast = g->autocast;
     node_input(g, n, 0, x);
     node_save(g, n, 0, x);
     for (int i = 0; i < CKPT_EXTRAS; i++) {
