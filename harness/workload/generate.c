@@ -395,15 +395,14 @@ static void train_micro_batch(struct workload *w, const struct batch *bt)
     }
     conditioning(w, bt);
     int32_t base = g->ntape;
-    tref loss = main_forward(w, bt, true);
+    tref loss = main_forward(w, bt, true), scaled = TNONE;
     release_conditioning(g);
-    if (g->spec.loss_scaling) {
-        tref scaled = nn_scale(g, "grad_scaler.scale", loss, nn_loss_scale());
-        t_release(g, loss);
-        loss = scaled;
-    }
+    if (g->spec.loss_scaling) /* scaler.scale(loss).backward(): the scaled loss is a temporary */
+        scaled = nn_scale(g, "grad_scaler.scale", loss, nn_loss_scale());
     gen_phase(g, gen_intern(g, "backward"));
-    backward(g, loss, base);
+    backward(g, scaled != TNONE ? scaled : loss, base);
+    if (scaled != TNONE)
+        t_release(g, scaled);
     if (spec_has_fault(&g->spec, FAULT_UNRELEASED_GRADIENTS))
         keep(w, loss); /* total_loss += loss: the loss tensor of every step stays referenced */
     else
