@@ -115,7 +115,7 @@ if [ -f "$SHARED/data/pytorch-snapshots/ZidongLiu_DeComFL__memory.pickle" ]; the
     ok $(contains "$out" "the trace holds in 1.77 GiB reserved at its peak") "DeComFL: the capacity it needs"
     out=$("$BIN" replay --capacity 400MiB "$snap" 2>&1); rc=$?
     ok $([ $rc = 1 ] && echo 0 || echo 1) "DeComFL on --capacity 400MiB OOMs: exit 1 (got $rc)"
-    ok $(contains "$out" "too small: the trace needs 1.77 GiB reserved; replay without --device/--capacity to reproduce the recording, or give --capacity 1.77GiB") "a named device too small says what it needs"
+    ok $(contains "$out" "too small: with room to spare the trace reserves 1.77 GiB at its peak: replay without --device/--capacity to reproduce the recording, or give --capacity 1.77GiB; less can do") "a named device too small says what holds it"
     ok $(contains "$out" "addresses: the sim's deterministic policy") "a what-if places segments by the sim's policy"
     out=$("$BIN" replay --alloc-conf expandable_segments:True "$snap" 2>&1)
     ok $(contains "$out" "settings:  --alloc-conf (a what-if: not the recorded settings): expandable_segments:True") "--alloc-conf is a what-if, and says so"

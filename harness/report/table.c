@@ -277,8 +277,10 @@ static void print_replay_details(FILE *f, const struct job_result *r)
     if (run->nooms && ri->needed) {
         char flag[32];
         size_format_flag(ri->needed, flag, sizeof flag);
-        snprintf(text, sizeof text, "the trace needs %s reserved; replay without --device/--capacity to reproduce "
-                                    "the recording, or give --capacity %s", need, flag);
+        snprintf(text, sizeof text, "with room to spare the trace reserves %s at its peak: replay without "
+                                    "--device/--capacity to reproduce the recording, or give --capacity %s; less "
+                                    "can do, as the allocator frees its cache under pressure (`oomlab advise` "
+                                    "finds the least)", need, flag);
         wrap_print(f, "   too small: ", 6, text);
     }
     wrap_print(f, "   addresses: ", 14, ri->addresses);
