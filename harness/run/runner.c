@@ -579,6 +579,16 @@ bool runner_stopped_by_oom(const struct runner *r)
     return r->ended_by_oom;
 }
 
+double runner_kernel_seconds(const struct runner *r)
+{
+    return r->res.kernel_seconds;
+}
+
+const uint64_t *runner_category_live(const struct runner *r)
+{
+    return r->category_live;
+}
+
 void runner_finish(struct runner *r, struct run_result *out)
 {
     take_times(r);

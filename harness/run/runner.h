@@ -128,6 +128,11 @@ int runner_restore_expandable(struct runner *r, uint64_t stream, bool small, con
 /* True once an allocation hit an OOM that ends the run: the sink refuses further ops, as the training
  * script would crash. */
 bool runner_stopped_by_oom(const struct runner *r);
+/* The run so far, for observers: the kernel time the device has reported (after each kernel on a
+ * synchronous device; at phase and step boundaries on an asynchronous one) and the allocated block bytes
+ * per category (CAT_COUNT entries, summing to the allocator's allocated bytes). */
+double runner_kernel_seconds(const struct runner *r);
+const uint64_t *runner_category_live(const struct runner *r);
 void runner_finish(struct runner *r, struct run_result *out);
 void runner_destroy(struct runner *r);
 
