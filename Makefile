@@ -8,7 +8,7 @@ CC       ?= gcc
 CXX      ?= g++
 CUDA     ?= auto
 SANITIZE ?=
-PKGS     := yaml-0.1 hwloc jansson libbsd openblas zlib
+PKGS     := yaml-0.1 hwloc jansson libbsd openblas zlib cairo
 SHARED   ?= $(abspath ../shared)
 
 ifeq ($(SANITIZE),1)
