@@ -85,9 +85,9 @@ static void counters(struct writer *w, const struct timeline_point *p, double ts
     emit(w, ev);
 }
 
-static void span(struct writer *w, const struct timeline_span *s)
+static void span(struct writer *w, const struct timeline_view *v, const struct timeline_span *s)
 {
-    double ts = ts_of(w, s->start_s, s->first_op), end = ts_of(w, s->end_s, s->last_op + 1);
+    double ts = ts_of(w, s->start_s, s->first_op), end = ts_of(w, s->end_s, timeline_span_end_op(v, s));
     json_t *ev = event("X", s->name, TID_PHASES, ts);
     json_object_set_new(ev, "dur", json_real(end > ts ? end - ts : 0));
     json_object_set_new(ev, "args", json_pack("{s:I, s:I, s:I}", "step", (json_int_t)s->step, "first_op",
@@ -146,7 +146,7 @@ static void events(struct writer *w, const struct timeline_view *v)
         CANDIDATE(io < v->nooms, ts_of(w, v->ooms[io].at_s, v->ooms[io].op), 4)
 #undef CANDIDATE
         switch (which) {
-        case 0: span(w, &v->spans[is++]); break;
+        case 0: span(w, v, &v->spans[is++]); break;
         case 1: step(w, &v->steps[it++]); break;
         case 2: {
             struct timeline_point p = merge_same_time(w, v, &ip);

@@ -88,9 +88,9 @@ static const char *short_name(const char *name)
     return NULL;
 }
 
-static double span_end_x(const struct frame *f, const struct timeline_span *s)
+static double span_end_x(const struct frame *f, const struct timeline_view *v, const struct timeline_span *s)
 {
-    return x_of(f, f->timed ? s->end_s : (double)(s->last_op + 1));
+    return x_of(f, f->timed ? s->end_s : (double)timeline_span_end_op(v, s));
 }
 
 static void draw_phases(struct plot_canvas *c, const struct frame *f, const struct timeline_view *v)
@@ -98,7 +98,7 @@ static void draw_phases(struct plot_canvas *c, const struct frame *f, const stru
     double top = f->y0 - STRIP - 4;
     for (size_t i = 0; i < v->nspans; i++) {
         const struct timeline_span *s = &v->spans[i];
-        double a = x_of(f, f->timed ? s->start_s : (double)s->first_op), b = span_end_x(f, s);
+        double a = x_of(f, f->timed ? s->start_s : (double)s->first_op), b = span_end_x(f, v, s);
         if (b <= a)
             continue;
         struct plot_rgb tint = phase_colour(s->name);
@@ -107,7 +107,7 @@ static void draw_phases(struct plot_canvas *c, const struct frame *f, const stru
     }
     for (size_t i = 0; i < v->nspans; i++) { /* names where they fit, after every band is down */
         const struct timeline_span *s = &v->spans[i];
-        double a = x_of(f, f->timed ? s->start_s : (double)s->first_op), b = span_end_x(f, s);
+        double a = x_of(f, f->timed ? s->start_s : (double)s->first_op), b = span_end_x(f, v, s);
         const char *names[] = {s->name, short_name(s->name)};
         for (int k = 0; k < 2 && names[k]; k++)
             if (b - a > plot_text_width(c, SMALL, names[k]) + 6 &&

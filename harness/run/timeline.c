@@ -381,6 +381,11 @@ const struct timeline_view *timeline_view(struct timeline *t, struct err *e)
     return &t->v;
 }
 
+uint64_t timeline_span_end_op(const struct timeline_view *v, const struct timeline_span *s)
+{
+    return s->last_op < v->end_op ? s->last_op + 1 : v->end_op;
+}
+
 void timeline_destroy(struct timeline *t)
 {
     if (!t)

@@ -91,6 +91,9 @@ struct timeline_view {
     uint64_t peak_allocated, peak_reserved;
 };
 
+/* The op after a span's last: where its last op's state ends (the run's last op for the last span). */
+uint64_t timeline_span_end_op(const struct timeline_view *v, const struct timeline_span *s);
+
 /* The state of a run after an op, as the observer reads it from the runner. */
 struct timeline_sample {
     double seconds; /* kernel time so far */
