@@ -116,7 +116,8 @@ run: all
 	$(BUILD)/oomlab run --json results/fresh/run.json --csv results/fresh/run.csv scenarios/ | tee results/fresh/run.txt
 
 test: all $(TESTS)
-	OOMLAB_SHARED=$(SHARED) OOMLAB_BIN=$(abspath $(BUILD)/oomlab) prove --exec '' -j2 $(TESTS) tests/*.sh
+	OOMLAB_SHARED=$(SHARED) OOMLAB_BIN=$(abspath $(BUILD)/oomlab) LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
+	    prove --exec '' -j2 $(TESTS) tests/*.sh
 
 # The recorder (python/oomlab_recorder) is tested apart: its tests need torch, `make test` needs no Python.
 PYTHON ?= .venv/bin/python

@@ -103,15 +103,16 @@ static bool png_size(const char *path, unsigned *w, unsigned *h)
     return good;
 }
 
-/* Writes the canvas to DIR/NAME.{svg,png} and checks both files. */
-static void check_files(const char *what, struct plot_canvas *c, const char *dir, const char *name)
+/* Writes the picture to DIR/NAME.{svg,png} and checks both files against its drawing on c. */
+static void check_files(const char *what, const struct plot_picture *p, const struct plot_canvas *c, const char *dir,
+                        const char *name)
 {
     char base[512], svg[520], png[520];
     snprintf(base, sizeof base, "%s/%s", dir, name);
     snprintf(svg, sizeof svg, "%s.svg", base);
     snprintf(png, sizeof png, "%s.png", base);
     struct err e = {0};
-    ok(plot_canvas_write(c, base, &e) == 0, "%s: written (%s)", what, e.msg);
+    ok(plot_picture_write(p, base, &e) == 0, "%s: written (%s)", what, e.msg);
     struct svg_check s;
     ok(parse_svg(svg, &s) && s.depth == 0 && !strcmp(s.root, "svg"), "%s: the SVG is well-formed, its root <svg>",
        what);
@@ -130,9 +131,10 @@ static void check_files(const char *what, struct plot_canvas *c, const char *dir
 
 static void timeline_picture(const struct timeline_view *v, const struct job_result *r, const char *dir)
 {
+    struct plot_picture p = plot_timeline_picture(v, r);
     struct plot_canvas c;
     struct err e = {0};
-    ok(plot_timeline_draw(&c, v, r, &e) == 0, "timeline drawn (%s)", e.msg);
+    ok(plot_picture_draw(&p, &c, &e) == 0, "timeline drawn (%s)", e.msg);
     static const char *const labels[] = {
         "tiny / before: memory over the run (modelled)", "sim:64MiB (64.00 MiB) · OOM in backward, step 1 (model.head)",
         "load", "forward", "backward", "step 1", "OOM: 48.00 MiB in backward, step 1", "MiB",
@@ -140,15 +142,16 @@ static void timeline_picture(const struct timeline_view *v, const struct job_res
         "capacity 64.00 MiB", "OOM", "peak allocated 28.00 MiB", "peak reserved 36.00 MiB", NULL};
     expect_labels("timeline", &c, labels);
     ok(!has_label(&c, "grad"), "timeline: the legend names only the categories that held memory");
-    check_files("timeline", &c, dir, "tiny-timeline");
+    check_files("timeline", &p, &c, dir, "tiny-timeline");
     plot_canvas_close(&c);
 }
 
 static void segments_picture(const struct timeline_view *v, const struct job_result *r, const char *dir)
 {
+    struct plot_picture p = plot_segments_picture(v, r);
     struct plot_canvas c;
     struct err e = {0};
-    ok(plot_segments_draw(&c, v, r, &e) == 0, "segments drawn (%s)", e.msg);
+    ok(plot_picture_draw(&p, &c, &e) == 0, "segments drawn (%s)", e.msg);
     static const char *const labels[] = {
         "tiny / before: segments at the reserved peak (modelled)",
         "after op 5 (forward, step 1): reserved 36.00 MiB in 2 segments (2 large, 0 small), allocated 24.00 MiB, "
@@ -157,7 +160,7 @@ static void segments_picture(const struct timeline_view *v, const struct job_res
     expect_labels("segments", &c, labels);
     /* 36 MiB in rows of 4 MiB (the smallest power of two that fits it in 14 rows): 9 rows of 36 px */
     ok(c.height == 100 + 9 * 36 + 56, "segments: 9 rows of 4 MiB (height %g)", c.height);
-    check_files("segments", &c, dir, "tiny-segments");
+    check_files("segments", &p, &c, dir, "tiny-segments");
     plot_canvas_close(&c);
 }
 
@@ -173,15 +176,16 @@ static void variants_picture(const struct job_result *before, const char *dir)
     memset(after->run.category_at_peak, 0, sizeof after->run.category_at_peak);
     after->run.category_at_peak[CAT_PARAM] = 8 * MiB;
     after->run.category_at_peak[CAT_ACTIVATION] = 4 * MiB;
+    struct plot_picture p = plot_variants_picture("tiny", jobs, 2);
     struct plot_canvas c;
     struct err e = {0};
-    ok(plot_variants_draw(&c, "tiny", jobs, 2, &e) == 0, "variants drawn (%s)", e.msg);
+    ok(plot_picture_draw(&p, &c, &e) == 0, "variants drawn (%s)", e.msg);
     static const char *const labels[] = {"tiny: peak memory per variant (modelled)", "before", "no fixes", "after",
                                          "one", "two", "three + 2 more", "OOM in backward", "fits",
                                          "alloc 28.00 MiB", "resv 36.00 MiB", "alloc 12.00 MiB", "resv 20.00 MiB",
                                          "capacity 64.00 MiB", "peak reserved", "capacity", NULL};
     expect_labels("variants", &c, labels);
-    check_files("variants", &c, dir, "tiny-variants");
+    check_files("variants", &p, &c, dir, "tiny-variants");
     plot_canvas_close(&c);
 }
 

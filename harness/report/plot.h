@@ -5,7 +5,7 @@
  *  - the allocator's segments at the reserved peak, blocks coloured allocated or free (plot_segments.c);
  *  - a scenario's variants side by side: peak allocated by category, peak reserved, the capacity and
  *    whether each fits (plot_variants.c).
- * Each draw function opens the canvas at the size its content needs; the caller closes it. */
+ * A picture knows its size before it is drawn, and is drawn once per file. */
 #ifndef OOMLAB_PLOT_H
 #define OOMLAB_PLOT_H
 
@@ -13,12 +13,23 @@
 #include "run/result.h"
 #include "run/timeline.h"
 
-int plot_timeline_draw(struct plot_canvas *c, const struct timeline_view *v, const struct job_result *r,
-                       struct err *e);
-int plot_segments_draw(struct plot_canvas *c, const struct timeline_view *v, const struct job_result *r,
-                       struct err *e);
-int plot_variants_draw(struct plot_canvas *c, const char *scenario, const struct job_result *jobs, size_t n,
-                       struct err *e);
+/* What a picture shows, its size, and how it draws itself (draw is called with the picture). */
+struct plot_picture {
+    double width, height;
+    plot_draw_fn draw;
+    const struct timeline_view *view; /* a run's pictures */
+    const struct job_result *jobs;    /* the run (one), or a scenario's variants */
+    size_t njobs;
+    const char *name;                 /* the scenario (variants) */
+};
+
+struct plot_picture plot_timeline_picture(const struct timeline_view *v, const struct job_result *r);
+struct plot_picture plot_segments_picture(const struct timeline_view *v, const struct job_result *r);
+struct plot_picture plot_variants_picture(const char *scenario, const struct job_result *jobs, size_t n);
+/* Draws p on a recording canvas, to inspect its labels (close c after). */
+int plot_picture_draw(const struct plot_picture *p, struct plot_canvas *c, struct err *e);
+/* BASE.svg and BASE.png. */
+int plot_picture_write(const struct plot_picture *p, const char *base, struct err *e);
 
 /* DIR/STEM-timeline.{svg,png} and DIR/STEM-segments.{svg,png}, DIR made if missing. */
 int plot_run_write(const char *dir, const char *stem, struct timeline *t, const struct job_result *r,

@@ -36,11 +36,11 @@ struct plot_rgb plot_category_colour(enum category cat)
     return category_colours[cat < CAT_COUNT ? cat : CAT_OTHER];
 }
 
-int plot_canvas_open(struct plot_canvas *c, double width, double height, struct err *e)
+/* A white canvas on surface (the canvas takes its reference). */
+static int canvas_on(struct plot_canvas *c, cairo_surface_t *surface, double width, double height, struct err *e)
 {
-    *c = (struct plot_canvas){.width = width, .height = height};
-    c->rec = cairo_recording_surface_create(CAIRO_CONTENT_COLOR_ALPHA, &(cairo_rectangle_t){0, 0, width, height});
-    c->cr = cairo_create(c->rec);
+    *c = (struct plot_canvas){.width = width, .height = height, .surface = surface};
+    c->cr = cairo_create(surface);
     if (cairo_status(c->cr) != CAIRO_STATUS_SUCCESS) {
         plot_canvas_close(c);
         return err_set(e, ERR_INTERNAL, "cannot start a drawing: out of host memory");
@@ -50,12 +50,23 @@ int plot_canvas_open(struct plot_canvas *c, double width, double height, struct 
     return 0;
 }
 
+int plot_canvas_draw(struct plot_canvas *c, double width, double height, plot_draw_fn draw, const void *data,
+                     struct err *e)
+{
+    cairo_surface_t *rec =
+        cairo_recording_surface_create(CAIRO_CONTENT_COLOR_ALPHA, &(cairo_rectangle_t){0, 0, width, height});
+    if (canvas_on(c, rec, width, height, e))
+        return -1;
+    draw(c, data);
+    return c->failed ? err_set(e, ERR_INTERNAL, "out of host memory drawing a picture") : 0;
+}
+
 void plot_canvas_close(struct plot_canvas *c)
 {
     if (c->cr)
         cairo_destroy(c->cr);
-    if (c->rec)
-        cairo_surface_destroy(c->rec);
+    if (c->surface)
+        cairo_surface_destroy(c->surface);
     free(c->labels);
     *c = (struct plot_canvas){0};
 }
@@ -65,64 +76,52 @@ static cairo_status_t write_stream(void *closure, const unsigned char *data, uns
     return fwrite(data, 1, n, closure) == n ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
 }
 
-/* The drawing replayed onto a file's surface. */
-static cairo_status_t replay_onto(cairo_surface_t *target, cairo_surface_t *rec)
+/* The picture drawn on a new surface of the file's kind, written to f. */
+static cairo_status_t draw_into(bool svg, double width, double height, plot_draw_fn draw, const void *data, FILE *f)
 {
-    cairo_t *cr = cairo_create(target);
-    cairo_set_source_surface(cr, rec, 0, 0);
-    cairo_paint(cr);
-    cairo_status_t st = cairo_status(cr);
-    cairo_destroy(cr);
-    return st;
-}
-
-static cairo_status_t write_svg(struct plot_canvas *c, FILE *f)
-{
-    cairo_surface_t *s = cairo_svg_surface_create_for_stream(write_stream, f, c->width, c->height);
-    cairo_svg_surface_restrict_to_version(s, CAIRO_SVG_VERSION_1_1);
-    cairo_status_t st = replay_onto(s, c->rec);
-    cairo_surface_finish(s);
-    if (st == CAIRO_STATUS_SUCCESS)
-        st = cairo_surface_status(s);
-    cairo_surface_destroy(s);
-    return st;
-}
-
-static cairo_status_t write_png(struct plot_canvas *c, FILE *f)
-{
-    cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)ceil(c->width), (int)ceil(c->height));
-    cairo_status_t st = replay_onto(s, c->rec);
-    if (st == CAIRO_STATUS_SUCCESS)
-        st = cairo_surface_write_to_png_stream(s, write_stream, f);
-    cairo_surface_destroy(s);
-    return st;
-}
-
-static int write_one(struct plot_canvas *c, const char *base, const char *ext,
-                     cairo_status_t (*write)(struct plot_canvas *, FILE *), struct err *e)
-{
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s.%s", base, ext) >= (int)sizeof path)
-        return err_set(e, ERR_INPUT, "%s.%s: path too long", base, ext);
-    struct atomic_file af;
-    if (atomic_open(&af, path, e))
-        return -1;
-    cairo_status_t st = write(c, af.f);
-    if (st != CAIRO_STATUS_SUCCESS) {
-        atomic_abort(&af);
-        return err_set(e, st == CAIRO_STATUS_WRITE_ERROR ? ERR_INPUT : ERR_INTERNAL, "%s: cannot write: %s", path,
-                       cairo_status_to_string(st));
+    cairo_surface_t *s;
+    if (svg) {
+        s = cairo_svg_surface_create_for_stream(write_stream, f, width, height);
+        cairo_svg_surface_restrict_to_version(s, CAIRO_SVG_VERSION_1_1);
+    } else {
+        s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)ceil(width), (int)ceil(height));
     }
-    return atomic_commit(&af, e);
+    struct plot_canvas c;
+    if (canvas_on(&c, s, width, height, &(struct err){0}))
+        return CAIRO_STATUS_NO_MEMORY;
+    draw(&c, data);
+    cairo_status_t st = c.failed ? CAIRO_STATUS_NO_MEMORY : cairo_status(c.cr);
+    cairo_destroy(c.cr);
+    c.cr = NULL;
+    if (st == CAIRO_STATUS_SUCCESS && svg) {
+        cairo_surface_finish(s);
+        st = cairo_surface_status(s);
+    } else if (st == CAIRO_STATUS_SUCCESS) {
+        st = cairo_surface_write_to_png_stream(s, write_stream, f);
+    }
+    plot_canvas_close(&c);
+    return st;
 }
 
-int plot_canvas_write(struct plot_canvas *c, const char *base, struct err *e)
+int plot_canvas_write(double width, double height, plot_draw_fn draw, const void *data, const char *base,
+                      struct err *e)
 {
-    if (c->failed)
-        return err_set(e, ERR_INTERNAL, "%s: out of host memory drawing the picture", base);
-    cairo_surface_flush(c->rec);
-    if (write_one(c, base, "svg", write_svg, e) || write_one(c, base, "png", write_png, e))
-        return -1;
+    for (int svg = 1; svg >= 0; svg--) {
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s.%s", base, svg ? "svg" : "png") >= (int)sizeof path)
+            return err_set(e, ERR_INPUT, "%s: path too long", base);
+        struct atomic_file af;
+        if (atomic_open(&af, path, e))
+            return -1;
+        cairo_status_t st = draw_into(svg, width, height, draw, data, af.f);
+        if (st != CAIRO_STATUS_SUCCESS) {
+            atomic_abort(&af);
+            return err_set(e, st == CAIRO_STATUS_WRITE_ERROR ? ERR_INPUT : ERR_INTERNAL, "%s: cannot write: %s",
+                           path, cairo_status_to_string(st));
+        }
+        if (atomic_commit(&af, e))
+            return -1;
+    }
     return 0;
 }
 

@@ -1,5 +1,5 @@
-/* plot_canvas.h: what oomlab's pictures share (cairo): a canvas that records one drawing and writes it as
- * both SVG and PNG, whole or not at all; text that remembers where it went, so a picture can place a
+/* plot_canvas.h: what oomlab's pictures share (cairo): a canvas a picture is drawn on, once for its SVG
+ * and once for its PNG (each written whole or not at all), or on a recording surface to inspect; text that remembers where it went, so a picture can place a
  * label only where it does not overlap another and a test can check that none do; the colour-blind-safe
  * palette of the categories (Paul Tol's "muted" scheme); axis ticks at round numbers; and byte and time
  * units chosen for the range shown. */
@@ -23,7 +23,7 @@ struct plot_label { /* a text as drawn, with its box */
 
 struct plot_canvas {
     double width, height;
-    cairo_surface_t *rec; /* the drawing, replayed into each file */
+    cairo_surface_t *surface; /* what it draws on: the SVG's, the PNG's, or a recording */
     cairo_t *cr;
     struct plot_label *labels;
     size_t nlabels, labels_cap;
@@ -41,10 +41,17 @@ struct plot_font {
     bool bold;
 };
 
-/* A white canvas of width x height pixels; 0, or -1 with e set. */
-int plot_canvas_open(struct plot_canvas *c, double width, double height, struct err *e);
-/* Writes the drawing to BASE.svg and BASE.png, each whole or not at all. */
-int plot_canvas_write(struct plot_canvas *c, const char *base, struct err *e);
+/* How a picture draws itself on a canvas (of the size it was opened with), from data. */
+typedef void (*plot_draw_fn)(struct plot_canvas *c, const void *data);
+
+/* A white canvas of width x height pixels on a recording surface, draw called on it: its labels can be
+ * inspected; close it after. 0, or -1 with e set. */
+int plot_canvas_draw(struct plot_canvas *c, double width, double height, plot_draw_fn draw, const void *data,
+                     struct err *e);
+/* Draws the picture into BASE.svg and BASE.png (each drawn on its own surface, as replaying a recording
+ * into cairo 1.16's SVG surface leaks its fonts), each file whole or not at all. */
+int plot_canvas_write(double width, double height, plot_draw_fn draw, const void *data, const char *base,
+                      struct err *e);
 void plot_canvas_close(struct plot_canvas *c);
 /* How many pairs of recorded labels overlap (0 in a picture that reads well). */
 size_t plot_canvas_overlaps(const struct plot_canvas *c);

@@ -46,10 +46,13 @@ static double first_piece(const struct strip *s, uint64_t at, uint64_t size, dou
     return s->x0 + s->width * (double)in / (double)s->per_row;
 }
 
-/* A white gap where a segment begins, narrower where segments are only a few pixels wide. */
+/* A white gap where a segment begins: 2 px, 1 px for a segment of a few pixels, none for one narrower
+ * (a gap would wash its colour out). */
 static void segment_gap(struct plot_canvas *c, const struct strip *s, uint64_t at, uint64_t size)
 {
-    double px = s->width * (double)size / (double)s->per_row, gap = px >= 8 ? 2 : px / 4;
+    double px = s->width * (double)size / (double)s->per_row, gap = px >= 8 ? 2 : px >= 4 ? 1 : 0;
+    if (gap == 0)
+        return;
     double x = s->x0 + s->width * (double)(at % s->per_row) / (double)s->per_row;
     plot_fill_rect(c, x, TOP + (double)(at / s->per_row) * (ROW + GAP), gap, ROW, WHITE, 1);
 }
@@ -81,11 +84,13 @@ static void draw_strip(struct plot_canvas *c, const struct strip *s, const struc
     for (size_t i = 0; i < snap->nsegments; i++) {
         const struct segment_info *g = &snap->segments[i];
         uint64_t start = at;
-        for (size_t k = 0; k < g->nblocks; k++) {
-            const struct block_info *b = &g->blocks[k];
-            fill_run(c, s, at, b->size,
-                     b->state == BLOCK_ACTIVE_ALLOCATED ? ALLOCATED : b->state == BLOCK_INACTIVE ? FREE : PENDING);
-            at += b->size;
+        for (size_t k = 0; k < g->nblocks;) { /* neighbours in one state as one run: no seams between them */
+            enum block_state state = g->blocks[k].state;
+            uint64_t size = 0;
+            for (; k < g->nblocks && g->blocks[k].state == state; k++)
+                size += g->blocks[k].size;
+            fill_run(c, s, at, size, state == BLOCK_ACTIVE_ALLOCATED ? ALLOCATED : state == BLOCK_INACTIVE ? FREE : PENDING);
+            at += size;
         }
         segment_gap(c, s, start, g->total_size);
         at = start + g->total_size;
@@ -161,27 +166,41 @@ static void legend(struct plot_canvas *c, double y, const struct strip *s)
     plot_text(c, SMALL, PLOT_LEFT, x + 400, y + 12, PLOT_GREY, buf);
 }
 
-int plot_segments_draw(struct plot_canvas *c, const struct timeline_view *v, const struct job_result *r,
-                       struct err *e)
+/* The reserved bytes drawn (0: none), the strip they are drawn in and its rows. */
+static uint64_t layout(const struct timeline_view *v, struct strip *s, size_t *rows)
 {
     const struct timeline_segments *seg = v->segments;
     uint64_t reserved = seg && seg->captured ? seg->reserved : 0;
-    struct strip s = {LEFT, WIDTH - LEFT - RIGHT, bytes_per_row(reserved)};
-    size_t rows = reserved ? (size_t)((reserved + s.per_row - 1) / s.per_row) : 1;
-    double height = TOP + (double)rows * (ROW + GAP) + 56;
-    if (plot_canvas_open(c, WIDTH, height, e))
-        return -1;
-    if (!reserved) {
+    *s = (struct strip){LEFT, WIDTH - LEFT - RIGHT, bytes_per_row(reserved)};
+    *rows = reserved ? (size_t)((reserved + s->per_row - 1) / s->per_row) : 1;
+    return reserved;
+}
+
+static void draw(struct plot_canvas *c, const void *data)
+{
+    const struct plot_picture *p = data;
+    const struct timeline_segments *seg = p->view->segments;
+    struct strip s;
+    size_t rows;
+    if (!layout(p->view, &s, &rows)) {
         char buf[512];
-        plot_run_heading(r, "segments at the reserved peak", buf, sizeof buf);
+        plot_run_heading(p->jobs, "segments at the reserved peak", buf, sizeof buf);
         plot_text(c, TITLE, PLOT_LEFT, 20, 28, PLOT_BLACK, buf);
         plot_text(c, SUBTITLE, PLOT_LEFT, 20, 50, PLOT_GREY, "the run reserved no memory");
-        return 0;
+        return;
     }
-    heading(c, seg, r);
+    heading(c, seg, p->jobs);
     draw_strip(c, &s, &seg->snap);
     row_labels(c, &s, rows);
     label_free_blocks(c, &s, &seg->snap);
     legend(c, TOP + (double)rows * (ROW + GAP) + 14, &s);
-    return 0;
+}
+
+struct plot_picture plot_segments_picture(const struct timeline_view *v, const struct job_result *r)
+{
+    struct strip s;
+    size_t rows;
+    layout(v, &s, &rows);
+    return (struct plot_picture){.width = WIDTH, .height = TOP + (double)rows * (ROW + GAP) + 56, .draw = draw,
+                                 .view = v, .jobs = r, .njobs = 1};
 }

@@ -300,11 +300,11 @@ static void draw_heading(struct plot_canvas *c, const struct timeline_view *v, c
     (void)v;
 }
 
-int plot_timeline_draw(struct plot_canvas *c, const struct timeline_view *v, const struct job_result *r,
-                       struct err *e)
+static void draw(struct plot_canvas *c, const void *data)
 {
-    if (plot_canvas_open(c, WIDTH, HEIGHT, e))
-        return -1;
+    const struct plot_picture *p = data;
+    const struct timeline_view *v = p->view;
+    const struct job_result *r = p->jobs;
     struct frame f = {.x0 = LEFT, .x1 = WIDTH - RIGHT, .y0 = TOP, .y1 = HEIGHT - BOTTOM, .timed = v->end_s > 0};
     f.xmax = f.timed ? v->end_s : (double)(v->end_op ? v->end_op : 1);
     if (v->nooms) /* room right of an OOM at the very end, so its line shows */
@@ -324,5 +324,9 @@ int plot_timeline_draw(struct plot_canvas *c, const struct timeline_view *v, con
     draw_ooms(c, &f, v, capacity_y);
     draw_steps(c, &f, v);
     draw_legend(c, &f, v, r, used);
-    return 0;
+}
+
+struct plot_picture plot_timeline_picture(const struct timeline_view *v, const struct job_result *r)
+{
+    return (struct plot_picture){.width = WIDTH, .height = HEIGHT, .draw = draw, .view = v, .jobs = r, .njobs = 1};
 }

@@ -155,13 +155,13 @@ static void draw_legend(struct plot_canvas *c, const struct frame *f, unsigned u
         plot_legend_row(c, x, y, SWATCH_DASHED, PLOT_CAPACITY, "capacity");
 }
 
-int plot_variants_draw(struct plot_canvas *c, const char *scenario, const struct job_result *jobs, size_t n,
-                       struct err *e)
+static void draw(struct plot_canvas *c, const void *data)
 {
-    double plot = n * SLOT > MIN_PLOT ? (double)n * SLOT : MIN_PLOT, width = LEFT + plot + RIGHT;
-    if (plot_canvas_open(c, width, HEIGHT, e))
-        return -1;
-    struct frame f = {.x0 = LEFT, .x1 = LEFT + plot, .y0 = TOP, .y1 = HEIGHT - BOTTOM};
+    const struct plot_picture *p = data;
+    const struct job_result *jobs = p->jobs;
+    size_t n = p->njobs;
+    double width = c->width;
+    struct frame f = {.x0 = LEFT, .x1 = width - RIGHT, .y0 = TOP, .y1 = HEIGHT - BOTTOM};
     uint64_t capacity = n ? jobs[0].device_total : 0, top = capacity;
     for (size_t j = 0; j < n; j++) {
         if (jobs[j].run.peak_reserved > top)
@@ -172,7 +172,7 @@ int plot_variants_draw(struct plot_canvas *c, const char *scenario, const struct
     /* the tallest outline leaves HEADROOM pixels for its labels */
     f.ymax = (double)(top ? top : 1) * (f.y1 - f.y0) / (f.y1 - f.y0 - HEADROOM);
     char buf[512], clipped[512], size[32];
-    snprintf(buf, sizeof buf, "%s: peak memory per variant (%s)", scenario, n ? plot_run_kind(&jobs[0]) : "modelled");
+    snprintf(buf, sizeof buf, "%s: peak memory per variant (%s)", p->name, n ? plot_run_kind(&jobs[0]) : "modelled");
     plot_text_clip(c, TITLE, buf, width - 40, clipped, sizeof clipped);
     plot_text(c, TITLE, PLOT_LEFT, 20, 28, PLOT_BLACK, clipped);
     size_format_pytorch(capacity, size, sizeof size);
@@ -189,5 +189,11 @@ int plot_variants_draw(struct plot_canvas *c, const char *scenario, const struct
     if (capacity)
         draw_capacity(c, &f, capacity);
     draw_legend(c, &f, categories_used(jobs, n), capacity);
-    return 0;
+}
+
+struct plot_picture plot_variants_picture(const char *scenario, const struct job_result *jobs, size_t n)
+{
+    double plot = n * SLOT > MIN_PLOT ? (double)n * SLOT : MIN_PLOT;
+    return (struct plot_picture){.width = LEFT + plot + RIGHT, .height = HEIGHT, .draw = draw, .jobs = jobs,
+                                 .njobs = n, .name = scenario};
 }

@@ -21,18 +21,14 @@ void plot_run_heading(const struct job_result *r, const char *what, char *title,
     }
 }
 
-typedef int (*draw_fn)(struct plot_canvas *c, const struct timeline_view *v, const struct job_result *r,
-                       struct err *e);
-
-static int draw_and_write(draw_fn draw, const struct timeline_view *v, const struct job_result *r, const char *base,
-                          struct err *e)
+int plot_picture_draw(const struct plot_picture *p, struct plot_canvas *c, struct err *e)
 {
-    struct plot_canvas c;
-    int rc = draw(&c, v, r, e);
-    if (rc == 0)
-        rc = plot_canvas_write(&c, base, e);
-    plot_canvas_close(&c);
-    return rc;
+    return plot_canvas_draw(c, p->width, p->height, p->draw, p, e);
+}
+
+int plot_picture_write(const struct plot_picture *p, const char *base, struct err *e)
+{
+    return plot_canvas_write(p->width, p->height, p->draw, p, base, e);
 }
 
 /* DIR/NAME-SUFFIX, the base of a picture's files; DIR made if missing. */
@@ -50,10 +46,11 @@ int plot_run_write(const char *dir, const char *stem, struct timeline *t, const 
 {
     const struct timeline_view *v = timeline_view(t, e);
     char base[4096];
-    if (!v || picture_base(dir, stem, "timeline", base, sizeof base, e) ||
-        draw_and_write(plot_timeline_draw, v, r, base, e) ||
-        picture_base(dir, stem, "segments", base, sizeof base, e) ||
-        draw_and_write(plot_segments_draw, v, r, base, e))
+    if (!v)
+        return -1;
+    struct plot_picture timeline = plot_timeline_picture(v, r), segments = plot_segments_picture(v, r);
+    if (picture_base(dir, stem, "timeline", base, sizeof base, e) || plot_picture_write(&timeline, base, e) ||
+        picture_base(dir, stem, "segments", base, sizeof base, e) || plot_picture_write(&segments, base, e))
         return -1;
     return 0;
 }
@@ -62,12 +59,8 @@ int plot_variants_write(const char *dir, const char *scenario, const struct job_
                         struct err *e)
 {
     char base[4096];
-    if (picture_base(dir, scenario, "variants", base, sizeof base, e))
+    struct plot_picture variants = plot_variants_picture(scenario, jobs, n);
+    if (picture_base(dir, scenario, "variants", base, sizeof base, e) || plot_picture_write(&variants, base, e))
         return -1;
-    struct plot_canvas c;
-    int rc = plot_variants_draw(&c, scenario, jobs, n, e);
-    if (rc == 0)
-        rc = plot_canvas_write(&c, base, e);
-    plot_canvas_close(&c);
-    return rc;
+    return 0;
 }
