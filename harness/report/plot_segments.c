@@ -81,6 +81,8 @@ static void label_free_blocks(struct plot_canvas *c, const struct strip *s, cons
 static void draw_strip(struct plot_canvas *c, const struct strip *s, const struct alloc_snapshot *snap)
 {
     uint64_t at = 0;
+    cairo_save(c->cr);
+    cairo_set_antialias(c->cr, CAIRO_ANTIALIAS_NONE); /* crisp edges: many 1-pixel segments stay solid */
     for (size_t i = 0; i < snap->nsegments; i++) {
         const struct segment_info *g = &snap->segments[i];
         uint64_t start = at;
@@ -95,6 +97,7 @@ static void draw_strip(struct plot_canvas *c, const struct strip *s, const struc
         segment_gap(c, s, start, g->total_size);
         at = start + g->total_size;
     }
+    cairo_restore(c->cr);
 }
 
 static void row_labels(struct plot_canvas *c, const struct strip *s, size_t rows)
