@@ -110,18 +110,30 @@ static bool summarize(const char *path, struct summary *s, json_t **root)
     return true;
 }
 
+/* Writes t's trace to DIR/NAME and reads it back into *s (*root to json_decref). */
+static bool write_and_read(const char *dir, const char *name, struct timeline *t, const struct job_result *r,
+                           struct summary *s, json_t **root)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct err e = {0};
+    *root = NULL;
+    if (perfetto_write(path, t, r, &e)) {
+        diag("%s", e.msg);
+        return false;
+    }
+    return summarize(path, s, root);
+}
+
 static void tiny_trace(const char *dir)
 {
     struct timeline *tl;
     struct job_result r;
     ok(tiny_run(&tl, &r) == 0, "the small text trace runs");
-    char path[512];
-    snprintf(path, sizeof path, "%s/tiny.json", dir);
-    struct err e = {0};
-    ok(perfetto_write(path, tl, &r, &e) == 0, "trace written (%s)", e.msg);
     struct summary s;
-    json_t *root = NULL;
-    ok(summarize(path, &s, &root), "the trace parses as JSON with traceEvents and displayTimeUnit");
+    json_t *root;
+    ok(write_and_read(dir, "tiny.json", tl, &r, &s, &root),
+       "the trace is written and parses as JSON with traceEvents and displayTimeUnit");
     ok(s.shaped, "every event has the fields of its phase (ph, name, pid; ts; dur and tid for slices; s for instants)");
     ok(s.monotonic, "timestamps never go back");
     is_u64(s.top_allocated, r.run.peak_allocated, "the allocated series sum to the peak, 28 MiB, at their highest");
@@ -154,13 +166,10 @@ static void same_time(const char *dir)
     }
     timeline_end(t, &(struct timeline_sample){2, 2, 16, NULL});
     struct job_result r = {.has_expect = true};
-    char path[512];
-    snprintf(path, sizeof path, "%s/same-time.json", dir);
-    struct err e = {0};
-    ok(perfetto_write(path, t, &r, &e) == 0, "same times: written (%s)", e.msg);
     struct summary s;
-    json_t *root = NULL;
-    ok(summarize(path, &s, &root) && s.shaped && s.monotonic, "same times: parses, well formed, in order");
+    json_t *root;
+    ok(write_and_read(dir, "same-time.json", t, &r, &s, &root) && s.shaped && s.monotonic,
+       "same times: written, parses, well formed, in order");
     is_u64(s.top_allocated, 9, "same times: the highest of the points at 1 s, 9, is kept");
     is_int(s.counters, 6, "same times: one allocated and one reserved event at each of 0 s, 1 s and 2 s");
     json_decref(root);
@@ -203,9 +212,6 @@ int main(void)
     tiny_trace(dir);
     same_time(dir);
     scenario_trace(dir);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd))
-        diag("could not remove %s", dir);
+    remove_tmp_dir(dir);
     return done_testing();
 }

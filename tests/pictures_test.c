@@ -223,9 +223,6 @@ int main(void)
     variants_picture(&r, dir);
     bad_directory(tl, &r, dir);
     timeline_destroy(tl);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd))
-        diag("could not remove %s", dir);
+    remove_tmp_dir(dir);
     return done_testing();
 }

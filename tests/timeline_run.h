@@ -73,4 +73,13 @@ static int tiny_run(struct timeline **tl, struct job_result *r)
     return rc;
 }
 
+/* Removes a test's temporary directory and what it holds. */
+static inline void remove_tmp_dir(const char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd))
+        printf("# could not remove %s\n", dir);
+}
+
 #endif

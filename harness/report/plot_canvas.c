@@ -282,6 +282,26 @@ void plot_tick_text(double v, char *buf, size_t len)
         *end = '\0';
 }
 
+void plot_byte_axis(struct plot_canvas *c, double x0, double x1, double y0, double y1, double ymax, double unit_y)
+{
+    double unit, step;
+    const char *name = plot_byte_unit((uint64_t)ymax, &unit);
+    int n = plot_ticks(ymax / unit, 6, &step);
+    for (int i = 0; i <= n; i++) {
+        double y = y1 - (y1 - y0) * i * step * unit / ymax;
+        if (y < y0 - 0.5)
+            break;
+        if (i)
+            plot_line(c, x0, y, x1, y, PLOT_LIGHT_GREY, 0.8, false);
+        char buf[32];
+        plot_tick_text(i * step, buf, sizeof buf);
+        plot_text(c, (struct plot_font){12, false}, PLOT_RIGHT, x0 - 8, y + 4, PLOT_BLACK, buf);
+    }
+    plot_text(c, (struct plot_font){13, false}, PLOT_RIGHT, x0 - 8, unit_y, PLOT_BLACK, name);
+    plot_line(c, x0, y1, x1, y1, PLOT_BLACK, 1, false);
+    plot_line(c, x0, y0, x0, y1, PLOT_BLACK, 1, false);
+}
+
 double plot_legend_row(struct plot_canvas *c, double x, double y, enum plot_swatch kind, struct plot_rgb colour,
                        const char *text)
 {

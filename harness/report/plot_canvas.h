@@ -89,6 +89,10 @@ const char *plot_time_unit(double max, double *unit);
 /* A tick value without trailing zeros: "2.5", "10". */
 void plot_tick_text(double v, char *buf, size_t len);
 
+/* The byte axis left of the plot area x0..x1, y0 (top)..y1, whose top is ymax bytes: ticks at round
+ * numbers with grid lines, the unit at (x0 - 8, unit_y), and the area's left and bottom edges. */
+void plot_byte_axis(struct plot_canvas *c, double x0, double x1, double y0, double y1, double ymax, double unit_y);
+
 /* A legend swatch at (x, y) (its top left, 14 px high) and its text; returns the y of the next row. */
 enum plot_swatch { SWATCH_FILL, SWATCH_LINE, SWATCH_DASHED, SWATCH_OUTLINE };
 double plot_legend_row(struct plot_canvas *c, double x, double y, enum plot_swatch kind, struct plot_rgb colour,

@@ -177,24 +177,13 @@ static void draw_memory(struct plot_canvas *c, const struct frame *f, const stru
 
 static void draw_axes(struct plot_canvas *c, const struct frame *f, const struct job_result *r)
 {
+    plot_byte_axis(c, f->x0, f->x1, f->y0, f->y1, f->ymax, f->y0 - STRIP - 12);
     double unit, step;
-    const char *name = plot_byte_unit((uint64_t)f->ymax, &unit);
-    int n = plot_ticks(f->ymax / unit, 6, &step);
     char buf[160];
-    for (int i = 0; i <= n; i++) {
-        double y = y_of(f, i * step * unit);
-        if (y < f->y0 - 0.5)
-            break;
-        if (i)
-            plot_line(c, f->x0, y, f->x1, y, PLOT_LIGHT_GREY, 0.8, false);
-        plot_tick_text(i * step, buf, sizeof buf);
-        plot_text(c, TICK, PLOT_RIGHT, f->x0 - 8, y + 4, PLOT_BLACK, buf);
-    }
-    plot_text(c, AXIS, PLOT_RIGHT, f->x0 - 8, f->y0 - STRIP - 12, PLOT_BLACK, name);
     const char *xname = f->timed ? plot_time_unit(f->xmax, &unit) : "ops";
     if (!f->timed)
         unit = 1;
-    n = plot_ticks(f->xmax / unit, 8, &step);
+    int n = plot_ticks(f->xmax / unit, 8, &step);
     for (int i = 0; i <= n; i++) {
         double x = x_of(f, i * step * unit);
         if (x > f->x1 + 0.5)
@@ -211,8 +200,6 @@ static void draw_axes(struct plot_canvas *c, const struct frame *f, const struct
     char clipped[160];
     plot_text_clip(c, AXIS, buf, f->x1 - f->x0, clipped, sizeof clipped);
     plot_text(c, AXIS, PLOT_CENTER, (f->x0 + f->x1) / 2, f->y1 + 44, PLOT_BLACK, clipped);
-    plot_line(c, f->x0, f->y1, f->x1, f->y1, PLOT_BLACK, 1, false);
-    plot_line(c, f->x0, f->y0, f->x0, f->y1, PLOT_BLACK, 1, false);
 }
 
 /* Where capacity is drawn, it bounds the y axis; a capacity far above the run (a replay's unbounded

@@ -16,7 +16,7 @@
 #define BOTTOM 104
 #define HEADROOM 64 /* pixels above the tallest outline for its three labels */
 
-static const struct plot_font TITLE = {18, true}, SUBTITLE = {13, false}, TICK = {12, false}, SMALL = {11.5, false},
+static const struct plot_font TITLE = {18, true}, SUBTITLE = {13, false}, SMALL = {11.5, false},
                               NAME = {13, true}, VALUE = {12, false}, OUTCOME = {12.5, true};
 
 struct frame {
@@ -102,26 +102,6 @@ static void draw_name(struct plot_canvas *c, const struct frame *f, const struct
     }
 }
 
-static void draw_axis(struct plot_canvas *c, const struct frame *f)
-{
-    double unit, step;
-    const char *name = plot_byte_unit((uint64_t)f->ymax, &unit);
-    int n = plot_ticks(f->ymax / unit, 6, &step);
-    char buf[32];
-    for (int i = 0; i <= n; i++) {
-        double y = y_of(f, i * step * unit);
-        if (y < f->y0 - 0.5)
-            break;
-        if (i)
-            plot_line(c, f->x0, y, f->x1, y, PLOT_LIGHT_GREY, 0.8, false);
-        plot_tick_text(i * step, buf, sizeof buf);
-        plot_text(c, TICK, PLOT_RIGHT, f->x0 - 8, y + 4, PLOT_BLACK, buf);
-    }
-    plot_text(c, (struct plot_font){13, false}, PLOT_RIGHT, f->x0 - 8, f->y0 - 14, PLOT_BLACK, name);
-    plot_line(c, f->x0, f->y1, f->x1, f->y1, PLOT_BLACK, 1, false);
-    plot_line(c, f->x0, f->y0, f->x0, f->y1, PLOT_BLACK, 1, false);
-}
-
 /* The capacity's line across, labelled where the label stays clear of the bars' labels. */
 static void draw_capacity(struct plot_canvas *c, const struct frame *f, uint64_t capacity)
 {
@@ -180,7 +160,7 @@ static void draw(struct plot_canvas *c, const void *data)
              n ? jobs[0].device : "-", size);
     plot_text_clip(c, SUBTITLE, buf, width - 40, clipped, sizeof clipped);
     plot_text(c, SUBTITLE, PLOT_LEFT, 20, 50, PLOT_GREY, clipped);
-    draw_axis(c, &f);
+    plot_byte_axis(c, f.x0, f.x1, f.y0, f.y1, f.ymax, f.y0 - 14);
     for (size_t j = 0; j < n; j++) {
         double cx = f.x0 + (f.x1 - f.x0) * ((double)j + 0.5) / (double)n;
         draw_bar(c, &f, &jobs[j], cx, capacity ? y_of(&f, (double)capacity) : f.y1);
