@@ -3,6 +3,7 @@
  * coloured allocated or free (cached), segments separated by white gaps, the larger free blocks labelled.
  * It is the moment the table's reserved-but-unallocated figure describes. */
 #include <stdio.h>
+#include <string.h>
 
 #include "report/plot.h"
 #include "util/size.h"
@@ -138,11 +139,14 @@ static void heading(struct plot_canvas *c, const struct timeline_segments *seg, 
     else if (seg->step)
         snprintf(when, sizeof when, "after op %llu (%s, step %lld)", (unsigned long long)seg->op, seg->phase,
                  (long long)seg->step);
-    else
+    else if (strcmp(seg->phase, "start")) /* "start": the run names no phase */
         snprintf(when, sizeof when, "after op %llu (%s)", (unsigned long long)seg->op, seg->phase);
-    snprintf(buf, sizeof buf, "%s: reserved %s in %zu segments (%zu large, %zu small), allocated %s, free %s, "
+    else
+        snprintf(when, sizeof when, "after op %llu", (unsigned long long)seg->op);
+    snprintf(buf, sizeof buf, "%s: reserved %s in %zu segment%s (%zu large, %zu small), allocated %s, free %s, "
              "the largest free block %s",
-             when, res, seg->snap.nsegments, large, seg->snap.nsegments - large, alloc, freeb, largest);
+             when, res, seg->snap.nsegments, seg->snap.nsegments == 1 ? "" : "s", large, seg->snap.nsegments - large,
+             alloc, freeb, largest);
     plot_text_clip(c, SUBTITLE, buf, WIDTH - 40, clipped, sizeof clipped);
     plot_text(c, SUBTITLE, PLOT_LEFT, 20, 50, PLOT_GREY, clipped);
 }
