@@ -9,6 +9,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "replay/replay.h"
+#include "util/dir.h"
 #include "util/size.h"
 
 void cmd_replay_usage(FILE *f)
@@ -33,6 +34,9 @@ void cmd_replay_usage(FILE *f)
             "                       it and go on, as one that catches it)\n"
             "  --snapshot FILE      write the replayed run as a PyTorch memory snapshot (pytorch.org/memory_viz\n"
             "                       opens it); FILE.json: the final segments as memory_snapshot()'s JSON\n"
+            "  --plot DIR           draw the replayed run into DIR (SVG and PNG): NAME-timeline (memory over the\n"
+            "                       run) and NAME-segments (the segments at the reserved peak), NAME the file's name\n"
+            "  --perfetto FILE      write the replayed run as a trace ui.perfetto.dev and chrome://tracing open\n"
             CLI_REPORT_HELP
             "exit: 0 the trace ran without an OOM, 1 it OOMed, 2 bad input, 3 internal error\n");
 }
@@ -42,6 +46,7 @@ const struct option cmd_replay_options[] = {
     {"capacity", required_argument, 0, 'c'},   {"same-addresses", no_argument, 0, 's'},
     {"snapshot", required_argument, 0, 'S'},   {"help", no_argument, 0, 'h'},
     {"sim-addresses", no_argument, 0, 'P'},     {"stop-at-oom", no_argument, 0, 'O'},
+    {"plot", required_argument, 0, 'p'},       {"perfetto", required_argument, 0, 'T'},
     CLI_REPORT_OPTIONS,                        {0, 0, 0, 0},
 };
 
@@ -66,6 +71,8 @@ int cmd_replay(int argc, char **argv)
         case 'P': opt.addresses = ADDRESSES_POLICY; break;
         case 'O': opt.stop_at_oom = true; break;
         case 'S': opt.snapshot_path = optarg; break;
+        case 'p': opt.plot_dir = optarg; break;
+        case 'T': opt.perfetto_path = optarg; break;
         case 'h': cmd_replay_usage(stdout); return 0;
         default: cmd_replay_usage(stderr); return 2;
         }
@@ -76,6 +83,12 @@ int cmd_replay(int argc, char **argv)
         return 2;
     }
     const char *path = argv[optind];
+    if (opt.perfetto_path && !strcmp(opt.perfetto_path, "-")) {
+        err_set(&e, ERR_INPUT, "--perfetto: give a file name (the trace is not written to standard output)");
+        return cli_fail("replay", &e);
+    }
+    if (opt.plot_dir && dir_make(opt.plot_dir, &e) && err_prefix(&e, "--plot: "))
+        return cli_fail("replay", &e);
     /* the environment's settings apply where the file records none (text traces, old snapshots) */
     const char *env = getenv("PYTORCH_ALLOC_CONF") ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
     opt.env_alloc_conf = getenv(env);

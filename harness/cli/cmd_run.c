@@ -6,6 +6,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "run/harness.h"
+#include "util/dir.h"
 #include "util/size.h"
 
 void cmd_run_usage(FILE *f)
@@ -19,6 +20,11 @@ void cmd_run_usage(FILE *f)
                "                   device's memory (0.5 or 50%%)\n"
                "  --snapshot DIR   write each variant's run as a PyTorch memory snapshot,\n"
                "                   DIR/SCENARIO--VARIANT.pickle (pytorch.org/memory_viz opens it)\n"
+               "  --plot DIR       draw pictures into DIR (SVG and PNG): per variant the memory timeline\n"
+               "                   (SCENARIO--VARIANT-timeline) and the segments at the reserved peak\n"
+               "                   (-segments); per scenario its variants side by side (SCENARIO-variants)\n"
+               "  --perfetto DIR   write each variant's run as a trace ui.perfetto.dev and chrome://tracing\n"
+               "                   open, DIR/SCENARIO--VARIANT.json (memory counters, phases, kernels)\n"
                "  --max-forwards N run jobs of up to N forward passes (default 100000)\n" CLI_REPORT_HELP
                "exit: 0 every expectation holds, 1 one failed, 2 bad input, 3 internal or device error\n");
 }
@@ -26,7 +32,8 @@ void cmd_run_usage(FILE *f)
 const struct option cmd_run_options[] = {
     {"device", required_argument, 0, 'd'}, {"capacity", required_argument, 0, 'c'},
     {"help", no_argument, 0, 'h'},         {"snapshot", required_argument, 0, 'S'},
-    {"max-forwards", required_argument, 0, 'F'},
+    {"max-forwards", required_argument, 0, 'F'}, {"plot", required_argument, 0, 'p'},
+    {"perfetto", required_argument, 0, 'T'},
     CLI_REPORT_OPTIONS,
     {0, 0, 0, 0},
 };
@@ -48,6 +55,8 @@ int cmd_run(int argc, char **argv)
                 return cli_fail("run", &e);
             break;
         case 'S': opt.snapshot_dir = optarg; break;
+        case 'p': opt.plot_dir = optarg; break;
+        case 'T': opt.perfetto_dir = optarg; break;
         case 'c':
             if (capacity_parse(optarg, &opt.capacity, &e) && err_prefix(&e, "--capacity: "))
                 return cli_fail("run", &e);
@@ -61,6 +70,10 @@ int cmd_run(int argc, char **argv)
         cmd_run_usage(stderr);
         return 2;
     }
+    /* output directories that cannot be made fail before anything runs */
+    if ((opt.plot_dir && dir_make(opt.plot_dir, &e) && err_prefix(&e, "--plot: ")) ||
+        (opt.perfetto_dir && dir_make(opt.perfetto_dir, &e) && err_prefix(&e, "--perfetto: ")))
+        return cli_fail("run", &e);
     struct report_outputs out;
     if (report_outputs_open(&out, "run", ra.json, ra.csv, ra.tap, &e))
         return cli_fail("run", &e);

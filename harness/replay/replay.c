@@ -17,8 +17,11 @@
 #include "replay/recorded.h"
 #include "replay/snapshot_plan.h"
 #include "replay/trace_input.h"
+#include "report/perfetto.h"
+#include "report/plot.h"
 #include "report/snapshot_out.h"
 #include "run/runner.h"
+#include "run/timeline.h"
 
 #define UNBOUNDED (1ULL << 50) /* 1 PiB: more than any recording holds */
 
@@ -37,11 +40,14 @@ struct replay_run {
     struct recorded_observer *check;
     struct snapshot_recorder *snapshot; /* --snapshot */
     struct holders *holders;
+    struct timeline *timeline;          /* --plot, --perfetto */
 };
 
-static int open_run(const struct setup *su, bool snapshot, bool record, struct replay_run *rr,
-                    struct job_result *out, struct err *e)
+/* outputs: the files the run is written to (NULL: none, a run that only measures). */
+static int open_run(const struct setup *su, bool snapshot, const struct replay_options *outputs,
+                    struct replay_run *rr, struct job_result *out, struct err *e)
 {
+    bool record = outputs && outputs->snapshot_path, draw = outputs && (outputs->plot_dir || outputs->perfetto_path);
     if (!(rr->dev = device_open(su->device, &(struct device_open_options){.capacity = su->capacity}, e)))
         return -1;
     if (su->capacity.bytes == UNBOUNDED)
@@ -63,6 +69,9 @@ static int open_run(const struct setup *su, bool snapshot, bool record, struct r
         return err_set(e, ERR_INTERNAL, "out of host memory");
     if (!(rr->holders = holders_create()) || runner_add_observer(rr->runner, holders_base(rr->holders)))
         return err_set(e, ERR_INTERNAL, "out of host memory");
+    if (draw && (!(rr->timeline = timeline_create(TIMELINE_POINTS)) ||
+                 timeline_attach(rr->timeline, rr->runner)))
+        return err_set(e, ERR_INTERNAL, "out of host memory");
     return 0;
 }
 
@@ -72,6 +81,7 @@ static void close_run(struct replay_run *rr)
     recorded_observer_destroy(rr->check);
     snapshot_recorder_destroy(rr->snapshot);
     holders_destroy(rr->holders);
+    timeline_destroy(rr->timeline);
     if (rr->dev)
         rr->dev->ops->destroy(rr->dev);
     *rr = (struct replay_run){0};
@@ -168,20 +178,43 @@ static int force_recorded_addresses(struct replay_run *rr, const struct snapshot
     return rc;
 }
 
-static int finish(struct replay_run *rr, struct job_result *out, const char *snapshot_path, struct err *e)
+/* --plot DIR: DIR/NAME-timeline and -segments, NAME the replayed file's name without extensions. */
+static int write_pictures(struct replay_run *rr, const struct job_result *out, const struct replay_options *o,
+                          struct err *e)
+{
+    timeline_finish(rr->timeline);
+    if (o->plot_dir) {
+        const char *slash = strrchr(out->group, '/');
+        char stem[256];
+        snprintf(stem, sizeof stem, "%s", !strcmp(out->group, "-") ? "stdin" : slash ? slash + 1 : out->group);
+        static const char *const exts[] = {".gz", ".pickle", ".pkl", ".txt", ".trace"};
+        for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) { /* in the order they are stacked */
+            size_t n = strlen(stem), k = strlen(exts[i]);
+            if (n > k && !strcmp(stem + n - k, exts[i]))
+                stem[n - k] = '\0';
+        }
+        if (plot_run_write(o->plot_dir, stem, rr->timeline, out, e))
+            return -1;
+    }
+    return o->perfetto_path ? perfetto_write(o->perfetto_path, rr->timeline, out, e) : 0;
+}
+
+static int finish(struct replay_run *rr, struct job_result *out, const struct replay_options *outputs, struct err *e)
 {
     runner_finish(rr->runner, &out->run);
     job_throughput(out);
     if (holders_finish(rr->holders, &out->holders))
         return err_set(e, ERR_INTERNAL, "out of host memory following what holds the memory");
-    return rr->snapshot ? snapshot_recorder_write(rr->snapshot, rr->runner, snapshot_path, e) : 0;
+    if (rr->snapshot && snapshot_recorder_write(rr->snapshot, rr->runner, outputs->snapshot_path, e))
+        return -1;
+    return rr->timeline ? write_pictures(rr, out, outputs, e) : 0;
 }
 
 static int run_plan(const struct snapshot_plan *plan, const struct setup *su, struct job_result *out,
-                    const char *snapshot_path, struct err *e)
+                    const struct replay_options *outputs, struct err *e)
 {
     struct replay_run rr = {0};
-    int rc = open_run(su, true, snapshot_path != NULL, &rr, out, e);
+    int rc = open_run(su, true, outputs, &rr, out, e);
     if (rc == 0)
         rc = restore_initial(&rr, plan, e);
     if (rc == 0)
@@ -197,20 +230,20 @@ static int run_plan(const struct snapshot_plan *plan, const struct setup *su, st
     if (rc == 0 && (rc = recorded_observer_finish(rr.check, rr.runner, &plan->final, &out->replay.check, e)) == 0)
         out->replay.checked = true;
     if (rc == 0)
-        rc = finish(&rr, out, snapshot_path, e);
+        rc = finish(&rr, out, outputs, e);
     close_run(&rr);
     return rc;
 }
 
 static int run_text(struct trace_input *in, const struct setup *su, struct job_result *out,
-                    const char *snapshot_path, struct err *e)
+                    const struct replay_options *outputs, struct err *e)
 {
     struct replay_run rr = {0};
-    int rc = open_run(su, false, snapshot_path != NULL, &rr, out, e);
+    int rc = open_run(su, false, outputs, &rr, out, e);
     if (rc == 0 && (rc = text_trace_run(in, runner_sink(rr.runner), e)) && runner_stopped_by_oom(rr.runner))
         rc = 0; /* the OOM is the result */
     if (rc == 0)
-        rc = finish(&rr, out, snapshot_path, e);
+        rc = finish(&rr, out, outputs, e);
     close_run(&rr);
     return rc;
 }
@@ -276,7 +309,7 @@ static int replay_snapshot(struct trace_input *in, const struct replay_options *
     struct setup su;
     rc = decide(opt, &plan, &su, out, e);
     if (rc == 0)
-        rc = run_plan(&plan, &su, out, opt->snapshot_path, e);
+        rc = run_plan(&plan, &su, out, opt, e);
     if (rc == 0 && out->run.nooms && su.capacity.bytes != UNBOUNDED) {
         /* what it would have needed: the same run with room to spare */
         struct job_result *big = calloc(1, sizeof *big);
@@ -300,7 +333,7 @@ static int replay_text(const char *path, struct trace_input *in, const struct re
     struct setup su;
     int rc = decide(opt, NULL, &su, out, e);
     if (rc == 0)
-        rc = run_text(in, &su, out, opt->snapshot_path, e);
+        rc = run_text(in, &su, out, opt, e);
     if (rc || !out->run.nooms || su.capacity.bytes == UNBOUNDED) {
         out->replay.needed = rc || out->run.nooms ? 0 : out->run.peak_reserved;
         return rc;

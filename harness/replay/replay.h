@@ -32,6 +32,9 @@ struct replay_options {
     const char *env_name;        /* the variable they came from */
     enum replay_addresses addresses;
     const char *snapshot_path;   /* the replayed run written there as a PyTorch snapshot (snapshot_out.h) */
+    const char *plot_dir;        /* pictures there: NAME-timeline and NAME-segments (.svg, .png), NAME the file's
+                                  * name without its extensions ("stdin" for '-') */
+    const char *perfetto_path;   /* the replayed run written there as a Perfetto/Chrome trace (perfetto.h) */
     bool stop_at_oom;            /* end at the first OOM, as a script that does not catch it (default: go on) */
 };
 

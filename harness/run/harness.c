@@ -6,8 +6,11 @@
 #include <string.h>
 
 #include "device/device_kind.h"
+#include "report/perfetto.h"
+#include "report/plot.h"
 #include "report/snapshot_out.h"
 #include "run/progress.h"
+#include "run/timeline.h"
 #include "util/dir.h"
 #include "util/size.h"
 #include "workload/generate.h"
@@ -69,6 +72,23 @@ static int write_snapshot(struct snapshot_recorder *snap, struct runner *run, co
     return snapshot_recorder_write(snap, run, path, e);
 }
 
+/* --plot DIR: DIR/SCENARIO--VARIANT-timeline and -segments; --perfetto DIR: DIR/SCENARIO--VARIANT.json. */
+static int write_pictures(struct timeline *tl, const struct harness_options *opt, const struct scenario *sc,
+                          const struct variant *v, const struct job_result *r, struct err *e)
+{
+    char stem[4096], path[4096];
+    snprintf(stem, sizeof stem, "%s--%s", sc->name, v->name);
+    if (opt->plot_dir && plot_run_write(opt->plot_dir, stem, tl, r, e))
+        return -1;
+    if (!opt->perfetto_dir)
+        return 0;
+    if (dir_make(opt->perfetto_dir, e))
+        return err_prefix(e, "--perfetto: ");
+    if (snprintf(path, sizeof path, "%s/%s.json", opt->perfetto_dir, stem) >= (int)sizeof path)
+        return err_set(e, ERR_INPUT, "--perfetto %s: path too long", opt->perfetto_dir);
+    return perfetto_write(path, tl, r, e);
+}
+
 /* Forward passes the job runs: its micro-steps and its eval forwards (each denoising step is one). */
 static uint64_t forward_passes(const struct job_spec *j)
 {
@@ -125,12 +145,16 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     struct runner *run = NULL;
     struct snapshot_recorder *snap = NULL;
     struct progress *progress = NULL;
+    struct timeline *tl = NULL;
     struct holders *holders = holders_create();
     if (!holders || !(run = runner_create(dev, &v->alloc, NULL)) ||
         runner_add_observer(run, holders_base(holders))) {
         err_set(e, ERR_INTERNAL, "out of host memory");
     } else if (opt->snapshot_dir && (!(snap = snapshot_recorder_create()) ||
                                      runner_add_observer(run, snapshot_recorder_base(snap)))) {
+        err_set(e, ERR_INTERNAL, "out of host memory");
+    } else if ((opt->plot_dir || opt->perfetto_dir) &&
+               (!(tl = timeline_create(TIMELINE_POINTS)) || timeline_attach(tl, run))) {
         err_set(e, ERR_INTERNAL, "out of host memory");
     } else {
         char label[336];
@@ -149,7 +173,12 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
             rc = err_set(e, ERR_INTERNAL, "out of host memory following what holds the memory");
         if (rc == 0 && snap)
             rc = write_snapshot(snap, run, opt->snapshot_dir, sc, v, e);
+        if (rc == 0 && tl) {
+            timeline_finish(tl);
+            rc = write_pictures(tl, opt, sc, v, r, e);
+        }
     }
+    timeline_destroy(tl);
     snapshot_recorder_destroy(snap);
     progress_destroy(progress);
     holders_destroy(holders);
@@ -173,6 +202,10 @@ int harness_run_scenario(const struct scenario *sc, const struct harness_options
             free(res);
             return -1;
         }
+    }
+    if (opt->plot_dir && plot_variants_write(opt->plot_dir, sc->name, res, sc->nvariants, e)) {
+        free(res);
+        return -1;
     }
     *out = res;
     return 0;

@@ -14,6 +14,8 @@ struct harness_options {
     const char *device;  /* overrides every scenario's device ("sim:a100-80", "host", ...); NULL = the file's */
     struct capacity capacity; /* overrides the device capacity (a size or a fraction); {0, 0} = the device's */
     const char *snapshot_dir; /* each variant's run is written there as a PyTorch snapshot, SCENARIO--VARIANT.pickle */
+    const char *plot_dir;     /* pictures there: SCENARIO--VARIANT-timeline and -segments, SCENARIO-variants (.svg, .png) */
+    const char *perfetto_dir; /* each variant's run as a Perfetto/Chrome trace there, SCENARIO--VARIANT.json */
     uint64_t max_forwards;    /* the most forward passes a job may run; 0 = HARNESS_MAX_FORWARDS */
 };
 

@@ -28,7 +28,7 @@ struct lent_workspace { /* a library workspace handed to the device */
     struct alloc_block *own; /* allocated for the library (freed with it), or NULL if the program's */
 };
 
-#define RUN_MAX_OBSERVERS 4
+#define RUN_MAX_OBSERVERS 6
 
 struct runner {
     struct op_sink sink; /* first: the sink pointer is the runner */
@@ -619,6 +619,16 @@ struct op_sink *runner_sink(struct runner *r)
 bool runner_stopped_by_oom(const struct runner *r)
 {
     return r->ended_by_oom;
+}
+
+double runner_kernel_seconds(const struct runner *r)
+{
+    return r->res.kernel_seconds;
+}
+
+const uint64_t *runner_category_live(const struct runner *r)
+{
+    return r->category_live;
 }
 
 void runner_finish(struct runner *r, struct run_result *out)

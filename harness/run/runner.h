@@ -125,7 +125,7 @@ bool phase_is_eval(const char *name);
  * workspace the op program already allocated gets that block; anything else is a new allocation
  * (category workspace). runner_destroy gives them back, so the device may outlive the runner. */
 struct runner *runner_create(struct device *dev, const struct alloc_config *cfg, const struct runner_options *opt);
-/* Up to 4 observers, called in the order added; they must outlive the runner's last op. 0, or -1. */
+/* Up to 6 observers, called in the order added; they must outlive the runner's last op. 0, or -1. */
 int runner_add_observer(struct runner *r, struct run_observer *o);
 struct allocator *runner_allocator(struct runner *r);
 struct op_sink *runner_sink(struct runner *r);
@@ -145,6 +145,11 @@ int runner_restore_expandable(struct runner *r, uint64_t stream, bool small, con
 /* True once an allocation hit an OOM that ends the run: the sink refuses further ops, as the training
  * script would crash. */
 bool runner_stopped_by_oom(const struct runner *r);
+/* The run so far, for observers: the kernel time the device has reported (after each kernel on a
+ * synchronous device; at phase and step boundaries on an asynchronous one) and the allocated block bytes
+ * per category (CAT_COUNT entries, summing to the allocator's allocated bytes). */
+double runner_kernel_seconds(const struct runner *r);
+const uint64_t *runner_category_live(const struct runner *r);
 void runner_finish(struct runner *r, struct run_result *out);
 void runner_destroy(struct runner *r);
 
