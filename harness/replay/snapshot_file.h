@@ -66,7 +66,8 @@ const struct snapshot_device *snapshot_device(const struct snapshot *s, int devi
 #define SNAPSHOT_MAX_BYTES (UINT64_C(2) << 30)
 
 /* Reads and parses the file at `path`; messages start with the path. A parse creates at most one
- * segment, block or event per byte of input, however often the pickle repeats a shared value. */
+ * segment, block or event, and folds at most one frame, per byte of input, however often the pickle
+ * repeats a shared value. */
 int snapshot_load(const char *path, struct snapshot *out, struct err *e);   /* 0 or -1 with e set (ERR_INPUT) */
 /* Parses a pickle already in memory; `name` starts every message. On failure *out is left zeroed
  * (safe to pass to snapshot_free). */
