@@ -53,4 +53,13 @@ mkdir "$T/adir"
 out=$("$BIN" replay --perfetto "$T/adir" "$snap" 2>&1); rc=$?
 ok $([ $rc = 2 ] && echo 0 || echo 1) "replay --perfetto onto a directory exits 2 (got $rc: $out)"
 ok $(ls "$T" | grep -c '\.tmp\.' | grep -qx 0 && echo 0 || echo 1) "and leaves no temporary behind"
+# a snapshot of two devices: pictures per device, and one trace file refused until a device is named
+two=tests/data/snapshots/two-devices.pickle
+"$BIN" replay --plot "$T/two" "$two" > /dev/null 2>&1
+ok $([ -s "$T/two/two-devices-device-0-timeline.png" ] && [ -s "$T/two/two-devices-device-1-timeline.png" ] && echo 0 || echo 1) \
+    "replay --plot of two devices draws each under its own name"
+out=$("$BIN" replay --perfetto "$T/two.json" "$two" 2>&1); rc=$?
+ok $([ $rc = 2 ] && [ ! -e "$T/two.json" ] && echo 0 || echo 1) "replay --perfetto of two devices exits 2, writing nothing ($out)"
+"$BIN" replay --perfetto "$T/two1.json" --cuda-device 1 "$two" > /dev/null 2>&1
+ok $([ -s "$T/two1.json" ] && echo 0 || echo 1) "with --cuda-device 1 it writes that device's trace"
 done_testing

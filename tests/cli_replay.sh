@@ -1,7 +1,7 @@
 #!/bin/sh
 # cli_replay.sh: `oomlab replay` end to end: text traces (OOM recorded, later free ignored with a warning),
-# JSON output, the real snapshots, and bad input: a clear message naming the position, exit code 2,
-# and no result file left behind.
+# JSON output, a snapshot's devices (--cuda-device), recorded sites, the real snapshots, and bad input: a
+# clear message naming the position, exit code 2, and no result file left behind.
 BIN=${OOMLAB_BIN:-build/oomlab}
 SHARED=${OOMLAB_SHARED:-../shared}
 T=$(mktemp -d)
@@ -103,6 +103,41 @@ ok $(echo "$csv" | head -1 | grep -q '^group,job,' && echo 0 || echo 1) "--csv -
 want=$(grep '"after"' "$T/run.csv" | sed 's/.*,modelled,//' | cut -d, -f1-4)
 got=$(tail -1 "$T/replay.csv" | sed 's/.*,modelled,//' | cut -d, -f1-4)
 ok $([ -n "$want" ] && [ "$want" = "$got" ] && echo 0 || echo 1) "program | replay: the run's peaks and retries ($got)"
+
+# a snapshot's devices: each replayed apart, one job each in the file's group; --cuda-device N picks one
+two=tests/data/snapshots/two-devices.pickle
+out=$("$BIN" replay --json "$T/two.json" "$two" 2>&1); rc=$?
+ok $rc "two devices replay: exit 0"
+ok $(echo "$out" | grep -Eq '^   device 0 +0\.00 GiB +0\.02 GiB' && echo "$out" | grep -Eq '^   device 1 +0\.01 GiB +0\.02 GiB' && echo 0 || echo 1) "a row per device (4 MiB and 8 MiB on a 20 MiB segment each)"
+ok $([ "$(echo "$out" | grep -c 'alloc addresses  1/1 matched')" = 2 ] && echo 0 || echo 1) "each device checked against its recording"
+ok $(contains "$out" "   device 1:") "each device's details under its name"
+ok $([ "$(grep -c '"name": "device [01]"' "$T/two.json")" = 2 ] && echo 0 || echo 1) "JSON: a job per device in one group"
+out=$("$BIN" replay --cuda-device 1 "$two" 2>&1); rc=$?
+ok $([ $rc = 0 ] && echo "$out" | grep -Eq '^   device 1 ' && ! echo "$out" | grep -q 'device 0' && echo 0 || echo 1) "--cuda-device 1 replays device 1 only"
+bad "a device with nothing to replay" "--cuda-device 3: the file has nothing to replay on device 3 (it has something on devices 0 and 1)" "$BIN" replay --cuda-device 3 --json "$T/bad.json" "$two"
+bad "--cuda-device not a number" "--cuda-device: 'one' is not a decimal integer" "$BIN" replay --cuda-device one --json "$T/bad.json" "$two"
+bad "--cuda-device on a text trace" "--cuda-device picks a device of a PyTorch snapshot; a text trace has one" "$BIN" replay --cuda-device 0 --json "$T/bad.json" "$T/ok.trace"
+bad "--snapshot of two devices" "--snapshot writes one device's replay, and the file has 2 devices to replay: pick one with --cuda-device N" "$BIN" replay --snapshot "$T/out.pickle" --json "$T/bad.json" "$two"
+ok $([ ! -e "$T/out.pickle" ] && echo 0 || echo 1) "... and writes no snapshot"
+printf '\200\002}(X\010\000\000\000segments]X\015\000\000\000device_traces]u.' > "$T/empty.pickle"
+out=$("$BIN" replay "$T/empty.pickle" 2>&1); rc=$?
+ok $([ $rc = 0 ] && echo 0 || echo 1) "a snapshot that records nothing replays (exit $rc)"
+ok $(contains "$out" "warning: the snapshot records nothing to replay: no segments and no trace events") "and says so"
+
+# sites: the recorded frames name an OOM's allocation (scripts/make-snapshot-fixtures' sites())
+out=$("$BIN" replay --capacity 40MiB tests/data/snapshots/sites.pickle 2>&1)
+ok $(contains "$out" "at the OOM in train.py:100 main > train.py:77 step: other 4.00 MiB") "an OOM is named by the site of its allocation"
+
+# issue 14: the Yiyi OOM snapshot's 11.03 GiB, all held by one allocation site, named with its caller
+yiyi="$SHARED/data/pytorch-snapshots/Yiyi-philosophy_LLM-inference__oom_snapshot.pickle"
+if [ -f "$yiyi" ]; then
+    out=$("$BIN" replay "$yiyi" 2>&1)
+    ok $(contains "$out" "replay 11.03 GiB other in before recording: flex_opt.py:125 init_weight_list > pytorch_backend.py:190 allocate (460)") \
+        "Yiyi: the largest holder is init_weight_list's allocation helper, 11.03 GiB in 460 blocks"
+    "$BIN" replay --json "$T/yiyi.json" "$yiyi" > /dev/null 2>&1
+    ok $(grep -q '"holder": "flex_opt.py:125 init_weight_list > pytorch_backend.py:190 allocate"' "$T/yiyi.json" && echo 0 || echo 1) \
+        "and the JSON names it"
+fi
 
 if [ -f "$SHARED/data/pytorch-snapshots/ZidongLiu_DeComFL__memory.pickle" ]; then
     snap="$SHARED/data/pytorch-snapshots/ZidongLiu_DeComFL__memory.pickle"

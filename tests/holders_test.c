@@ -3,6 +3,7 @@
  * 2 MiB cache), the holders at the OOM on a 64 MiB device, and the leak: a cache that grows 2 MiB at every
  * step from step 1 on, but not the optimizer state that appears once in step 1. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "replay/replay.h"
@@ -32,7 +33,12 @@ static int replay_text(const char *text, const char *capacity, struct err *e)
     struct replay_options opt = {0};
     if (capacity && capacity_parse(capacity, &opt.capacity, e))
         return -1;
-    int rc = replay_path(path, &opt, &res, e);
+    struct job_result *jobs = NULL;
+    size_t n = 0;
+    int rc = replay_path(path, &opt, &jobs, &n, e);
+    if (rc == 0)
+        res = jobs[0];
+    free(jobs);
     unlink(path);
     return rc;
 }

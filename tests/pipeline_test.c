@@ -21,6 +21,18 @@
 
 static struct job_result ran, replayed; /* large: not on the stack */
 
+/* Replays path into `replayed`: one job (a text trace, a one-device snapshot); 0, or -1 with e. */
+static int replay_one(const char *path, const struct replay_options *opt, struct err *e)
+{
+    struct job_result *jobs;
+    size_t n;
+    if (replay_path(path, opt, &jobs, &n, e))
+        return -1;
+    replayed = jobs[0];
+    free(jobs);
+    return n == 1 ? 0 : err_set(e, ERR_INTERNAL, "%s: %zu jobs, one expected", path, n);
+}
+
 /* memory_stats equal but for the counters of OOM handling */
 static bool same_stats_but_ooms(struct alloc_stats a, struct alloc_stats b)
 {
@@ -36,7 +48,7 @@ static void check_snapshot(const struct scenario *sc, const struct variant *v, c
     snprintf(path, sizeof path, "%s/%s--%s.pickle", dir, sc->name, v->name);
     struct replay_options plain = {0};
     struct err e = {0};
-    if (!ok(replay_path(path, &plain, &replayed, &e) == 0, "%s/%s: its snapshot replays", sc->name, v->name)) {
+    if (!ok(replay_one(path, &plain, &e) == 0, "%s/%s: its snapshot replays", sc->name, v->name)) {
         diag("%s", e.msg);
         return;
     }
@@ -114,7 +126,7 @@ static void check_variant(const struct scenario *sc, const struct variant *v, co
     ok(rc == 0 && files_equal(prog, again), "%s/%s: text reads back to itself", sc->name, v->name);
 
     struct replay_options ropt = {.device = sc->device, .alloc_conf = v->alloc.text, .stop_at_oom = true};
-    if (!ok(replay_path(prog, &ropt, &replayed, &e) == 0, "%s/%s: program replays", sc->name, v->name)) {
+    if (!ok(replay_one(prog, &ropt, &e) == 0, "%s/%s: program replays", sc->name, v->name)) {
         diag("%s", e.msg);
         return;
     }

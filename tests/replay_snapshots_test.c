@@ -5,7 +5,8 @@
  * bytes the recording held (computed apart, in Python: the final segments minus the traced segment
  * events, then the running sum). What-ifs: the sim's own addresses change which equal free block is
  * reused (16 of DeComFL's 61 final layouts), and a device too small for the state at trace start is
- * refused with the size it needs. */
+ * refused with the size it needs. A snapshot's devices replay apart, one job each (two-devices.pickle), or
+ * the one --cuda-device names; a device with nothing to replay is said. */
 #include "tap.h"
 
 #include "replay/replay.h"
@@ -53,12 +54,24 @@ static const struct expected files[] = {
     {"silmont2000_assignment2-systems__memory_forward_fp32_128.pickle", 0, 681, 29, 610271232},
 };
 
+/* Replays path into res: one job (the file has one device to replay); 0, or -1 with e. */
+static int replay_one(const char *path, const struct replay_options *opt, struct err *e)
+{
+    struct job_result *jobs;
+    size_t n;
+    if (replay_path(path, opt, &jobs, &n, e))
+        return -1;
+    res = jobs[0];
+    free(jobs);
+    return n == 1 ? 0 : err_set(e, ERR_INTERNAL, "%s: %zu jobs, one expected", path, n);
+}
+
 static int replay(const char *file, const struct replay_options *opt, struct err *e)
 {
     char rel[256], path[1024];
     snprintf(rel, sizeof rel, "data/pytorch-snapshots/%s", file);
     tap_shared_path(rel, path, sizeof path);
-    return replay_path(path, opt, &res, e);
+    return replay_one(path, opt, e);
 }
 
 static void exact(const struct expected *x)
@@ -90,7 +103,7 @@ static void fixture(const char *file, size_t allocs, size_t maps, size_t inferre
     snprintf(path, sizeof path, "tests/data/snapshots/%s", file);
     struct replay_options plain = {0};
     struct err e = {0};
-    if (!ok(replay_path(path, &plain, &res, &e) == 0, "%s replays", file)) {
+    if (!ok(replay_one(path, &plain, &e) == 0, "%s replays", file)) {
         diag("%s", e.msg);
         return;
     }
@@ -103,8 +116,57 @@ static void fixture(const char *file, size_t allocs, size_t maps, size_t inferre
            private_pools);
 }
 
+/* tests/data/snapshots/two-devices.pickle: a 4 MiB allocation on device 0 and an 8 MiB one on device 1,
+ * each in a 20 MiB segment. */
+static void devices(void)
+{
+    const char *path = "tests/data/snapshots/two-devices.pickle";
+    struct job_result *jobs = NULL;
+    size_t n = 0;
+    struct err e = {0};
+    if (ok(replay_path(path, &(struct replay_options){0}, &jobs, &n, &e) == 0 && n == 2,
+           "two devices replay as two jobs%s%s", e.msg[0] ? ": " : "", e.msg)) {
+        for (int d = 0; d < 2; d++) {
+            const struct job_result *j = &jobs[d];
+            char name[16];
+            snprintf(name, sizeof name, "device %d", d);
+            is_str(j->name, name, "job %d is named %s", d, name);
+            is_str(j->group, path, "in the file's group");
+            ok(j->replay.checked && j->replay.check.final_layout_matched && j->replay.check.addresses_matched == 1 &&
+                   j->replay.check.segment_allocs_matched == 1 && !j->run.nooms,
+               "%s replays exactly %s", name, j->replay.check.first_mismatch);
+            is_u64(j->run.peak_allocated, (uint64_t)(d + 1) * 4 * MiB, "%s: its own allocation only", name);
+            is_u64(j->run.peak_reserved, 20 * MiB, "%s: its own segment only", name);
+        }
+    }
+    free(jobs);
+    e = (struct err){0};
+    struct replay_options one = {.one_device = true, .cuda_device = 1};
+    if (ok(replay_path(path, &one, &jobs, &n, &e) == 0 && n == 1, "--cuda-device 1 replays one job")) {
+        is_str(jobs[0].name, "device 1", "named for its device");
+        is_u64(jobs[0].run.peak_allocated, 8 * MiB, "the second device's 8 MiB");
+    }
+    free(jobs);
+    e = (struct err){0};
+    one.cuda_device = 2;
+    ok(replay_path(path, &one, &jobs, &n, &e) == -1 && e.code == ERR_INPUT && !jobs && n == 0 &&
+           strstr(e.msg, "--cuda-device 2: the file has nothing to replay on device 2 (it has something on devices "
+                         "0 and 1)"),
+       "a device the file has nothing on is said: %s", e.msg);
+    e = (struct err){0};
+    ok(replay_path(path, &(struct replay_options){.snapshot_path = "/tmp/never-written.pickle"}, &jobs, &n, &e) == -1 &&
+           strstr(e.msg, "--snapshot writes one device's replay, and the file has 2 devices to replay"),
+       "--snapshot of two devices is refused: %s", e.msg);
+    e = (struct err){0};
+    ok(replay_path("tests/data/snapshots/sites.pickle", &(struct replay_options){.one_device = true}, &jobs, &n,
+                   &e) == 0 && n == 1 && !strcmp(jobs[0].name, "replay"),
+       "a one-device file keeps the name replay under --cuda-device 0");
+    free(jobs);
+}
+
 int main(void)
 {
+    devices();
     /* a block live at trace start that PyTorch did not split: its end is where a traced allocation above it
      * was placed while it lived (issue 11 item 3) */
     fixture("midrun-unsplit-remainder.pickle", 2, 0, 1, 0);
@@ -124,9 +186,19 @@ int main(void)
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
         exact(&files[i]);
 
+    /* Muduard's device 0 records only a snapshot marker: its device 1 is replayed, device 0 is said */
+    struct err e = {0};
+    if (ok(replay("Muduard_LayoutEditing__dump_snapshot_7bced59.pickle", &(struct replay_options){0}, &e) == 0,
+           "Muduard dump_snapshot replays as one job")) {
+        is_str(res.name, "replay", "named replay: one device has something to replay");
+        ok(res.run.nwarnings >= 1 && strstr(res.run.warnings[0], "device 0: nothing to replay (no segments, and the "
+                                                                 "trace holds no allocator event"),
+           "device 0 is said: %s", res.run.nwarnings ? res.run.warnings[0] : "(no warning)");
+    }
+
     /* what-if: the sim's own addresses change which of two equal free blocks is reused */
     struct replay_options sim_addresses = {.addresses = ADDRESSES_POLICY};
-    struct err e = {0};
+    e = (struct err){0};
     if (ok(replay("ZidongLiu_DeComFL__memory.pickle", &sim_addresses, &e) == 0, "DeComFL with the sim's addresses")) {
         is_int(res.replay.check.segment_allocs_matched, 61, "DeComFL: segment sizes do not depend on addresses");
         is_int(res.replay.check.final_segments - res.replay.check.final_segments_matched, 16,

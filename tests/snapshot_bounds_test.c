@@ -1,9 +1,9 @@
 /* snapshot_bounds_test.c: the snapshot reader's work is bounded by its input. Pickles written here
  * share values through the memo: N references to a segment whose block list is N references to one
  * block (N^2 blocks from O(N) bytes) are refused with a clear message, while the same shape at a size
- * the file can hold loads; a block dict of 30,000 keys listed 30,000 times loads in well under a
+ * the file can hold loads; so are N events taking turns between two lists of N references to one C++
+ * frame (N^2 frames to fold); a block dict of 30,000 keys listed 30,000 times loads in well under a
  * second (dict lookups were linear: 16 s); a file over SNAPSHOT_MAX_BYTES is refused before reading. */
-#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -144,6 +144,73 @@ static void test_shared_objects(void)
     free(r.b);
 }
 
+/* N events taking turns between two event dicts whose frames are two lists of `depth` references to one
+ * native frame (memo 1): every event folds a whole list. */
+static struct raw shared_frames(size_t nevents, size_t depth)
+{
+    struct raw r = {0};
+    put(&r, "\x80\x02}(", 4);
+    str(&r, "segments");
+    put(&r, "]", 1);
+    str(&r, "device_traces");
+    put(&r, "]](", 3); /* the list of traces, device 0's trace, MARK */
+    for (uint32_t e = 0; e < 2; e++) {
+        put(&r, "}(", 2);
+        str(&r, "action"), str(&r, "free_completed");
+        key_u32(&r, "addr", 4096), key_u32(&r, "size", 512), key_u32(&r, "stream", 0);
+        str(&r, "frames");
+        put(&r, "](", 2);
+        if (e == 0) {
+            put(&r, "}(", 2);
+            str(&r, "filename"), str(&r, "??");
+            key_u32(&r, "line", 0);
+            str(&r, "name"), str(&r, "torch::unwind::unwind()");
+            op(&r, 'u');
+            memo_put(&r, 1);
+        } else {
+            memo_get(&r, 1);
+        }
+        for (size_t i = 1; i < depth; i++)
+            memo_get(&r, 1);
+        op(&r, 'e');   /* APPENDS: the frames */
+        op(&r, 'u');   /* SETITEMS: the event */
+        memo_put(&r, 2 + e);
+    }
+    for (size_t i = 2; i < nevents; i++)
+        memo_get(&r, 2 + i % 2);
+    put(&r, "ea", 2); /* APPENDS: the trace; APPEND it to the list of traces */
+    op(&r, 'u');
+    op(&r, '.');
+    return r;
+}
+
+static void test_shared_frames(void)
+{
+    struct raw r = shared_frames(3000, 3000);
+    struct snapshot s;
+    struct err e = {0};
+    double took;
+    int rc = timed_parse("frames.pickle", &r, &s, &e, &took);
+    ok(rc == -1 && e.code == ERR_INPUT, "3000 events taking turns between two lists of 3000 frames (%zu bytes) are "
+                                        "refused", r.len);
+    ok(strstr(e.msg, "frames.pickle: device_traces[0][") && strstr(e.msg, "more frames would exceed one record per "
+                                                                      "byte"),
+       "saying why (%s)", e.msg);
+    ok(took < 1.0, "at once (%.3f s), folding nothing like 9 million frames", took);
+    free(r.b);
+
+    r = shared_frames(10, 10);
+    e = (struct err){0};
+    rc = timed_parse("frames.pickle", &r, &s, &e, &took);
+    ok(rc == 0, "the same shape with 10 x 10 (%zu bytes) loads%s%s", r.len, e.msg[0] ? ": " : "", e.msg);
+    if (rc == 0) {
+        ok(s.nevents == 10 && s.event_sites[9] && !strcmp(s.event_sites[9], "??:0 torch::unwind::unwind()"),
+           "10 events, each folded to its innermost frame");
+        snapshot_free(&s);
+    }
+    free(r.b);
+}
+
 static void test_big_shared_dict(void)
 {
     struct raw r = shared_snapshot(1, 30000, 30000);
@@ -184,6 +251,7 @@ static void test_file_limit(void)
 int main(void)
 {
     test_shared_objects();
+    test_shared_frames();
     test_big_shared_dict();
     test_file_limit();
     return done_testing();

@@ -28,6 +28,10 @@ enum alloc_action {
     ACT_SEGMENT_MAP,
     ACT_SEGMENT_UNMAP,
     ACT_OOM,
+    /* Recorded in snapshot files (replay/snapshot_file.h), never emitted by the model: a snapshot marker,
+     * and an action oomlab does not know. */
+    ACT_SNAPSHOT,
+    ACT_OTHER,
 };
 
 /* A trace entry, as PyTorch records them (sizes: alloc = unrounded request, segment ops = bytes,

@@ -25,7 +25,8 @@ static int add_block(struct segment_info *si, size_t *cap, const struct alloc_bl
     if (vec_grow((void **)&si->blocks, cap, si->nblocks + 1, sizeof *si->blocks))
         return -1;
     enum block_state st = b->allocated ? BLOCK_ACTIVE_ALLOCATED : BLOCK_INACTIVE;
-    si->blocks[si->nblocks++] = (struct block_info){b->addr, b->size, b->requested_size, st};
+    si->blocks[si->nblocks++] =
+        (struct block_info){.address = b->addr, .size = b->size, .requested_size = b->requested_size, .state = st};
     si->total_size += b->size;
     if (b->allocated) {
         si->allocated_size += b->size;
@@ -68,6 +69,22 @@ int allocator_snapshot(const struct allocator *a, struct alloc_snapshot *out)
 fail:
     alloc_snapshot_free(out);
     return -1;
+}
+
+const char *alloc_action_name(enum alloc_action a)
+{
+    static const char *const names[] = {
+        [ACT_ALLOC] = "alloc",
+        [ACT_FREE_REQUESTED] = "free_requested",
+        [ACT_FREE_COMPLETED] = "free_completed",
+        [ACT_SEGMENT_ALLOC] = "segment_alloc",
+        [ACT_SEGMENT_FREE] = "segment_free",
+        [ACT_SEGMENT_MAP] = "segment_map",
+        [ACT_SEGMENT_UNMAP] = "segment_unmap",
+        [ACT_OOM] = "oom",
+        [ACT_SNAPSHOT] = "snapshot",
+    };
+    return (unsigned)a < sizeof names / sizeof names[0] ? names[a] : NULL;
 }
 
 void alloc_snapshot_free(struct alloc_snapshot *s)

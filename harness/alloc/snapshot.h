@@ -1,6 +1,8 @@
 /* snapshot.h: torch.cuda.memory_snapshot() of the allocator model: segments sorted by address with their
  * blocks, in PyTorch's structure (an expandable segment is reported as one segment per contiguous mapped
- * range), and PyTorch's stat-consistency check (_check_memory_stat_consistency) over it. */
+ * range), and PyTorch's stat-consistency check (_check_memory_stat_consistency) over it. The same structs
+ * hold a recorded snapshot's segments (replay/snapshot_file.h), which also fills the device, the pool
+ * and the allocation sites; the model's own snapshot leaves those 0 and NULL. */
 #ifndef OOMLAB_ALLOC_SNAPSHOT_H
 #define OOMLAB_ALLOC_SNAPSHOT_H
 
@@ -15,6 +17,7 @@ enum block_state { BLOCK_ACTIVE_ALLOCATED, BLOCK_ACTIVE_PENDING_FREE, BLOCK_INAC
 struct block_info {
     uint64_t address, size, requested_size;
     enum block_state state;
+    const char *site; /* where it was allocated ("model.py:101 forward"); NULL: not recorded */
 };
 
 struct segment_info {
@@ -22,6 +25,9 @@ struct segment_info {
     uint64_t stream;
     bool small; /* segment_type "small" */
     bool is_expandable;
+    int device;
+    int64_t segment_pool_id[2]; /* a CUDA graph's private pool; (0, 0): the default pools */
+    const char *site;           /* where its cudaMalloc was called; NULL: not recorded */
     struct block_info *blocks;
     size_t nblocks;
 };
@@ -32,6 +38,9 @@ struct alloc_snapshot {
 };
 
 int allocator_snapshot(const struct allocator *a, struct alloc_snapshot *out);
+/* PyTorch's name of a trace event's action ("alloc", "free_completed", "segment_map", "snapshot", ...);
+ * NULL for ACT_OTHER, which stands for any name oomlab does not know. */
+const char *alloc_action_name(enum alloc_action a);
 void alloc_snapshot_free(struct alloc_snapshot *s);
 
 /* Checks every invariant of PyTorch's _check_memory_stat_consistency (per pool and in aggregate) plus

@@ -1,6 +1,7 @@
 /* cmd_advise.c: `oomlab advise SCENARIO|TRACE`: every fix tried on the scenario's job (alone, in pairs of
  * the best, and grown greedily), each proven by a full run and ranked; for a snapshot or trace, the
  * allocator settings instead, with the smallest card each survives on. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +21,15 @@ void cmd_advise_usage(FILE *f)
                "  a snapshot or trace: allocator settings tried, with the capacity each needs and the smallest\n"
                "  GPU profile it replays on without an OOM.\n"
                "options:\n"
-               "  --device DEV     run the scenario on DEV; --capacity CAP: as `oomlab run`\n" CLI_REPORT_HELP
+               "  --device DEV     run the scenario on DEV; --capacity CAP: as `oomlab run`\n"
+               "  --cuda-device N  the snapshot's device N (a file that recorded several)\n" CLI_REPORT_HELP
                "exit: 0 something fits (a scenario) or replays, 2 bad input, 3 internal error\n");
 }
 
 const struct option cmd_advise_options[] = {
     {"device", required_argument, 0, 'd'}, {"capacity", required_argument, 0, 'c'},
-    {"help", no_argument, 0, 'h'},         CLI_REPORT_OPTIONS,
+    {"cuda-device", required_argument, 0, 'D'}, {"help", no_argument, 0, 'h'},
+    CLI_REPORT_OPTIONS,
     {0, 0, 0, 0},
 };
 
@@ -63,7 +66,7 @@ int cmd_advise(int argc, char **argv)
     struct harness_options opt = {0};
     struct cli_report_args ra = {0};
     struct err e = {0};
-    int c;
+    int c, cuda_device = -1;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", cmd_advise_options, NULL)) != -1) {
         if (cli_report_option(c, optarg, &ra))
@@ -74,6 +77,13 @@ int cmd_advise(int argc, char **argv)
             if (capacity_parse(optarg, &opt.capacity, &e) && err_prefix(&e, "--capacity: "))
                 return cli_fail("advise", &e);
             break;
+        case 'D': {
+            uint64_t n;
+            if (uint_parse(optarg, 0, INT_MAX, &n, &e) && err_prefix(&e, "--cuda-device: "))
+                return cli_fail("advise", &e);
+            cuda_device = (int)n;
+            break;
+        }
         case 'h': cmd_advise_usage(stdout); return 0;
         default: cmd_advise_usage(stderr); return 2;
         }
@@ -93,7 +103,7 @@ int cmd_advise(int argc, char **argv)
     if (rc == 0 && scenario)
         rc = scenario_load(path, &sc, &e), loaded = rc == 0;
     if (rc == 0)
-        rc = scenario ? advise_scenario(&sc, &opt, a, &e) : advise_trace(path, a, &e);
+        rc = scenario ? advise_scenario(&sc, &opt, a, &e) : advise_trace(path, cuda_device, a, &e);
     if (rc == 0) {
         const char *name = scenario ? sc.name : path;
         if (out.table)

@@ -1,7 +1,9 @@
-/* cmd_replay.c: `oomlab replay FILE`: replays a PyTorch memory snapshot or a text trace through the one
- * runner under any allocator settings and device capacity, and reports it with the writers run uses:
+/* cmd_replay.c: `oomlab replay FILE`: replays a PyTorch memory snapshot (each device, or the one
+ * --cuda-device names) or a text trace through the one runner under any allocator settings and device
+ * capacity, and reports it with the writers run uses, one job per device in the file's group:
  * memory_stats, the OOMs (in PyTorch's words) and, for snapshots, how exactly the replay reproduced what
  * was recorded. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,8 @@ void cmd_replay_usage(FILE *f)
             "  --sim-addresses      new segments always follow the sim's deterministic address policy\n"
             "  --stop-at-oom        end at the first OOM, as a script that does not catch it would (default: report\n"
             "                       it and go on, as one that catches it)\n"
+            "  --cuda-device N      replay only device N of a snapshot (default: each device with something to\n"
+            "                       replay, reported as \"device N\" when there are several)\n"
             "  --snapshot FILE      write the replayed run as a PyTorch memory snapshot (pytorch.org/memory_viz\n"
             "                       opens it); FILE.json: the final segments as memory_snapshot()'s JSON\n"
             "  --plot DIR           draw the replayed run into DIR (SVG and PNG): NAME-timeline (memory over the\n"
@@ -47,7 +51,8 @@ const struct option cmd_replay_options[] = {
     {"snapshot", required_argument, 0, 'S'},   {"help", no_argument, 0, 'h'},
     {"sim-addresses", no_argument, 0, 'P'},     {"stop-at-oom", no_argument, 0, 'O'},
     {"plot", required_argument, 0, 'p'},       {"perfetto", required_argument, 0, 'T'},
-    CLI_REPORT_OPTIONS,                        {0, 0, 0, 0},
+    {"cuda-device", required_argument, 0, 'D'}, CLI_REPORT_OPTIONS,
+    {0, 0, 0, 0},
 };
 
 int cmd_replay(int argc, char **argv)
@@ -70,6 +75,14 @@ int cmd_replay(int argc, char **argv)
         case 's': opt.addresses = ADDRESSES_RECORDED; break;
         case 'P': opt.addresses = ADDRESSES_POLICY; break;
         case 'O': opt.stop_at_oom = true; break;
+        case 'D': {
+            uint64_t n;
+            if (uint_parse(optarg, 0, INT_MAX, &n, &e) && err_prefix(&e, "--cuda-device: "))
+                return cli_fail("replay", &e);
+            opt.one_device = true;
+            opt.cuda_device = (int)n;
+            break;
+        }
         case 'S': opt.snapshot_path = optarg; break;
         case 'p': opt.plot_dir = optarg; break;
         case 'T': opt.perfetto_path = optarg; break;
@@ -98,10 +111,11 @@ int cmd_replay(int argc, char **argv)
         return cli_fail("replay", &e);
     if (opt.snapshot_path && !strcmp(opt.snapshot_path, "-"))
         out.table = false;
-    struct job_result *res = calloc(1, sizeof *res);
-    int rc = res ? replay_path(path, &opt, res, &e) : err_set(&e, ERR_INTERNAL, "out of host memory");
+    struct job_result *res;
+    size_t njobs;
+    int rc = replay_path(path, &opt, &res, &njobs, &e);
     if (rc == 0) {
-        struct report_group g = {.kind = REPORT_REPLAY, .name = path, .jobs = res, .njobs = 1};
+        struct report_group g = {.kind = REPORT_REPLAY, .name = path, .jobs = res, .njobs = njobs};
         report_outputs_add(&out, &g);
     }
     rc = report_outputs_close(&out, rc == 0, &e) || rc;

@@ -860,6 +860,13 @@ const struct pickle_value *pickle_item(const struct pickle_value *v, size_t i)
     return v->as.seq->items[i];
 }
 
+const struct pickle_value *const *pickle_items(const struct pickle_value *v, size_t *n)
+{
+    bool seq = v->type == PICKLE_LIST || v->type == PICKLE_TUPLE;
+    *n = seq ? v->as.seq->len : 0;
+    return seq ? (const struct pickle_value *const *)v->as.seq->items : NULL;
+}
+
 const struct pickle_value *pickle_dict_key(const struct pickle_value *dict, size_t i)
 {
     if (dict->type != PICKLE_DICT || i >= dict->as.seq->len)

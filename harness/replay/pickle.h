@@ -48,6 +48,8 @@ const unsigned char *pickle_bytes(const struct pickle_value *v, size_t *len);
  * anything else), and the items by index (NULL when out of range or not a container). */
 size_t pickle_len(const struct pickle_value *v);
 const struct pickle_value *pickle_item(const struct pickle_value *list_or_tuple, size_t i);
+/* A list's or tuple's items in one array (*n of them; NULL and 0 for anything else): for hot loops. */
+const struct pickle_value *const *pickle_items(const struct pickle_value *list_or_tuple, size_t *n);
 const struct pickle_value *pickle_dict_key(const struct pickle_value *dict, size_t i);
 const struct pickle_value *pickle_dict_value(const struct pickle_value *dict, size_t i);
 /* The value stored under the str key `key` (the last one if set twice), or NULL. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "replay/snapshot_file.h"
 #include "util/vec.h"
 
 struct seg_pair { /* a recorded segment and where the model put it */
@@ -288,14 +289,15 @@ static bool same_layout(const struct segment_info *ours, const struct segment_in
         return false;
     for (size_t k = 0; k < rec->nblocks; k++) {
         const struct block_info *x = &ours->blocks[k], *y = &rec->blocks[k];
-        if (x->address - ours->address != y->address - rec->address || x->size != y->size || x->state != y->state)
+        if (x->address - ours->address != y->address - rec->address || x->size != y->size ||
+            block_state_live(x->state) != block_state_live(y->state))
             return false;
     }
     return true;
 }
 
-int recorded_observer_finish(struct recorded_observer *o, struct runner *r, const struct alloc_snapshot *final,
-                             struct recorded_check *out, struct err *e)
+int recorded_observer_finish(struct recorded_observer *o, struct runner *r, const struct segment_info *final,
+                             size_t nfinal, struct recorded_check *out, struct err *e)
 {
     pair_segments(o);
     pair_maps(o);
@@ -306,11 +308,11 @@ int recorded_observer_finish(struct recorded_observer *o, struct runner *r, cons
     struct alloc_snapshot ours;
     if (o->out_of_memory || allocator_snapshot(runner_allocator(r), &ours))
         return err_set(e, ERR_INTERNAL, "out of host memory checking the final state");
-    bool all = ours.nsegments == final->nsegments;
+    bool all = ours.nsegments == nfinal;
     if (!all)
-        mismatch(o, "final state: the model holds %zu segments, the snapshot %zu", ours.nsegments, final->nsegments);
-    for (size_t i = 0; i < final->nsegments; i++) {
-        const struct segment_info *g = &final->segments[i];
+        mismatch(o, "final state: the model holds %zu segments, the snapshot %zu", ours.nsegments, nfinal);
+    for (size_t i = 0; i < nfinal; i++) {
+        const struct segment_info *g = &final[i];
         uint64_t addr = translate(o, g->address);
         const struct segment_info *mine = NULL;
         for (size_t k = 0; k < ours.nsegments && !mine; k++)

@@ -20,9 +20,10 @@ int recorded_observer_restored(struct recorded_observer *o, uint64_t rec_addr, u
 /* An expandable reservation live at trace start: recorded from rec_base, restored by the model at our_base. */
 int recorded_observer_restored_reservation(struct recorded_observer *o, uint64_t stream, bool small,
                                            uint64_t rec_base, uint64_t our_base);
-/* Pairs what is left, compares the final layout with final, and fills *out. 0, or -1 (out of memory). */
-int recorded_observer_finish(struct recorded_observer *o, struct runner *r, const struct alloc_snapshot *final,
-                             struct recorded_check *out, struct err *e);
+/* Pairs what is left, compares the final layout with the recorded final segments, and fills *out. 0, or -1
+ * (out of memory). */
+int recorded_observer_finish(struct recorded_observer *o, struct runner *r, const struct segment_info *final,
+                             size_t nfinal, struct recorded_check *out, struct err *e);
 void recorded_observer_destroy(struct recorded_observer *o);
 
 #endif

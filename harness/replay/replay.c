@@ -1,6 +1,7 @@
-/* replay.c: a replay is a trace's ops through the one runner (see replay.h). A snapshot's run starts
- * from its rebuilt initial state, with a recorded_observer holding it to what was recorded; a text trace
- * streams into the runner as it is read. OOMs do not end a replay: the allocation is reported and does
+/* replay.c: a replay is a trace's ops through the one runner (see replay.h). A snapshot is read once and
+ * each of its devices replayed apart (a plan each, snapshot_plan.h): the run starts from the device's
+ * rebuilt initial state, with a recorded_observer holding it to what was recorded; a text trace streams
+ * into the runner as it is read. OOMs do not end a replay: the allocation is reported and does
  * not exist afterwards, as in a script that catches the error.
  *
  * Unless told otherwise a replay reproduces the recording: the settings the file recorded, a simulated
@@ -32,6 +33,8 @@ struct setup {
     const char *device;
     struct capacity capacity;
     bool recorded_addresses;
+    int device_index;  /* the recorded GPU's number */
+    const char *note;  /* a warning the run starts with, or NULL */
 };
 
 struct replay_run {
@@ -58,9 +61,11 @@ static int open_run(const struct setup *su, bool snapshot, const struct replay_o
     snprintf(out->device_detail, sizeof out->device_detail, "%s", rr->dev->detail);
     snprintf(out->timed_by, sizeof out->timed_by, "%s", rr->dev->timed_by);
     struct runner_options ro = {.continue_after_oom = !su->stop_at_oom, .lenient_ids = snapshot,
-                                .where_unit = snapshot ? "event" : "line"};
+                                .where_unit = snapshot ? "event" : "line", .device_index = su->device_index};
     if (!(rr->runner = runner_create(rr->dev, &su->cfg, &ro)))
         return err_set(e, ERR_INTERNAL, "out of host memory");
+    if (su->note)
+        runner_warn(rr->runner, "%s", su->note);
     if (snapshot && (!(rr->check = recorded_observer_create()) ||
                      runner_add_observer(rr->runner, recorded_observer_base(rr->check))))
         return err_set(e, ERR_INTERNAL, "out of host memory");
@@ -111,6 +116,14 @@ static int too_small_for_start(const struct replay_run *rr, const struct snapsho
                    p->name, need, rr->dev->name, have, flag);
 }
 
+/* The blocks live at trace start, to what holds the memory: by their recorded site. */
+static void adopt_blocks(struct replay_run *rr, const struct restore_block *blocks, const uint64_t *keys,
+                         const char *const *sites, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        holders_adopt(rr->holders, keys[k], blocks[k].size, sites && sites[k] ? sites[k] : "-", CAT_OTHER);
+}
+
 static int restore_expandable(struct replay_run *rr, const struct snapshot_plan *p, struct err *e)
 {
     for (size_t i = 0; i < p->ninitial_expandable; i++) {
@@ -118,7 +131,7 @@ static int restore_expandable(struct replay_run *rr, const struct snapshot_plan 
         uint64_t base;
         struct err why = {0};
         if (runner_restore_expandable(rr->runner, x->stream, x->small, x->ranges, x->nranges, x->blocks, x->keys,
-                                      x->nblocks, &base, &why)) {
+                                      x->sites, x->nblocks, &base, &why)) {
             if (why.code == ERR_INPUT && strstr(why.msg, "cannot"))
                 return too_small_for_start(rr, p, e);
             return *e = why, err_prefix(e, "%s: restoring the expandable segment at 0x%llx live at trace start: ",
@@ -126,6 +139,7 @@ static int restore_expandable(struct replay_run *rr, const struct snapshot_plan 
         }
         if (recorded_observer_restored_reservation(rr->check, x->stream, x->small, x->rec_base, base))
             return err_set(e, ERR_INTERNAL, "out of host memory restoring an expandable segment");
+        adopt_blocks(rr, x->blocks, x->keys, x->sites, x->nblocks);
     }
     return 0;
 }
@@ -148,8 +162,8 @@ static int restore_initial(struct replay_run *rr, const struct snapshot_plan *p,
         const struct replay_segment *s = &p->initial[i];
         uint64_t addr;
         struct err why = {0};
-        if (runner_restore_segment(rr->runner, s->size, s->stream, s->small, s->blocks, s->keys, s->nblocks, &addr,
-                                   &why)) {
+        if (runner_restore_segment(rr->runner, s->size, s->stream, s->small, s->blocks, s->keys, s->sites, s->nblocks,
+                                   &addr, &why)) {
             if (why.code != ERR_INPUT || !strstr(why.msg, "cannot hold"))
                 return *e = why, err_prefix(e, "%s: restoring the segment at 0x%llx live at trace start: ", p->name,
                                             (unsigned long long)s->address);
@@ -157,6 +171,7 @@ static int restore_initial(struct replay_run *rr, const struct snapshot_plan *p,
         }
         if (recorded_observer_restored(rr->check, s->address, s->size, addr))
             return err_set(e, ERR_INTERNAL, "out of host memory restoring %zu segments", p->ninitial);
+        adopt_blocks(rr, s->blocks, s->keys, s->sites, s->nblocks);
     }
     return 0;
 }
@@ -193,6 +208,12 @@ static int write_pictures(struct replay_run *rr, const struct job_result *out, c
             if (n > k && !strcmp(stem + n - k, exts[i]))
                 stem[n - k] = '\0';
         }
+        if (strcmp(out->name, "replay")) { /* one of several devices: "device 1" -> STEM-device-1 */
+            size_t n = strlen(stem);
+            snprintf(stem + n, sizeof stem - n, "-%s", out->name);
+            for (char *c = stem + n; *c; c++)
+                *c = *c == ' ' ? '-' : *c;
+        }
         if (plot_run_write(o->plot_dir, stem, rr->timeline, out, e))
             return -1;
     }
@@ -227,7 +248,8 @@ static int run_plan(const struct snapshot_plan *plan, const struct setup *su, st
             err_prefix(e, "%s: event %llu: ", plan->name, (unsigned long long)plan->ops[i].where);
     if (runner_stopped_by_oom(rr.runner))
         rc = 0; /* the OOM is the result */
-    if (rc == 0 && (rc = recorded_observer_finish(rr.check, rr.runner, &plan->final, &out->replay.check, e)) == 0)
+    if (rc == 0 &&
+        (rc = recorded_observer_finish(rr.check, rr.runner, plan->final, plan->nfinal, &out->replay.check, e)) == 0)
         out->replay.checked = true;
     if (rc == 0)
         rc = finish(&rr, out, outputs, e);
@@ -253,7 +275,7 @@ static int decide(const struct replay_options *opt, const struct snapshot_plan *
                   struct job_result *out, struct err *e)
 {
     struct replay_info *ri = &out->replay;
-    su->stop_at_oom = opt->stop_at_oom;
+    *su = (struct setup){.stop_at_oom = opt->stop_at_oom};
     alloc_config_default(&su->cfg);
     if (opt->alloc_conf) {
         if (alloc_config_parse(&su->cfg, opt->alloc_conf, e))
@@ -289,46 +311,148 @@ static int decide(const struct replay_options *opt, const struct snapshot_plan *
     return 0;
 }
 
-static int replay_snapshot(struct trace_input *in, const struct replay_options *opt, struct job_result *out,
-                           struct err *e)
+/* A job of the replayed file at path. */
+static void start_job(struct job_result *out, const char *path, const char *name)
 {
-    unsigned char *data;
-    size_t len;
-    struct snapshot_plan plan;
-    if (trace_input_read_all(in, &data, &len, e))
-        return -1;
-    int rc = snapshot_plan_build(trace_input_name(in), data, len, &plan, e);
-    free(data);
-    if (rc)
-        return -1;
+    *out = (struct job_result){0};
+    snprintf(out->group, sizeof out->group, "%s", path);
+    snprintf(out->name, sizeof out->name, "%s", name);
+    snprintf(out->fixes, sizeof out->fixes, "-");
+}
+
+/* Replays one device's plan into out: its settings, device and address policy, the run, and the capacity
+ * it would have needed. */
+static int replay_plan(const struct snapshot_plan *plan, const struct replay_options *opt, const char *note,
+                       struct job_result *out, struct err *e)
+{
     out->replay.input_kind = "PyTorch snapshot";
-    out->replay.rebuilt_start = plan.ninitial > 0 || plan.ninitial_expandable > 0;
-    out->replay.inferred_sizes = plan.inferred_sizes;
-    out->replay.start_reserved = plan_reserved_at_start(&plan);
-    out->replay.private_pool_segments = plan.private_pool_segments;
+    out->replay.rebuilt_start = plan->ninitial > 0 || plan->ninitial_expandable > 0;
+    out->replay.inferred_sizes = plan->inferred_sizes;
+    out->replay.start_reserved = plan_reserved_at_start(plan);
+    out->replay.private_pool_segments = plan->private_pool_segments;
     struct setup su;
-    rc = decide(opt, &plan, &su, out, e);
+    int rc = decide(opt, plan, &su, out, e);
+    su.device_index = plan->device;
+    su.note = note;
     if (rc == 0)
-        rc = run_plan(&plan, &su, out, opt, e);
+        rc = run_plan(plan, &su, out, opt, e);
     if (rc == 0 && out->run.nooms && su.capacity.bytes != UNBOUNDED) {
         /* what it would have needed: the same run with room to spare */
         struct job_result *big = calloc(1, sizeof *big);
         struct setup wide = su;
         wide.device = "sim";
         wide.capacity = (struct capacity){UNBOUNDED, 0.0};
-        if (big && run_plan(&plan, &wide, big, NULL, &(struct err){0}) == 0)
+        wide.note = NULL;
+        if (big && run_plan(plan, &wide, big, NULL, &(struct err){0}) == 0)
             out->replay.needed = big->run.peak_reserved;
         free(big);
     } else if (rc == 0) {
         out->replay.needed = out->run.peak_reserved;
     }
-    snapshot_plan_free(&plan);
+    return rc;
+}
+
+/* "0, 1 and 3": the devices of s that have (want true) or lack something to replay. */
+static size_t device_list(const struct snapshot *s, bool want, char *buf, size_t len)
+{
+    size_t n = 0, at = 0, total = 0;
+    for (size_t i = 0; i < s->ndevices; i++)
+        total += snapshot_device_replayable(&s->devices[i]) == want;
+    buf[0] = '\0';
+    for (size_t i = 0; i < s->ndevices && at < len; i++) {
+        if (snapshot_device_replayable(&s->devices[i]) != want)
+            continue;
+        n++;
+        const char *sep = n == 1 ? "" : n == total ? " and " : ", ";
+        at += (size_t)snprintf(buf + at, len - at, "%s%d", sep, s->devices[i].device);
+    }
+    return total;
+}
+
+/* The devices of s to replay (the one --cuda-device names, else each with something to replay; none: an
+ * empty device 0, NULL), whether the file has several to replay, and the note naming those with nothing
+ * to replay. */
+static int pick_devices(const char *name, const struct snapshot *s, const struct replay_options *opt,
+                        const struct snapshot_device **picks, size_t *n, bool *several, char *note, size_t len,
+                        struct err *e)
+{
+    char list[256];
+    size_t with = device_list(s, true, list, sizeof list);
+    *several = with > 1;
+    *n = 0;
+    note[0] = '\0';
+    if (opt->one_device) {
+        const struct snapshot_device *d = snapshot_device(s, opt->cuda_device);
+        if (!d || !snapshot_device_replayable(d))
+            return err_set(e, ERR_INPUT, "%s: --cuda-device %d: the file has nothing to replay on device %d (%s%s)",
+                           name, opt->cuda_device, opt->cuda_device,
+                           with ? (with == 1 ? "it has something on device " : "it has something on devices ")
+                                : "no device has segments or allocator events", list);
+        picks[(*n)++] = d;
+        return 0;
+    }
+    for (size_t i = 0; i < s->ndevices; i++)
+        if (snapshot_device_replayable(&s->devices[i]))
+            picks[(*n)++] = &s->devices[i];
+    size_t without = device_list(s, false, list, sizeof list);
+    if (without)
+        snprintf(note, len, "device%s %s: nothing to replay (no segments, and the trace holds no allocator event: "
+                            "only snapshot markers or actions oomlab does not replay)", without == 1 ? "" : "s", list);
+    else if (!*n)
+        snprintf(note, len, "the snapshot records nothing to replay: no segments and no trace events");
+    if (!*n)
+        picks[(*n)++] = NULL;
+    return 0;
+}
+
+static int replay_snapshot(const char *path, struct trace_input *in, const struct replay_options *opt,
+                           struct job_result **jobs, size_t *njobs, struct err *e)
+{
+    const char *name = trace_input_name(in);
+    unsigned char *data;
+    size_t len, n = 0;
+    struct snapshot s;
+    if (trace_input_read_all(in, &data, &len, e))
+        return -1;
+    int rc = snapshot_parse(name, data, len, &s, e);
+    free(data);
+    if (rc)
+        return -1;
+    char note[512];
+    bool several = false;
+    const struct snapshot_device **picks = malloc((s.ndevices + 1) * sizeof *picks);
+    rc = picks ? pick_devices(name, &s, opt, picks, &n, &several, note, sizeof note, e)
+               : err_set(e, ERR_INTERNAL, "out of host memory");
+    if (rc == 0 && n > 1 && (opt->snapshot_path || opt->perfetto_path))
+        rc = err_set(e, ERR_INPUT, "%s: %s writes one device's replay, and the file has %zu devices to replay: "
+                                   "pick one with --cuda-device N", name,
+                     opt->snapshot_path ? "--snapshot" : "--perfetto", n);
+    if (rc == 0 && !(*jobs = calloc(n, sizeof **jobs)))
+        rc = err_set(e, ERR_INTERNAL, "out of host memory");
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const struct snapshot_device *d = picks[i];
+        char plan_name[4096 + 32], job_name[32];
+        snprintf(plan_name, sizeof plan_name, several ? "%s, device %d" : "%s", name, d ? d->device : 0);
+        snprintf(job_name, sizeof job_name, several ? "device %d" : "replay", d ? d->device : 0);
+        start_job(&(*jobs)[i], path, job_name);
+        struct snapshot_plan plan;
+        if ((rc = snapshot_plan_build(plan_name, &s, d, &plan, e)) == 0) {
+            rc = replay_plan(&plan, opt, i == 0 && note[0] ? note : NULL, &(*jobs)[i], e);
+            snapshot_plan_free(&plan);
+        }
+        *njobs = i + 1;
+    }
+    free(picks);
+    snapshot_free(&s);
     return rc;
 }
 
 static int replay_text(const char *path, struct trace_input *in, const struct replay_options *opt,
                        struct job_result *out, struct err *e)
 {
+    if (opt->one_device)
+        return err_set(e, ERR_INPUT, "%s: --cuda-device picks a device of a PyTorch snapshot; a text trace has one",
+                       trace_input_name(in));
     out->replay.input_kind = "text trace";
     struct setup su;
     int rc = decide(opt, NULL, &su, out, e);
@@ -350,18 +474,29 @@ static int replay_text(const char *path, struct trace_input *in, const struct re
     return 0;
 }
 
-int replay_path(const char *path, const struct replay_options *opt, struct job_result *out, struct err *e)
+int replay_path(const char *path, const struct replay_options *opt, struct job_result **jobs, size_t *njobs,
+                struct err *e)
 {
-    *out = (struct job_result){0};
-    snprintf(out->group, sizeof out->group, "%s", path);
-    snprintf(out->name, sizeof out->name, "replay");
-    snprintf(out->fixes, sizeof out->fixes, "-");
+    *jobs = NULL;
+    *njobs = 0;
     struct trace_input *in = trace_input_open(path, e);
     if (!in)
         return -1;
-    int first = trace_input_peek(in, e);
-    int rc = first == -2 ? -1 : first == 0x80 /* pickle PROTO */ ? replay_snapshot(in, opt, out, e)
-                                                                  : replay_text(path, in, opt, out, e);
+    int first = trace_input_peek(in, e), rc = -1;
+    if (first == 0x80) { /* pickle PROTO */
+        rc = replay_snapshot(path, in, opt, jobs, njobs, e);
+    } else if (first != -2 && (*jobs = calloc(1, sizeof **jobs))) {
+        *njobs = 1;
+        start_job(*jobs, path, "replay");
+        rc = replay_text(path, in, opt, *jobs, e);
+    } else if (first != -2) {
+        err_set(e, ERR_INTERNAL, "out of host memory");
+    }
     trace_input_close(in);
+    if (rc) {
+        free(*jobs);
+        *jobs = NULL;
+        *njobs = 0;
+    }
     return rc;
 }

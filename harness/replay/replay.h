@@ -1,6 +1,7 @@
-/* replay.h: replaying a trace through the one runner: a PyTorch memory snapshot (its events become ops,
- * the state at trace start is rebuilt when recording began mid-run, and the run is checked against what
- * was recorded) or a text trace in oomlab's op-program form (read and run line by line). */
+/* replay.h: replaying a trace through the one runner: a PyTorch memory snapshot (each device apart: its
+ * events become ops, the state at trace start is rebuilt when recording began mid-run, and the run is
+ * checked against what was recorded) or a text trace in oomlab's op-program form (read and run line by
+ * line). */
 #ifndef OOMLAB_REPLAY_H
 #define OOMLAB_REPLAY_H
 
@@ -36,11 +37,17 @@ struct replay_options {
                                   * name without its extensions ("stdin" for '-') */
     const char *perfetto_path;   /* the replayed run written there as a Perfetto/Chrome trace (perfetto.h) */
     bool stop_at_oom;            /* end at the first OOM, as a script that does not catch it (default: go on) */
+    bool one_device;             /* replay only the snapshot's device cuda_device (--cuda-device N) */
+    int cuda_device;
 };
 
-/* Replays the file at path ("-" = standard input; plain or gzip) into *out. Bad input: ERR_INPUT naming
- * file and position. */
-int replay_path(const char *path, const struct replay_options *opt, struct job_result *out, struct err *e);
+/* Replays the file at path ("-" = standard input; plain or gzip) into *jobs (malloc'd, *njobs of them; free
+ * it): one job named "replay" for a text trace or a snapshot with one device to replay, else one per device
+ * in order, named "device N". A snapshot's device with nothing to replay (no segments, no allocator events)
+ * is named in a warning of the first job; when none has anything, the replay is of an empty device 0. Bad
+ * input: ERR_INPUT naming file and position, *jobs NULL. */
+int replay_path(const char *path, const struct replay_options *opt, struct job_result **jobs, size_t *njobs,
+                struct err *e);
 
 /* Reads a text trace from in and emits each line's op to sink as it is read (text_trace.c). */
 int text_trace_run(struct trace_input *in, struct op_sink *sink, struct err *e);

@@ -3,7 +3,10 @@
  * missing key or a wrong type is reported as "FILE: segments[3].blocks[2].size: ...".
  * A pickle shares values through its memo, so a small file can list one segment N times whose block
  * list is N references to one block: N^2 blocks from O(N) bytes. The walk therefore has a budget of
- * one record (segment, block or event) per byte of input, charged before anything is allocated. */
+ * one record (segment, block or event) per byte of input, charged before anything is allocated.
+ * Frames are shared the same way: PyTorch pickles each distinct frame once and refers to it after, so
+ * each distinct frame is read once (remembered by its value); the frames a fold visits are charged to the
+ * same budget, so a list of frames shared by many events cannot multiply the work either. */
 #include "replay/snapshot_file.h"
 
 #include <errno.h>
@@ -11,9 +14,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <sys/types.h>
 
+#include "replay/frame_site.h"
 #include "replay/pickle.h"
+
+/* The hash table here is keyed by pointers to the pickle's values: a multiplicative hash of the pointer,
+ * where uthash's default mixes every key byte (a replay visits some 100,000 frames). */
+#define HASH_FUNCTION(keyptr, keylen, hashv)                                                             \
+    do {                                                                                                 \
+        uint64_t ptr_;                                                                                   \
+        memcpy(&ptr_, (keyptr), sizeof ptr_);                                                            \
+        (hashv) = (unsigned)((ptr_ * UINT64_C(0x9E3779B97F4A7C15)) >> 32);                               \
+    } while (0)
+#include "util/hash.h"
 
 /* One step of a path inside the file: a dict key, or (key NULL) a list index. */
 struct path_step {
@@ -21,7 +35,21 @@ struct path_step {
     size_t index;
 };
 
-#define PATH_DEPTH 8  /* more than the deepest path read: segments[i].blocks[j].size has 5 steps */
+/* more than the deepest path read: segments[i].blocks[j].history[k].frames[m].filename has 9 steps */
+#define PATH_DEPTH 10
+
+/* A frame already read: its kind, its fields (in the pickle) and, once it is chosen, its site. */
+struct frame_seen {
+    const struct pickle_value *value;
+    enum frame_kind kind;
+    const char *filename, *name;
+    size_t len;
+    int64_t line;
+    const char *site;
+    UT_hash_handle hh;
+};
+
+#define RECENT_FRAMES 1024 /* a cache in front of the table: most frames repeat */
 
 struct reader {
     const char *name;
@@ -32,6 +60,11 @@ struct reader {
     enum { BLOCKS_UNSEEN, BLOCKS_WITH_ADDRESS, BLOCKS_WITHOUT_ADDRESS } block_layout;
     size_t input_bytes;
     size_t budget;  /* records the walk may still create: starts at input_bytes */
+    struct site_table *sites;
+    struct frame_seen *frames;                 /* by value */
+    struct frame_seen *recent[RECENT_FRAMES];  /* the last found, by their value's address */
+    const struct pickle_value *last_frames;    /* the list folded last (a free_completed repeats its */
+    const char *last_site;                     /* free_requested's), and its site */
 };
 
 /* ---- paths and typed getters ---- */
@@ -220,17 +253,133 @@ static int charge(struct reader *r, size_t n, const char *what)
                    r->name, where(r), n, what, r->input_bytes);
 }
 
+/* ---- stack frames to sites (replay/frame_site.h) ---- */
+
+static int out_of_memory(struct reader *r)
+{
+    return err_set(r->e, ERR_INTERNAL, "%s: out of host memory", r->name);
+}
+
+/* Frame i of the list at the current path, read at its first sight. */
+static struct frame_seen *read_frame(struct reader *r, const struct pickle_value *frame, size_t i)
+{
+    size_t slot = ((uintptr_t)frame >> 4) % RECENT_FRAMES;
+    if (r->recent[slot] && r->recent[slot]->value == frame)
+        return r->recent[slot];
+    struct frame_seen *f;
+    HASH_FIND(hh, r->frames, &frame, sizeof frame, f);
+    if (f)
+        return r->recent[slot] = f;
+    const char *filename, *name;
+    int64_t line;
+    size_t saved = path_enter_index(r, i);
+    int rc = as_dict(r, frame) || field_str(r, frame, "filename", false, &filename) ||
+             field_i64(r, frame, "line", false, &line) || field_str(r, frame, "name", false, &name);
+    path_restore(r, saved);
+    if (rc)
+        return NULL;
+    size_t len = strlen(filename);
+    if (!(f = malloc(sizeof *f))) {
+        out_of_memory(r);
+        return NULL;
+    }
+    *f = (struct frame_seen){.value = frame, .kind = frame_kind(filename, len), .filename = filename, .name = name,
+                             .len = len, .line = line};
+    HASH_ADD(hh, r->frames, value, sizeof f->value, f);
+    if (!HASH_ADDED(f)) {
+        free(f);
+        out_of_memory(r);
+        return NULL;
+    }
+    return r->recent[slot] = f;
+}
+
+/* Folds the list of frames at the current path: the user's innermost frame with its user caller, else
+ * the innermost library Python frame, else the innermost frame (frame_site.h); NULL for an empty list. The frames visited are
+ * charged to the budget: a list shared by many events is walked again for each. */
+static int fold_frames(struct reader *r, const struct pickle_value *frames, const char **site)
+{
+    struct frame_seen *innermost = NULL, *library = NULL, *user = NULL, *caller = NULL, *inlined = NULL;
+    size_t i = 0, n;
+    const struct pickle_value *const *items = pickle_items(frames, &n);
+    for (; i < n && !caller; i++) {
+        struct frame_seen *f = read_frame(r, items[i], i);
+        if (!f)
+            return -1;
+        if (f->kind == FRAME_USER && frame_is_inline(f->name))
+            inlined = inlined ? inlined : f;
+        else if (f->kind == FRAME_USER && user)
+            caller = f;
+        else if (f->kind == FRAME_USER)
+            user = f;
+        else if (f->kind == FRAME_LIBRARY && !library)
+            library = f;
+        if (i == 0)
+            innermost = f;
+    }
+    struct frame_seen *chosen = user ? user : inlined ? inlined : library ? library : innermost;
+    if ((chosen && !chosen->site &&
+         !(chosen->site = site_table_frame(r->sites, chosen->filename, chosen->len, chosen->line, chosen->name))) ||
+        (caller && !caller->site &&
+         !(caller->site = site_table_frame(r->sites, caller->filename, caller->len, caller->line, caller->name))))
+        return out_of_memory(r);
+    *site = chosen ? chosen->site : NULL;
+    if (caller && !(*site = site_table_call(r->sites, caller->site, chosen->site)))
+        return out_of_memory(r);
+    return charge(r, i, "frames");
+}
+
+/* The site of the `frames` of the dict v (NULL without them). */
+static int read_site(struct reader *r, const struct pickle_value *v, const char **site)
+{
+    const struct pickle_value *frames = pickle_dict_get(v, "frames");
+    *site = frames && frames == r->last_frames ? r->last_site : NULL;
+    if (!frames || frames == r->last_frames)
+        return 0;
+    size_t saved = path_enter_key(r, "frames");
+    int rc = as_list(r, frames) || fold_frames(r, frames, site);
+    path_restore(r, saved);
+    r->last_frames = rc ? NULL : frames;
+    r->last_site = *site;
+    return rc ? -1 : 0;
+}
+
+/* A torch 2.0 live block's site: that of its history entry at its address (NULL without one). */
+static int read_history_site(struct reader *r, const struct pickle_value *block, uint64_t address, const char **site)
+{
+    const struct pickle_value *history = pickle_dict_get(block, "history");
+    *site = NULL;
+    if (!history)
+        return 0;
+    size_t saved = path_enter_key(r, "history");
+    int rc = as_list(r, history);
+    for (size_t i = 0; rc == 0 && i < pickle_len(history); i++) {
+        const struct pickle_value *h = pickle_item(history, i);
+        uint64_t addr;
+        size_t in_list = path_enter_index(r, i);
+        rc = as_dict(r, h) || field_u64(r, h, "addr", false, &addr);
+        if (rc == 0 && addr == address) {
+            rc = read_site(r, h, site);
+            path_restore(r, in_list);
+            break;
+        }
+        path_restore(r, in_list);
+    }
+    path_restore(r, saved);
+    return rc ? -1 : 0;
+}
+
 /* ---- blocks and segments ---- */
 
-static const char *const block_states[] = {[SNAP_ACTIVE_ALLOCATED] = "active_allocated",
-                                           [SNAP_ACTIVE_PENDING_FREE] = "active_pending_free",
-                                           [SNAP_INACTIVE] = "inactive"};
+static const char *const block_states[] = {[BLOCK_ACTIVE_ALLOCATED] = "active_allocated",
+                                           [BLOCK_ACTIVE_PENDING_FREE] = "active_pending_free",
+                                           [BLOCK_INACTIVE] = "inactive"};
 
 /* torch 2.0 blocks carry `history` instead of `address` (inactive ones carry neither): the first
  * block of the file decides whether blocks have addresses, and where they do not, a block starts
  * where its predecessor ends, at `next_address`. */
 static int read_block(struct reader *r, const struct pickle_value *v, uint64_t next_address,
-                      struct snap_block *out)
+                      struct block_info *out)
 {
     if (as_dict(r, v) || field_u64(r, v, "size", false, &out->size) ||
         field_u64(r, v, "requested_size", true, &out->requested_size))
@@ -238,17 +387,17 @@ static int read_block(struct reader *r, const struct pickle_value *v, uint64_t n
     int state = field_name(r, v, "state", block_states, sizeof block_states / sizeof block_states[0]);
     if (state < 0)
         return -1;
-    out->state = (enum snap_block_state)state;
+    out->state = (enum block_state)state;
     if (r->block_layout == BLOCKS_UNSEEN)
         r->block_layout = pickle_dict_get(v, "address") ? BLOCKS_WITH_ADDRESS : BLOCKS_WITHOUT_ADDRESS;
     if (r->block_layout == BLOCKS_WITHOUT_ADDRESS) {
         out->address = next_address;
-        return 0;
+        return block_state_live(out->state) ? read_history_site(r, v, out->address, &out->site) : 0;
     }
-    return field_u64(r, v, "address", false, &out->address);
+    return field_u64(r, v, "address", false, &out->address) || read_site(r, v, &out->site) ? -1 : 0;
 }
 
-static int read_blocks(struct reader *r, const struct pickle_value *seg, struct snap_segment *out)
+static int read_blocks(struct reader *r, const struct pickle_value *seg, struct segment_info *out)
 {
     const struct pickle_value *list = field_list(r, seg, "blocks");
     if (!list)
@@ -296,32 +445,6 @@ static int read_pool_id(struct reader *r, const struct pickle_value *seg, int64_
     return rc;
 }
 
-static int read_segment(struct reader *r, const struct pickle_value *seg, struct snap_segment *out)
-{
-    static const char *const segment_types[] = {"large", "small"};
-    if (field_u64(r, seg, "address", false, &out->address) ||
-        field_u64(r, seg, "total_size", false, &out->total_size) ||
-        field_u64(r, seg, "allocated_size", false, &out->allocated_size) ||
-        field_u64(r, seg, "active_size", false, &out->active_size) ||
-        field_u64(r, seg, "requested_size", false, &out->requested_size) ||
-        field_u64(r, seg, "stream", false, &out->stream) ||
-        field_bool(r, seg, "is_expandable", true, &out->is_expandable) || read_pool_id(r, seg, out->pool_id))
-        return -1;
-    int type = field_name(r, seg, "segment_type", segment_types, 2);
-    if (type < 0)
-        return -1;
-    out->small = type == 1;
-    return read_blocks(r, seg, out);
-}
-
-static int compare_segment_address(const void *a, const void *b)
-{
-    const struct snap_segment *x = a, *y = b;
-    return x->address < y->address ? -1 : x->address > y->address;
-}
-
-/* ---- choosing the device ---- */
-
 /* The device of the segment at the current path, which must be a dict. */
 static int segment_device(struct reader *r, const struct pickle_value *seg, int *device)
 {
@@ -338,44 +461,34 @@ static int segment_device(struct reader *r, const struct pickle_value *seg, int 
     return 0;
 }
 
-/* The device all segments share (0 when they disagree), at the path of the segment list. */
-static int segments_device(struct reader *r, const struct pickle_value *segs, int *device)
+static int read_segment(struct reader *r, const struct pickle_value *seg, struct segment_info *out)
 {
-    int rc = 0;
-    for (size_t i = 0; i < pickle_len(segs) && rc == 0; i++) {
-        int d = 0;
-        size_t saved = path_enter_index(r, i);
-        rc = segment_device(r, pickle_item(segs, i), &d);
-        path_restore(r, saved);
-        if (i == 0)
-            *device = d;
-        else if (d != *device)
-            *device = 0;
-    }
-    return rc;
+    static const char *const segment_types[] = {"large", "small"};
+    if (segment_device(r, seg, &out->device) || field_u64(r, seg, "address", false, &out->address) ||
+        field_u64(r, seg, "total_size", false, &out->total_size) ||
+        field_u64(r, seg, "allocated_size", false, &out->allocated_size) ||
+        field_u64(r, seg, "active_size", false, &out->active_size) ||
+        field_u64(r, seg, "requested_size", false, &out->requested_size) ||
+        field_u64(r, seg, "stream", false, &out->stream) ||
+        field_bool(r, seg, "is_expandable", true, &out->is_expandable) ||
+        read_pool_id(r, seg, out->segment_pool_id) || read_site(r, seg, &out->site))
+        return -1;
+    int type = field_name(r, seg, "segment_type", segment_types, 2);
+    if (type < 0)
+        return -1;
+    out->small = type == 1;
+    return read_blocks(r, seg, out);
 }
 
-/* The first device with a non-empty trace, or 0. */
-static int traces_device(struct reader *r, const struct pickle_value *traces, int *device)
+static int by_device_and_address(const void *a, const void *b)
 {
-    size_t saved = path_enter_key(r, "device_traces");
-    int rc = 0;
-    for (size_t i = 0; i < pickle_len(traces) && i <= INT_MAX; i++) {
-        size_t in_list = path_enter_index(r, i);
-        rc = as_list(r, pickle_item(traces, i));
-        path_restore(r, in_list);
-        if (rc)
-            break;
-        if (pickle_len(pickle_item(traces, i))) {
-            *device = (int)i;
-            break;
-        }
-    }
-    path_restore(r, saved);
-    return rc;
+    const struct segment_info *x = a, *y = b;
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    return x->address < y->address ? -1 : x->address > y->address;
 }
 
-/* Reads the segments on out->device, at the path of the segment list, sorted by address. */
+/* Reads every segment of the list at the current path, sorted by device, then address. */
 static int read_segments(struct reader *r, const struct pickle_value *segs, struct snapshot *out)
 {
     size_t n = pickle_len(segs);
@@ -386,74 +499,73 @@ static int read_segments(struct reader *r, const struct pickle_value *segs, stru
         return err_set(r->e, ERR_INTERNAL, "%s: out of memory for %zu segments", r->name, n);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        int d = 0;
         size_t saved = path_enter_index(r, i);
-        rc = segment_device(r, pickle_item(segs, i), &d);
-        if (rc == 0 && d == out->device)
-            rc = read_segment(r, pickle_item(segs, i), &out->segments[out->nsegments++]);
+        rc = read_segment(r, pickle_item(segs, i), &out->segments[out->nsegments++]);
         path_restore(r, saved);
     }
     if (out->nsegments > 1)
-        qsort(out->segments, out->nsegments, sizeof *out->segments, compare_segment_address);
+        qsort(out->segments, out->nsegments, sizeof *out->segments, by_device_and_address);
     return rc;
 }
 
 /* ---- trace events ---- */
 
-static const char *const action_names[] = {
-    [SNAP_ALLOC] = "alloc",
-    [SNAP_FREE_REQUESTED] = "free_requested",
-    [SNAP_FREE_COMPLETED] = "free_completed",
-    [SNAP_SEGMENT_ALLOC] = "segment_alloc",
-    [SNAP_SEGMENT_FREE] = "segment_free",
-    [SNAP_SEGMENT_MAP] = "segment_map",
-    [SNAP_SEGMENT_UNMAP] = "segment_unmap",
-    [SNAP_SNAPSHOT] = "snapshot",
-    [SNAP_OOM] = "oom",
-};
-
-static enum snap_action action_of(const char *name)
+static enum alloc_action action_of(const char *name)
 {
-    for (int a = 0; a < SNAP_OTHER; a++)
-        if (strcmp(name, action_names[a]) == 0)
-            return (enum snap_action)a;
-    return SNAP_OTHER;
+    for (int a = 0; a < ACT_OTHER; a++)
+        if (strcmp(name, alloc_action_name((enum alloc_action)a)) == 0)
+            return (enum alloc_action)a;
+    return ACT_OTHER;
 }
 
-static int read_event(struct reader *r, const struct pickle_value *ev, struct snap_event *out)
+static int read_event(struct reader *r, const struct pickle_value *ev, struct alloc_trace_event *out, const char **site)
 {
     const char *action;
     if (as_dict(r, ev) || field_str(r, ev, "action", false, &action))
         return -1;
     out->action = action_of(action);
-    bool optional = out->action == SNAP_OTHER;
-    const char *addr_key = out->action == SNAP_OOM ? "device_free" : "addr";
+    bool optional = out->action == ACT_OTHER;
+    const char *addr_key = out->action == ACT_OOM ? "device_free" : "addr";
     if (field_u64(r, ev, addr_key, optional, &out->addr) || field_u64(r, ev, "size", optional, &out->size) ||
-        field_u64(r, ev, "stream", optional, &out->stream))
+        field_u64(r, ev, "stream", optional, &out->stream) || read_site(r, ev, site))
         return -1;
     return 0;
 }
 
-/* Reads device_traces[out->device], if there is one. */
+/* The number of events of all devices, checking each trace is a list. */
+static int count_events(struct reader *r, const struct pickle_value *traces, size_t *n)
+{
+    int rc = 0;
+    *n = 0;
+    for (size_t d = 0; d < pickle_len(traces) && rc == 0; d++) {
+        size_t in_list = path_enter_index(r, d);
+        rc = as_list(r, pickle_item(traces, d));
+        if (rc == 0 && d > INT_MAX && pickle_len(pickle_item(traces, d)))
+            rc = err_set(r->e, ERR_INPUT, "%s: %s: a trace for a device index above %d", r->name, where(r), INT_MAX);
+        path_restore(r, in_list);
+        *n += pickle_len(pickle_item(traces, d));
+    }
+    return rc;
+}
+
+/* Reads every device's trace into out->events, in device order. */
 static int read_events(struct reader *r, const struct pickle_value *traces, struct snapshot *out)
 {
-    if ((size_t)out->device >= pickle_len(traces))
-        return 0;
-    const struct pickle_value *list = pickle_item(traces, (size_t)out->device);
-    size_t saved = path_enter_key(r, "device_traces");
-    path_enter_index(r, (size_t)out->device);
-    int rc = as_list(r, list);
-    size_t n = rc ? 0 : pickle_len(list);
-    if (rc == 0 && charge(r, n, "events"))
-        rc = -1, n = 0;
-    out->events = n ? calloc(n, sizeof *out->events) : NULL;
-    if (n && !out->events)
+    size_t saved = path_enter_key(r, "device_traces"), n;
+    int rc = count_events(r, traces, &n) || charge(r, n, "events");
+    if (rc == 0 && n && (!(out->events = calloc(n, sizeof *out->events)) ||
+                         !(out->event_sites = calloc(n, sizeof *out->event_sites))))
         rc = err_set(r->e, ERR_INTERNAL, "%s: out of memory for %zu events", r->name, n);
-    out->nevents = out->events ? n : 0;
-    for (size_t i = 0; i < out->nevents && rc == 0; i++) {
-        size_t in_list = path_enter_index(r, i);
-        rc = read_event(r, pickle_item(list, i), &out->events[i]);
-        path_restore(r, in_list);
+    for (size_t d = 0; rc == 0 && d < pickle_len(traces); d++) {
+        const struct pickle_value *list = pickle_item(traces, d);
+        size_t in_traces = path_enter_index(r, d);
+        for (size_t i = 0; rc == 0 && i < pickle_len(list); i++) {
+            size_t in_list = path_enter_index(r, i);
+            rc = read_event(r, pickle_item(list, i), &out->events[out->nevents], &out->event_sites[out->nevents]);
+            out->nevents++;
+            path_restore(r, in_list);
+        }
+        path_restore(r, in_traces);
     }
     path_restore(r, saved);
     return rc;
@@ -483,6 +595,51 @@ static int read_settings(struct reader *r, const struct pickle_value *top, struc
     return 0;
 }
 
+/* ---- devices ---- */
+
+/* Each device with segments or a non-empty trace, by number, pointing into out->segments and out->events
+ * (both in device order). */
+static int build_devices(struct reader *r, const struct pickle_value *traces, struct snapshot *out)
+{
+    size_t ntraces = traces ? pickle_len(traces) : 0, seg = 0, trace = 0, event = 0;
+    size_t cap = out->nsegments + ntraces;
+    if (cap && !(out->devices = calloc(cap, sizeof *out->devices)))
+        return out_of_memory(r);
+    for (;;) {
+        while (trace < ntraces && pickle_len(pickle_item(traces, trace)) == 0)
+            trace++;
+        bool segments = seg < out->nsegments, events = trace < ntraces;
+        if (!segments && !events)
+            return 0;
+        int device = !events ? out->segments[seg].device
+                     : segments && out->segments[seg].device < (int)trace ? out->segments[seg].device
+                                                                          : (int)trace;
+        struct snapshot_device *d = &out->devices[out->ndevices++];
+        d->device = device;
+        size_t first = seg;
+        while (seg < out->nsegments && out->segments[seg].device == device)
+            seg++;
+        if (seg > first) {
+            d->segments = out->segments + first;
+            d->nsegments = seg - first;
+        }
+        if (events && (int)trace == device) {
+            d->nevents = pickle_len(pickle_item(traces, trace++));
+            d->events = out->events + event;
+            d->event_sites = out->event_sites + event;
+            event += d->nevents;
+        }
+    }
+}
+
+const struct snapshot_device *snapshot_device(const struct snapshot *s, int device)
+{
+    for (size_t i = 0; i < s->ndevices; i++)
+        if (s->devices[i].device == device)
+            return &s->devices[i];
+    return NULL;
+}
+
 /* ---- the whole file ---- */
 
 /* The path of the segment list: "segments" in the dict formats, the top level in the list one. */
@@ -491,50 +648,28 @@ static size_t path_enter_segments(struct reader *r, bool in_dict)
     return in_dict ? path_enter_key(r, "segments") : r->depth;
 }
 
-/* The device all segments share (0 when they disagree); with no segments, the first device with
- * a non-empty trace, or 0. */
-static int choose_device(struct reader *r, const struct pickle_value *segs, const struct pickle_value *traces,
-                         int *device)
+static int read_snapshot(struct reader *r, const struct pickle_value *top, struct snapshot *out)
 {
-    *device = 0;
-    size_t saved = path_enter_segments(r, traces != NULL);
-    int rc = segments_device(r, segs, device);
-    path_restore(r, saved);
-    if (rc == 0 && traces && pickle_len(segs) == 0)
-        rc = traces_device(r, traces, device);
-    return rc;
-}
-
-/* Chooses the device, then reads its segments and, in the dict formats, its trace. */
-static int read_device_state(struct reader *r, const struct pickle_value *segs, const struct pickle_value *traces,
-                             struct snapshot *out)
-{
-    if (choose_device(r, segs, traces, &out->device))
-        return -1;
+    const struct pickle_value *segs = top, *traces = NULL;
+    if (pickle_type(top) == PICKLE_LIST) {
+        out->format = SNAP_FORMAT_SEGMENT_LIST;
+    } else if (pickle_type(top) == PICKLE_DICT) {
+        out->format = SNAP_FORMAT_DICT;
+        segs = field_list(r, top, "segments");
+        traces = segs ? field_list(r, top, "device_traces") : NULL;
+        if (!traces || read_settings(r, top, out))
+            return -1;
+    } else {
+        return type_error(r, "a dict (from _dump_snapshot) or a list of segments", top);
+    }
     size_t saved = path_enter_segments(r, traces != NULL);
     int rc = read_segments(r, segs, out);
     path_restore(r, saved);
-    if (rc || (traces && read_events(r, traces, out)))
+    if (rc || (traces && read_events(r, traces, out)) || build_devices(r, traces, out))
         return -1;
     if (r->block_layout == BLOCKS_WITHOUT_ADDRESS && traces)
         out->format = SNAP_FORMAT_TORCH20;
     return 0;
-}
-
-static int read_snapshot(struct reader *r, const struct pickle_value *top, struct snapshot *out)
-{
-    if (pickle_type(top) == PICKLE_LIST) {
-        out->format = SNAP_FORMAT_SEGMENT_LIST;
-        return read_device_state(r, top, NULL, out);
-    }
-    if (pickle_type(top) != PICKLE_DICT)
-        return type_error(r, "a dict (from _dump_snapshot) or a list of segments", top);
-    out->format = SNAP_FORMAT_DICT;
-    const struct pickle_value *segs = field_list(r, top, "segments");
-    const struct pickle_value *traces = segs ? field_list(r, top, "device_traces") : NULL;
-    if (!traces || read_settings(r, top, out))
-        return -1;
-    return read_device_state(r, segs, traces, out);
 }
 
 int snapshot_parse(const char *name, const unsigned char *data, size_t len, struct snapshot *out, struct err *e)
@@ -545,7 +680,13 @@ int snapshot_parse(const char *name, const unsigned char *data, size_t len, stru
     if (pickle_parse(name, data, len, &doc, e))
         return -1;
     struct reader r = {.name = name, .e = e, .input_bytes = len, .budget = len};
-    int rc = read_snapshot(&r, pickle_root(doc), out);
+    int rc = (out->sites = r.sites = site_table_create()) ? read_snapshot(&r, pickle_root(doc), out)
+                                                          : out_of_memory(&r);
+    struct frame_seen *f, *tmp;
+    HASH_ITER(hh, r.frames, f, tmp) {
+        HASH_DEL(r.frames, f);
+        free(f);
+    }
     pickle_free(doc);
     if (rc)
         snapshot_free(out);
@@ -563,10 +704,13 @@ static int read_whole_file(const char *path, unsigned char **data, size_t *len, 
     FILE *f = fopen(path, "rb");
     if (!f)
         return err_set(e, ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > SNAPSHOT_MAX_BYTES) {
+    /* a file that can seek says its size before it is read (<sys/stat.h> clashes with alloc/stats.h) */
+    off_t size = fseeko(f, 0, SEEK_END) == 0 ? ftello(f) : -1;
+    if (size >= 0 && ((uint64_t)size > SNAPSHOT_MAX_BYTES || fseeko(f, 0, SEEK_SET) != 0)) {
+        int saved = errno;
         fclose(f);
-        return too_large(path, e);
+        return (uint64_t)size > SNAPSHOT_MAX_BYTES ? too_large(path, e)
+                                                   : err_set(e, ERR_INPUT, "%s: cannot read: %s", path, strerror(saved));
     }
     size_t cap = 1 << 20, n = 0;
     unsigned char *buf = malloc(cap);
@@ -614,6 +758,9 @@ void snapshot_free(struct snapshot *s)
         free(s->segments[i].blocks);
     free(s->segments);
     free(s->events);
+    free(s->event_sites);
+    free(s->devices);
     free(s->alloc_conf);
+    site_table_free(s->sites);
     memset(s, 0, sizeof *s);
 }

@@ -1,6 +1,7 @@
-/* snapshot_plan.h: a PyTorch snapshot made ready to replay (snapshot_replay.c): its events as ops, the
- * allocator state at trace start when recording began mid-run, and its final segments to check the
- * replay against. */
+/* snapshot_plan.h: one device of a PyTorch snapshot made ready to replay (snapshot_replay.c): its events
+ * as ops (an alloc's name is its recorded site), the allocator state at trace start when recording began
+ * mid-run (each live block with its site), and its final segments to check the replay against. A plan
+ * points into the snapshot it was built from (its final segments, the sites' text): free it first. */
 #ifndef OOMLAB_SNAPSHOT_PLAN_H
 #define OOMLAB_SNAPSHOT_PLAN_H
 
@@ -19,7 +20,8 @@ struct replay_segment {
     uint64_t address, size, stream;
     bool small;
     struct restore_block *blocks;
-    uint64_t *keys; /* recorded address of each live block */
+    uint64_t *keys;     /* recorded address of each live block */
+    const char **sites; /* where each was allocated, or NULL */
     size_t nblocks;
 };
 
@@ -32,18 +34,21 @@ struct replay_expandable {
     size_t nranges;
     struct restore_block *blocks;
     uint64_t *keys;
+    const char **sites;
     size_t nblocks;
 };
 
 struct snapshot_plan {
-    const char *name;
+    const char *name;                /* starts every message: the file, and the device when it has several */
+    int device;
     struct op *ops;                  /* alloc, free_completed, segment_alloc, segment_free; ids are addresses */
     size_t nops;
     struct replay_segment *initial;  /* the state at trace start, sorted by address */
     size_t ninitial;
     struct replay_expandable *initial_expandable; /* ... and its expandable segments */
     size_t ninitial_expandable;
-    struct alloc_snapshot final;     /* the file's final segments */
+    const struct segment_info *final; /* the device's final segments, in the snapshot */
+    size_t nfinal;
     bool has_settings;               /* the file records its allocator settings */
     struct alloc_config settings;    /* ... which are these (PyTorch's defaults when it records none) */
     size_t skipped_events;           /* events that are not replayed (free_requested, snapshot markers, ...) */
@@ -51,9 +56,13 @@ struct snapshot_plan {
     size_t private_pool_segments;    /* final segments in a CUDA graph's private pool (segment_pool_id != (0, 0)) */
 };
 
-/* Parses the pickle in data (name starts every message) into a plan. */
-int snapshot_plan_build(const char *name, const unsigned char *data, size_t len, struct snapshot_plan *p,
-                        struct err *e);
+/* The plan of device d of s (d NULL: an empty device 0, for a file that records nothing); name starts
+ * every message. */
+int snapshot_plan_build(const char *name, const struct snapshot *s, const struct snapshot_device *d,
+                        struct snapshot_plan *p, struct err *e);
 void snapshot_plan_free(struct snapshot_plan *p);
+
+/* Whether device d has anything to replay: segments, or an event that becomes an op. */
+bool snapshot_device_replayable(const struct snapshot_device *d);
 
 #endif

@@ -1,8 +1,11 @@
-/* snapshot_replay.c: turning a PyTorch snapshot into a replay plan: its alloc, free_completed,
- * segment_alloc, segment_free, segment_map and segment_unmap events as ops in order, its final segments
- * to compare with, and, when recording began mid-run, the state at trace start: the final segments,
- * expandable segments' mapped ranges and live blocks minus the net effect of the traced events. A live block whose size the file no longer shows gets the size the
- * allocator's rules give its request (rounded, or the whole gap when that remainder would not be split). */
+/* snapshot_replay.c: turning one device of a PyTorch snapshot into a replay plan: its alloc,
+ * free_completed, segment_alloc, segment_free, segment_map and segment_unmap events as ops in order (an
+ * alloc named by its site), its final segments to compare with, and, when recording began mid-run, the
+ * state at trace start: the final segments, expandable segments' mapped ranges and live blocks minus the
+ * net effect of the traced events. A live block whose size the file no longer shows gets the size the
+ * allocator's rules give its request (rounded, or the whole gap when that remainder would not be split);
+ * a block live at both ends keeps its recorded site, one allocated before recording and freed during it
+ * has none (its free's frames are not where it was made). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +16,7 @@
 
 struct live_entry {
     uint64_t addr, size, requested, stream;
+    const char *site;
     size_t free_index; /* a block live at trace start whose size the file lost: the event that first frees it */
     UT_hash_handle hh;
 };
@@ -23,26 +27,40 @@ struct seg_entry {
     UT_hash_handle hh;
 };
 
-static bool is_live_state(enum snap_block_state st)
+/* The op a recorded action becomes; OP_KIND_COUNT for one that is not replayed. */
+static enum op_kind op_of(enum alloc_action a)
 {
-    return st == SNAP_ACTIVE_ALLOCATED || st == SNAP_ACTIVE_PENDING_FREE;
+    switch (a) {
+    case ACT_ALLOC: return OP_ALLOC;
+    case ACT_FREE_COMPLETED: return OP_FREE;
+    case ACT_SEGMENT_ALLOC: return OP_SEGMENT_ALLOC;
+    case ACT_SEGMENT_FREE: return OP_SEGMENT_FREE;
+    case ACT_SEGMENT_MAP: return OP_SEGMENT_MAP;
+    case ACT_SEGMENT_UNMAP: return OP_SEGMENT_UNMAP;
+    default: return OP_KIND_COUNT;
+    }
 }
 
-static int build_ops(const struct snapshot *s, struct snapshot_plan *p)
+bool snapshot_device_replayable(const struct snapshot_device *d)
+{
+    if (d->nsegments)
+        return true;
+    for (size_t i = 0; i < d->nevents; i++)
+        if (op_of(d->events[i].action) != OP_KIND_COUNT)
+            return true;
+    return false;
+}
+
+static int build_ops(const struct snapshot_device *d, struct snapshot_plan *p)
 {
     size_t cap = 0;
-    for (size_t i = 0; i < s->nevents; i++) {
-        const struct snap_event *ev = &s->events[i];
-        struct op op = {.id = ev->addr, .bytes = ev->size, .stream = (int32_t)ev->stream, .where = i,
-                        .category = CAT_OTHER};
-        switch (ev->action) {
-        case SNAP_ALLOC: op.kind = OP_ALLOC; break;
-        case SNAP_FREE_COMPLETED: op.kind = OP_FREE; break;
-        case SNAP_SEGMENT_ALLOC: op.kind = OP_SEGMENT_ALLOC; break;
-        case SNAP_SEGMENT_FREE: op.kind = OP_SEGMENT_FREE; break;
-        case SNAP_SEGMENT_MAP: op.kind = OP_SEGMENT_MAP; break;
-        case SNAP_SEGMENT_UNMAP: op.kind = OP_SEGMENT_UNMAP; break;
-        default: p->skipped_events++; continue;
+    for (size_t i = 0; i < d->nevents; i++) {
+        const struct alloc_trace_event *ev = &d->events[i];
+        struct op op = {.kind = op_of(ev->action), .id = ev->addr, .bytes = ev->size, .stream = (int32_t)ev->stream,
+                        .where = i, .category = CAT_OTHER, .name = ev->action == ACT_ALLOC ? d->event_sites[i] : NULL};
+        if (op.kind == OP_KIND_COUNT) {
+            p->skipped_events++;
+            continue;
         }
         if (vec_grow((void **)&p->ops, &cap, p->nops + 1, sizeof *p->ops))
             return -1;
@@ -51,36 +69,11 @@ static int build_ops(const struct snapshot *s, struct snapshot_plan *p)
     return 0;
 }
 
-static int build_final(const struct snapshot *s, struct snapshot_plan *in)
-{
-    if (!s->nsegments)
-        return 0;
-    if (!(in->final.segments = calloc(s->nsegments, sizeof *in->final.segments)))
-        return -1;
-    in->final.nsegments = s->nsegments;
-    for (size_t i = 0; i < s->nsegments; i++) {
-        const struct snap_segment *ss = &s->segments[i];
-        struct segment_info *si = &in->final.segments[i];
-        *si = (struct segment_info){.address = ss->address, .total_size = ss->total_size,
-                                    .allocated_size = ss->allocated_size, .active_size = ss->active_size,
-                                    .requested_size = ss->requested_size, .stream = ss->stream, .small = ss->small,
-                                    .is_expandable = ss->is_expandable, .nblocks = ss->nblocks};
-        if (ss->nblocks && !(si->blocks = calloc(ss->nblocks, sizeof *si->blocks)))
-            return -1;
-        for (size_t k = 0; k < ss->nblocks; k++) {
-            const struct snap_block *sb = &ss->blocks[k];
-            si->blocks[k] = (struct block_info){sb->address, sb->size, sb->requested_size,
-                                                is_live_state(sb->state) ? BLOCK_ACTIVE_ALLOCATED : BLOCK_INACTIVE};
-        }
-    }
-    return 0;
-}
-
 /* Walks the trace backwards from the final state to the live blocks and segments at its start. */
-static int unwind(const struct snapshot *s, struct live_entry **live, struct seg_entry **segs)
+static int unwind(const struct snapshot_device *s, struct live_entry **live, struct seg_entry **segs)
 {
     for (size_t i = 0; i < s->nsegments; i++) {
-        const struct snap_segment *ss = &s->segments[i];
+        const struct segment_info *ss = &s->segments[i];
         struct seg_entry *g = ss->is_expandable ? NULL : calloc(1, sizeof *g);
         if (!ss->is_expandable) {
             if (!g)
@@ -94,14 +87,14 @@ static int unwind(const struct snapshot *s, struct live_entry **live, struct seg
             }
         }
         for (size_t k = 0; k < ss->nblocks; k++) {
-            const struct snap_block *sb = &ss->blocks[k];
-            if (!is_live_state(sb->state))
+            const struct block_info *sb = &ss->blocks[k];
+            if (!block_state_live(sb->state))
                 continue;
             struct live_entry *l = calloc(1, sizeof *l);
             if (!l)
                 return -1;
             *l = (struct live_entry){.addr = sb->address, .size = sb->size, .requested = sb->requested_size,
-                                     .stream = ss->stream};
+                                     .stream = ss->stream, .site = sb->site};
             HASH_ADD(hh, *live, addr, sizeof l->addr, l);
             if (!HASH_ADDED(l)) {
                 free(l);
@@ -110,18 +103,18 @@ static int unwind(const struct snapshot *s, struct live_entry **live, struct seg
         }
     }
     for (size_t i = s->nevents; i-- > 0;) {
-        const struct snap_event *ev = &s->events[i];
+        const struct alloc_trace_event *ev = &s->events[i];
         struct live_entry *l;
         struct seg_entry *g;
         switch (ev->action) {
-        case SNAP_ALLOC:
+        case ACT_ALLOC:
             HASH_FIND(hh, *live, &ev->addr, sizeof ev->addr, l);
             if (l) {
                 HASH_DEL(*live, l);
                 free(l);
             }
             break;
-        case SNAP_FREE_COMPLETED:
+        case ACT_FREE_COMPLETED:
             HASH_FIND(hh, *live, &ev->addr, sizeof ev->addr, l);
             if (!l) {
                 if (!(l = calloc(1, sizeof *l)))
@@ -135,14 +128,14 @@ static int unwind(const struct snapshot *s, struct live_entry **live, struct seg
             }
             l->free_index = i; /* walking backwards, the last one seen is the first free */
             break;
-        case SNAP_SEGMENT_ALLOC:
+        case ACT_SEGMENT_ALLOC:
             HASH_FIND(hh, *segs, &ev->addr, sizeof ev->addr, g);
             if (g) {
                 HASH_DEL(*segs, g);
                 free(g);
             }
             break;
-        case SNAP_SEGMENT_FREE:
+        case ACT_SEGMENT_FREE:
             if (!(g = calloc(1, sizeof *g)))
                 return -1;
             *g = (struct seg_entry){.addr = ev->addr, .size = ev->size, .stream = ev->stream, .small = ev->size == 2 * MiB};
@@ -172,11 +165,11 @@ static uint64_t inferred_size(const struct alloc_config *cfg, bool small, uint64
 
 /* Where a block live at trace start, whose size the file lost, must end: no later than the lowest traced
  * allocation placed above it (below end) before its first free. */
-static uint64_t end_bound(const struct snapshot *s, const struct live_entry *l, uint64_t end)
+static uint64_t end_bound(const struct snapshot_device *s, const struct live_entry *l, uint64_t end)
 {
     for (size_t j = 0; j < l->free_index && j < s->nevents; j++) {
-        const struct snap_event *ev = &s->events[j];
-        if (ev->action == SNAP_ALLOC && ev->addr > l->addr && ev->addr < end)
+        const struct alloc_trace_event *ev = &s->events[j];
+        if (ev->action == ACT_ALLOC && ev->addr > l->addr && ev->addr < end)
             end = ev->addr;
     }
     return end;
@@ -260,46 +253,48 @@ static int ranges_remove(struct ranges *x, uint64_t a, uint64_t b)
 
 /* The mapped ranges of expandable segments at trace start: the final ones, without what the trace
  * mapped and with what it unmapped, walking it backwards. */
-static int unwind_mapped(const struct snapshot *s, struct ranges **all, size_t *n)
+static int unwind_mapped(const struct snapshot_device *s, struct ranges **all, size_t *n)
 {
     size_t cap = 0;
     for (size_t i = 0; i < s->nsegments; i++) {
-        const struct snap_segment *ss = &s->segments[i];
+        const struct segment_info *ss = &s->segments[i];
         struct ranges *x = ss->is_expandable ? ranges_for(all, n, &cap, ss->stream, ss->small) : NULL;
         if (ss->is_expandable && (!x || ranges_add(x, ss->address, ss->address + ss->total_size)))
             return -1;
     }
     for (size_t i = s->nevents; i-- > 0;) {
-        const struct snap_event *ev = &s->events[i];
-        if (ev->action != SNAP_SEGMENT_MAP && ev->action != SNAP_SEGMENT_UNMAP)
+        const struct alloc_trace_event *ev = &s->events[i];
+        if (ev->action != ACT_SEGMENT_MAP && ev->action != ACT_SEGMENT_UNMAP)
             continue;
         struct ranges *x = ranges_for(all, n, &cap, ev->stream, small_pool_map(ev->size));
-        if (!x || (ev->action == SNAP_SEGMENT_MAP ? ranges_remove(x, ev->addr, ev->addr + ev->size)
+        if (!x || (ev->action == ACT_SEGMENT_MAP ? ranges_remove(x, ev->addr, ev->addr + ev->size)
                                                   : ranges_add(x, ev->addr, ev->addr + ev->size)))
             return -1;
     }
     return 0;
 }
 
-/* The blocks live at trace start inside [start, end), from l on (sorted by address), appended to blocks
- * and keys with offsets from base. A block whose size the file lost ends no later than the next live block,
+/* The blocks live at trace start inside [start, end), from l on (sorted by address), appended to blocks,
+ * keys and sites with offsets from base. A block whose size the file lost ends no later than the next live block,
  * the end, or the lowest traced allocation placed above it while it was live; within that, the allocator's
  * split rules say its size (inferred_size). */
 struct block_list {
     struct restore_block *blocks;
     uint64_t *keys;
+    const char **sites;
     size_t n, cap;
     size_t inferred;
 };
 
-static int take_blocks(const struct snapshot *s, const struct alloc_config *cfg, bool small, struct live_entry *l,
+static int take_blocks(const struct snapshot_device *s, const struct alloc_config *cfg, bool small, struct live_entry *l,
                        uint64_t start, uint64_t end, uint64_t base, struct block_list *out)
 {
     for (; l && l->addr < end; l = l->hh.next) {
         if (l->addr < start)
             continue;
         if (vec_grow((void **)&out->blocks, &out->cap, out->n + 1, sizeof *out->blocks) ||
-            !(out->keys = realloc(out->keys, out->cap * sizeof *out->keys)))
+            !(out->keys = realloc(out->keys, out->cap * sizeof *out->keys)) ||
+            !(out->sites = realloc(out->sites, out->cap * sizeof *out->sites)))
             return -1;
         uint64_t size = l->size;
         if (!size) {
@@ -309,12 +304,13 @@ static int take_blocks(const struct snapshot *s, const struct alloc_config *cfg,
             out->inferred++;
         }
         out->keys[out->n] = l->addr;
+        out->sites[out->n] = l->site;
         out->blocks[out->n++] = (struct restore_block){l->addr - base, size, l->requested};
     }
     return 0;
 }
 
-static int build_initial_expandable(const struct snapshot *s, const struct alloc_config *cfg, struct live_entry *live,
+static int build_initial_expandable(const struct snapshot_device *s, const struct alloc_config *cfg, struct live_entry *live,
                                     struct snapshot_plan *p)
 {
     struct ranges *all = NULL;
@@ -337,6 +333,7 @@ static int build_initial_expandable(const struct snapshot *s, const struct alloc
         }
         ex->blocks = bl.blocks;
         ex->keys = bl.keys;
+        ex->sites = bl.sites;
         ex->nblocks = bl.n;
         p->inferred_sizes += bl.inferred;
     }
@@ -356,7 +353,7 @@ static int by_addr_live(const struct live_entry *x, const struct live_entry *y)
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static int build_initial(const struct snapshot *s, const struct alloc_config *cfg, struct snapshot_plan *in,
+static int build_initial(const struct snapshot_device *s, const struct alloc_config *cfg, struct snapshot_plan *in,
                          struct err *e)
 {
     struct live_entry *live = NULL, *l, *ltmp;
@@ -378,6 +375,7 @@ static int build_initial(const struct snapshot *s, const struct alloc_config *cf
         rc = take_blocks(s, cfg, g->small, l, g->addr, g->addr + g->size, g->addr, &bl);
         rs->blocks = bl.blocks;
         rs->keys = bl.keys;
+        rs->sites = bl.sites;
         rs->nblocks = bl.n;
         in->inferred_sizes += bl.inferred;
     }
@@ -414,21 +412,19 @@ static int recorded_settings(const struct snapshot *s, struct snapshot_plan *p, 
     return 0;
 }
 
-int snapshot_plan_build(const char *name, const unsigned char *data, size_t len, struct snapshot_plan *p,
-                        struct err *e)
+int snapshot_plan_build(const char *name, const struct snapshot *s, const struct snapshot_device *d,
+                        struct snapshot_plan *p, struct err *e)
 {
-    *p = (struct snapshot_plan){.name = name};
-    struct snapshot s;
-    if (snapshot_parse(name, data, len, &s, e))
-        return -1;
-    for (size_t i = 0; i < s.nsegments; i++)
-        p->private_pool_segments += s.segments[i].pool_id[0] || s.segments[i].pool_id[1];
-    int rc = recorded_settings(&s, p, e);
-    if (rc == 0 && (build_ops(&s, p) || build_final(&s, p)))
+    static const struct snapshot_device nothing = {0};
+    d = d ? d : &nothing;
+    *p = (struct snapshot_plan){.name = name, .device = d->device, .final = d->segments, .nfinal = d->nsegments};
+    for (size_t i = 0; i < d->nsegments; i++)
+        p->private_pool_segments += d->segments[i].segment_pool_id[0] || d->segments[i].segment_pool_id[1];
+    int rc = recorded_settings(s, p, e);
+    if (rc == 0 && build_ops(d, p))
         rc = err_set(e, ERR_INTERNAL, "%s: out of host memory", name);
     if (rc == 0)
-        rc = build_initial(&s, &p->settings, p, e);
-    snapshot_free(&s);
+        rc = build_initial(d, &p->settings, p, e);
     if (rc)
         snapshot_plan_free(p);
     return rc;
@@ -440,14 +436,15 @@ void snapshot_plan_free(struct snapshot_plan *p)
     for (size_t i = 0; i < p->ninitial; i++) {
         free(p->initial[i].blocks);
         free(p->initial[i].keys);
+        free(p->initial[i].sites);
     }
     free(p->initial);
     for (size_t i = 0; i < p->ninitial_expandable; i++) {
         free(p->initial_expandable[i].ranges);
         free(p->initial_expandable[i].blocks);
         free(p->initial_expandable[i].keys);
+        free(p->initial_expandable[i].sites);
     }
     free(p->initial_expandable);
-    alloc_snapshot_free(&p->final);
     *p = (struct snapshot_plan){0};
 }

@@ -43,6 +43,35 @@ static void rate(const struct job_result *r, const struct job_result *base, char
         snprintf(buf, len, "%.2f", r->samples_per_s);
 }
 
+/* The fixes or settings whose runs equal the job's, each with why where it is known. */
+static void print_unchanged(FILE *f, const struct advice *a)
+{
+    bool header = false;
+    for (size_t i = 0; i < a->n; i++) {
+        const struct advice_entry *e = &a->entries[i];
+        if (!e->same_as_base)
+            continue;
+        if (!header)
+            fprintf(f, "   changes nothing here (its runs' figures equal those %s):\n",
+                    a->base.replay.input_kind ? "as recorded" : "of the job as it is");
+        header = true;
+        char fx[128], text[320], why[160];
+        if (e->settings[0])
+            snprintf(fx, sizeof fx, "%s", e->settings);
+        else
+            fixes_text(e->fixes, fx, sizeof fx);
+        if (e->inert)
+            snprintf(why, sizeof why, ": %s", e->inert);
+        else if (a->base.run.oom.happened && !e->settings[0])
+            snprintf(why, sizeof why, ": the job OOMs (%s, step %lld) before it acts", a->base.run.oom.phase,
+                     (long long)a->base.run.oom.step);
+        else
+            why[0] = '\0';
+        snprintf(text, sizeof text, "%s%s", fx, why);
+        wrap_print(f, "     ", 7, text);
+    }
+}
+
 static void print_trace_advice(FILE *f, const struct advice *a)
 {
     const struct advice_entry *rec = &a->recorded;
@@ -54,15 +83,20 @@ static void print_trace_advice(FILE *f, const struct advice *a)
              least, peak, rec->smallest_card[0] ? rec->smallest_card : "none");
     wrap_print(f, "   as recorded, ", 16, line);
     fprintf(f, "   %-4s %-46s %10s %8s  %s\n", "rank", "allocator settings", "needs", "change", "smallest card");
-    for (size_t i = 0; i < a->n; i++) {
+    for (size_t i = 0, shown = 0; i < a->n; i++) {
         const struct advice_entry *e = &a->entries[i];
+        if (e->same_as_base)
+            continue;
         char n[32], change[16];
         size_format_flag(e->least_capacity, n, sizeof n);
         snprintf(change, sizeof change, "%+.1f%%",
                  rec->least_capacity ? 100.0 * ((double)e->least_capacity / (double)rec->least_capacity - 1) : 0.0);
-        fprintf(f, "   %-4zu %-46s %10s %8s  %s\n", i + 1, e->settings, n, change,
+        bool own_line = strlen(e->settings) > 46; /* the figures go on the line below */
+        fprintf(f, "   %-4zu %-46s%s %10s %8s  %s\n", ++shown, e->settings,
+                own_line ? "\n                                                    " : "", n, change,
                 e->smallest_card[0] ? e->smallest_card : "none");
     }
+    print_unchanged(f, a);
     wrap_print(f, "   ", 3,
                "needs: the least device capacity the trace replays on without an OOM (as --capacity takes it, "
                "rounded up), found by bisection to 2 MiB (the allocator frees its cache only under pressure, so this can sit well below what it "
@@ -122,25 +156,6 @@ void report_advice(FILE *f, const char *name, const char *title, const struct ad
         fprintf(f, "       expect: { oom: false }\n");
         break;
     }
-    bool header = false;
-    for (size_t i = 0; i < a->n; i++) {
-        const struct advice_entry *e = &a->entries[i];
-        if (!e->same_as_base)
-            continue;
-        if (!header)
-            fprintf(f, "   changes nothing here (each run, its figures equal the job's):\n");
-        header = true;
-        char fx[128], text[320], why[160];
-        fixes_text(e->fixes, fx, sizeof fx);
-        if (e->inert)
-            snprintf(why, sizeof why, ": %s", e->inert);
-        else if (a->base.run.oom.happened)
-            snprintf(why, sizeof why, ": the job OOMs (%s, step %lld) before it acts", a->base.run.oom.phase,
-                     (long long)a->base.run.oom.step);
-        else
-            why[0] = '\0';
-        snprintf(text, sizeof text, "%s%s", fx, why);
-        wrap_print(f, "     ", 7, text);
-    }
+    print_unchanged(f, a);
     fprintf(f, "\n");
 }

@@ -247,23 +247,13 @@ static void write_segments(struct pickle_out *p, const struct snapshot_recorder 
 
 static void write_trace(struct pickle_out *p, const struct snapshot_recorder *s)
 {
-    static const char *const actions[] = {
-        [ACT_ALLOC] = "alloc",
-        [ACT_FREE_REQUESTED] = "free_requested",
-        [ACT_FREE_COMPLETED] = "free_completed",
-        [ACT_SEGMENT_ALLOC] = "segment_alloc",
-        [ACT_SEGMENT_FREE] = "segment_free",
-        [ACT_SEGMENT_MAP] = "segment_map",
-        [ACT_SEGMENT_UNMAP] = "segment_unmap",
-        [ACT_OOM] = "oom",
-    };
     po_list_begin(p); /* one trace per device: device 0 */
     po_list_begin(p);
     for (size_t i = 0; i < s->nevents; i++) {
         const struct event *ev = &s->events[i];
         po_dict_begin(p);
         po_key(p, "action");
-        po_str(p, actions[ev->action]);
+        po_str(p, alloc_action_name(ev->action));
         po_key(p, ev->action == ACT_OOM ? "device_free" : "addr");
         po_uint(p, ev->addr);
         po_key(p, "size");

@@ -370,6 +370,8 @@ void report_table(FILE *f, const struct report_group *g)
     for (size_t i = 0; i < g->njobs; i++) {
         char first[96];
         if (g->kind == REPORT_REPLAY) {
+            if (g->njobs > 1) /* a snapshot's devices */
+                fprintf(f, "   %s:\n", g->jobs[i].name);
             print_replay_details(f, &g->jobs[i]);
         } else if (g->jobs[i].run.oom.happened) {
             snprintf(first, sizeof first, "   %s: ", g->jobs[i].name);

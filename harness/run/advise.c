@@ -138,12 +138,17 @@ int advise_scenario(const struct scenario *sc, const struct harness_options *opt
 }
 
 /* The allocator settings a snapshot is tried under, beside the ones it recorded. */
-static const char *const trace_settings[] = {
-    "expandable_segments:True",
-    "max_split_size_mb:128",
-    "max_split_size_mb:512",
-    "expandable_segments:True,max_split_size_mb:512",
-    "roundup_power2_divisions:4",
+static const struct {
+    const char *settings;
+    const char *inert; /* why it can change nothing, when it does */
+} trace_settings[] = {
+    {"expandable_segments:True", NULL},
+    {"max_split_size_mb:128", NULL},
+    {"max_split_size_mb:512", NULL},
+    {"expandable_segments:True,max_split_size_mb:512", NULL},
+    {"roundup_power2_divisions:4", NULL},
+    {"garbage_collection_threshold:0.6", "the collector runs only under a per-process memory fraction"},
+    {"garbage_collection_threshold:0.6,per_process_memory_fraction:0.99", NULL},
 };
 
 #define CAPACITY_STEP (2ULL << 20) /* the bisection's resolution: the allocator's smallest segment */
@@ -168,13 +173,39 @@ static const struct gpu_profile **profiles_by_usable(void)
     return order;
 }
 
+/* The trace advised on: a file, and which device of a snapshot. */
+struct trace_target {
+    const char *path;
+    int cuda_device; /* -1: the file's only device */
+};
+
+/* Replays one device of the trace into *out; a file with several devices needs one named. */
+static int replay_one(const struct trace_target *t, struct replay_options *opt, struct job_result *out,
+                      struct err *e)
+{
+    opt->one_device = t->cuda_device >= 0;
+    opt->cuda_device = t->cuda_device;
+    struct job_result *jobs = NULL;
+    size_t n = 0;
+    if (replay_path(t->path, opt, &jobs, &n, e))
+        return -1;
+    int rc = 0;
+    if (n == 1)
+        *out = jobs[0];
+    else
+        rc = err_set(e, ERR_INPUT, "%s holds %zu devices with allocations: give --cuda-device N to advise on one",
+                     t->path, n);
+    free(jobs);
+    return rc;
+}
+
 /* Whether the trace replays under `settings` on a device of `capacity` bytes without an OOM. */
-static int survives(const char *path, const char *settings, const char *device, uint64_t capacity,
+static int survives(const struct trace_target *t, const char *settings, const char *device, uint64_t capacity,
                     struct job_result *scratch, bool *ok, struct err *e)
 {
     struct replay_options opt = {.device = device, .capacity = {capacity, 0.0}, .alloc_conf = settings,
                                  .stop_at_oom = true};
-    if (replay_path(path, &opt, scratch, e))
+    if (replay_one(t, &opt, scratch, e))
         return -1;
     *ok = !scratch->run.nooms;
     return 0;
@@ -185,7 +216,7 @@ static int survives(const char *path, const char *settings, const char *device, 
  * the allocator frees its cache only under pressure, so the least it needs can sit well below what it
  * reserves when never pressed. Then the smallest GPU profile that holds that much, proven by a run on
  * it (and the next larger ones, should the allocator behave otherwise on a card). */
-static int smallest_fit(const char *path, const char *settings, const struct job_result *wide,
+static int smallest_fit(const struct trace_target *t, const char *settings, const struct job_result *wide,
                         struct advice_entry *a, struct err *e)
 {
     struct job_result *r = malloc(sizeof *r);
@@ -198,7 +229,7 @@ static int smallest_fit(const char *path, const char *settings, const struct job
     while (rc == 0 && lo < hi) { /* the answer is in [lo, hi] steps, hi known to hold */
         uint64_t mid = lo + (hi - lo) / 2;
         bool ok = false;
-        rc = survives(path, settings, "sim", mid * CAPACITY_STEP, r, &ok, e);
+        rc = survives(t, settings, "sim", mid * CAPACITY_STEP, r, &ok, e);
         if (ok)
             hi = mid;
         else
@@ -216,7 +247,7 @@ static int smallest_fit(const char *path, const char *settings, const struct job
             continue;
         char device[64];
         snprintf(device, sizeof device, "sim:%s", p->name);
-        rc = survives(path, settings, device, 0, r, &ok, e);
+        rc = survives(t, settings, device, 0, r, &ok, e);
         if (ok)
             snprintf(a->smallest_card, sizeof a->smallest_card, "%s", p->name);
     }
@@ -225,14 +256,17 @@ static int smallest_fit(const char *path, const char *settings, const struct job
     return rc;
 }
 
-static int try_settings(const char *path, const char *settings, struct advice *out, struct err *e)
+static int try_settings(const struct trace_target *t, const char *settings, const char *inert, struct advice *out,
+                        struct err *e)
 {
     struct advice_entry *a = &out->entries[out->n];
-    *a = (struct advice_entry){0};
+    *a = (struct advice_entry){.inert = inert};
     snprintf(a->settings, sizeof a->settings, "%s", settings ? settings : "");
     struct replay_options opt = {.alloc_conf = settings};
-    if (replay_path(path, &opt, &a->run, e) || smallest_fit(path, settings, &a->run, a, e))
+    if (replay_one(t, &opt, &a->run, e) || smallest_fit(t, settings, &a->run, a, e))
         return -1;
+    a->same_as_base = settings && a->least_capacity == out->recorded.least_capacity &&
+                      same_figures(&a->run, &out->recorded.run);
     out->n++;
     return 0;
 }
@@ -243,16 +277,17 @@ static int by_needed(const void *x, const void *y)
     return a->least_capacity < b->least_capacity ? -1 : a->least_capacity > b->least_capacity;
 }
 
-int advise_trace(const char *path, struct advice *out, struct err *e)
+int advise_trace(const char *path, int cuda_device, struct advice *out, struct err *e)
 {
     *out = (struct advice){0};
-    if (try_settings(path, NULL, out, e))
+    const struct trace_target t = {path, cuda_device};
+    if (try_settings(&t, NULL, NULL, out, e))
         return -1;
     out->recorded = out->entries[0];
     out->base = out->recorded.run;
     out->n = 0;
     for (size_t i = 0; i < sizeof trace_settings / sizeof trace_settings[0]; i++)
-        if (try_settings(path, trace_settings[i], out, e))
+        if (try_settings(&t, trace_settings[i].settings, trace_settings[i].inert, out, e))
             return -1;
     qsort(out->entries, out->n, sizeof out->entries[0], by_needed);
     return 0;

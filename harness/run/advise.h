@@ -33,7 +33,7 @@ struct advice {
 
 /* Tries the fixes on the scenario's "before" variant (or its first). */
 int advise_scenario(const struct scenario *sc, const struct harness_options *opt, struct advice *out, struct err *e);
-/* Tries allocator settings on a replayed snapshot or trace. */
-int advise_trace(const char *path, struct advice *out, struct err *e);
+/* Tries allocator settings on a replayed snapshot or trace: its device cuda_device, or (-1) its only one. */
+int advise_trace(const char *path, int cuda_device, struct advice *out, struct err *e);
 
 #endif

@@ -14,6 +14,7 @@
 struct live_tensor {
     uint64_t id;
     struct alloc_block *block;
+    const char *tag; /* the ALLOC op's name (a module tag, a recorded site), or a restored block's */
     uint8_t category;
     UT_hash_handle hh;
 };
@@ -201,8 +202,7 @@ static void track_peaks(struct runner *r)
     }
 }
 
-static void warn(struct runner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(struct runner *r, const char *fmt, ...)
+void runner_warn(struct runner *r, const char *fmt, ...)
 {
     if (r->res.nwarnings < RUN_MAX_WARNINGS) {
         va_list ap;
@@ -227,7 +227,7 @@ static void record_oom(struct runner *r, const struct op *op, const struct alloc
     snprintf(o.phase, sizeof o.phase, "%s", r->phase_name);
     snprintf(o.tag, sizeof o.tag, "%s", op->name ? op->name : "-");
     memcpy(o.category_live, r->category_live, sizeof o.category_live);
-    alloc_oom_message(oom, 0, o.message, sizeof o.message);
+    alloc_oom_message(oom, r->opt.device_index, o.message, sizeof o.message);
     if (r->res.nooms < RUN_MAX_OOMS)
         r->res.ooms[r->res.nooms] = o;
     if (r->res.nooms++ == 0)
@@ -263,7 +263,8 @@ static void release_tensor(struct runner *r, struct live_tensor *t)
 }
 
 /* A new live tensor under id (block may be NULL: a zero-byte allocation). */
-static int add_live(struct runner *r, uint64_t id, struct alloc_block *b, uint8_t category, struct err *e)
+static int add_live(struct runner *r, uint64_t id, struct alloc_block *b, uint8_t category, const char *tag,
+                    struct err *e)
 {
     struct live_tensor *t = r->spare;
     if (t)
@@ -272,6 +273,7 @@ static int add_live(struct runner *r, uint64_t id, struct alloc_block *b, uint8_
         return err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
     t->id = id;
     t->block = b;
+    t->tag = tag;
     t->category = category < CAT_COUNT ? category : CAT_OTHER;
     HASH_ADD(hh, r->live, id, sizeof t->id, t);
     if (!HASH_ADDED(t)) {
@@ -290,8 +292,8 @@ static int do_alloc(struct runner *r, const struct op *op, struct alloc_block **
         if (!r->opt.lenient_ids)
             return err_set(e, ERR_INTERNAL, "op program allocates tensor %llu, which is still live",
                            (unsigned long long)op->id);
-        warn(r, "%s %llu: address 0x%llx allocated again while live; the earlier block is freed",
-             r->opt.where_unit, (unsigned long long)op->where, (unsigned long long)op->id);
+        runner_warn(r, "%s %llu: address 0x%llx allocated again while live; the earlier block is freed",
+                    r->opt.where_unit, (unsigned long long)op->where, (unsigned long long)op->id);
         release_tensor(r, old);
     }
     struct alloc_block *b = NULL;
@@ -310,7 +312,7 @@ static int do_alloc(struct runner *r, const struct op *op, struct alloc_block **
         }
         return remember_failed(r, op->id, e);
     }
-    if (add_live(r, op->id, b, op->category, e)) {
+    if (add_live(r, op->id, b, op->category, op->name, e)) {
         allocator_free(r->a, b);
         return -1;
     }
@@ -333,15 +335,15 @@ static int do_free(struct runner *r, const struct op *op, struct err *e)
         HASH_DEL(r->failed, f);
         free(f);
         r->res.frees_of_unknown++;
-        warn(r, "%s %llu: free of an allocation that failed with an OOM; ignored", r->opt.where_unit,
-             (unsigned long long)op->where);
+        runner_warn(r, "%s %llu: free of an allocation that failed with an OOM; ignored", r->opt.where_unit,
+                    (unsigned long long)op->where);
         return 0;
     }
     if (!r->opt.lenient_ids)
         return err_set(e, ERR_INTERNAL, "op program frees tensor %llu, which is not live", (unsigned long long)op->id);
     r->res.frees_of_unknown++;
-    warn(r, "%s %llu: free of 0x%llx, which is not allocated; ignored", r->opt.where_unit,
-         (unsigned long long)op->where, (unsigned long long)op->id);
+    runner_warn(r, "%s %llu: free of 0x%llx, which is not allocated; ignored", r->opt.where_unit,
+                (unsigned long long)op->where, (unsigned long long)op->id);
     return 0;
 }
 
@@ -521,16 +523,16 @@ struct allocator *runner_allocator(struct runner *r)
     return r->a;
 }
 
-/* The restored blocks in handles become live allocations under ids (category other); any not handed to the
- * live table go back to the allocator. rc: the restore's own result. */
-static int adopt_restored(struct runner *r, struct alloc_block **handles, const uint64_t *ids, size_t n, int rc,
-                          struct err *e)
+/* The restored blocks in handles become live allocations under ids (category other, tagged by names); any
+ * not handed to the live table go back to the allocator. rc: the restore's own result. */
+static int adopt_restored(struct runner *r, struct alloc_block **handles, const uint64_t *ids,
+                          const char *const *names, size_t n, int rc, struct err *e)
 {
     for (size_t k = 0; rc == 0 && k < n; k++) {
         if (find_live(r, ids[k])) {
             rc = err_set(e, ERR_INPUT, "two live blocks at trace start have the same id 0x%llx",
                          (unsigned long long)ids[k]);
-        } else if ((rc = add_live(r, ids[k], handles[k], CAT_OTHER, e)) == 0) {
+        } else if ((rc = add_live(r, ids[k], handles[k], CAT_OTHER, names ? names[k] : NULL, e)) == 0) {
             handles[k] = NULL;
         }
     }
@@ -544,25 +546,31 @@ static int adopt_restored(struct runner *r, struct alloc_block **handles, const 
 }
 
 int runner_restore_segment(struct runner *r, uint64_t size, uint64_t stream, bool small,
-                           const struct restore_block *blocks, const uint64_t *ids, size_t n, uint64_t *addr,
-                           struct err *e)
+                           const struct restore_block *blocks, const uint64_t *ids, const char *const *names, size_t n,
+                           uint64_t *addr, struct err *e)
 {
     struct alloc_block **handles = calloc(n + 1, sizeof *handles);
     if (!handles)
         return err_set(e, ERR_INTERNAL, "out of host memory restoring a segment of %zu blocks", n);
     int rc = allocator_restore_segment(r->a, size, stream, small, blocks, n, handles, addr, e);
-    return adopt_restored(r, handles, ids, n, rc, e);
+    return adopt_restored(r, handles, ids, names, n, rc, e);
 }
 
 int runner_restore_expandable(struct runner *r, uint64_t stream, bool small, const struct restore_block *ranges,
-                              size_t nranges, const struct restore_block *blocks, const uint64_t *ids, size_t n,
-                              uint64_t *base, struct err *e)
+                              size_t nranges, const struct restore_block *blocks, const uint64_t *ids,
+                              const char *const *names, size_t n, uint64_t *base, struct err *e)
 {
     struct alloc_block **handles = calloc(n + 1, sizeof *handles);
     if (!handles)
         return err_set(e, ERR_INTERNAL, "out of host memory restoring an expandable segment of %zu blocks", n);
     int rc = allocator_restore_expandable(r->a, stream, small, ranges, nranges, blocks, n, handles, base, e);
-    return adopt_restored(r, handles, ids, n, rc, e);
+    return adopt_restored(r, handles, ids, names, n, rc, e);
+}
+
+const char *runner_live_tag(const struct runner *r, uint64_t id)
+{
+    const struct live_tensor *t = find_live(r, id);
+    return t ? t->tag : NULL;
 }
 
 /* A library workspace for the device (struct device_workspace). */

@@ -99,6 +99,8 @@ struct runner_options {
     bool lenient_ids;
     /* What an op's `where` counts, for warnings: "line" (text traces) or "event" (snapshots). */
     const char *where_unit;
+    /* The GPU's number in OOM messages ("GPU 1 has a total capacity of ..."): a replayed snapshot's device. */
+    int device_index;
 };
 
 /* Sees the run as it happens. Any function may be NULL; a nonzero return from on_op stops the run
@@ -131,16 +133,24 @@ struct allocator *runner_allocator(struct runner *r);
 struct op_sink *runner_sink(struct runner *r);
 
 /* A segment that existed before the ops start (a snapshot recorded mid-run), with its live blocks,
- * which become live allocations under ids[k] (category other, tag "before recording"); *addr receives
- * the segment's address. */
+ * which become live allocations under ids[k] (category other, tagged names[k]: where each was allocated,
+ * or NULL; names NULL: none is known); *addr receives the segment's address. */
 int runner_restore_segment(struct runner *r, uint64_t size, uint64_t stream, bool small,
-                           const struct restore_block *blocks, const uint64_t *ids, size_t n, uint64_t *addr,
-                           struct err *e);
+                           const struct restore_block *blocks, const uint64_t *ids, const char *const *names, size_t n,
+                           uint64_t *addr, struct err *e);
 
 /* The same for an expandable segment: its reservation at *base, ranges[] mapped (offsets from the base). */
 int runner_restore_expandable(struct runner *r, uint64_t stream, bool small, const struct restore_block *ranges,
-                              size_t nranges, const struct restore_block *blocks, const uint64_t *ids, size_t n,
-                              uint64_t *base, struct err *e);
+                              size_t nranges, const struct restore_block *blocks, const uint64_t *ids,
+                              const char *const *names, size_t n, uint64_t *base, struct err *e);
+
+/* Adds a warning to the run's (struct run_result warnings). */
+void runner_warn(struct runner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The tag of the live allocation under id (its ALLOC op's name, or a restored block's), or NULL when it has
+ * none or nothing is live under id. The pointer is the op's or restore's own: valid while its producer
+ * lives. */
+const char *runner_live_tag(const struct runner *r, uint64_t id);
 
 /* True once an allocation hit an OOM that ends the run: the sink refuses further ops, as the training
  * script would crash. */
