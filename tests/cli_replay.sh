@@ -128,6 +128,19 @@ ok $(contains "$out" "warning: the snapshot records nothing to replay: no segmen
 out=$("$BIN" replay --capacity 40MiB tests/data/snapshots/sites.pickle 2>&1)
 ok $(contains "$out" "at the OOM in train.py:100 main > train.py:77 step: other 4.00 MiB") "an OOM is named by the site of its allocation"
 
+# recorded and replayed figures side by side, and a warning when a replay does not end where its recording did
+# (paused.pickle: recording was paused when a traced allocation was freed)
+out=$("$BIN" replay tests/data/snapshots/paused.pickle 2>&1)
+ok $(contains "$out" "warning: the replay does not end where the recording did") "a replay that drifts says so up front"
+ok $(contains "$out" "at the end recorded 20.00 MiB reserved, 0 bytes allocated; replayed 20.00 MiB reserved (+0.0%), 4.00 MiB allocated (none recorded): the replay drifted from the recording") \
+    "and shows the recorded and replayed figures side by side"
+"$BIN" replay --json "$T/paused.json" tests/data/snapshots/paused.pickle > /dev/null 2>&1
+ok $(grep -q '"drifted": true' "$T/paused.json" && echo 0 || echo 1) "the JSON says it drifted"
+out=$("$BIN" replay tests/data/snapshots/sites.pickle 2>&1)
+ok $(contains "$out" "at the end recorded 50.00 MiB reserved, 34.00 MiB allocated; replayed the same") \
+    "an exact replay shows the figures it reproduced"
+ok $([ "$(contains "$out" "does not end where")" = 1 ] && echo 0 || echo 1) "and warns of nothing"
+
 # issue 14: the Yiyi OOM snapshot's 11.03 GiB, all held by one allocation site, named with its caller
 yiyi="$SHARED/data/pytorch-snapshots/Yiyi-philosophy_LLM-inference__oom_snapshot.pickle"
 if [ -f "$yiyi" ]; then

@@ -296,6 +296,18 @@ static bool same_layout(const struct segment_info *ours, const struct segment_in
     return true;
 }
 
+/* Reserved and allocated bytes of a final state (as memory_stats counts them: a block freed and awaiting
+ * its stream's work is no longer allocated). */
+static void held(const struct segment_info *segs, size_t n, uint64_t *reserved, uint64_t *allocated)
+{
+    *reserved = *allocated = 0;
+    for (size_t i = 0; i < n; i++) {
+        *reserved += segs[i].total_size;
+        for (size_t k = 0; k < segs[i].nblocks; k++)
+            *allocated += segs[i].blocks[k].state == BLOCK_ACTIVE_ALLOCATED ? segs[i].blocks[k].size : 0;
+    }
+}
+
 int recorded_observer_finish(struct recorded_observer *o, struct runner *r, const struct segment_info *final,
                              size_t nfinal, struct recorded_check *out, struct err *e)
 {
@@ -328,6 +340,8 @@ int recorded_observer_finish(struct recorded_observer *o, struct runner *r, cons
         }
     }
     o->check.final_layout_matched = all;
+    held(final, nfinal, &o->check.recorded_reserved, &o->check.recorded_allocated);
+    held(ours.segments, ours.nsegments, &o->check.replayed_reserved, &o->check.replayed_allocated);
     alloc_snapshot_free(&ours);
     *out = o->check;
     return 0;

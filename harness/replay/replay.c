@@ -302,6 +302,7 @@ static int decide(const struct replay_options *opt, const struct snapshot_plan *
     snprintf(ri->capacity_from, sizeof ri->capacity_from, "%s",
              bounded ? "as named (a what-if)" : "unbounded: room for everything the recording held");
     bool what_if = opt->alloc_conf || bounded;
+    ri->what_if = what_if;
     su->recorded_addresses = plan && (opt->addresses == ADDRESSES_RECORDED ||
                                       (opt->addresses == ADDRESSES_AUTO && !what_if));
     snprintf(ri->addresses, sizeof ri->addresses, "%s",

@@ -56,7 +56,7 @@ static json_t *replay_json(const struct job_result *r)
     const struct replay_info *ri = &r->replay;
     const struct recorded_check *c = &ri->check;
     json_t *check = !ri->checked ? json_null()
-                                 : json_pack("{s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:s?}",
+                                 : json_pack("{s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:s?, s:{s:I, s:I, s:I, s:I, s:b}}",
                                              "segment_allocs_recorded", (json_int_t)c->segment_allocs_recorded,
                                              "segment_allocs_matched", (json_int_t)c->segment_allocs_matched,
                                              "segment_maps_recorded", (json_int_t)c->segment_maps_recorded,
@@ -66,7 +66,12 @@ static json_t *replay_json(const struct job_result *r)
                                              "final_segments_matched", (json_int_t)c->final_segments_matched, "allocs",
                                              (json_int_t)c->allocs, "addresses_matched",
                                              (json_int_t)c->addresses_matched, "first_mismatch",
-                                             c->first_mismatch[0] ? c->first_mismatch : NULL);
+                                             c->first_mismatch[0] ? c->first_mismatch : NULL, "at_end",
+                                             "recorded_reserved", (json_int_t)c->recorded_reserved,
+                                             "recorded_allocated", (json_int_t)c->recorded_allocated,
+                                             "replayed_reserved", (json_int_t)c->replayed_reserved,
+                                             "replayed_allocated", (json_int_t)c->replayed_allocated, "drifted",
+                                             replay_drifted(c));
     return json_pack("{s:s, s:b, s:I, s:I, s:s, s:s, s:I, s:s, s:o}", "input",
                      ri->input_kind ? ri->input_kind : "?", "rebuilt_start", ri->rebuilt_start, "inferred_sizes",
                      (json_int_t)ri->inferred_sizes, "private_pool_segments", (json_int_t)ri->private_pool_segments,

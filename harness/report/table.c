@@ -226,7 +226,16 @@ static void print_device_growth(FILE *f, const struct job_result *r)
     wrap_print(f, first, TEXT_COL, text);
 }
 
-static void print_check(FILE *f, const struct recorded_check *c)
+/* "+63.0%", or "none before" when it was 0 */
+static void share_change(uint64_t now, uint64_t was, char *buf, size_t len)
+{
+    if (was)
+        snprintf(buf, len, "%+.1f%%", 100.0 * ((double)now / (double)was - 1));
+    else
+        snprintf(buf, len, "none recorded");
+}
+
+static void print_check(FILE *f, const struct recorded_check *c, bool what_if)
 {
     fprintf(f, "   check against the snapshot:\n");
     fprintf(f, "    segment_allocs   %zu/%zu matched (size and place in the event order)\n", c->segment_allocs_matched,
@@ -244,6 +253,20 @@ static void print_check(FILE *f, const struct recorded_check *c)
         fprintf(f, "    final layout     %zu/%zu segments laid out alike\n", c->final_segments_matched,
                 c->final_segments);
     fprintf(f, "    alloc addresses  %zu/%zu matched\n", c->addresses_matched, c->allocs);
+    char rr[32], ra[32], pr[32], pa[32], text[320];
+    size_format_pytorch(c->recorded_reserved, rr, sizeof rr);
+    size_format_pytorch(c->recorded_allocated, ra, sizeof ra);
+    size_format_pytorch(c->replayed_reserved, pr, sizeof pr);
+    size_format_pytorch(c->replayed_allocated, pa, sizeof pa);
+    char dr[24], da[24];
+    share_change(c->replayed_reserved, c->recorded_reserved, dr, sizeof dr);
+    share_change(c->replayed_allocated, c->recorded_allocated, da, sizeof da);
+    if (replay_drifted(c))
+        snprintf(text, sizeof text, "recorded %s reserved, %s allocated; replayed %s reserved (%s), %s allocated (%s)%s",
+                 rr, ra, pr, dr, pa, da, what_if ? " under the what-if" : ": the replay drifted from the recording");
+    else
+        snprintf(text, sizeof text, "recorded %s reserved, %s allocated; replayed the same", rr, ra);
+    wrap_print(f, "    at the end       ", 21, text);
     if (c->first_mismatch[0])
         wrap_print(f, "    first mismatch   ", 21, c->first_mismatch);
 }
@@ -300,8 +323,12 @@ static void print_replay_details(FILE *f, const struct job_result *r)
                  ri->private_pool_segments, ri->private_pool_segments == 1 ? " belongs" : "s belong");
         wrap_print(f, "   warning: ", 6, text);
     }
+    if (ri->checked && !ri->what_if && replay_drifted(&ri->check))
+        wrap_print(f, "   warning: ", 6,
+                   "the replay does not end where the recording did (see \"at the end\" below): its figures "
+                   "are the model's, not the recording's");
     if (ri->checked)
-        print_check(f, &ri->check);
+        print_check(f, &ri->check, ri->what_if);
 }
 
 static void print_fit(FILE *f, const struct report_group *g)

@@ -19,6 +19,8 @@ struct recorded_check {
     size_t final_segments, final_segments_matched; /* the file's final segments, and how many the model laid out alike */
     size_t allocs, addresses_matched;
     char first_mismatch[512];
+    /* The figures at the end of the trace: as the file records its final state, and as replayed. */
+    uint64_t recorded_reserved, recorded_allocated, replayed_reserved, replayed_allocated;
 };
 
 /* How a replay was set up, and why: a replay reproduces the recording unless told otherwise. */
@@ -29,12 +31,19 @@ struct replay_info {
     size_t private_pool_segments; /* segments of CUDA graphs' private pools, replayed as ordinary ones */
     char settings_from[160];  /* where the allocator settings came from */
     char capacity_from[160];  /* why the device has the capacity it has */
+    bool what_if;             /* other settings or another device than the recording's */
     uint64_t needed;          /* peak reserved with room to spare: a device of this capacity holds the trace */
     uint64_t start_reserved;  /* reserved in the state at trace start (rebuilt_start) */
     char addresses[160];      /* how new segments were placed */
     bool checked;             /* a snapshot: check says how the run matched its recording */
     struct recorded_check check;
 };
+
+/* The replay ended with other figures than its recording's final state. */
+static inline bool replay_drifted(const struct recorded_check *c)
+{
+    return c->replayed_reserved != c->recorded_reserved || c->replayed_allocated != c->recorded_allocated;
+}
 
 struct job_result {
     /* What ran. */
