@@ -130,7 +130,8 @@ run: $(BUILD)/oomlab $(if $(and $(HAVE_GPU),$(WANT_CUDA),$(CUDA_SRCS)),$(BUILD)/
 	$(BUILD)/oomlab run --json results/fresh/run.json --csv results/fresh/run.csv scenarios/ | tee results/fresh/run.txt
 
 test: all $(TESTS)
-	OOMLAB_SHARED=$(SHARED) OOMLAB_BIN=$(abspath $(BUILD)/oomlab) LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
+	OOMLAB_SHARED=$(SHARED) OOMLAB_BIN=$(abspath $(BUILD)/oomlab) OOMLAB_SANITIZE=$(SANITIZE) \
+	    LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
 	    prove --exec '' -j2 $(TESTS) tests/*.sh
 
 cuda: $(BUILD)/oomlab-cuda.so

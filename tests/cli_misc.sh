@@ -52,7 +52,9 @@ ok $([ $? = 2 ] && echo 0 || echo 1) "unknown variant exits 2"
 # a 2 GiB ulimit -v, and refuses a capacity that leaves the OS less than 10% of the machine
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 printf 'alloc a 64MiB\nalloc b 300MiB\nfree a\nalloc c 30MiB\n' > "$T/host.trace"
-out=$( (ulimit -v 2097152; "$BIN" replay --device host:512MiB "$T/host.trace") 2>&1); rc=$?
+# (AddressSanitizer reserves terabytes of shadow address space: under it the limit is left off)
+limit=2097152; [ "${OOMLAB_SANITIZE:-0}" = 1 ] && limit=unlimited
+out=$( (ulimit -v $limit; "$BIN" replay --device host:512MiB "$T/host.trace") 2>&1); rc=$?
 ok $rc "host device under ulimit -v 2 GiB (exit $rc)"
 ok $(contains "$out" "(measured)") "and its figures are measured"
 out=$("$BIN" replay --device host:100% "$T/host.trace" 2>&1); rc=$?

@@ -173,7 +173,8 @@ static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t
     size_t n = tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0;
     memcpy(buf, &hs->phase_id, 4);
     buf[4] = (char)category;
-    memcpy(buf + 5, tag, n);
+    if (n)
+        memcpy(buf + 5, tag, n);
     struct cache_entry *c;
     HASH_FIND(hh, hs->cache, buf, 5 + n, c);
     if (c)
