@@ -183,13 +183,16 @@ static void job_label(const struct gate_row *row, char *buf, size_t width)
 
 void gate_print(FILE *f, const struct gate_result *r, double tolerance)
 {
-    fprintf(f, "oomlab check: %zu jobs against the baseline, tolerance %g%%: %zu regressed, %zu improved\n", r->jobs,
-            tolerance * 100.0, r->regressions, r->improvements);
-    fprintf(f, "  %-40s %-14s %12s %12s %8s  %s\n", "job", "figure", "baseline", "now", "change", "verdict");
+    fprintf(f, "oomlab check: %zu job%s against the baseline, tolerance %g%%: %zu regressed, %zu improved\n", r->jobs,
+            r->jobs == 1 ? "" : "s", tolerance * 100.0, r->regressions, r->improvements);
+    bool header = false;
     for (size_t i = 0; i < r->nrows; i++) {
         const struct gate_row *row = &r->rows[i];
         if (row->verdict == GATE_SAME)
             continue;
+        if (!header)
+            fprintf(f, "  %-40s %-14s %12s %12s %8s  %s\n", "job", "figure", "baseline", "now", "change", "verdict");
+        header = true;
         char label[41], b[32], n[32], change[16] = "-";
         job_label(row, label, 40);
         if (row->verdict == GATE_MISSING || row->verdict == GATE_NEW) {

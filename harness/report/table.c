@@ -117,10 +117,13 @@ static void print_assumptions(FILE *f, const struct report_group *g)
         if (!g->jobs[i].has_assumptions)
             continue;
         job_assumptions_text(&g->jobs[i].assumptions, text, sizeof text);
-        if (i == 0)
-            fprintf(f, "   assumed: %s\n", strcpy(first, text));
-        else if (strcmp(text, first))
-            fprintf(f, "   assumed by %s: %s\n", g->jobs[i].name, text);
+        char lead[96];
+        if (i == 0) {
+            wrap_print(f, "   assumed: ", 12, strcpy(first, text));
+        } else if (strcmp(text, first)) {
+            snprintf(lead, sizeof lead, "   assumed by %s: ", g->jobs[i].name);
+            wrap_print(f, lead, 12, text);
+        }
     }
 }
 
