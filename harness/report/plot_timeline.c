@@ -57,7 +57,7 @@ static struct plot_rgb phase_colour(const char *name)
     } tints[] = {
         {"load", {0.867, 0.867, 0.867}},     {"forward", {0.467, 0.667, 0.867}}, {"backward", {0.933, 0.533, 0.400}},
         {"optimizer", {0.267, 0.733, 0.600}}, {"ema", {0.733, 0.800, 0.200}},    {"eval", {0.933, 0.867, 0.533}},
-        {"decode", {1.000, 0.667, 0.733}},
+        {"decode", {1.000, 0.667, 0.733}},   {"zero_grad", {0.600, 0.600, 0.200}},
     };
     for (size_t i = 0; i < sizeof tints / sizeof tints[0]; i++)
         if (!strncmp(name, tints[i].name, strlen(tints[i].name)))
@@ -81,6 +81,7 @@ static const char *short_name(const char *name)
 {
     static const char *const shorts[][2] = {
         {"forward", "fwd"}, {"backward", "bwd"}, {"optimizer", "opt"}, {"decode", "dec"}, {"load", "ld"},
+        {"zero_grad", "zg"},
     };
     for (size_t i = 0; i < sizeof shorts / sizeof shorts[0]; i++)
         if (!strcmp(name, shorts[i][0]))

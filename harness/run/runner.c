@@ -63,7 +63,7 @@ struct runner {
 
 bool phase_is_training(const char *name)
 {
-    static const char *const training[] = {"forward", "backward", "optimizer", "ema"};
+    static const char *const training[] = {"forward", "backward", "optimizer", "zero_grad", "ema"};
     for (size_t i = 0; i < sizeof training / sizeof training[0]; i++)
         if (!strcmp(name, training[i]))
             return true;

@@ -19,7 +19,7 @@
 #define RUN_MAX_WARNINGS 8  /* warnings kept in full; the rest are counted */
 #define RUN_MAX_POINTS 48   /* phase ends kept: steps 1 and 2 (setup, then steady), and the last step */
 
-/* Memory at a point of a step a user thinks in: the end of a phase (load, forward, backward, optimizer,
+/* Memory at a point of a step a user thinks in: the end of a phase (load, forward, backward, optimizer, zero_grad,
  * ema, eval, ...). */
 struct run_point {
     char phase[32];

@@ -585,6 +585,7 @@ int workload_run(struct workload *w, struct op_sink *sink, struct err *e)
         for (int k = 0; k < s->grad_accum && !g->failed; k++)
             train_micro_batch(w, &bt);
         optimizer_step(g);
+        gen_phase(g, gen_intern(g, "zero_grad")); /* a point of its own: what set_to_none frees shows there */
         optimizer_zero_grad(g, s->set_to_none);
         gen_release_held(g, &g->step_held); /* the batch */
         ema_update(w);
