@@ -181,8 +181,9 @@ clang:
 	$(MAKE) CC=clang CUDA=0 BUILD=build/clang all tests
 
 # ---- fuzzing: clang's libFuzzer with ASan + UBSan (packages: scripts/install-deps fuzz) ----
-# Each fuzz/NAME_fuzz.c is a target build/fuzz/NAME; the library is the harness (no target reaches
-# the kernels) built with coverage instrumentation. fuzz/run runs one on its seed corpus.
+# Each fuzz/NAME_fuzz.c is a target build/fuzz/NAME; the library is the harness and the kernels (the
+# kernel table the time model reads links their CPU side; no target runs a kernel) built with coverage
+# instrumentation. fuzz/run runs one on its seed corpus.
 FUZZ_BUILD      := build/fuzz
 FUZZ_SECONDS    ?= 600
 FUZZ_CI_SECONDS ?= 25
@@ -190,7 +191,7 @@ FUZZ_NAMES      := $(FUZZ_SRCS:fuzz/%_fuzz.c=%)
 FUZZ_SAN        := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS     := -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Wshadow -MMD -MP -Iharness -Ikernels \
                    -Ifuzz $(PKG_CFLAGS) $(FUZZ_SAN) -DOOMLAB_CUDA_PLUGIN_NAME='"oomlab-cuda.so"'
-FUZZ_LIB_OBJS   := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(filter harness/%,$(LIB_SRCS)))
+FUZZ_LIB_OBJS   := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(LIB_SRCS))
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
