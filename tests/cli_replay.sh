@@ -24,6 +24,21 @@ ok $(contains "$out" "OOM at line 4: CUDA out of memory. Tried to allocate 40.00
 ok $(contains "$out" "warning: line 5: free of an allocation that failed with an OOM; ignored") "free of the failed allocation warned about"
 ok $(contains "$out" "(modelled)") "figures are labelled modelled"
 
+# a request the recording OOMed on ("oom BYTES"): tried where it was made; with room it succeeds, is given
+# back with its segment, and counts in the peak (10 MiB segment + 20 MiB), without room it is the OOM
+printf 'alloc a 10MiB\noom 20MiB s0 train.py:9\nfree a\n' > "$T/recorded-oom.trace"
+out=$("$BIN" replay --json "$T/roomy.json" "$T/recorded-oom.trace" 2>&1); rc=$?
+ok $rc "a recorded OOM request replays with room to spare: exit 0"
+ok $(grep -q '"reserved_bytes.all.peak": 31457280' "$T/roomy.json" && grep -q '"reserved_bytes.all.current": 10485760' "$T/roomy.json" \
+     && grep -q '"num_device_free": 1' "$T/roomy.json" && echo 0 || echo 1) \
+    "its peak counts the request (30 MiB), its segment is given back (10 MiB stay)"
+out=$("$BIN" replay --capacity 24MiB "$T/recorded-oom.trace" 2>&1); rc=$?
+ok $([ $rc = 1 ] && echo 0 || echo 1) "on 24 MiB it OOMs again: exit 1 (got $rc)"
+ok $(contains "$out" "OOM at line 2: CUDA out of memory. Tried to allocate 20.00 MiB.") "with PyTorch's message and its line"
+out=$(printf 'oom 1MiB s0 a b\n' | "$BIN" replay - 2>&1); rc=$?
+ok $([ $rc = 2 ] && [ "$(contains "$out" "standard input:1:15: expected 'oom BYTES [STREAM] [TAG]'")" = 0 ] && echo 0 || echo 1) \
+    "a malformed oom line: exit 2 at its column ($out)"
+
 # a share of the device keeps its CUDA context: 25% of a 2104 MiB sim is 526 MiB, 426 of them the
 # context of the architecture a bare size takes, so the same 100 MiB for segments and the same OOM
 out=$("$BIN" replay --device sim:2104MiB --capacity 25% "$T/oom.trace" 2>&1)

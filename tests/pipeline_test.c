@@ -5,8 +5,10 @@
  * text read back and printed again must equal what was printed (kernel scalars included).
  * Snapshots out: the run is also written as a PyTorch snapshot (--snapshot), and replaying that file as a
  * user would (no options) must reproduce it exactly: every segment_alloc and segment_map, every address,
- * every final layout, and memory_stats equal but for the OOM counters (a snapshot records no allocation
- * for a request that OOMs, and an unbounded replay needs no retry before one). */
+ * every final layout, and memory_stats equal. A run that OOMs recorded the request that failed (an oom
+ * event): the plain replay tries it with room to spare, where it succeeds, so its stats are compared on
+ * the run's own device, where the replay must OOM on it as the run did (retry counters aside: the replay
+ * applies a release the run made before a retry from the trace, and needs no retry there). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +35,10 @@ static int replay_one(const char *path, const struct replay_options *opt, struct
     return n == 1 ? 0 : err_set(e, ERR_INTERNAL, "%s: %zu jobs, one expected", path, n);
 }
 
-/* memory_stats equal but for the counters of OOM handling */
-static bool same_stats_but_ooms(struct alloc_stats a, struct alloc_stats b)
+/* memory_stats equal but for the retry counters: where the run released cached memory and retried, the
+ * snapshot records the release and the replay applies it from the trace, so it needs no retry there */
+static bool same_stats(struct alloc_stats a, struct alloc_stats b)
 {
-    a.num_ooms = b.num_ooms = 0;
     a.num_alloc_retries = b.num_alloc_retries = 0;
     a.num_sync_all_streams = b.num_sync_all_streams = 0;
     return !memcmp(&a, &b, sizeof a);
@@ -54,10 +56,22 @@ static void check_snapshot(const struct scenario *sc, const struct variant *v, c
     }
     const struct recorded_check *c = &replayed.replay.check;
     ok(c->segment_allocs_matched == c->segment_allocs_recorded && c->segment_maps_matched == c->segment_maps_recorded &&
-           c->addresses_matched == c->allocs && c->final_layout_matched && replayed.run.nooms == 0,
-       "%s/%s: the snapshot replays exactly (%zu segment_allocs, %zu segment_maps, %zu allocs) %s", sc->name, v->name,
-       c->segment_allocs_recorded, c->segment_maps_recorded, c->allocs, c->first_mismatch);
-    ok(same_stats_but_ooms(ran.run.stats, replayed.run.stats), "%s/%s: the snapshot replays to the run's memory_stats",
+           c->addresses_matched == c->allocs && c->final_layout_matched && replayed.run.nooms == 0 &&
+           c->ooms_recorded == (ran.run.oom.happened ? 1 : 0),
+       "%s/%s: the snapshot replays exactly (%zu segment_allocs, %zu segment_maps, %zu allocs, %zu OOM) %s", sc->name,
+       v->name, c->segment_allocs_recorded, c->segment_maps_recorded, c->allocs, c->ooms_recorded, c->first_mismatch);
+    if (ran.run.oom.happened) { /* on the run's device: the recorded request OOMs again */
+        struct replay_options same = {.device = ran.device, .addresses = ADDRESSES_RECORDED};
+        if (!ok(replay_one(path, &same, &e) == 0, "%s/%s: its snapshot replays on %s", sc->name, v->name, ran.device)) {
+            diag("%s", e.msg);
+            return;
+        }
+        ok(c->ooms_reproduced == 1 && c->addresses_matched == c->allocs && c->final_layout_matched,
+           "%s/%s: there the replay OOMs on the request the run OOMed on, and stays exact %s", sc->name, v->name,
+           c->first_mismatch);
+        is_str(replayed.run.oom.message, ran.run.oom.message, "%s/%s: with the run's OOM message", sc->name, v->name);
+    }
+    ok(same_stats(ran.run.stats, replayed.run.stats), "%s/%s: the snapshot replays to the run's memory_stats",
        sc->name, v->name);
 }
 

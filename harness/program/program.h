@@ -29,6 +29,11 @@ enum op_kind {
      * an unmap (empty_cache, or a release before a retry) unmaps the model's free pages there. */
     OP_SEGMENT_MAP,
     OP_SEGMENT_UNMAP,
+    /* A request the recording OOMed on (bytes, stream; name = its site): the model tries it at this point.
+     * If the model OOMs too, the OOM is the run's, as recorded; if it succeeds (more room, other settings),
+     * the block is freed at once and memory mapped or allocated for it is given back, so the rest of the
+     * trace runs on the recorded state. */
+    OP_RECORDED_OOM,
     OP_KIND_COUNT
 };
 

@@ -50,6 +50,9 @@ struct recorded_observer {
     struct seg_pair *pairs;
     size_t npairs, pairs_cap;
     bool out_of_memory; /* a growth failed where no error could be returned */
+    /* a request the recording OOMed on is being tried: the model's own segment events for it are not the
+     * recording's; whether it OOMed again */
+    bool in_recorded_oom, oomed_again;
 };
 
 static bool grow(struct recorded_observer *o, void **p, size_t *cap, size_t need, size_t elem)
@@ -178,9 +181,20 @@ static void pair_maps(struct recorded_observer *o)
     }
 }
 
+static void before_op(struct run_observer *base, const struct op *op)
+{
+    struct recorded_observer *o = (struct recorded_observer *)base;
+    o->in_recorded_oom = op->kind == OP_RECORDED_OOM;
+    o->oomed_again = false;
+}
+
 static void on_alloc_event(struct run_observer *base, const struct alloc_trace_event *ev)
 {
     struct recorded_observer *o = (struct recorded_observer *)base;
+    if (o->in_recorded_oom) {
+        o->oomed_again |= ev->action == ACT_OOM;
+        return;
+    }
     if (ev->action == ACT_SEGMENT_ALLOC &&
         grow(o, (void **)&o->ours, &o->ours_cap, o->nours + 1, sizeof *o->ours))
         o->ours[o->nours++] = (struct seg_log){ev->addr, ev->size, o->allocs_done};
@@ -246,6 +260,11 @@ static int on_op(struct run_observer *base, struct runner *r, const struct op *o
             o->maps_rec[o->nmaps_rec++] = (struct seg_log){op->id, op->bytes, o->allocs_done};
         break;
     case OP_SEGMENT_UNMAP: unmap_recorded(o, r, op); break;
+    case OP_RECORDED_OOM:
+        o->check.ooms_recorded++;
+        o->check.ooms_reproduced += o->oomed_again;
+        o->in_recorded_oom = false;
+        break;
     default: break;
     }
     if (o->out_of_memory)
@@ -258,7 +277,7 @@ struct recorded_observer *recorded_observer_create(void)
 {
     struct recorded_observer *o = calloc(1, sizeof *o);
     if (o)
-        o->base = (struct run_observer){.on_alloc_event = on_alloc_event, .on_op = on_op};
+        o->base = (struct run_observer){.before_op = before_op, .on_alloc_event = on_alloc_event, .on_op = on_op};
     return o;
 }
 

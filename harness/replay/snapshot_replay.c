@@ -37,6 +37,7 @@ static enum op_kind op_of(enum alloc_action a)
     case ACT_SEGMENT_FREE: return OP_SEGMENT_FREE;
     case ACT_SEGMENT_MAP: return OP_SEGMENT_MAP;
     case ACT_SEGMENT_UNMAP: return OP_SEGMENT_UNMAP;
+    case ACT_OOM: return OP_RECORDED_OOM;
     default: return OP_KIND_COUNT;
     }
 }
@@ -57,7 +58,10 @@ static int build_ops(const struct snapshot_device *d, struct snapshot_plan *p)
     for (size_t i = 0; i < d->nevents; i++) {
         const struct alloc_trace_event *ev = &d->events[i];
         struct op op = {.kind = op_of(ev->action), .id = ev->addr, .bytes = ev->size, .stream = (int32_t)ev->stream,
-                        .where = i, .category = CAT_OTHER, .name = ev->action == ACT_ALLOC ? d->event_sites[i] : NULL};
+                        .where = i, .category = CAT_OTHER,
+                        .name = ev->action == ACT_ALLOC || ev->action == ACT_OOM ? d->event_sites[i] : NULL};
+        if (ev->action == ACT_OOM)
+            op.id = 0; /* its addr is the device's free bytes then, not an address */
         if (op.kind == OP_KIND_COUNT) {
             p->skipped_events++;
             continue;

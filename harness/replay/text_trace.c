@@ -162,6 +162,22 @@ static int parse_alloc(struct reader *r, char **w, const int *col, int n, struct
     return 0;
 }
 
+/* "oom BYTES [STREAM] [TAG]": a request the recording OOMed on. */
+static int parse_recorded_oom(struct reader *r, char **w, const int *col, int n, struct op *op, struct err *e)
+{
+    if (n < 2 || n > 4)
+        return line_error(r, col[n < 2 ? 0 : 4], e, "expected 'oom BYTES [STREAM] [TAG]'");
+    if (size_parse(w[1], &op->bytes, e))
+        return err_prefix(e, "%s:%zu:%d: ", r->name, r->lineno, col[1]);
+    int at = 2;
+    if (at < n && looks_like_stream(w[at]) && stream_of(r, w[at], col[at], &op->stream, e))
+        return -1;
+    at += at < n && looks_like_stream(w[at]);
+    if (at < n)
+        op->name = w[at++];
+    return at < n ? line_error(r, col[at], e, "expected 'oom BYTES [STREAM] [TAG]'") : 0;
+}
+
 /* "f=0.1,0.9": up to four floats. */
 static int parse_fparams(const struct reader *r, const char *s, int col, float *f, struct err *e)
 {
@@ -254,6 +270,7 @@ static int parse_line(struct reader *r, char *line, struct op *op, struct err *e
     case OP_SEGMENT_FREE:
     case OP_SEGMENT_MAP:
     case OP_SEGMENT_UNMAP: return parse_segment(r, w, col, n, op, e);
+    case OP_RECORDED_OOM: return parse_recorded_oom(r, w, col, n, op, e);
     case OP_FREE:
         if (n != 2)
             return line_error(r, col[n < 2 ? 0 : 2], e, "expected 'free ID'");

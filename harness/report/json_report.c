@@ -56,7 +56,8 @@ static json_t *replay_json(const struct job_result *r)
     const struct replay_info *ri = &r->replay;
     const struct recorded_check *c = &ri->check;
     json_t *check = !ri->checked ? json_null()
-                                 : json_pack("{s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:s?, s:{s:I, s:I, s:I, s:I, s:b}}",
+                                 : json_pack("{s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, "
+                                             "s:{s:I, s:I, s:I, s:I, s:b}}",
                                              "segment_allocs_recorded", (json_int_t)c->segment_allocs_recorded,
                                              "segment_allocs_matched", (json_int_t)c->segment_allocs_matched,
                                              "segment_maps_recorded", (json_int_t)c->segment_maps_recorded,
@@ -65,7 +66,9 @@ static json_t *replay_json(const struct job_result *r)
                                              c->final_layout_matched, "final_segments", (json_int_t)c->final_segments,
                                              "final_segments_matched", (json_int_t)c->final_segments_matched, "allocs",
                                              (json_int_t)c->allocs, "addresses_matched",
-                                             (json_int_t)c->addresses_matched, "first_mismatch",
+                                             (json_int_t)c->addresses_matched, "ooms_recorded",
+                                             (json_int_t)c->ooms_recorded, "ooms_reproduced",
+                                             (json_int_t)c->ooms_reproduced, "first_mismatch",
                                              c->first_mismatch[0] ? c->first_mismatch : NULL, "at_end",
                                              "recorded_reserved", (json_int_t)c->recorded_reserved,
                                              "recorded_allocated", (json_int_t)c->recorded_allocated,

@@ -54,6 +54,10 @@ void op_print(FILE *f, const struct op *op)
         fprintf(f, "%s 0x%llx %llu s%d\n", verb, (unsigned long long)op->id, (unsigned long long)op->bytes,
                 op->stream);
         return;
+    case OP_RECORDED_OOM:
+        fprintf(f, "oom %llu s%d%s%s\n", (unsigned long long)op->bytes, op->stream, op->name ? " " : "",
+                op->name ? op->name : "");
+        return;
     case OP_EMPTY_CACHE:
     case OP_RESET_PEAK:
     case OP_RESET_ACCUMULATED:

@@ -256,6 +256,14 @@ static void print_check(FILE *f, const struct recorded_check *c, bool what_if)
         fprintf(f, "    final layout     %zu/%zu segments laid out alike\n", c->final_segments_matched,
                 c->final_segments);
     fprintf(f, "    alloc addresses  %zu/%zu matched\n", c->addresses_matched, c->allocs);
+    if (c->ooms_recorded) {
+        char ooms[200];
+        snprintf(ooms, sizeof ooms, "%zu/%zu of the recording's OOMs happen here too%s", c->ooms_reproduced,
+                 c->ooms_recorded, c->ooms_reproduced == c->ooms_recorded ? ""
+                 : what_if ? " (the other requests succeed under the what-if)"
+                           : " (the other requests succeed with the room this replay has)");
+        wrap_print(f, "    OOMs             ", 21, ooms);
+    }
     char rr[32], ra[32], pr[32], pa[32], text[320];
     size_format_pytorch(c->recorded_reserved, rr, sizeof rr);
     size_format_pytorch(c->recorded_allocated, ra, sizeof ra);

@@ -18,6 +18,7 @@ struct recorded_check {
     bool final_layout_matched;
     size_t final_segments, final_segments_matched; /* the file's final segments, and how many the model laid out alike */
     size_t allocs, addresses_matched;
+    size_t ooms_recorded, ooms_reproduced; /* requests the recording OOMed on, and how many OOM here too */
     char first_mismatch[512];
     /* The figures at the end of the trace: as the file records its final state, and as replayed. */
     uint64_t recorded_reserved, recorded_allocated, replayed_reserved, replayed_allocated;

@@ -347,6 +347,36 @@ static int do_free(struct runner *r, const struct op *op, struct err *e)
     return 0;
 }
 
+/* A request the recording OOMed on (OP_RECORDED_OOM): an OOM here too is the run's; a block it gets is
+ * given back at once, with the segment allocated or the pages mapped for it, so the trace goes on from the
+ * state it recorded. */
+static int do_recorded_oom(struct runner *r, const struct op *op, struct err *e)
+{
+    const struct alloc_stats *st = allocator_stats(r->a);
+    int64_t segments = st->num_device_alloc, reserved = st->reserved_bytes[STAT_ALL].current;
+    struct alloc_block *b = NULL;
+    struct alloc_oom oom;
+    r->recorded_release = r->recorded_fresh = false;
+    int rc = allocator_malloc(r->a, op->bytes, (uint64_t)op->stream, &b, &oom, e);
+    if (rc < 0)
+        return -1;
+    if (rc == 1) {
+        record_oom(r, op, &oom);
+        if (!r->opt.continue_after_oom) {
+            r->ended_by_oom = true;
+            return -1;
+        }
+        return 0;
+    }
+    track_peaks(r);
+    uint64_t addr = alloc_block_addr(b), size = alloc_block_size(b);
+    allocator_free(r->a, b);
+    int64_t grown = st->reserved_bytes[STAT_ALL].current - reserved;
+    if (st->num_device_alloc > segments && grown > 0 && !allocator_release_segment(r->a, addr))
+        allocator_release_mapped(r->a, addr + size - (uint64_t)grown, (uint64_t)grown); /* expandable: the new pages */
+    return 0;
+}
+
 static int do_kernel(struct runner *r, const struct op *op, struct err *e)
 {
     const struct kernel_desc *k = kernel_get(op->kernel.kernel);
@@ -442,6 +472,7 @@ static int execute(struct runner *r, const struct op *op, struct alloc_block **b
     case OP_SEGMENT_UNMAP: r->recorded_release = true; return 0;
     case OP_SEGMENT_ALLOC:
     case OP_SEGMENT_MAP: r->recorded_fresh = r->recorded_release; return 0;
+    case OP_RECORDED_OOM: return do_recorded_oom(r, op, e);
     case OP_MARK: return 0;
     case OP_KIND_COUNT: break;
     }
@@ -627,6 +658,11 @@ struct op_sink *runner_sink(struct runner *r)
 bool runner_stopped_by_oom(const struct runner *r)
 {
     return r->ended_by_oom;
+}
+
+uint64_t runner_oom_count(const struct runner *r)
+{
+    return r->res.nooms;
 }
 
 double runner_kernel_seconds(const struct runner *r)

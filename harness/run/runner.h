@@ -155,6 +155,8 @@ const char *runner_live_tag(const struct runner *r, uint64_t id);
 /* True once an allocation hit an OOM that ends the run: the sink refuses further ops, as the training
  * script would crash. */
 bool runner_stopped_by_oom(const struct runner *r);
+/* The OOMs so far. */
+uint64_t runner_oom_count(const struct runner *r);
 /* The run so far, for observers: the kernel time the device has reported (after each kernel on a
  * synchronous device; at phase and step boundaries on an asynchronous one) and the allocated block bytes
  * per category (CAT_COUNT entries, summing to the allocator's allocated bytes). */
