@@ -416,7 +416,15 @@ static void test_sites(void)
                                                               "empty_cache") "]"),
            "module.py:1747 _call_impl", "every frame torch's: the innermost Python frame");
     is_str(event_site("[" CPP1 ", " CPP2 ", " CPP3 "]"), "??:0 torch::unwind::unwind()",
-           "no Python at all (autograd's engine thread): the innermost frame");
+           "no Python at all and no operator named: the innermost frame");
+#define ATEN_MUL F("", 0, "at::_ops::mul_Tensor::redispatch(c10::DispatchKeySet, at::Tensor const&, at::Tensor const&)")
+#define MUL_NODE F("", 0, "torch::autograd::generated::MulBackward0::apply(std::vector<at::Tensor>&&)")
+    is_str(event_site("[" CPP1 ", " CPP2 ", " ATEN_MUL ", " MUL_NODE "]"), "autograd MulBackward0",
+           "autograd's engine thread: the backward node that allocated, over the operator inside it");
+    is_str(event_site("[" CPP1 ", " ATEN_MUL "]"), "aten::mul_Tensor", "no node: the ATen operator");
+    is_str(event_site("[" CPP1 ", " F("", 0, "torch::autograd::generated::SelectBackward0_apply_functional(x)") "]"),
+           "autograd SelectBackward0", "a functional node's name without its suffix");
+    is_str(event_site("[" ATEN_MUL ", " USER "]"), "train.py:88 step", "a Python frame of the user's still comes first");
     is_str(event_site("[]"), "(none)", "an empty list: no site");
 
     /* one site is one pointer, however many events, blocks and segments share it */
@@ -731,8 +739,13 @@ static void test_real_sites(void)
         ok(count_site(&s.devices[0], ACT_ALLOC, "benchmark.py:234 run_memory_foward_fullstep > optimizers.py:100 step",
                       &bytes) == 582 && bytes == 27254476800,
            "kkaitlyn fullstep: 582 allocs at optimizers.py:100 step, behind some 20 C++ and CPython frames each");
-        ok(count_site(&s.devices[0], ACT_ALLOC, "??:0 torch::unwind::unwind()", &bytes) == 3533,
-           "kkaitlyn fullstep: 3533 allocs on autograd's engine thread, which records no Python: the innermost frame");
+        ok(count_site(&s.devices[0], ACT_ALLOC, "autograd DivBackward0", &bytes) == 582 && bytes == 9850589184,
+           "kkaitlyn fullstep: on autograd's engine thread, which records no Python, 582 allocs (9,850,589,184 "
+           "bytes) at the backward node DivBackward0");
+        ok(count_site(&s.devices[0], ACT_ALLOC, "aten::sum_dim_IntList", &bytes) == 325 && bytes == 1372475424,
+           "kkaitlyn fullstep: 325 (1,372,475,424 bytes) at aten::sum_dim_IntList, outside any node");
+        ok(count_site(&s.devices[0], ACT_ALLOC, "??:0 torch::unwind::unwind()", &bytes) == 0,
+           "kkaitlyn fullstep: none left at the unwinder's frame");
         snapshot_free(&s);
     }
     /* issue 14: all 11.03 GiB the Yiyi OOM snapshot holds come from one site. Its user's innermost frame is

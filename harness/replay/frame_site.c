@@ -124,6 +124,51 @@ static const char *intern(struct site_table *t, const char *text, size_t n)
     return s->text;
 }
 
+const char *site_table_text(struct site_table *t, const char *text)
+{
+    return intern(t, text, strlen(text));
+}
+
+static bool ident_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+/* The identifier around s[at] (within s[0, end)) into buf: back to its start, on to its end. */
+static void identifier_at(const char *s, size_t at, char *buf, size_t len, const char *prefix)
+{
+    size_t from = at, to = at;
+    while (from > 0 && ident_char(s[from - 1]))
+        from--;
+    while (ident_char(s[to]))
+        to++;
+    size_t n = to - from;
+    static const char suffix[] = "_apply_functional";
+    if (n > sizeof suffix - 1 && !strncmp(s + to - (sizeof suffix - 1), suffix, sizeof suffix - 1))
+        n -= sizeof suffix - 1;
+    snprintf(buf, len, "%s%.*s", prefix, (int)n, s + from);
+}
+
+bool frame_autograd_node(const char *name, char *buf, size_t len)
+{
+    const char *node = strstr(name, "Backward");
+    if (!node || !strstr(name, "torch::autograd::"))
+        return false;
+    if (buf)
+        identifier_at(name, (size_t)(node - name), buf, len, "autograd ");
+    return true;
+}
+
+bool frame_aten_op(const char *name, char *buf, size_t len)
+{
+    const char *ops = strstr(name, "at::_ops::");
+    if (!ops || !ident_char(ops[10]))
+        return false;
+    if (buf)
+        identifier_at(ops + 10, 0, buf, len, "aten::");
+    return true;
+}
+
 const char *site_table_call(struct site_table *t, const char *caller, const char *callee)
 {
     size_t a = strlen(caller), b = strlen(callee);

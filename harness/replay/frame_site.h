@@ -11,8 +11,10 @@
  *   torch, site-packages, dist-packages or torchinductor_* (inductor's generated code), lib/pythonX.Y
  *   or a Windows install's PythonXY\Lib; and <frozen ...>, <string>.
  * When every frame is skipped, the innermost skipped Python frame stands for the site (torch's own:
- * "memory.py:218 empty_cache"), else the innermost frame ("??:0 torch::unwind::unwind()": autograd's
- * engine thread records no Python). Sites are interned in a table that owns their text. */
+ * "memory.py:218 empty_cache"); without one (autograd's engine thread records no Python) the innermost
+ * native frame that names an autograd node ("autograd DivBackward0": the backward op that allocated),
+ * else one that names an ATen operator ("aten::sum_dim_IntList"), else the innermost frame ("??:0 torch::unwind::unwind()"). Sites are
+ * interned in a table that owns their text. */
 #ifndef OOMLAB_FRAME_SITE_H
 #define OOMLAB_FRAME_SITE_H
 
@@ -38,6 +40,14 @@ void site_table_free(struct site_table *t);
 /* The interned site of one frame ("flex_opt.py:125 init_weight_list"); NULL when out of memory. */
 const char *site_table_frame(struct site_table *t, const char *filename, size_t len, int64_t line, const char *name);
 
+/* Whether a native frame's name is an autograd node's apply ("torch::autograd::generated::DivBackward0::
+ * apply(...)", "...SelectBackward0_apply_functional(...)"); if so and buf is given, its site ("autograd
+ * DivBackward0"). */
+bool frame_autograd_node(const char *name, char *buf, size_t len);
+/* ... or an ATen operator's dispatch ("at::_ops::sum_dim_IntList::redispatch(...)": "aten::sum_dim_IntList"). */
+bool frame_aten_op(const char *name, char *buf, size_t len);
+/* The interned copy of text; NULL when out of memory. */
+const char *site_table_text(struct site_table *t, const char *text);
 /* "CALLER > CALLEE" of two interned sites, interned; NULL when out of memory. */
 const char *site_table_call(struct site_table *t, const char *caller, const char *callee);
 

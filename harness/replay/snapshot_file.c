@@ -294,12 +294,24 @@ static struct frame_seen *read_frame(struct reader *r, const struct pickle_value
     return r->recent[slot] = f;
 }
 
+/* The site a native frame names (an autograd node, or an ATen operator), interned. */
+static const char *native_site(struct reader *r, bool node, const char *name)
+{
+    char text[160];
+    if (node)
+        frame_autograd_node(name, text, sizeof text);
+    else
+        frame_aten_op(name, text, sizeof text);
+    return site_table_text(r->sites, text);
+}
+
 /* Folds the list of frames at the current path: the user's innermost frame with its user caller, else
  * the innermost library Python frame, else the innermost frame (frame_site.h); NULL for an empty list. The frames visited are
  * charged to the budget: a list shared by many events is walked again for each. */
 static int fold_frames(struct reader *r, const struct pickle_value *frames, const char **site)
 {
     struct frame_seen *innermost = NULL, *library = NULL, *user = NULL, *caller = NULL, *inlined = NULL;
+    struct frame_seen *node = NULL, *op = NULL;
     size_t i = 0, n;
     const struct pickle_value *const *items = pickle_items(frames, &n);
     for (; i < n && !caller; i++) {
@@ -314,10 +326,17 @@ static int fold_frames(struct reader *r, const struct pickle_value *frames, cons
             user = f;
         else if (f->kind == FRAME_LIBRARY && !library)
             library = f;
+        else if (f->kind == FRAME_NATIVE && !node && frame_autograd_node(f->name, NULL, 0))
+            node = f;
+        else if (f->kind == FRAME_NATIVE && !op && frame_aten_op(f->name, NULL, 0))
+            op = f;
         if (i == 0)
             innermost = f;
     }
-    struct frame_seen *chosen = user ? user : inlined ? inlined : library ? library : innermost;
+    struct frame_seen *native = node ? node : op;
+    struct frame_seen *chosen = user ? user : inlined ? inlined : library ? library : native ? native : innermost;
+    if (chosen == native && native && !native->site && !(native->site = native_site(r, native == node, native->name)))
+        return out_of_memory(r);
     if ((chosen && !chosen->site &&
          !(chosen->site = site_table_frame(r->sites, chosen->filename, chosen->len, chosen->line, chosen->name))) ||
         (caller && !caller->site &&
