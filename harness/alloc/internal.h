@@ -65,6 +65,9 @@ struct allocator {
 
 /* blocks.c */
 struct alloc_block *block_new(struct allocator *a, uint64_t stream, uint64_t size, struct pool *pool, uint64_t addr);
+/* block_new, linked into seg after prev (at its head when prev is NULL) (restore.c). */
+struct alloc_block *block_append(struct allocator *a, struct segment *seg, struct pool *p, struct alloc_block *prev,
+                                 uint64_t addr, uint64_t size);
 void block_delete(struct allocator *a, struct alloc_block *b);
 void pool_insert(struct pool *p, struct alloc_block *b); /* into blocks, stamping gc_count_base */
 static inline bool block_is_split(const struct alloc_block *b)

@@ -1,8 +1,9 @@
 /* restore.c: rebuilding a pre-existing segment with live blocks (for replays of traces that start mid-run). */
 #include "alloc/internal.h"
 
-static struct alloc_block *append(struct allocator *a, struct segment *seg, struct pool *p, struct alloc_block *prev,
-                                  uint64_t addr, uint64_t size)
+/* A new block of seg after prev (at its head when prev is NULL); restore_expandable.c uses it too. */
+struct alloc_block *block_append(struct allocator *a, struct segment *seg, struct pool *p, struct alloc_block *prev,
+                                 uint64_t addr, uint64_t size)
 {
     struct alloc_block *b = block_new(a, seg->stream, size, p, addr);
     b->seg = seg;
@@ -50,7 +51,7 @@ int allocator_restore_segment(struct allocator *a, uint64_t size, uint64_t strea
     for (size_t i = 0; i <= n; i++) {
         uint64_t gap_end = i < n ? blocks[i].offset : size;
         if (gap_end > at) {
-            prev = append(a, seg, p, prev, *addr + at, gap_end - at);
+            prev = block_append(a, seg, p, prev, *addr + at, gap_end - at);
             pool_insert(p, prev);
             if (split) {
                 stat_array_increase(s->inactive_split, small, 1);
@@ -59,7 +60,7 @@ int allocator_restore_segment(struct allocator *a, uint64_t size, uint64_t strea
         }
         if (i == n)
             break;
-        prev = append(a, seg, p, prev, *addr + blocks[i].offset, blocks[i].size);
+        prev = block_append(a, seg, p, prev, *addr + blocks[i].offset, blocks[i].size);
         prev->allocated = true;
         prev->requested_size = blocks[i].requested_size;
         handles[i] = prev;

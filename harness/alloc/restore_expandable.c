@@ -7,15 +7,9 @@
 static struct alloc_block *link_block(struct allocator *a, struct segment *seg, struct pool *p, struct alloc_block *prev,
                                       uint64_t addr, uint64_t size, bool mapped)
 {
-    struct alloc_block *b = block_new(a, seg->stream, size, p, addr);
-    b->seg = seg;
+    struct alloc_block *b = block_append(a, seg, p, prev, addr, size);
     b->expandable = true;
     b->mapped = mapped;
-    b->prev = prev;
-    if (prev)
-        prev->next = b;
-    else
-        seg->head = b;
     return b;
 }
 
