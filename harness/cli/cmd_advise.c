@@ -23,7 +23,8 @@ void cmd_advise_usage(FILE *f)
                "options:\n"
                "  --device DEV     run the scenario on DEV; --capacity CAP: as `oomlab run`\n"
                "  --cuda-device N  the snapshot's device N (a file that recorded several)\n" CLI_REPORT_HELP
-               "exit: 0 something fits (a scenario) or replays, 2 bad input, 3 internal error\n");
+               "exit: 0 something fits (a scenario) or the trace replays, 1 nothing fits, 2 bad input,\n"
+               "      3 internal error\n");
 }
 
 const struct option cmd_advise_options[] = {
