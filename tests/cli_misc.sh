@@ -66,7 +66,9 @@ out=$("$BIN" --version); ok $? "--version exits 0"
 ok $(echo "$out" | grep -q '^oomlab [0-9][0-9.]*' && echo 0 || echo 1) "--version names the release ($out)"
 commands="run replay fit check advise program devices list help"
 for c in $commands; do
-    "$BIN" $c --help > /dev/null 2>&1; ok $? "oomlab $c --help exits 0"
+    "$BIN" $c --help > "$T/help" 2>&1; ok $? "oomlab $c --help exits 0"
+    wide=$(awk 'length > 100' "$T/help" | head -1)
+    ok $([ -z "$wide" ] && echo 0 || echo 1) "and fits 100 columns${wide:+ (not: $wide)}"
 done
 "$BIN" help --man > "$T/oomlab.1"; ok $? "help --man"
 ok $(grep -c '^\.SS ' "$T/oomlab.1" | grep -qx $(echo $commands | wc -w) && echo 0 || echo 1) "the man page has a section per command"
