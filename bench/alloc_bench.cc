@@ -72,17 +72,19 @@ void BM_ReplayDeComFL(benchmark::State &state)
 {
     const char *root = getenv("OOMLAB_SHARED");
     std::string path = std::string(root ? root : "../shared") + "/data/pytorch-snapshots/ZidongLiu_DeComFL__memory.pickle";
-    job_result *res = (job_result *)calloc(1, sizeof *res); // large: kept off the stack
     for (auto _ : state) {
         err e{};
         replay_options opt{};
         opt.addresses = ADDRESSES_RECORDED;
-        if (replay_path(path.c_str(), &opt, res, &e)) {
+        job_result *jobs = nullptr;
+        size_t njobs = 0;
+        int rc = replay_path(path.c_str(), &opt, &jobs, &njobs, &e);
+        free(jobs);
+        if (rc) {
             state.SkipWithError(e.msg);
             break;
         }
     }
-    free(res);
 }
 
 } // namespace
