@@ -19,14 +19,6 @@
 #include "replay/frame_site.h"
 #include "replay/pickle.h"
 
-/* The hash table here is keyed by pointers to the pickle's values: a multiplicative hash of the pointer,
- * where uthash's default mixes every key byte (a replay visits some 100,000 frames). */
-#define HASH_FUNCTION(keyptr, keylen, hashv)                                                             \
-    do {                                                                                                 \
-        uint64_t ptr_;                                                                                   \
-        memcpy(&ptr_, (keyptr), sizeof ptr_);                                                            \
-        (hashv) = (unsigned)((ptr_ * UINT64_C(0x9E3779B97F4A7C15)) >> 32);                               \
-    } while (0)
 #include "util/hash.h"
 
 /* One step of a path inside the file: a dict key, or (key NULL) a list index. */
