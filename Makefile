@@ -167,8 +167,12 @@ $(BUILD)/bench/%: bench/%.cc $(wildcard bench/*.h) $(BUILD)/liboomlab.a
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 -g -Iharness -Ikernels $(PKG_CFLAGS) $< $(BUILD)/liboomlab.a $(PKG_LIBS) $(BLAS_LIBS) -lbenchmark -lpthread -ldl -lm -o $@
 
+# With torch importable ($(PYTHON), else python3), bench/torch_peer.py times the host kernels beside PyTorch CPU.
 bench: all $(BENCH_SRCS:bench/%.cc=$(BUILD)/bench/%)
 	@for b in $(BENCH_SRCS:bench/%.cc=$(BUILD)/bench/%); do OOMLAB_SHARED=$(SHARED) $$b || exit 1; done
+	@py=$$(command -v $(PYTHON) || command -v python3); \
+	if [ -n "$$py" ] && "$$py" -c 'import torch' 2>/dev/null; then "$$py" bench/torch_peer.py $(BUILD)/bench/host_kernels_bench; \
+	else echo "make bench: torch is not importable ($(PYTHON) or python3): no PyTorch CPU peer run"; fi
 
 # The committed fuzz inputs replayed through the fuzz targets' entry points by the ordinary test build.
 FUZZ_SRCS := $(sort $(wildcard fuzz/*_fuzz.c))

@@ -232,22 +232,32 @@ int cpu_bias_add(const struct kernel_call *k, void *const *t, struct err *e)
 }
 
 #define BIAS_BWD_CHANNELS 256 /* channels a chunk of the bias gradient sums: 2 KiB of accumulators */
+#define BIAS_BWD_ROWS 64       /* rows summed in fp32 before they are added to the fp64 sums */
+
+CPU_BODY void add_row_body(float *sum, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        sum[i] += x[i];
+}
+CPU_MULTIVERSION(add_row, (float *sum, const float *x, size_t n), (sum, x, n))
 
 /* Channels [c0, c0 + len) of the bias gradient, in fp64 accumulators: a channel's sum walks outer x inner
- * elements. With inner 1 (a linear layer) each row's run of these channels is added at once, so every read
- * is contiguous; else each channel's inner run is reduced. */
+ * elements. With inner 1 (a linear layer) each row's run of these channels is added at once, in fp32 over
+ * BIAS_BWD_ROWS rows, so every read is contiguous and the adds vectorize; else each channel's inner run is
+ * reduced. */
 static void bias_bwd_channels(const struct kernel_call *k, void *const *t, size_t c0, size_t len)
 {
     const size_t outer = (size_t)k->dims[0], C = (size_t)k->dims[1], inner = (size_t)k->dims[2];
     double acc[BIAS_BWD_CHANNELS] = {0};
     float buf[CPU_CHUNK], out[BIAS_BWD_CHANNELS];
-    for (size_t o = 0; o < outer; o++) {
-        if (inner == 1) {
-            const float *x = chunk_in(t[0], k->dtype, o * C + c0, len, buf);
-            for (size_t j = 0; j < len; j++)
-                acc[j] += (double)x[j];
-            continue;
-        }
+    for (size_t o0 = 0; o0 < outer && inner == 1; o0 += BIAS_BWD_ROWS) {
+        float part[BIAS_BWD_CHANNELS] = {0};
+        for (size_t o = o0; o < outer && o < o0 + BIAS_BWD_ROWS; o++)
+            add_row(part, chunk_in(t[0], k->dtype, o * C + c0, len, buf), len);
+        for (size_t j = 0; j < len; j++)
+            acc[j] += (double)part[j];
+    }
+    for (size_t o = 0; o < outer && inner > 1; o++) {
         for (size_t j = 0; j < len; j++)
             for (size_t i0 = 0; i0 < inner; i0 += CPU_CHUNK) {
                 size_t n = inner - i0 < CPU_CHUNK ? inner - i0 : CPU_CHUNK;
