@@ -20,18 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "bench_snapshots.h"
+
 extern char **environ;
 
 namespace {
-
-std::string shared_dir()
-{
-    const char *root = getenv("OOMLAB_SHARED");
-    return std::string(root ? root : "../shared") + "/data/pytorch-snapshots/";
-}
-
-const std::string kDeComFL = "ZidongLiu_DeComFL__memory.pickle";
-const std::string kLargest = "kkaitlyn111_cs336-a2__memory_files_memory_ctx256_fullstep_.pickle"; // 3.3 MB
 
 std::string oomlab_binary()
 {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_snapshots.h"
+
 extern "C" {
 #include "replay/pickle.h"
 #include "replay/replay.h"
@@ -17,15 +19,6 @@ extern "C" {
 }
 
 namespace {
-
-std::string shared_dir()
-{
-    const char *root = getenv("OOMLAB_SHARED");
-    return std::string(root ? root : "../shared") + "/data/pytorch-snapshots/";
-}
-
-const std::string kDeComFL = "ZidongLiu_DeComFL__memory.pickle";
-const std::string kLargest = "kkaitlyn111_cs336-a2__memory_files_memory_ctx256_fullstep_.pickle"; // 3.3 MB
 
 std::vector<unsigned char> read_file(const std::string &path)
 {
@@ -40,7 +33,8 @@ std::vector<unsigned char> read_file(const std::string &path)
     return data;
 }
 
-void BM_PickleParse(benchmark::State &state, const std::string &file)
+// Parses the snapshot `file` in memory with parse(name, data, len) (0 on success, else an error message).
+template <typename Parse> void parse_bench(benchmark::State &state, const std::string &file, Parse parse)
 {
     auto data = read_file(shared_dir() + file);
     if (data.empty()) {
@@ -49,33 +43,32 @@ void BM_PickleParse(benchmark::State &state, const std::string &file)
     }
     for (auto _ : state) {
         err e{};
-        pickle_doc *doc = nullptr;
-        if (pickle_parse(file.c_str(), data.data(), data.size(), &doc, &e)) {
+        if (parse(file.c_str(), data.data(), data.size(), &e)) {
             state.SkipWithError(e.msg);
             break;
         }
-        pickle_free(doc);
     }
     state.SetBytesProcessed((int64_t)(state.iterations() * data.size()));
 }
 
+void BM_PickleParse(benchmark::State &state, const std::string &file)
+{
+    parse_bench(state, file, [](const char *name, const unsigned char *data, size_t len, err *e) {
+        pickle_doc *doc = nullptr;
+        int rc = pickle_parse(name, data, len, &doc, e);
+        pickle_free(doc);
+        return rc;
+    });
+}
+
 void BM_SnapshotParse(benchmark::State &state, const std::string &file)
 {
-    auto data = read_file(shared_dir() + file);
-    if (data.empty()) {
-        state.SkipWithError(("cannot read " + file).c_str());
-        return;
-    }
-    for (auto _ : state) {
-        err e{};
+    parse_bench(state, file, [](const char *name, const unsigned char *data, size_t len, err *e) {
         snapshot s;
-        if (snapshot_parse(file.c_str(), data.data(), data.size(), &s, &e)) {
-            state.SkipWithError(e.msg);
-            break;
-        }
+        int rc = snapshot_parse(name, data, len, &s, e);
         snapshot_free(&s);
-    }
-    state.SetBytesProcessed((int64_t)(state.iterations() * data.size()));
+        return rc;
+    });
 }
 
 void BM_Replay(benchmark::State &state, const std::string &file)
