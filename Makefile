@@ -44,7 +44,11 @@ endif
 endif
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# The BLAS is not linked: kernels/cpu/blas.c loads it at run time, when a host kernel first needs it, from
+# the directory pkg-config names (by its soname elsewhere). Only the benchmarks, which call it directly, link it.
+PKG_LIBS   := $(shell pkg-config --libs $(filter-out openblas,$(PKGS)) 2>/dev/null)
+BLAS_LIBS  := $(shell pkg-config --libs openblas 2>/dev/null)
+BLAS_SO    := $(firstword $(wildcard $(patsubst %/,%,$(shell pkg-config --variable=libdir openblas 2>/dev/null))/libopenblas.so.0) libopenblas.so.0)
 CFLAGS   += -std=gnu11 $(OPT) -g -Wall -Wextra -Wno-unused-parameter -Wshadow -MMD -MP \
             -Iharness -Ikernels $(PKG_CFLAGS) $(SANFLAGS) -DOOMLAB_CUDA_PLUGIN_NAME='"oomlab-cuda.so"' \
             -DOOMLAB_VERSION='"$(VERSION)$(if $(GIT_REV), ($(GIT_REV)))"'
@@ -86,6 +90,7 @@ $(BUILD)/obj/%.o: %.c
 # libmvec's vector expf/erff, -fno-trapping-math lets branch-free selects around float ops
 # vectorize (the kernels never read errno or FP exception flags; no result changes).
 $(BUILD)/obj/kernels/%.o: CFLAGS += $(if $(SANITIZE),,-O3) -fno-math-errno -fno-trapping-math -fopenmp-simd
+$(BUILD)/obj/kernels/cpu/blas.o: CFLAGS += -DOOMLAB_BLAS_LIB='"$(BLAS_SO)"'
 
 $(BUILD)/liboomlab.a: $(LIB_OBJS)
 	@rm -f $@
@@ -160,10 +165,14 @@ test-recorder:
 
 $(BUILD)/bench/%: bench/%.cc $(wildcard bench/*.h) $(BUILD)/liboomlab.a
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++17 -O2 -g -Iharness -Ikernels $(PKG_CFLAGS) $< $(BUILD)/liboomlab.a $(PKG_LIBS) -lbenchmark -lpthread -ldl -lm -o $@
+	$(CXX) -std=c++17 -O2 -g -Iharness -Ikernels $(PKG_CFLAGS) $< $(BUILD)/liboomlab.a $(PKG_LIBS) $(BLAS_LIBS) -lbenchmark -lpthread -ldl -lm -o $@
 
+# With torch importable ($(PYTHON), else python3), bench/torch_peer.py times the host kernels beside PyTorch CPU.
 bench: all $(BENCH_SRCS:bench/%.cc=$(BUILD)/bench/%)
 	@for b in $(BENCH_SRCS:bench/%.cc=$(BUILD)/bench/%); do OOMLAB_SHARED=$(SHARED) $$b || exit 1; done
+	@py=$$(command -v $(PYTHON) || command -v python3); \
+	if [ -n "$$py" ] && "$$py" -c 'import torch' 2>/dev/null; then "$$py" bench/torch_peer.py $(BUILD)/bench/host_kernels_bench; \
+	else echo "make bench: torch is not importable ($(PYTHON) or python3): no PyTorch CPU peer run"; fi
 
 # The committed fuzz inputs replayed through the fuzz targets' entry points by the ordinary test build.
 FUZZ_SRCS := $(sort $(wildcard fuzz/*_fuzz.c))

@@ -5,6 +5,7 @@
 
 #include <math.h>
 
+#include "cpu/blas.h"
 #include "cpu/cpu_kernels.h"
 
 #define D(i) ((uint64_t)k->dims[i])
@@ -486,6 +487,11 @@ int kernel_validate(const struct kernel_call *k, struct err *e)
                            (long long)k->dims[i]);
     }
     return kd->check ? kd->check(k, e) : 0;
+}
+
+int kernel_cpu_load(struct err *e)
+{
+    return blas_load(e);
 }
 
 int kernel_run_cpu(const struct kernel_call *k, void *const *tensors, struct err *e)

@@ -258,6 +258,9 @@ int kernel_validate(const struct kernel_call *k, struct err *e);
 uint64_t kernel_tensor_bytes(const struct kernel_call *k, unsigned i);
 /* The dtype of tensor i of a call. */
 enum dtype kernel_tensor_dtype(const struct kernel_call *k, unsigned i);
+/* Loads what the CPU kernels load at run time (the BLAS, cpu/blas.h) so that a device that will run them
+ * can fail at open rather than at its first GEMM: 0, or -1 with an ERR_INTERNAL message saying why. */
+int kernel_cpu_load(struct err *e);
 /* Validates the call and runs its CPU implementation. */
 int kernel_run_cpu(const struct kernel_call *k, void *const *tensors, struct err *e);
 

@@ -51,4 +51,21 @@ ok $(contains "$out" "sim:SIZE (a card of that total with the rtx5090's rates, k
 ok $(contains "$out" "figures modelled; kernels timed, not run; segments placed by the deterministic sim policy") "devices: the sim's capabilities"
 ok $(contains "$out" "figures measured; kernels run and timed one by one; segments placed by the deterministic sim policy") "devices: the host's"
 ok $(contains "$out" "figures measured; kernels run asynchronously, timed when they end; segment addresses from the driver") "devices: cuda's"
+
+# The BLAS is loaded at run time, by the host device only: a sim run or a replay never maps it.
+libs=$(ldd "$BIN")
+ok $(echo "$libs" | grep -qE 'openblas|libblas|quadmath|gfortran' && echo 1 || echo 0) "the binary links no BLAS nor its Fortran runtime"
+scenario sim:24GiB ""
+LD_DEBUG=files "$BIN" run "$T/s.yaml" > /dev/null 2> "$T/ld.txt"
+ok $(grep -q 'file=libopenblas' "$T/ld.txt" && echo 1 || echo 0) "a sim run does not load the BLAS"
+scenario host:1GiB ""
+LD_DEBUG=files "$BIN" run "$T/s.yaml" > /dev/null 2> "$T/ld.txt"
+ok $(grep -q 'file=.*libopenblas.*dynamically loaded by' "$T/ld.txt" && echo 0 || echo 1) "a host run loads it when it opens the device"
+out=$(OOMLAB_BLAS=/nonexistent/libblas.so "$BIN" run "$T/s.yaml" 2>&1); rc=$?
+ok $([ $rc = 3 ] && echo 0 || echo 1) "without a BLAS a host run is a device error (exit $rc)"
+ok $(contains "$out" "device host:1GiB: cannot load the BLAS: /nonexistent/libblas.so: cannot open shared object file") "naming the library and why ($out)"
+out=$(OOMLAB_BLAS=libc.so.6 "$BIN" run "$T/s.yaml" 2>&1)
+ok $(contains "$out" "cannot load the BLAS: libc.so.6 has no cblas_sgemm") "a library without cblas_sgemm is refused ($out)"
+out=$(OOMLAB_BLAS=/nonexistent/libblas.so "$BIN" devices)
+ok $(echo "$out" | grep -qE '^  host +no .*unavailable: cannot load the BLAS: /nonexistent/libblas.so' && echo 0 || echo 1) "devices: the host unavailable, and why"
 done_testing

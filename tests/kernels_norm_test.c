@@ -220,6 +220,8 @@ int main(void)
     for (unsigned d = 0; d < 3; d++) {
         int dt = test_dtypes[d];
         norm_case(K_SOFTMAX_FWD, dt, 6, 37, 0, 0);
+        norm_case(K_SOFTMAX_FWD, dt, 3, 5000, 0, 0);  /* a row longer than the kernels' 2048-element chunk */
+        norm_case(K_SOFTMAX_FWD, dt, 40000, 64, 0, 0); /* enough rows to be split over threads */
         norm_case(K_LAYERNORM_FWD, dt, 5, 48, 0, 0);
         norm_case(K_RMSNORM_FWD, dt, 5, 40, 0, 0);
         norm_case(K_GROUPNORM_FWD, dt, 2, 8, 9, 4);

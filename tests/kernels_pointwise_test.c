@@ -220,10 +220,9 @@ static void bias_add_bits(int dt)
     }
 }
 
-static void bias_and_upsample(int dt)
+/* bias_add and bias_bwd on outer x C x inner, checked against fp64 sums. */
+static void bias_case(int dt, int64_t outer, int64_t C, int64_t inner)
 {
-    /* bias_add / bias_bwd */
-    const int64_t outer = 3, C = 5, inner = 4;
     size_t n = (size_t)(outer * C * inner);
     float *x = rnd_vec(n, 1.0f), *bias = rnd_vec((size_t)C, 1.0f), *dy = rnd_vec(n, 1.0f);
     round_to(x, n, dt);
@@ -256,16 +255,22 @@ static void bias_and_upsample(int dt)
     free(x);
     free(bias);
     free(dy);
+}
+
+static void bias_and_upsample(int dt)
+{
+    bias_case(dt, 3, 5, 4);
+    bias_case(dt, 7, 300, 1);     /* a linear layer's bias (inner 1), more channels than one chunk sums */
+    bias_case(dt, 8192, 300, 1);  /* enough rows to be split over threads */
+    bias_case(dt, 2, 3, 5000);    /* a channel's run longer than a chunk */
 
     /* upsample2x */
     const int64_t N = 2, Ch = 3, H = 3, W = 4;
     size_t nx = (size_t)(N * Ch * H * W), ny = 4 * nx;
-    x = rnd_vec(nx, 1.0f);
-    dy = rnd_vec(ny, 1.0f);
+    float *x = rnd_vec(nx, 1.0f), *dy = rnd_vec(ny, 1.0f);
     round_to(x, nx, dt);
     round_to(dy, ny, dt);
-    ref = malloc(ny * sizeof *ref);
-    dref = calloc(nx, sizeof *dref);
+    double *ref = malloc(ny * sizeof *ref), *dref = calloc(nx, sizeof *dref);
     for (int64_t p = 0; p < N * Ch; p++)
         for (int64_t h = 0; h < 2 * H; h++)
             for (int64_t w = 0; w < 2 * W; w++) {
@@ -273,14 +278,12 @@ static void bias_and_upsample(int dt)
                 ref[yi] = x[xi];
                 dref[xi] += dy[yi];
             }
-    tx = typed(x, nx, dt);
-    ty = malloc(ny * 4);
-    tdy = typed(dy, ny, dt);
+    void *tx = typed(x, nx, dt), *ty = malloc(ny * 4), *tdy = typed(dy, ny, dt);
     void *tdx = malloc(nx * 4);
-    k = KCALL(K_UPSAMPLE2X_FWD, dt, N, Ch, H, W);
+    struct kernel_call k = KCALL(K_UPSAMPLE2X_FWD, dt, N, Ch, H, W);
     run(&k, (void *[]){tx, ty});
     check_close(ty, dt, ref, ny, 0, "upsample2x_fwd");
-    kb = KCALL(K_UPSAMPLE2X_BWD, dt, N, Ch, H, W);
+    struct kernel_call kb = KCALL(K_UPSAMPLE2X_BWD, dt, N, Ch, H, W);
     run(&kb, (void *[]){tdy, tdx});
     check_close(tdx, dt, dref, nx, kernel_get(K_UPSAMPLE2X_BWD)->tol[dt], "upsample2x_bwd");
     if (dt == DT_F32) {

@@ -293,6 +293,12 @@ static void host_probe(struct device_probe *out)
     size_format_pytorch(memory, all, sizeof all);
     out->available = memory > 0;
     size_format_pytorch(memory / 2, out->capacity, sizeof out->capacity);
+    struct err e = {0};
+    if (kernel_cpu_load(&e)) { /* its kernels need the BLAS, which is loaded only now */
+        out->available = false;
+        snprintf(out->notes, sizeof out->notes, "unavailable: %.700s", e.msg);
+        return;
+    }
     snprintf(out->notes, sizeof out->notes,
              "real host memory under a capacity (default half of %s %s), CPU kernels on real data; %d cores, "
              "%d hardware threads (hwloc)",
@@ -322,6 +328,10 @@ static struct device *host_open(const struct device_spec *spec, const struct dev
                 "device %s: %s is more than 90%% of this machine's %s, and the host device takes real memory; "
                 "give at most %s (or 90%%)",
                 spec->text, want, all, most);
+        return NULL;
+    }
+    if (kernel_cpu_load(e)) {
+        err_prefix(e, "device %s: ", spec->text);
         return NULL;
     }
     return host_device_create(total, e);

@@ -55,17 +55,11 @@ struct pickle_doc {
     const struct pickle_value *root;
 };
 
-/* Allocates from the arena; a request larger than a quarter chunk gets a chunk of its own, linked
- * behind the head so the head's free space is not abandoned. */
-static void *arena_alloc(struct pickle_doc *doc, size_t n)
+/* A new chunk for n bytes (arena_alloc's slow path): a request larger than a quarter chunk gets a chunk
+ * of its own, linked behind the head so the head's free space is not abandoned. */
+static void *arena_alloc_chunk(struct pickle_doc *doc, size_t n)
 {
-    n = (n + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
     struct arena_chunk *head = doc->chunks;
-    if (head && head->size - head->used >= n) {
-        void *p = head->data + head->used;
-        head->used += n;
-        return p;
-    }
     bool own = n > ARENA_CHUNK / 4;
     size_t size = own ? n : ARENA_CHUNK;
     struct arena_chunk *c = malloc(sizeof *c + size);
@@ -81,6 +75,19 @@ static void *arena_alloc(struct pickle_doc *doc, size_t n)
         doc->chunks = c;
     }
     return c->data;
+}
+
+/* n bytes from the arena: every value of the document is one, so the common case is a bump of the head. */
+static inline void *arena_alloc(struct pickle_doc *doc, size_t n)
+{
+    n = (n + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
+    struct arena_chunk *head = doc->chunks;
+    if (head && head->size - head->used >= n) {
+        void *p = head->data + head->used;
+        head->used += n;
+        return p;
+    }
+    return arena_alloc_chunk(doc, n);
 }
 
 void pickle_free(struct pickle_doc *doc)
@@ -144,6 +151,9 @@ struct parser {
     size_t memo_cap, memo_count;
     struct pickle_value **big_dicts;  /* dicts that grew past DICT_INDEX_MIN pairs, to index at the end */
     size_t nbig_dicts, big_dicts_cap;
+    /* Scalars that repeat, made once per document and shared (values are immutable once pushed): None,
+     * False, True, and the ints 0-255 (BININT1: a snapshot's streams, devices, many sizes). */
+    struct pickle_value *none, *bools[2], *small_ints[256];
     struct err *e;
 };
 
@@ -170,9 +180,9 @@ static int truncated(struct parser *p, uint64_t needed)
 }
 
 /* The next n argument bytes, or NULL (error set) when the data ends first. */
-static const unsigned char *take(struct parser *p, uint64_t n)
+static inline const unsigned char *take(struct parser *p, uint64_t n)
 {
-    if (n > p->len - p->pos) {
+    if (__builtin_expect(n > p->len - p->pos, 0)) {
         truncated(p, n);
         return NULL;
     }
@@ -181,7 +191,7 @@ static const unsigned char *take(struct parser *p, uint64_t n)
     return b;
 }
 
-static uint64_t little_endian(const unsigned char *b, size_t n)
+static inline uint64_t little_endian(const unsigned char *b, size_t n)
 {
     uint64_t v = 0;
     for (size_t i = n; i-- > 0;)
@@ -189,7 +199,7 @@ static uint64_t little_endian(const unsigned char *b, size_t n)
     return v;
 }
 
-static int take_uint(struct parser *p, size_t n, uint64_t *out)
+static inline int take_uint(struct parser *p, size_t n, uint64_t *out)
 {
     const unsigned char *b = take(p, n);
     if (!b)
@@ -202,15 +212,14 @@ static int take_uint(struct parser *p, size_t n, uint64_t *out)
 
 /* A value of `type` followed in the same allocation by `extra` bytes for its string or container
  * record; the record itself is left for the caller to fill. */
-static struct pickle_value *new_value_with(struct parser *p, enum pickle_type type, size_t extra)
+static inline struct pickle_value *new_value_with(struct parser *p, enum pickle_type type, size_t extra)
 {
     struct pickle_value *v = arena_alloc(p->doc, sizeof *v + extra);
     if (!v) {
         out_of_memory(p);
         return NULL;
     }
-    memset(v, 0, sizeof *v);
-    v->type = (unsigned char)type;
+    *v = (struct pickle_value){.type = (unsigned char)type};
     return v;
 }
 
@@ -319,9 +328,9 @@ static int grow_pointers(struct parser *p, struct pickle_value ***arr, size_t *c
     return 0;
 }
 
-static int push(struct parser *p, struct pickle_value *v)
+static inline int push(struct parser *p, struct pickle_value *v)
 {
-    if (!v || grow_pointers(p, &p->stack, &p->stack_cap, p->depth + 1))
+    if (!v || (p->depth == p->stack_cap && grow_pointers(p, &p->stack, &p->stack_cap, p->depth + 1)))
         return -1;
     p->stack[p->depth++] = v;
     return 0;
@@ -398,7 +407,7 @@ static int push_int(struct parser *p, uint64_t bits, bool negative)
     return push(p, v);
 }
 
-/* BININT (signed 32-bit), BININT1 and BININT2 (unsigned). */
+/* BININT (signed 32-bit) and BININT2 (unsigned). */
 static int op_binint(struct parser *p, size_t width)
 {
     uint64_t raw;
@@ -455,9 +464,26 @@ static int op_binfloat(struct parser *p)
 
 static int op_bool(struct parser *p, bool b)
 {
-    struct pickle_value *v = new_value(p, PICKLE_BOOL);
-    if (v)
+    struct pickle_value *v = p->bools[b];
+    if (!v && (v = p->bools[b] = new_value(p, PICKLE_BOOL)))
         v->as.b = b;
+    return push(p, v);
+}
+
+static int op_none(struct parser *p)
+{
+    return push(p, p->none ? p->none : (p->none = new_value(p, PICKLE_NONE)));
+}
+
+/* BININT1: an int 0-255, shared. */
+static int op_binint1(struct parser *p)
+{
+    const unsigned char *b = take(p, 1);
+    if (!b)
+        return -1;
+    struct pickle_value *v = p->small_ints[*b];
+    if (!v && (v = p->small_ints[*b] = new_value(p, PICKLE_INT)))
+        v->as.bits = *b;
     return push(p, v);
 }
 
@@ -546,7 +572,7 @@ static int check_memo_index(struct parser *p, uint64_t index)
                    p->op_pos, op_name(p), (unsigned long long)index);
 }
 
-static int memo_put(struct parser *p, uint64_t index)
+static int memo_put_checked(struct parser *p, uint64_t index)
 {
     if (check_memo_index(p, index) || require(p, 1) ||
         grow_pointers(p, &p->memo, &p->memo_cap, (size_t)index + 1))
@@ -557,7 +583,18 @@ static int memo_put(struct parser *p, uint64_t index)
     return 0;
 }
 
-static int memo_get(struct parser *p, uint64_t index)
+/* The common case inline: a value on the stack stored under an index that has room. */
+static inline int memo_put(struct parser *p, uint64_t index)
+{
+    if (index < p->memo_cap && p->depth > stack_base(p)) {
+        p->memo_count += !p->memo[index];
+        p->memo[index] = p->stack[p->depth - 1];
+        return 0;
+    }
+    return memo_put_checked(p, index);
+}
+
+static int memo_get_checked(struct parser *p, uint64_t index)
 {
     if (check_memo_index(p, index))
         return -1;
@@ -565,6 +602,14 @@ static int memo_get(struct parser *p, uint64_t index)
         return err_set(p->e, ERR_INPUT, "%s: byte %zu: malformed pickle: %s of memo index %llu, which was never stored",
                        p->name, p->op_pos, op_name(p), (unsigned long long)index);
     return push(p, p->memo[index]);
+}
+
+/* The common case inline: an index that was stored. */
+static inline int memo_get(struct parser *p, uint64_t index)
+{
+    if (index < p->memo_cap && p->memo[index])
+        return push(p, p->memo[index]);
+    return memo_get_checked(p, index);
 }
 
 /* The decimal argument of the text opcodes PUT and GET, ended by a newline. */
@@ -588,12 +633,22 @@ static int take_decimal_line(struct parser *p, uint64_t *out)
     return 0;
 }
 
-/* PUT, BINPUT, LONG_BINPUT, GET, BINGET, LONG_BINGET: width 0 is the text form. */
-static int op_memo(struct parser *p, size_t width, bool put)
+/* PUT and GET: the text form. */
+static int op_memo_text(struct parser *p, bool put)
 {
     uint64_t index = 0;
-    if (width ? take_uint(p, width, &index) : take_decimal_line(p, &index))
+    if (take_decimal_line(p, &index))
         return -1;
+    return put ? memo_put(p, index) : memo_get(p, index);
+}
+
+/* BINPUT, LONG_BINPUT, BINGET, LONG_BINGET: a 1- or 4-byte index (most opcodes of a snapshot are these). */
+static inline int op_memo(struct parser *p, size_t width, bool put)
+{
+    const unsigned char *b = take(p, width);
+    if (!b)
+        return -1;
+    uint64_t index = width == 1 ? b[0] : (uint64_t)b[0] | (uint64_t)b[1] << 8 | (uint64_t)b[2] << 16 | (uint64_t)b[3] << 24;
     return put ? memo_put(p, index) : memo_get(p, index);
 }
 
@@ -630,17 +685,17 @@ static int unsupported(struct parser *p)
                    p->name, p->op_pos, p->op, op_name(p));
 }
 
-static int run_opcode(struct parser *p)
+static inline int run_opcode(struct parser *p)
 {
     switch (p->op) {
     case OP_PROTO: return op_proto(p);
     case OP_FRAME: return op_frame(p);
     case OP_MARK: return push_mark(p);
-    case OP_NONE: return push(p, new_value(p, PICKLE_NONE));
+    case OP_NONE: return op_none(p);
     case OP_NEWTRUE: return op_bool(p, true);
     case OP_NEWFALSE: return op_bool(p, false);
     case OP_BININT: return op_binint(p, 4);
-    case OP_BININT1: return op_binint(p, 1);
+    case OP_BININT1: return op_binint1(p);
     case OP_BININT2: return op_binint(p, 2);
     case OP_LONG1: return op_long(p, 1);
     case OP_LONG4: return op_long(p, 4);
@@ -665,10 +720,10 @@ static int run_opcode(struct parser *p)
     case OP_SETITEM: return op_setitem(p);
     case OP_SETITEMS: return op_extend(p, PICKLE_DICT);
     case OP_MEMOIZE: return memo_put(p, p->memo_count);
-    case OP_PUT: return op_memo(p, 0, true);
+    case OP_PUT: return op_memo_text(p, true);
     case OP_BINPUT: return op_memo(p, 1, true);
     case OP_LONG_BINPUT: return op_memo(p, 4, true);
-    case OP_GET: return op_memo(p, 0, false);
+    case OP_GET: return op_memo_text(p, false);
     case OP_BINGET: return op_memo(p, 1, false);
     case OP_LONG_BINGET: return op_memo(p, 4, false);
     default: return unsupported(p);

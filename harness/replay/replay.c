@@ -410,15 +410,12 @@ static int replay_snapshot(const char *path, struct trace_input *in, const struc
                            struct job_result **jobs, size_t *njobs, struct err *e)
 {
     const char *name = trace_input_name(in);
-    unsigned char *data;
+    const unsigned char *data;
     size_t len, n = 0;
     struct snapshot s;
-    if (trace_input_read_all(in, &data, &len, e))
+    if (trace_input_read_all(in, &data, &len, e) || snapshot_parse(name, data, len, &s, e))
         return -1;
-    int rc = snapshot_parse(name, data, len, &s, e);
-    free(data);
-    if (rc)
-        return -1;
+    int rc;
     char note[512];
     bool several = false;
     const struct snapshot_device **picks = malloc((s.ndevices + 1) * sizeof *picks);

@@ -19,14 +19,6 @@
 #include "replay/frame_site.h"
 #include "replay/pickle.h"
 
-/* The hash table here is keyed by pointers to the pickle's values: a multiplicative hash of the pointer,
- * where uthash's default mixes every key byte (a replay visits some 100,000 frames). */
-#define HASH_FUNCTION(keyptr, keylen, hashv)                                                             \
-    do {                                                                                                 \
-        uint64_t ptr_;                                                                                   \
-        memcpy(&ptr_, (keyptr), sizeof ptr_);                                                            \
-        (hashv) = (unsigned)((ptr_ * UINT64_C(0x9E3779B97F4A7C15)) >> 32);                               \
-    } while (0)
 #include "util/hash.h"
 
 /* One step of a path inside the file: a dict key, or (key NULL) a list index. */
@@ -46,6 +38,8 @@ struct frame_seen {
     size_t len;
     int64_t line;
     const char *site;
+    const struct frame_seen *caller; /* the user's frame that called it, the last time it was chosen, */
+    const char *call_site;           /* and "CALLER > CALLEE" of the two */
     UT_hash_handle hh;
 };
 
@@ -195,25 +189,48 @@ static int as_name(struct reader *r, const char *text, const char *const *names,
 }
 
 /* Field getters: the value under `key` of the dict at the current path, converted by as_*. Required
- * unless `optional`, in which case a missing key leaves *out alone. */
-#define FIELD_GETTER(fn, type, convert)                                                                   \
-    static int fn(struct reader *r, const struct pickle_value *dict, const char *key, bool optional,       \
-                  type *out)                                                                              \
+ * unless `optional`, in which case a missing key leaves *out alone. The value_* twins take the value
+ * already looked up (NULL: missing), for dicts read in one pass (pick_fields). */
+#define FIELD_GETTER(fn, value_fn, type, convert)                                                         \
+    static int value_fn(struct reader *r, const struct pickle_value *v, const char *key, bool optional,  \
+                        type *out)                                                                        \
     {                                                                                                     \
-        const struct pickle_value *v = lookup(r, dict, key, !optional);                                   \
         if (!v)                                                                                           \
-            return optional ? 0 : -1;                                                                     \
+            return optional ? 0 : err_set(r->e, ERR_INPUT, "%s: %s: missing key '%s'", r->name, where(r), key); \
         size_t saved = path_enter_key(r, key);                                                            \
         int rc = convert(r, v, out);                                                                      \
         path_restore(r, saved);                                                                           \
         return rc;                                                                                        \
+    }                                                                                                     \
+    static int fn(struct reader *r, const struct pickle_value *dict, const char *key, bool optional,       \
+                  type *out)                                                                              \
+    {                                                                                                     \
+        return value_fn(r, pickle_dict_get(dict, key), key, optional, out);                               \
     }
 
-FIELD_GETTER(field_u64, uint64_t, as_u64)
-FIELD_GETTER(field_i64, int64_t, as_i64)
-FIELD_GETTER(field_str, const char *, as_str)
-FIELD_GETTER(field_bool, bool, as_bool)
-FIELD_GETTER(field_float, double, as_float)
+FIELD_GETTER(field_u64, value_u64, uint64_t, as_u64)
+FIELD_GETTER(field_i64, value_i64, int64_t, as_i64)
+FIELD_GETTER(field_str, value_str, const char *, as_str)
+FIELD_GETTER(field_bool, value_bool, bool, as_bool)
+FIELD_GETTER(field_float, value_float, double, as_float)
+
+/* The values under keys[0..n) of a dict, read in one pass over its pairs (the later of a key set twice,
+ * as pickle_dict_get): NULL where a key is missing. */
+static void pick_fields(const struct pickle_value *dict, const char *const *keys, const size_t *key_lens, size_t n,
+                        const struct pickle_value **out)
+{
+    for (size_t j = 0; j < n; j++)
+        out[j] = NULL;
+    for (size_t i = 0, pairs = pickle_len(dict); i < pairs; i++) {
+        size_t len;
+        const char *k = pickle_str(pickle_dict_key(dict, i), &len);
+        for (size_t j = 0; k && j < n; j++)
+            if (len == key_lens[j] && memcmp(k, keys[j], len) == 0) {
+                out[j] = pickle_dict_value(dict, i);
+                break;
+            }
+    }
+}
 
 /* A required field that must be a list. */
 static const struct pickle_value *field_list(struct reader *r, const struct pickle_value *dict, const char *key)
@@ -343,15 +360,19 @@ static int fold_frames(struct reader *r, const struct pickle_value *frames, cons
          !(caller->site = site_table_frame(r->sites, caller->filename, caller->len, caller->line, caller->name))))
         return out_of_memory(r);
     *site = chosen ? chosen->site : NULL;
-    if (caller && !(*site = site_table_call(r->sites, caller->site, chosen->site)))
-        return out_of_memory(r);
+    if (caller && chosen->caller != caller) { /* an allocation helper is mostly called from one place */
+        if (!(chosen->call_site = site_table_call(r->sites, caller->site, chosen->site)))
+            return out_of_memory(r);
+        chosen->caller = caller;
+    }
+    if (caller)
+        *site = chosen->call_site;
     return charge(r, i, "frames");
 }
 
-/* The site of the `frames` of the dict v (NULL without them). */
-static int read_site(struct reader *r, const struct pickle_value *v, const char **site)
+/* The site of a dict's `frames` value (NULL without them). */
+static int read_frames_site(struct reader *r, const struct pickle_value *frames, const char **site)
 {
-    const struct pickle_value *frames = pickle_dict_get(v, "frames");
     *site = frames && frames == r->last_frames ? r->last_site : NULL;
     if (!frames || frames == r->last_frames)
         return 0;
@@ -361,6 +382,12 @@ static int read_site(struct reader *r, const struct pickle_value *v, const char 
     r->last_frames = rc ? NULL : frames;
     r->last_site = *site;
     return rc ? -1 : 0;
+}
+
+/* The site of the `frames` of the dict v (NULL without them). */
+static int read_site(struct reader *r, const struct pickle_value *v, const char **site)
+{
+    return read_frames_site(r, pickle_dict_get(v, "frames"), site);
 }
 
 /* A torch 2.0 live block's site: that of its history entry at its address (NULL without one). */
@@ -537,16 +564,26 @@ static enum alloc_action action_of(const char *name)
     return ACT_OTHER;
 }
 
+/* An event's fields, read in one pass (there are tens of thousands of events). */
+enum { EV_ACTION, EV_ADDR, EV_DEVICE_FREE, EV_SIZE, EV_STREAM, EV_FRAMES, EV_FIELDS };
+static const char *const event_keys[EV_FIELDS] = {"action", "addr", "device_free", "size", "stream", "frames"};
+static const size_t event_key_lens[EV_FIELDS] = {6, 4, 11, 4, 6, 6};
+
 static int read_event(struct reader *r, const struct pickle_value *ev, struct alloc_trace_event *out, const char **site)
 {
+    const struct pickle_value *f[EV_FIELDS];
     const char *action;
-    if (as_dict(r, ev) || field_str(r, ev, "action", false, &action))
+    if (as_dict(r, ev))
+        return -1;
+    pick_fields(ev, event_keys, event_key_lens, EV_FIELDS, f);
+    if (value_str(r, f[EV_ACTION], "action", false, &action))
         return -1;
     out->action = action_of(action);
-    bool optional = out->action == ACT_OTHER;
-    const char *addr_key = out->action == ACT_OOM ? "device_free" : "addr";
-    if (field_u64(r, ev, addr_key, optional, &out->addr) || field_u64(r, ev, "size", optional, &out->size) ||
-        field_u64(r, ev, "stream", optional, &out->stream) || read_site(r, ev, site))
+    bool optional = out->action == ACT_OTHER, oom = out->action == ACT_OOM;
+    if (value_u64(r, f[oom ? EV_DEVICE_FREE : EV_ADDR], oom ? "device_free" : "addr", optional, &out->addr) ||
+        value_u64(r, f[EV_SIZE], "size", optional, &out->size) ||
+        value_u64(r, f[EV_STREAM], "stream", optional, &out->stream) ||
+        read_frames_site(r, f[EV_FRAMES], site))
         return -1;
     return 0;
 }

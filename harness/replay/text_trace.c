@@ -24,9 +24,13 @@
 
 #define MAX_WORDS (4 + KERNEL_MAX_DIMS + KERNEL_MAX_TENSORS + 2)
 
+/* A live ID. Records of IDs up to ID_SHORT bytes are recycled through a free list (a trace allocates
+ * and frees millions of them), longer ones are allocated to size. */
+#define ID_SHORT 31
 struct live_id {
     uint64_t key;
     UT_hash_handle hh;
+    size_t cap;  /* bytes of word */
     char word[]; /* the ID as written */
 };
 
@@ -35,6 +39,7 @@ struct reader {
     size_t lineno;
     struct live_id *live;
     struct live_id *freed; /* the ID the current line frees, dropped once its op is emitted */
+    struct live_id *spare; /* recycled short records, linked through hh.next */
     uint64_t next_key;
 };
 
@@ -91,22 +96,34 @@ static bool decimal(const char *s, uint64_t max, uint64_t *out)
     return true;
 }
 
-static struct live_id *find_id(const struct reader *r, const char *word)
+/* The live record of the ID word[0, len), hashed once by the caller into *hash. */
+static struct live_id *find_id(const struct reader *r, const char *word, size_t len, unsigned *hash)
 {
     struct live_id *it;
-    HASH_FIND_STR(r->live, word, it);
+    HASH_VALUE(word, len, *hash);
+    HASH_FIND_BYHASHVALUE(hh, r->live, word, len, *hash, it);
     return it;
 }
 
-/* The key of a live ID; `use` says what the line does with it ("free of", "kernel reads"). */
-static int id_of(struct reader *r, const char *use, const char *word, int col, uint64_t *key, struct err *e)
+/* The live record of an ID; `use` says what the line does with it ("free of", "kernel reads"). */
+static struct live_id *live_of(struct reader *r, const char *use, const char *word, int col, struct err *e)
 {
-    struct live_id *it = find_id(r, word);
+    unsigned hash;
+    struct live_id *it = find_id(r, word, strlen(word), &hash);
     if (!it)
-        return line_error(r, col, e, "%s '%s', which is not live (no earlier line allocates it, or it was freed)",
-                          use, word);
-    *key = it->key;
-    return 0;
+        line_error(r, col, e, "%s '%s', which is not live (no earlier line allocates it, or it was freed)", use, word);
+    return it;
+}
+
+static void drop_id(struct reader *r, struct live_id *it)
+{
+    HASH_DEL(r->live, it);
+    if (it->cap == ID_SHORT + 1) {
+        it->hh.next = r->spare;
+        r->spare = it;
+    } else {
+        free(it);
+    }
 }
 
 static int stream_of(const struct reader *r, const char *w, int col, int32_t *stream, struct err *e)
@@ -127,7 +144,9 @@ static int parse_alloc(struct reader *r, char **w, const int *col, int n, struct
 {
     if (n < 3 || n > 6)
         return line_error(r, col[n < 3 ? 0 : 6], e, "expected 'alloc ID BYTES [STREAM] [CATEGORY [TAG]]'");
-    if (find_id(r, w[1]))
+    size_t len = strlen(w[1]);
+    unsigned hash;
+    if (find_id(r, w[1], len, &hash))
         return line_error(r, col[1], e, "'%s' is allocated again while still live", w[1]);
     if (size_parse(w[2], &op->bytes, e))
         return err_prefix(e, "%s:%zu:%d: ", r->name, r->lineno, col[2]);
@@ -148,13 +167,16 @@ static int parse_alloc(struct reader *r, char **w, const int *col, int n, struct
         op->name = w[at++];
     if (at < n)
         return line_error(r, col[at], e, "expected 'alloc ID BYTES [STREAM] [CATEGORY [TAG]]'");
-    size_t len = strlen(w[1]);
-    struct live_id *it = malloc(sizeof *it + len + 1);
+    size_t cap = len > ID_SHORT ? len + 1 : ID_SHORT + 1;
+    struct live_id *it = cap == ID_SHORT + 1 && r->spare ? r->spare : malloc(sizeof *it + cap);
     if (!it)
         return err_set(e, ERR_INTERNAL, "out of host memory reading %s", r->name);
+    if (it == r->spare)
+        r->spare = it->hh.next;
+    it->cap = cap;
     memcpy(it->word, w[1], len + 1);
     it->key = op->id = r->next_key++;
-    HASH_ADD_KEYPTR(hh, r->live, it->word, len, it);
+    HASH_ADD_KEYPTR_BYHASHVALUE(hh, r->live, it->word, len, hash, it);
     if (!HASH_ADDED(it)) {
         free(it);
         return err_set(e, ERR_INTERNAL, "out of host memory reading %s", r->name);
@@ -227,9 +249,12 @@ static int parse_kernel(struct reader *r, char **w, const int *col, int n, struc
         return line_error(r, col[at < n ? at : 0], e, "%s: expected %u tensor IDs and a tag", d->name,
                           (unsigned)d->ntensors);
     k->ntensors = d->ntensors;
-    for (unsigned i = 0; i < d->ntensors; i++, at++)
-        if (id_of(r, "kernel names", w[at], col[at], &k->tensors[i], e))
+    for (unsigned i = 0; i < d->ntensors; i++, at++) {
+        const struct live_id *it = live_of(r, "kernel names", w[at], col[at], e);
+        if (!it)
             return -1;
+        k->tensors[i] = it->key;
+    }
     op->name = w[at];
     if (kernel_validate(k, e))
         return err_prefix(e, "%s:%zu:%d: ", r->name, r->lineno, col[0]);
@@ -274,9 +299,9 @@ static int parse_line(struct reader *r, char *line, struct op *op, struct err *e
     case OP_FREE:
         if (n != 2)
             return line_error(r, col[n < 2 ? 0 : 2], e, "expected 'free ID'");
-        if (id_of(r, "free of", w[1], col[1], &op->id, e))
+        if (!(r->freed = live_of(r, "free of", w[1], col[1], e)))
             return -1;
-        r->freed = find_id(r, w[1]);
+        op->id = r->freed->key;
         return 0;
     case OP_PHASE:
     case OP_MARK:
@@ -317,14 +342,17 @@ int text_trace_run(struct trace_input *in, struct op_sink *sink, struct err *e)
         if ((rc = sink->emit(sink, &op, e)))
             break;
         if (r.freed) {
-            HASH_DEL(r.live, r.freed);
-            free(r.freed);
+            drop_id(&r, r.freed);
             r.freed = NULL;
         }
     }
     struct live_id *it, *tmp;
     HASH_ITER(hh, r.live, it, tmp) {
         HASH_DEL(r.live, it);
+        free(it);
+    }
+    while ((it = r.spare)) {
+        r.spare = it->hh.next;
         free(it);
     }
     return rc;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -15,11 +16,16 @@
 
 struct trace_input {
     gzFile gz;
+    int fd;
+    off_t size;           /* a regular file's size, else -1 */
     char name[4096];
     char *buf;            /* BUF_SIZE bytes plus a NUL */
     size_t start, end;    /* unread bytes are buf[start, end) */
     bool eof;
     size_t lineno;
+    unsigned char *all;   /* what trace_input_read_all returned: a copy, or (mapped) the file mapped */
+    size_t all_len;
+    bool mapped;
 };
 
 static int gz_error(struct trace_input *in, struct err *e)
@@ -53,6 +59,8 @@ struct trace_input *trace_input_open(const char *path, struct err *e)
         return NULL;
     }
     snprintf(in->name, sizeof in->name, "%s", std_in ? "standard input" : path);
+    in->fd = fd;
+    in->size = S_ISREG(st.st_mode) ? st.st_size : -1;
     if (!(in->gz = gzdopen(fd, "rb"))) {
         close(fd);
         free(in->buf);
@@ -69,6 +77,10 @@ void trace_input_close(struct trace_input *in)
     if (!in)
         return;
     gzclose(in->gz);
+    if (in->mapped)
+        munmap(in->all, in->all_len);
+    else
+        free(in->all);
     free(in->buf);
     free(in);
 }
@@ -106,8 +118,35 @@ int trace_input_peek(struct trace_input *in, struct err *e)
     return in->start < in->end ? (unsigned char)in->buf[in->start] : -1;
 }
 
-int trace_input_read_all(struct trace_input *in, unsigned char **data, size_t *len, struct err *e)
+/* An uncompressed regular file is mapped rather than copied: the bytes from the file's read position on.
+ * 0 with *data NULL when it cannot be (compressed, a pipe, an empty rest). */
+static int map_rest(struct trace_input *in, const unsigned char **data, size_t *len)
 {
+    *data = NULL;
+    z_off_t delivered = gztell(in->gz);
+    if (in->size <= 0 || !gzdirect(in->gz) || delivered < 0 || (uint64_t)in->size > TRACE_MAX_PICKLE)
+        return 0;
+    off_t from = (off_t)delivered - (off_t)(in->end - in->start);
+    if (from < 0 || from >= in->size)
+        return 0;
+    void *m = mmap(NULL, (size_t)in->size, PROT_READ, MAP_PRIVATE, in->fd, 0);
+    if (m == MAP_FAILED)
+        return 0;
+    madvise(m, (size_t)in->size, MADV_SEQUENTIAL);
+    in->all = m;
+    in->all_len = (size_t)in->size;
+    in->mapped = true;
+    in->start = in->end;
+    in->eof = true;
+    *data = in->all + from;
+    *len = (size_t)(in->size - from);
+    return 0;
+}
+
+int trace_input_read_all(struct trace_input *in, const unsigned char **data, size_t *len, struct err *e)
+{
+    if (map_rest(in, data, len), *data)
+        return 0;
     size_t cap = 1 << 20, n = in->end - in->start;
     unsigned char *out = malloc(cap > n ? cap : n);
     if (!out)
@@ -142,6 +181,7 @@ int trace_input_read_all(struct trace_input *in, unsigned char **data, size_t *l
         n += (size_t)got;
     }
     in->eof = true;
+    in->all = out;
     *data = out;
     *len = n;
     return 0;

@@ -21,8 +21,9 @@ const char *trace_input_name(const struct trace_input *in); /* the path, or "sta
 
 /* The first byte of the (decompressed) content without consuming it; -1 if the input is empty. */
 int trace_input_peek(struct trace_input *in, struct err *e);
-/* The whole remaining content in one malloc'd buffer (free it); ERR_INPUT past TRACE_MAX_PICKLE. */
-int trace_input_read_all(struct trace_input *in, unsigned char **data, size_t *len, struct err *e);
+/* The whole remaining content, valid until trace_input_close (an uncompressed file is mapped, not copied);
+ * ERR_INPUT past TRACE_MAX_PICKLE. Call it once. */
+int trace_input_read_all(struct trace_input *in, const unsigned char **data, size_t *len, struct err *e);
 /* The next line without its newline, NUL-terminated, valid until the next call; *line NULL at the end.
  * A line longer than TRACE_MAX_LINE or holding a NUL byte is an error naming its line and column. */
 int trace_input_line(struct trace_input *in, char **line, size_t *lineno, struct err *e);

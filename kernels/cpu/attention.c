@@ -3,12 +3,12 @@
  * attention with an additive score bias (T5's relative position bias) and the gradient of the
  * scores (= of that bias) from the saved probabilities. Also the fp32 loading helpers this file and
  * flash_attention.c share. */
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
 #include "attn_layout.h"
 #include "cpu/attn_cpu.h"
+#include "cpu/blas.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/tensor_io.h"
 
@@ -60,7 +60,7 @@ void attn_mask_rows(const struct attn_layout *a, float *s, int64_t ld, int64_t i
 int cpu_attn_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
     struct attn_f32 f;
-    if (attn_load(&f, k, t, 0, 1, e) < 0)
+    if (blas_load(e) < 0 || attn_load(&f, k, t, 0, 1, e) < 0)
         return -1;
     const struct attn_layout *a = &f.a;
     float *s = cpu_scratch((size_t)(a->Tq * a->Tk), "attention scores", e);
@@ -73,7 +73,7 @@ int cpu_attn_fwd(const struct kernel_call *k, void *const *t, struct err *e)
     for (int64_t b = 0; b < a->B; b++)
         for (int64_t h = 0; h < a->H; h++) {
             int64_t g = h / a->group;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)a->Tq, (int)a->Tk, (int)a->D, a->scale,
+            blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)a->Tq, (int)a->Tk, (int)a->D, a->scale,
                         f.q + attn_q_at(a, b, 0, h), (int)a->q_row, f.kv + attn_k_at(a, b, 0, g), (int)a->kv_row, 0.0f,
                         s, (int)a->Tk);
             attn_mask_rows(a, s, a->Tk, 0, a->Tq, 0, a->Tk);
@@ -89,7 +89,7 @@ int cpu_attn_fwd(const struct kernel_call *k, void *const *t, struct err *e)
                     st(t[2], k->dtype, prow + (size_t)j, row[j]);
                 }
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)a->Tq, (int)a->D, (int)a->Tk, 1.0f, s,
+            blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)a->Tq, (int)a->D, (int)a->Tk, 1.0f, s,
                         (int)a->Tk, f.kv + attn_v_at(a, b, 0, g), (int)a->kv_row, 0.0f, o, (int)a->D);
             for (int64_t i = 0; i < a->Tq; i++)
                 for (int64_t d = 0; d < a->D; d++)
@@ -106,7 +106,7 @@ int cpu_attn_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 int cpu_attn_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
     struct attn_f32 f;
-    if (attn_load(&f, k, t, 0, 1, e) < 0)
+    if (blas_load(e) < 0 || attn_load(&f, k, t, 0, 1, e) < 0)
         return -1;
     const struct attn_layout *a = &f.a;
     const int64_t o_row = a->H * a->D;
@@ -131,9 +131,9 @@ int cpu_attn_bwd(const struct kernel_call *k, void *const *t, struct err *e)
             const float *v = f.kv + attn_v_at(a, b, 0, g), *dob = dout + attn_o_at(a, b, 0, h);
             tensor_to_f32(p, (const char *)t[2] + ((b * a->H + h) * nblk) * dtype_size((enum dtype)k->dtype),
                           k->dtype, nblk);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)a->Tk, (int)a->D, (int)a->Tq, 1.0f, p, (int)a->Tk,
+            blas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)a->Tk, (int)a->D, (int)a->Tq, 1.0f, p, (int)a->Tk,
                         dob, (int)o_row, 1.0f, dkv + attn_v_at(a, b, 0, g), (int)a->kv_row);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)a->Tq, (int)a->Tk, (int)a->D, 1.0f, dob,
+            blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)a->Tq, (int)a->Tk, (int)a->D, 1.0f, dob,
                         (int)o_row, v, (int)a->kv_row, 0.0f, ds, (int)a->Tk);
             for (int64_t i = 0; i < a->Tq; i++) {
                 float *pr = p + i * a->Tk, *dr = ds + i * a->Tk, rowdot = 0.0f;
@@ -142,9 +142,9 @@ int cpu_attn_bwd(const struct kernel_call *k, void *const *t, struct err *e)
                 for (int64_t j = 0; j < a->Tk; j++)
                     dr[j] = a->scale * pr[j] * (dr[j] - rowdot);
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)a->Tq, (int)a->D, (int)a->Tk, 1.0f, ds,
+            blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)a->Tq, (int)a->D, (int)a->Tk, 1.0f, ds,
                         (int)a->Tk, kk, (int)a->kv_row, 0.0f, dq, (int)a->D);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)a->Tk, (int)a->D, (int)a->Tq, 1.0f, ds, (int)a->Tk,
+            blas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)a->Tk, (int)a->D, (int)a->Tq, 1.0f, ds, (int)a->Tk,
                         q, (int)a->q_row, 1.0f, dkv + attn_k_at(a, b, 0, g), (int)a->kv_row);
             for (int64_t i = 0; i < a->Tq; i++)
                 for (int64_t d = 0; d < a->D; d++)

@@ -1,8 +1,8 @@
 /* conv.c: CPU 2-D convolution (NCHW, square filter, groups = 1) by im2col + cblas_sgemm, forward,
  * backward to the input (GEMM + col2im) and backward to the filter. */
-#include <cblas.h>
 #include <string.h>
 
+#include "cpu/blas.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/tensor_io.h"
 
@@ -69,6 +69,8 @@ static int bufs_get(struct conv_bufs *b, const struct kernel_call *k, void *cons
     size_t n2 = kernel_get(k->kernel)->elems(k, 2);
     struct conv c = conv_of(k);
     memset(b, 0, sizeof *b);
+    if (blas_load(e) < 0)
+        return -1;
     if (!(b->in0 = cpu_scratch(n0, "conv input", e)) || !(b->in1 = cpu_scratch(n1, "conv input", e)) ||
         !(b->out = cpu_scratch(n2, "conv output", e)) || !(b->col = cpu_scratch((size_t)(c.crr * c.pq), "im2col", e)))
         return -1;
@@ -98,7 +100,7 @@ int cpu_conv2d_fwd(const struct kernel_call *k, void *const *t, struct err *e)
     for (int64_t n = 0; n < c.N; n++) {
         im2col(&c, b.in0 + n * c.C * c.H * c.W, b.col);
         /* y[n] (K x PQ) = w (K x CRR) * col (CRR x PQ) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)c.K, (int)c.pq, (int)c.crr, 1.0f, b.in1,
+        blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)c.K, (int)c.pq, (int)c.crr, 1.0f, b.in1,
                     (int)c.crr, b.col, (int)c.pq, 0.0f, b.out + n * c.K * c.pq, (int)c.pq);
     }
     return bufs_put(&b, k, t, 0);
@@ -112,7 +114,7 @@ int cpu_conv2d_bwd_data(const struct kernel_call *k, void *const *t, struct err 
         return bufs_put(&b, k, t, -1);
     for (int64_t n = 0; n < c.N; n++) {
         /* dcol (CRR x PQ) = w^T (CRR x K) * dy[n] (K x PQ), then scattered back into dx[n] */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)c.crr, (int)c.pq, (int)c.K, 1.0f, b.in1,
+        blas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)c.crr, (int)c.pq, (int)c.K, 1.0f, b.in1,
                     (int)c.crr, b.in0 + n * c.K * c.pq, (int)c.pq, 0.0f, b.col, (int)c.pq);
         col2im(&c, b.col, b.out + n * c.C * c.H * c.W);
     }
@@ -128,7 +130,7 @@ int cpu_conv2d_bwd_filter(const struct kernel_call *k, void *const *t, struct er
     for (int64_t n = 0; n < c.N; n++) {
         im2col(&c, b.in0 + n * c.C * c.H * c.W, b.col);
         /* dw (K x CRR) += dy[n] (K x PQ) * col^T (PQ x CRR) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)c.K, (int)c.crr, (int)c.pq, 1.0f,
+        blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)c.K, (int)c.crr, (int)c.pq, 1.0f,
                     b.in1 + n * c.K * c.pq, (int)c.pq, b.col, (int)c.pq, 1.0f, b.out, (int)c.crr);
     }
     return bufs_put(&b, k, t, 0);

@@ -2,12 +2,12 @@
  * cblas_sgemm). The forward walks 64 x 64 blocks of scores with an online softmax (running max
  * and sum per query row), never holding more than one block, and saves the log-sum-exp; the
  * backward recomputes each block of P from it and accumulates dq, dk, dv block by block. */
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
 #include "attn_layout.h"
 #include "cpu/attn_cpu.h"
+#include "cpu/blas.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/tensor_io.h"
 
@@ -27,7 +27,7 @@ static int64_t min64(int64_t x, int64_t y)
 int cpu_flash_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
     struct attn_f32 f;
-    if (attn_load(&f, k, t, 0, 1, e) < 0)
+    if (blas_load(e) < 0 || attn_load(&f, k, t, 0, 1, e) < 0)
         return -1;
     const struct attn_layout *a = &f.a;
     float *acc = cpu_scratch((size_t)(BQ * a->D), "flash accumulator", e);
@@ -49,7 +49,7 @@ int cpu_flash_fwd(const struct kernel_call *k, void *const *t, struct err *e)
                 }
                 for (int64_t j0 = 0; j0 < nk; j0 += BK) {
                     int64_t bk = min64(BK, nk - j0);
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bq, (int)bk, (int)a->D, a->scale,
+                    blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bq, (int)bk, (int)a->D, a->scale,
                                 f.q + attn_q_at(a, b, i0, h), (int)a->q_row, f.kv + attn_k_at(a, b, j0, g),
                                 (int)a->kv_row, 0.0f, s, BK);
                     attn_mask_rows(a, s, BK, i0, bq, j0, bk);
@@ -70,7 +70,7 @@ int cpu_flash_fwd(const struct kernel_call *k, void *const *t, struct err *e)
                         for (int64_t d = 0; d < a->D; d++)
                             acc[r * a->D + d] *= corr;
                     }
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bq, (int)a->D, (int)bk, 1.0f, s, BK,
+                    blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bq, (int)a->D, (int)bk, 1.0f, s, BK,
                                 f.kv + attn_v_at(a, b, j0, g), (int)a->kv_row, 1.0f, acc, (int)a->D);
                 }
                 for (int64_t r = 0; r < bq; r++) {
@@ -110,7 +110,7 @@ int cpu_flash_bwd_prep(const struct kernel_call *k, void *const *t, struct err *
 int cpu_flash_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
     struct attn_f32 f;
-    if (attn_load(&f, k, t, 0, 1, e) < 0)
+    if (blas_load(e) < 0 || attn_load(&f, k, t, 0, 1, e) < 0)
         return -1;
     const struct attn_layout *a = &f.a;
     const float *stats = t[2];
@@ -136,10 +136,10 @@ int cpu_flash_bwd(const struct kernel_call *k, void *const *t, struct err *e)
                 for (int64_t j0 = 0; j0 < nk; j0 += BK) {
                     int64_t bk = min64(BK, nk - j0);
                     const float *kk = f.kv + attn_k_at(a, b, j0, g), *v = f.kv + attn_v_at(a, b, j0, g);
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bq, (int)bk, (int)a->D, a->scale, q,
+                    blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bq, (int)bk, (int)a->D, a->scale, q,
                                 (int)a->q_row, kk, (int)a->kv_row, 0.0f, p, BK);
                     attn_mask_rows(a, p, BK, i0, bq, j0, bk);
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bq, (int)bk, (int)a->D, 1.0f, dob,
+                    blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bq, (int)bk, (int)a->D, 1.0f, dob,
                                 (int)o_row, v, (int)a->kv_row, 0.0f, ds, BK);
                     for (int64_t r = 0; r < bq; r++) {
                         size_t row = row_index(a, b, h, i0 + r);
@@ -150,11 +150,11 @@ int cpu_flash_bwd(const struct kernel_call *k, void *const *t, struct err *e)
                             ds[r * BK + j] = a->scale * pj * (ds[r * BK + j] - delta);
                         }
                     }
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bq, (int)a->D, (int)bk, 1.0f, ds, BK,
+                    blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bq, (int)a->D, (int)bk, 1.0f, ds, BK,
                                 kk, (int)a->kv_row, 1.0f, dq, (int)a->D);
-                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)bk, (int)a->D, (int)bq, 1.0f, ds, BK, q,
+                    blas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)bk, (int)a->D, (int)bq, 1.0f, ds, BK, q,
                                 (int)a->q_row, 1.0f, dkv + attn_k_at(a, b, j0, g), (int)a->kv_row);
-                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)bk, (int)a->D, (int)bq, 1.0f, p, BK, dob,
+                    blas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)bk, (int)a->D, (int)bq, 1.0f, p, BK, dob,
                                 (int)o_row, 1.0f, dkv + attn_v_at(a, b, j0, g), (int)a->kv_row);
                 }
                 for (int64_t r = 0; r < bq; r++)

@@ -1,23 +1,70 @@
 /* norm.c: CPU row-wise softmax and the normalisations (LayerNorm, RMSNorm, GroupNorm) with their
  * backward kernels; statistics are kept in fp32 and saved for the backward. */
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
+
+/* One row of softmax, in CPU_CHUNK pieces: its max, then exp(x - max) summed, then scaled by 1/sum. An fp32
+ * row keeps the exponentials in y between the last two passes; a 16-bit one computes them again rather
+ * than round them twice. The loops vectorize (libmvec's expf). */
+static void softmax_row(const struct kernel_call *k, void *const *t, size_t base, size_t cols)
+{
+    float buf[CPU_CHUNK], out[CPU_CHUNK];
+    const bool f32 = k->dtype == DT_F32;
+    float mx = -INFINITY;
+    for (size_t c0 = 0; c0 < cols; c0 += CPU_CHUNK) {
+        size_t n = cols - c0 < CPU_CHUNK ? cols - c0 : CPU_CHUNK;
+        const float *x = chunk_in(t[0], k->dtype, base + c0, n, buf);
+#pragma omp simd reduction(max : mx)
+        for (size_t c = 0; c < n; c++)
+            mx = x[c] > mx ? x[c] : mx;
+    }
+    float sum = 0.0f;
+    for (size_t c0 = 0; c0 < cols; c0 += CPU_CHUNK) {
+        size_t n = cols - c0 < CPU_CHUNK ? cols - c0 : CPU_CHUNK;
+        const float *x = chunk_in(t[0], k->dtype, base + c0, n, buf);
+        float *y = f32 ? (float *)t[1] + base + c0 : out;
+#pragma omp simd reduction(+ : sum)
+        for (size_t c = 0; c < n; c++) {
+            y[c] = expf(x[c] - mx);
+            sum += y[c];
+        }
+    }
+    const float inv = 1.0f / sum;
+    for (size_t c0 = 0; c0 < cols; c0 += CPU_CHUNK) {
+        size_t n = cols - c0 < CPU_CHUNK ? cols - c0 : CPU_CHUNK;
+        float *y = f32 ? (float *)t[1] + base + c0 : out;
+        if (!f32) {
+            const float *x = chunk_in(t[0], k->dtype, base + c0, n, buf);
+#pragma omp simd
+            for (size_t c = 0; c < n; c++)
+                y[c] = expf(x[c] - mx);
+        }
+#pragma omp simd
+        for (size_t c = 0; c < n; c++)
+            y[c] *= inv;
+        chunk_put(t[1], k->dtype, base + c0, n, y);
+    }
+}
+
+/* Rows [i0 / cols, (i0 + len) / cols): chunks are whole rows. */
+static void softmax_rows(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    const size_t cols = (size_t)k->dims[1];
+    for (size_t base = i0; base < i0 + len; base += cols)
+        softmax_row(k, t, base, cols);
+}
 
 int cpu_softmax_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const int64_t rows = k->dims[0], cols = k->dims[1];
-    for (int64_t r = 0; r < rows; r++) {
-        size_t base = (size_t)(r * cols);
-        float mx = -INFINITY, sum = 0.0f;
-        for (int64_t c = 0; c < cols; c++)
-            mx = fmaxf(mx, ld(t[0], k->dtype, base + c));
-        for (int64_t c = 0; c < cols; c++)
-            sum += expf(ld(t[0], k->dtype, base + c) - mx);
-        for (int64_t c = 0; c < cols; c++)
-            st(t[1], k->dtype, base + c, expf(ld(t[0], k->dtype, base + c) - mx) / sum);
+    const size_t rows = (size_t)k->dims[0], cols = (size_t)k->dims[1];
+    if (rows && cols) {
+        size_t per = cols < CPU_CHUNK ? CPU_CHUNK / cols : 1; /* rows per chunk */
+        cpu_for_chunks(k, t, rows * cols, per * cols, softmax_rows);
     }
     return 0;
 }

@@ -231,15 +231,53 @@ int cpu_bias_add(const struct kernel_call *k, void *const *t, struct err *e)
     return 0;
 }
 
+#define BIAS_BWD_CHANNELS 256 /* channels a chunk of the bias gradient sums: 2 KiB of accumulators */
+#define BIAS_BWD_ROWS 64       /* rows summed in fp32 before they are added to the fp64 sums */
+
+CPU_BODY void add_row_body(float *sum, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        sum[i] += x[i];
+}
+CPU_MULTIVERSION(add_row, (float *sum, const float *x, size_t n), (sum, x, n))
+
+/* Channels [c0, c0 + len) of the bias gradient, in fp64 accumulators: a channel's sum walks outer x inner
+ * elements. With inner 1 (a linear layer) each row's run of these channels is added at once, in fp32 over
+ * BIAS_BWD_ROWS rows, so every read is contiguous and the adds vectorize; else each channel's inner run is
+ * reduced. */
+static void bias_bwd_channels(const struct kernel_call *k, void *const *t, size_t c0, size_t len)
+{
+    const size_t outer = (size_t)k->dims[0], C = (size_t)k->dims[1], inner = (size_t)k->dims[2];
+    double acc[BIAS_BWD_CHANNELS] = {0};
+    float buf[CPU_CHUNK], out[BIAS_BWD_CHANNELS];
+    for (size_t o0 = 0; o0 < outer && inner == 1; o0 += BIAS_BWD_ROWS) {
+        float part[BIAS_BWD_CHANNELS] = {0};
+        for (size_t o = o0; o < outer && o < o0 + BIAS_BWD_ROWS; o++)
+            add_row(part, chunk_in(t[0], k->dtype, o * C + c0, len, buf), len);
+        for (size_t j = 0; j < len; j++)
+            acc[j] += (double)part[j];
+    }
+    for (size_t o = 0; o < outer && inner > 1; o++) {
+        for (size_t j = 0; j < len; j++)
+            for (size_t i0 = 0; i0 < inner; i0 += CPU_CHUNK) {
+                size_t n = inner - i0 < CPU_CHUNK ? inner - i0 : CPU_CHUNK;
+                const float *x = chunk_in(t[0], k->dtype, (o * C + c0 + j) * inner + i0, n, buf);
+                double s = 0.0;
+#pragma omp simd reduction(+ : s)
+                for (size_t i = 0; i < n; i++)
+                    s += (double)x[i];
+                acc[j] += s;
+            }
+    }
+    float *y = chunk_out(t[1], k->dtype, c0, out);
+    for (size_t j = 0; j < len; j++)
+        y[j] = (float)acc[j];
+    chunk_put(t[1], k->dtype, c0, len, y);
+}
+
 int cpu_bias_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const int64_t outer = k->dims[0], C = k->dims[1], inner = k->dims[2];
-    for (int64_t c = 0; c < C; c++) {
-        double s = 0.0;
-        for (int64_t o = 0; o < outer; o++)
-            for (int64_t i = 0; i < inner; i++)
-                s += ld(t[0], k->dtype, (size_t)((o * C + c) * inner + i));
-        st(t[1], k->dtype, (size_t)c, (float)s);
-    }
+    const size_t C = (size_t)k->dims[1], all = (size_t)(k->dims[0] * k->dims[1] * k->dims[2]);
+    cpu_for_chunks_of(k, t, C, BIAS_BWD_CHANNELS, all, bias_bwd_channels);
     return 0;
 }

@@ -117,7 +117,14 @@ static size_t thread_count(size_t n)
 
 void cpu_for_chunks(const struct kernel_call *k, void *const *t, size_t n, size_t chunk, cpu_chunk_fn *fn)
 {
-    const size_t nthreads = thread_count(n), chunks = (n + chunk - 1) / chunk;
+    cpu_for_chunks_of(k, t, n, chunk, n, fn);
+}
+
+void cpu_for_chunks_of(const struct kernel_call *k, void *const *t, size_t n, size_t chunk, size_t work,
+                       cpu_chunk_fn *fn)
+{
+    const size_t chunks = (n + chunk - 1) / chunk, most = thread_count(work);
+    const size_t nthreads = most < chunks ? most : chunks ? chunks : 1;
     const size_t per = (chunks + nthreads - 1) / nthreads * chunk; /* whole chunks per thread */
     struct span spans[CPU_MAX_THREADS];
     pthread_t threads[CPU_MAX_THREADS];

@@ -1,0 +1,95 @@
+// host_kernels_bench.cc: the host kernels issue 18 compares with PyTorch CPU, at the shapes of a GPT-2-small
+// style layer (tokens 8192 = batch 32 x 256, width 768, 12 heads of 64) and a ResNet-style convolution:
+// bias gradient (dy.sum(0)), softmax over attention rows, LayerNorm, causal flash attention forward, conv2d
+// forward 3x3, and the fused fp32 AdamW step over 10 M parameters. Each runs through the kernel table on
+// as many threads as the process may use (taskset chooses); bench/torch_peer.py runs this file on one and two
+// cores beside torch at the same shapes and prints the ratios. Real time, fastest of the repetitions.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "bench_calls.h"
+
+extern "C" {
+#include "cpu/tensor_io.h"
+#include "kernels.h"
+}
+
+namespace {
+
+// Tensors of the call's sizes holding small pseudo-random values (v of AdamW: positive).
+std::vector<std::vector<float>> tensors_for(const kernel_call &k)
+{
+    std::vector<std::vector<float>> t;
+    uint64_t s = 7;
+    for (unsigned i = 0; i < k.ntensors; i++) {
+        std::vector<float> v((kernel_tensor_bytes(&k, i) + 3) / 4);
+        for (auto &x : v) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            x = static_cast<float>(s >> 40) / 16777216.0f * 0.5f + 0.01f;
+        }
+        t.push_back(std::move(v));
+    }
+    return t;
+}
+
+void run_call(benchmark::State &state, kernel_call k)
+{
+    auto bufs = tensors_for(k);
+    std::vector<void *> t;
+    for (auto &b : bufs)
+        t.push_back(b.data());
+    for (auto _ : state) {
+        err e{};
+        if (kernel_run_cpu(&k, t.data(), &e) < 0) {
+            state.SkipWithError(e.msg);
+            return;
+        }
+    }
+}
+
+void BM_HostBiasGrad(benchmark::State &state) { run_call(state, make_call(K_BIAS_BWD, DT_F32, {8192, 768, 1})); }
+void BM_HostSoftmax(benchmark::State &state) { run_call(state, make_call(K_SOFTMAX_FWD, DT_F32, {32 * 12 * 256, 256})); }
+void BM_HostLayerNorm(benchmark::State &state)
+{
+    kernel_call k = make_call(K_LAYERNORM_FWD, DT_F32, {8192, 768});
+    k.fparam[0] = 1e-5f;
+    run_call(state, k);
+}
+void BM_HostFlashFwd(benchmark::State &state)
+{
+    kernel_call k = make_call(K_FLASH_FWD, DT_F32, {8, 12, 256, 256, 64, 1, 12, 0});
+    k.fparam[0] = 0.125f;
+    run_call(state, k);
+}
+void BM_HostConv2d(benchmark::State &state)
+{
+    run_call(state, make_call(K_CONV2D_FWD, DT_F32, {8, 64, 56, 56, 64, 3, 1, 1}));
+}
+void BM_HostAdamWFused(benchmark::State &state)
+{
+    kernel_call k = make_call(K_ADAMW, DT_F32, {10000000, 10});
+    k.fparam[0] = 1e-3f;
+    k.fparam[1] = 0.9f;
+    k.fparam[2] = 0.999f;
+    k.fparam[3] = 0.01f;
+    run_call(state, k);
+}
+
+void opts(benchmark::internal::Benchmark *b)
+{
+    b->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.2)->Repetitions(3)->ComputeStatistics(
+        "min", [](const std::vector<double> &v) { return *std::min_element(v.begin(), v.end()); });
+}
+
+} // namespace
+
+BENCHMARK(BM_HostBiasGrad)->Apply(opts);
+BENCHMARK(BM_HostSoftmax)->Apply(opts);
+BENCHMARK(BM_HostLayerNorm)->Apply(opts);
+BENCHMARK(BM_HostFlashFwd)->Apply(opts);
+BENCHMARK(BM_HostConv2d)->Apply(opts);
+BENCHMARK(BM_HostAdamWFused)->Apply(opts);
+BENCHMARK_MAIN();
