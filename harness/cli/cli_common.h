@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "report/outputs.h"
 #include "util/err.h"
@@ -36,6 +37,11 @@ int cli_count_option(const char *name, const char *arg, uint64_t *out, struct er
 /* Runs every variant of every scenario in path (a file or a directory) and reports each scenario to out. */
 struct harness_options;
 int cli_run_scenarios(const char *path, const struct harness_options *opt, struct report_outputs *out, struct err *e);
+
+/* The one-variant scenario of `--hf-config path` (cli_hf_config.c), its parameter count and warnings
+ * written to info. Free with scenario_free. */
+struct scenario;
+int cli_hf_scenario(const char *path, struct scenario *sc, FILE *info, struct err *e);
 
 /* Prints "oomlab CMD: message" and returns the exit code for e (2 or 3). */
 int cli_fail(const char *command, const struct err *e);

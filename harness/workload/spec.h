@@ -78,6 +78,7 @@ struct model_spec {
     enum ffn_kind ffn_kind;
     enum act_kind act;
     bool bias;              /* biases on linear layers */
+    bool qkv_bias;          /* biases on the q, k and v projections only (Qwen2) */
     bool tied_embeddings;   /* LM head shares the token embedding */
     enum pos_kind pos;
     int rel_buckets;        /* relative-position buckets (T5: 32) */

@@ -28,17 +28,18 @@ tref tf_attention(struct gen *g, const struct tf_cfg *c, const struct tf_ctx *x,
     bool cross = c->cross, fused = c->fused_qkv && !cross;
     gen_push(g, "%s", nm->attn);
     tref q, k = TNONE, v = TNONE;
+    bool qkv_bias = m->bias || m->qkv_bias;
     g->lora = LORA_FULL; /* LoRA on the query and value projections (PEFT's default targets) */
     if (fused) {
-        q = nn_linear(g, nm->qkv, h, hid, (heads + 2 * kvh) * hd, m->bias);
+        q = nn_linear(g, nm->qkv, h, hid, (heads + 2 * kvh) * hd, qkv_bias);
     } else {
         tref src = cross ? kv_src : h;
         int64_t in = cross && g->mode == GEN_RUN ? g->t[src].dims[g->t[src].ndim - 1] : hid;
-        q = nn_linear(g, nm->q, h, hid, heads * hd, m->bias);
+        q = nn_linear(g, nm->q, h, hid, heads * hd, qkv_bias);
         g->lora = LORA_NONE;
-        k = nn_linear(g, nm->k, src, in, kvh * hd, m->bias);
+        k = nn_linear(g, nm->k, src, in, kvh * hd, qkv_bias);
         g->lora = LORA_FULL;
-        v = nn_linear(g, nm->v, src, in, kvh * hd, m->bias);
+        v = nn_linear(g, nm->v, src, in, kvh * hd, qkv_bias);
     }
     g->lora = LORA_NONE;
     if (nm->core)
