@@ -43,4 +43,20 @@ ok $([ $rc = 2 ] && echo 0 || echo 1) "--hf-config with a scenario file too: exi
 "$BIN" fit --help | awk 'length > 100 { bad = 1 } END { exit bad }'
 ok $? "fit --help fits in 100 columns"
 ok $(contains "$("$BIN" fit --help)" "--hf-config FILE") "fit --help names --hf-config"
+
+# the scenario key: model.hf_config, relative to the scenario file, other model keys overriding it
+cp "$D/qwen2.5-0.5b.json" "$T/qwen.json"
+scen() { # MODEL-MAPPING
+    printf 'name: hf\ntitle: t\nsource: s\nmodel: %s\njob: { batch_size: 4, seq_len: 128 }\nvariants:\n  before:\n    expect: { oom: false }\n' "$1" > "$T/s.yaml"
+    "$BIN" run "$T/s.yaml" > "$T/s.out" 2> "$T/s.err"
+}
+scen '{ hf_config: qwen.json, attn: eager }'; rc=$?
+ok $rc "model: { hf_config: qwen.json } runs and fits (exit $rc) $(head -c 200 "$T/s.err")"
+ok $(contains "$(cat "$T/s.out")" "assumed: attention eager") "a model key beside hf_config overrides it"
+scen '{ hf_config: qwen.json, preset: llama-3-8b }'; rc=$?
+ok $([ $rc = 2 ] && echo 0 || echo 1) "hf_config with a preset: exit 2 (got $rc)"
+ok $(contains "$(cat "$T/s.err")" "model.hf_config cannot be combined") "and says why"
+scen '{ hf_config: nope.json }'; rc=$?
+ok $([ $rc = 2 ] && echo 0 || echo 1) "hf_config naming no file: exit 2 (got $rc)"
+ok $(contains "$(cat "$T/s.err")" "s.yaml:4:10: model.hf_config: unable to open") "and names the key $(cat "$T/s.err")"
 done_testing

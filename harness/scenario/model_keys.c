@@ -1,8 +1,10 @@
 /* model_keys.c: the `model:` key table: a preset, or a family with its dimensions. */
+#include <libgen.h>
 #include <string.h>
 
 #include "scenario/key_macros.h"
 #include "scenario/scenario_file.h"
+#include "workload/hf_config.h"
 
 /* Enum names through int-indexed wrappers of the workload's name functions. */
 static const char *family_at(int i) { return family_name((enum model_family)i); }
@@ -39,6 +41,28 @@ static int check_levels(const struct key_ctx *c, yaml_node_t *m, const struct mo
 
 static const struct key_table model_override_table;
 
+/* The model of a Hugging Face config.json (hf_config.c), its path read from the scenario's directory;
+ * the other keys written beside it then override it, as beside a preset. */
+static int load_hf_config(const struct key_ctx *c, yaml_node_t *m, struct model_input *in, struct err *e)
+{
+    yaml_node_t *at = NULL;
+    yaml_mapping_get(c->doc, m, "hf_config", &at);
+    if (in->spec.preset[0] || yaml_mapping_get(c->doc, m, "family", NULL))
+        return yaml_doc_error(c->doc, at, e, "%s.hf_config cannot be combined with %s.preset or %s.family",
+                              c->where, c->where, c->where);
+    char dir[512], path[1100];
+    snprintf(dir, sizeof dir, "%s", c->doc->path);
+    if (in->hf_config[0] == '/')
+        snprintf(path, sizeof path, "%s", in->hf_config);
+    else
+        snprintf(path, sizeof path, "%s/%s", dirname(dir), in->hf_config);
+    *in = (struct model_input){0};
+    struct err why = {0};
+    if (hf_config_load(path, &in->spec, stderr, &why))
+        return yaml_doc_error(c->doc, at, e, "%s.hf_config: %s", c->where, why.msg);
+    return keytable_apply(&model_override_table, c, m, in, e) < 0 ? -1 : check_levels(c, m, in, e);
+}
+
 /* A preset fills every dimension; the other keys written beside it then override those (eager
  * attention, dropout, fewer layers), so the model is expanded here rather than when the job is
  * validated. The family comes with the preset. Without a preset the model is the family and the
@@ -47,6 +71,8 @@ static int check_model(const struct key_ctx *c, yaml_node_t *m, void *obj, struc
 {
     struct model_input *in = obj;
     yaml_node_t *family = NULL;
+    if (in->hf_config[0])
+        return load_hf_config(c, m, in, e);
     bool has_family = yaml_mapping_get(c->doc, m, "family", &family) != NULL;
     if (in->spec.preset[0]) {
         if (has_family)
@@ -71,6 +97,10 @@ static const struct key model_keys[] = {
      .doc_type = "preset name, see [Presets](#presets)", .zero_means = "none",
      .help = "A published model: it sets the family and every dimension; other model keys written beside it "
              "override those (for instance `attn: eager`)."},
+    {.name = "hf_config", .type = KEY_STRING, FIELD(M, hf_config), .zero_means = "none",
+     .help = "A Hugging Face config.json (model_type llama, mistral or qwen2), relative to the scenario file: "
+             "it sets the family and every dimension, as a preset does; other model keys override those. A "
+             "field that changes memory but is not modelled is an error naming it."},
     K_ENUM(M, "family", spec.family, family_at, FAMILY_COUNT, "Model family, when no preset is given."),
     K_INT(M, "layers", spec.layers, 1, 4096, "unset", "Transformer blocks (T5: encoder layers)."),
     K_INT(M, "decoder_layers", spec.decoder_layers, 0, 4096, "same as layers", "T5 decoder layers."),
@@ -132,7 +162,8 @@ static const struct key model_keys[] = {
 
 const struct key_table scenario_model_table = {
     .name = "model",
-    .help = "The trained model: a `preset` (a published model with its exact parameter count), with "
+    .help = "The trained model: a `preset` (a published model with its exact parameter count) or an "
+            "`hf_config`, with "
             "any dimension or choice overridden, or a `family` with its dimensions (the ones each family "
             "needs are listed under [Model families](#model-families)). Keys a family does not use are "
             "ignored by it.",

@@ -12,6 +12,7 @@
  * number of levels once the mapping is read. */
 struct model_input {
     struct model_spec spec;
+    char hf_config[512];        /* a Hugging Face config.json, relative to the scenario file */
     int ntransformer_depth;
     int nattn_heads;
 };

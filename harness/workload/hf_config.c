@@ -107,6 +107,8 @@ int hf_config_load(const char *path, struct model_spec *m, FILE *warn, struct er
 {
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
+    if (!root && je.line < 1) /* not read at all: jansson's text names the file */
+        return err_set(e, ERR_INPUT, "%s", je.text);
     if (!root)
         return err_set(e, ERR_INPUT, "%s:%d:%d: %s", path, je.line, je.column, je.text);
     int rc = json_is_object(root) ? fill(root, path, m, warn, e)
