@@ -10,7 +10,8 @@
 #include <jansson.h>
 #include <string.h>
 
-static const char *const supported[] = {"llama", "mistral", "qwen2"};
+enum hf_type { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_TYPE_COUNT };
+static const char *const type_names[HF_TYPE_COUNT] = {"llama", "mistral", "qwen2"};
 
 /* A whole number field: *out unchanged when absent and not required. */
 static int int_field(json_t *root, const char *path, const char *key, bool required, int *out, struct err *e)
@@ -53,10 +54,10 @@ static int fill(json_t *root, const char *path, struct model_spec *m, FILE *warn
         return -1;
     if (!type)
         return err_set(e, ERR_INPUT, "%s: missing required field 'model_type'", path);
-    size_t t = 0;
-    while (t < sizeof supported / sizeof *supported && strcmp(type, supported[t]))
+    enum hf_type t = 0;
+    while (t < HF_TYPE_COUNT && strcmp(type, type_names[t]))
         t++;
-    if (t == sizeof supported / sizeof *supported)
+    if (t == HF_TYPE_COUNT)
         return err_set(e, ERR_INPUT, "%s: model_type '%s' is not supported (llama, mistral, qwen2)", path, type);
     /* The Llama architecture (norms, gated SiLU MLP, rotary, causal LM head) from its preset. */
     if (preset_apply(m, "llama-3-8b", e))
@@ -89,12 +90,12 @@ static int fill(json_t *root, const char *path, struct model_spec *m, FILE *warn
         return err_set(e, ERR_INPUT, "%s: mlp_bias true is not modelled", path);
     /* LlamaAttention: bias=config.attention_bias on q, k, v and o; Qwen2Attention: bias=True on q, k, v
      * and False on o (modeling_llama.py, modeling_qwen2.py). */
-    m->bias = attention_bias && t == 0;
-    if (attention_bias && t != 0)
+    if (attention_bias && t != HF_LLAMA)
         return err_set(e, ERR_INPUT, "%s: attention_bias is not a %s field", path, type);
-    m->qkv_bias = t == 2;
-    bool use_sw = t == 1; /* Qwen2 gates its window with use_sliding_window */
-    if (t == 2 && bool_field(root, path, "use_sliding_window", &use_sw, e))
+    m->bias = attention_bias;
+    m->qkv_bias = t == HF_QWEN2;
+    bool use_sw = t == HF_MISTRAL; /* Qwen2 gates its window with use_sliding_window */
+    if (t == HF_QWEN2 && bool_field(root, path, "use_sliding_window", &use_sw, e))
         return -1;
     json_t *sw = json_object_get(root, "sliding_window");
     if (warn && use_sw && sw && !json_is_null(sw))
