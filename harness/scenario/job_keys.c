@@ -10,6 +10,8 @@ static const char *optimizer_at(int i) { return optimizer_name((enum optimizer_k
 static const char *trainable_at(int i) { return trainable_name((enum trainable_kind)i); }
 static const char *ema_place_at(int i) { return ema_place_name((enum ema_place)i); }
 static const char *extra_role_at(int i) { return extra_role_name((enum extra_role)i); }
+static const char *job_kind_at(int i) { return job_kind_name((enum job_kind)i); }
+static const char *cache_kind_at(int i) { return cache_kind_name((enum cache_kind)i); }
 
 /* A scenario's job leaves the cuBLAS workspace to its device unless it sets one. */
 static void job_defaults(void *obj)
@@ -23,6 +25,13 @@ static void eval_defaults(void *obj)
     struct job_spec j;
     job_spec_init(&j);
     *(struct eval_spec *)obj = j.eval;
+}
+
+static void generate_defaults(void *obj)
+{
+    struct job_spec j;
+    job_spec_init(&j);
+    *(struct generate_spec *)obj = j.generate;
 }
 
 static void extra_defaults(void *obj)
@@ -49,6 +58,30 @@ static const struct key_table eval_table = {
     .name = "job.eval",
     .help = "What an evaluation does and when it runs.",
     .keys = eval_keys, .nkeys = COUNT(eval_keys), .obj_size = sizeof(struct eval_spec), .init = eval_defaults,
+};
+
+#define GS struct generate_spec
+static const struct key generate_keys[] = {
+    K_INT(GS, "prompt_len", prompt_len, 1, BIG, NULL, "Tokens per prompt: the prefill forward's length."),
+    K_INT(GS, "new_tokens", new_tokens, 1, BIG, NULL,
+          "max_new_tokens: the prefill makes the first, each decode step one more."),
+    K_ENUM(GS, "cache", cache, cache_kind_at, CACHE_COUNT,
+           "transformers' KV cache: `dynamic` (DynamicCache, the default: torch.cat per decode step allocates "
+           "each layer's keys and values one token longer and frees the old ones) or `static` (StaticCache: "
+           "[batch, kv_heads, max_cache_len, head_dim] per layer allocated at the prefill, written in place)."),
+    K_INT(GS, "max_cache_len", max_cache_len, 0, BIG, "prompt_len + new_tokens",
+          "Static cache: tokens preallocated per layer (at least prompt_len + new_tokens)."),
+    K_BOOL(GS, "do_sample", do_sample,
+           "Sample the next token (fp32 softmax over the vocabulary, then multinomial) instead of greedy argmax."),
+};
+#undef GS
+
+static const struct key_table generate_table = {
+    .name = "job.generate",
+    .help = "What a text generation does (`job.kind: generate`): model.generate() on `batch_size` prompts under "
+            "torch.no_grad, weights in `load_dtype`.",
+    .keys = generate_keys, .nkeys = COUNT(generate_keys), .obj_size = sizeof(struct generate_spec),
+    .init = generate_defaults,
 };
 
 #define X struct extra_spec
@@ -92,6 +125,10 @@ static int parse_extras(const struct key_ctx *c, const struct key *k, yaml_node_
 
 #define J struct job_spec
 static const struct key job_keys[] = {
+    K_ENUM(J, "kind", kind, job_kind_at, JOB_KIND_COUNT,
+           "What the job does: `train` (training steps, the default), `eval` (one evaluation: `eval.batches` "
+           "no_grad forwards of `eval.batch_size`), `generate` (text generation, see "
+           "[`job.generate`](#jobgenerate)) or `diffusion` (not built yet: refused)."),
     K_INT(J, "batch_size", batch, 1, 1 << 20, NULL, "Samples per optimizer step, before gradient accumulation."),
     K_INT(J, "seq_len", seq_len, 1, BIG, NULL, "Tokens per sample (T5: encoder input)."),
     K_INT(J, "target_len", target_len, 0, BIG, "seq_len", "T5: decoder tokens."),
@@ -113,6 +150,7 @@ static const struct key job_keys[] = {
     K_INT(J, "steps", steps, 1, 1 << 20, NULL, "Optimizer steps to run."),
     K_ENUM(J, "ema", ema, ema_place_at, EMA_COUNT, "Exponential moving average of the weights, and where it lives."),
     K_TABLE(J, "eval", eval, eval_table, false, "Evaluation cadence and contents."),
+    K_TABLE(J, "generate", generate, generate_table, false, "Text generation (`kind: generate`)."),
     K_ENUM(J, "trainable", trainable, trainable_at, TRAIN_COUNT, "Which weights train."),
     K_INT(J, "lora_rank", lora_rank, 0, 65536, NULL, "LoRA rank r on every attention projection."),
     {.name = "extras", .type = KEY_CUSTOM, .offset = 0, .size = sizeof(J), .parse = parse_extras, .sub = &extra_table,

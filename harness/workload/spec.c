@@ -1,5 +1,6 @@
 /* spec.c: job_spec defaults, validation, and the name <-> enum tables the scenario loader uses. */
 #include "workload/spec.h"
+#include "workload/job_kinds.h"
 
 #include <string.h>
 
@@ -28,6 +29,8 @@ NAME_TABLE(optimizer, enum optimizer_kind, OPT_COUNT, "sgd", "adamw", "adamw_8bi
 NAME_TABLE(trainable, enum trainable_kind, TRAIN_COUNT, "full", "lora", "linear_probe")
 NAME_TABLE(ema_place, enum ema_place, EMA_COUNT, "off", "gpu", "cpu")
 NAME_TABLE(extra_role, enum extra_role, EXTRA_ROLE_COUNT, "text_encoder", "vae")
+NAME_TABLE(job_kind, enum job_kind, JOB_KIND_COUNT, "train", "eval", "generate", "diffusion")
+NAME_TABLE(cache_kind, enum cache_kind, CACHE_COUNT, "dynamic", "static")
 
 const char *float_dtype_at(int i)
 {
@@ -52,6 +55,8 @@ void job_spec_init(struct job_spec *s)
     s->grad_accum = 1;
     s->steps = 1;
     s->eval.batches = 1;
+    s->generate.prompt_len = 128;
+    s->generate.new_tokens = 128;
     s->lora_rank = 8;
     switches_init(s);
     s->cublas_workspace_bytes = CUBLAS_WORKSPACE_DEFAULT_BYTES;
@@ -103,5 +108,11 @@ int job_spec_validate(struct job_spec *s, struct err *e)
         return err_set(e, ERR_INPUT, "streams: 1..8 (got %d)", s->streams);
     if (s->eval.every < 0 || s->eval.batches < 0 || s->eval.sampling_steps < 0)
         return err_set(e, ERR_INPUT, "eval: every, batches and sampling_steps must be >= 0");
+    if (s->kind < 0 || s->kind >= JOB_KIND_COUNT || s->kind == JOB_DIFFUSION)
+        return err_set(e, ERR_INPUT, "job.kind '%s' is not built yet", job_kind_name(s->kind));
+    if (s->kind == JOB_GENERATE && generation_check(s, e))
+        return -1;
+    if (s->kind == JOB_EVAL && eval_job_check(s, e))
+        return -1;
     return switches_check(s, e);
 }

@@ -117,6 +117,12 @@ struct model_spec {
 enum optimizer_kind { OPT_SGD, OPT_ADAMW, OPT_ADAMW_8BIT, OPT_ADAFACTOR, OPT_COUNT };
 enum trainable_kind { TRAIN_FULL, TRAIN_LORA, TRAIN_LINEAR_PROBE, TRAIN_COUNT };
 enum ema_place { EMA_OFF, EMA_GPU, EMA_CPU, EMA_COUNT };
+/* What the job does with the model: train it, evaluate it, generate text with it, or run diffusion
+ * inference. */
+enum job_kind { JOB_TRAIN, JOB_EVAL, JOB_GENERATE, JOB_DIFFUSION, JOB_KIND_COUNT };
+/* transformers' KV caches (cache_utils.py): DynamicCache grows by torch.cat per step, StaticCache is
+ * preallocated to max_cache_len and written in place. */
+enum cache_kind { CACHE_DYNAMIC, CACHE_STATIC, CACHE_COUNT };
 enum extra_role { EXTRA_TEXT_ENCODER, EXTRA_VAE, EXTRA_ROLE_COUNT };
 
 /* What an eval does. */
@@ -127,6 +133,15 @@ struct eval_spec {
     int batches;            /* eval batches per eval (default 1) */
     int sampling_steps;     /* diffusion: denoising steps per sample batch (0 = one no_grad forward) */
     bool vae_decode;        /* decode the generated latents with the VAE extra */
+};
+
+/* What a text generation (job.kind generate) does: model.generate() on batch_size prompts. */
+struct generate_spec {
+    int prompt_len;         /* tokens per prompt (prefill) */
+    int new_tokens;         /* max_new_tokens: decode steps (the prefill makes the first) */
+    enum cache_kind cache;
+    int max_cache_len;      /* static cache length (0 = prompt_len + new_tokens) */
+    bool do_sample;         /* softmax + multinomial over the vocabulary (false: greedy argmax) */
 };
 
 /* A frozen module resident on the device beside the trained model (not trained, no grads). */
@@ -140,6 +155,7 @@ struct extra_spec {
 /* The training job. */
 struct job_spec {
     char name[SPEC_NAME_MAX];   /* scenario or variant name (for tags and reports) */
+    enum job_kind kind;         /* default JOB_TRAIN */
     struct model_spec model;
 
     int batch;                  /* per optimizer step (before gradient accumulation) */
@@ -164,6 +180,7 @@ struct job_spec {
 
     enum ema_place ema;
     struct eval_spec eval;
+    struct generate_spec generate; /* JOB_GENERATE */
 
     enum trainable_kind trainable;
     int lora_rank;              /* TRAIN_LORA: rank r on every attention projection */
@@ -223,6 +240,10 @@ const char *ema_place_name(enum ema_place p);
 int ema_place_from_name(const char *s);
 const char *extra_role_name(enum extra_role r);
 int extra_role_from_name(const char *s);
+const char *job_kind_name(enum job_kind k);
+int job_kind_from_name(const char *s);
+const char *cache_kind_name(enum cache_kind c);
+int cache_kind_from_name(const char *s);
 /* The dtypes of weights and compute: fp32, bf16 and fp16, the first SPEC_FLOAT_DTYPES of enum dtype;
  * float_dtype_at(i) names the i-th (for key rows). */
 #define SPEC_FLOAT_DTYPES (DT_F16 + 1)
