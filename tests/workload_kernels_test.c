@@ -2,7 +2,8 @@
  * kernel_validate() accepts it, and each tensor it names is live with an ALLOC of exactly
  * kernel_tensor_bytes() bytes (the one exception: memory-efficient attention's padded log-sum-exp). Covers every model family (tiny presets and a small configured model
  * each), eager and SDPA attention, fp32, bf16 and autocast, every optimizer, checkpointing, LoRA,
- * EMA with eval, diffusion sampling with a VAE decode, and every fault. */
+ * EMA with eval, diffusion sampling with a VAE decode, every fault, the generate and eval job kinds and
+ * the fused linear cross-entropy. */
 #include <uthash.h>
 
 #include "kernels.h"
@@ -327,6 +328,42 @@ static void test_diffusion(void)
     }
 }
 
+/* job.kind generate (dynamic and static caches, sampling) and eval (with on-device logits), and the
+ * fused linear cross-entropy at every precision. */
+static void test_job_kinds(void)
+{
+    char what[160];
+    for (int p = 0; p < 4; p++) {
+        struct job_spec s;
+        base(&s);
+        configured(&s, FAMILY_DECODER);
+        precision(&s, p);
+        s.eval.every = 0;
+        fix_enable(&s, "fused_linear_cross_entropy", &(struct err){0});
+        snprintf(what, sizeof what, "llama-style %s, fused linear cross-entropy", precisions[p]);
+        check(&s, what);
+    }
+    for (int c = 0; c < 2; c++) {
+        struct job_spec s;
+        base(&s);
+        configured(&s, FAMILY_DECODER);
+        s.load_dtype = c ? DT_BF16 : DT_F32;
+        s.kind = JOB_GENERATE;
+        s.eval.every = 0;
+        s.generate = (struct generate_spec){.prompt_len = 5, .new_tokens = 4, .cache = (enum cache_kind)c,
+                                            .max_cache_len = c ? 12 : 0, .do_sample = c};
+        snprintf(what, sizeof what, "llama-style generate, %s cache", cache_kind_name((enum cache_kind)c));
+        check(&s, what);
+    }
+    struct job_spec s;
+    base(&s);
+    s.kind = JOB_EVAL;
+    s.eval.every = 0;
+    s.eval.batches = 3;
+    fault_enable(&s, "eval_samples_on_device", &(struct err){0});
+    check(&s, "tiny-transformer eval job, logits kept on the device");
+}
+
 static void test_coverage(void)
 {
     static const unsigned expected[] = {
@@ -351,6 +388,7 @@ int main(void)
     test_optimizers();
     test_training_modes();
     test_diffusion();
+    test_job_kinds();
     test_coverage();
     return done_testing();
 }

@@ -27,6 +27,17 @@ static const struct key decode_keys[] = {
 #undef P
 static const struct key_table decode_params = FIX_TABLE(chunked_decode, decode_keys);
 
+/* ---- fused_linear_cross_entropy ---- */
+SWITCH_PARAMS_DEFINE(fix_params, FIX_FUSED_LINEAR_CROSS_ENTROPY, fused_linear_cross_entropy)
+SWITCH_PARAMS_DEFAULTS(fused_linear_cross_entropy, .chunk = 0)
+#define P struct fused_linear_cross_entropy_params
+static const struct key flce_keys[] = {
+    K_INT(P, "chunk", chunk, 0, 1 << 24, "Liger's rule: next_power_of_2(ceil(tokens / ceil(vocab / hidden)))",
+          "Token rows per chunk of logits."),
+};
+#undef P
+static const struct key_table flce_params = FIX_TABLE(fused_linear_cross_entropy, flce_keys);
+
 /* ---- max_split_size_mb ---- */
 SWITCH_PARAMS_DEFINE(fix_params, FIX_MAX_SPLIT_SIZE_MB, max_split_size_mb)
 SWITCH_PARAMS_DEFAULTS(max_split_size_mb, .mb = 128)
@@ -185,6 +196,13 @@ static const char *no_text_encoder(const struct job_spec *s)
     return "no text encoder stays on the device";
 }
 
+static const char *no_lm_loss(const struct job_spec *s)
+{
+    return s->model.family == FAMILY_DECODER && s->model.lm_head && s->kind != JOB_GENERATE
+               ? NULL
+               : "the job computes no decoder LM loss";
+}
+
 static const char *not_padded(const struct job_spec *s)
 {
     return spec_has_fault(s, FAULT_ACTIVATION_GROWTH) || spec_has_fault(s, FAULT_VARIABLE_LENGTH_FRAGMENTATION)
@@ -254,6 +272,9 @@ static const struct switch_info fixes[FIX_COUNT] = {
      .inert = no_text_encoder},
     {.id = FIX_PAD_TO_LONGEST, .name = "pad_to_longest",
      .help = "pad each batch to its longest sequence, not max_length", .inert = not_padded},
+    {.id = FIX_FUSED_LINEAR_CROSS_ENTROPY, .name = "fused_linear_cross_entropy",
+     .help = "LM head and loss in chunks of rows (Liger-Kernel, cut-cross-entropy): the logits are never whole",
+     .params = &flce_params, .inert = no_lm_loss},
 };
 
 const struct switch_info *fix_table(int *count)

@@ -143,7 +143,8 @@ static tref attention(struct gen *g, struct genctx *c, int layer, tref h, tref c
     t_release(g, vp);
     struct attn_args a = {
         .heads = heads, .kv_heads = kvh, .head_dim = hd, .causal = !c->stat && q > 1,
-        .eager = m->attn == ATTN_EAGER, .mask = mask, .upcast_softmax = true, .scale_op = true,
+        .eager = m->attn == ATTN_EAGER, .bias = TNONE, .mask = mask, .cache = TNONE, .upcast_softmax = true,
+        .scale_op = true,
     };
     tref ctx = nn_attention(g, NULL, qr, kv, kv, &a);
     t_release(g, qr);
@@ -253,8 +254,8 @@ static void generate_once(struct gen *g, struct genctx *c)
     const struct generate_spec *gs = &g->spec.generate;
     int64_t p = gs->prompt_len, d[2] = {c->b, p};
     gen_phase(g, gen_intern(g, "prefill"));
+    /* torch.ones for the attention mask: no kernel here reads its values, so none writes them */
     tref ids = nn_ids(g, d, 2, c->m->vocab, "input_ids"), am = t_new(g, d, 2, DT_I64, CAT_INPUT, "attention_mask");
-    kern_fill(g, am, 1.0f, "attention_mask");
     c->len = 0;
     tref step_ids = t_ref(g, ids);
     for (int t = 0; t < gs->new_tokens && !g->failed; t++) {
@@ -268,7 +269,6 @@ static void generate_once(struct gen *g, struct genctx *c)
         t_release(g, logits); /* del outputs */
         ids = append(g, ids, next, c->b, "input_ids");
         tref ones = t_new2(g, c->b, 1, DT_I64, CAT_TEMP, "attention_mask");
-        kern_fill(g, ones, 1.0f, "attention_mask");
         am = append(g, am, ones, c->b, "attention_mask");
         t_release(g, ones);
         step_ids = next;

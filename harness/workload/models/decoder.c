@@ -4,6 +4,7 @@
  * by the model's positional scheme; both build their KV cache in training (use_cache) and end in
  * ForCausalLMLoss with labels = input_ids. */
 #include "workload/models/models.h"
+#include "workload/fused_ce.h"
 
 static const struct tf_names gpt2_names = {
     .attn = "attn", .qkv = "c_attn", .o = "c_proj", .attn_drop = "resid_dropout", .attn_norm = "ln_1",
@@ -104,6 +105,13 @@ tref decoder_forward(struct gen *g, const struct model_spec *m, const struct bat
     gen_pop(g);
     bool head = g->in_head;
     g->in_head = true;
+    if (loss && g->mode == GEN_RUN && spec_has_fix(&g->spec, FIX_FUSED_LINEAR_CROSS_ENTROPY)) {
+        tref fl = nn_fused_lm_loss(g, f, m->tied_embeddings ? wte : -1, ids);
+        g->in_head = head;
+        t_release(g, f);
+        t_release(g, ids);
+        return fl;
+    }
     tref logits = m->tied_embeddings ? nn_linear_tied(g, "lm_head", f, wte)
                                      : nn_linear(g, "lm_head", f, m->hidden, m->vocab, false);
     g->in_head = head;
