@@ -184,12 +184,22 @@ static void print_throughput(FILE *f, const struct job_result *r)
 {
     char first[96], text[512];
     snprintf(first, sizeof first, "    %-*s ", NAME_W, r->name);
-    double eval = 0;
-    for (size_t k = 0; k < r->run.nphases; k++)
-        if (phase_is_eval(r->run.phases[k].name))
+    double eval = 0, prefill = 0;
+    bool generates = false; /* job.kind generate: its decode is the text's, not a VAE's */
+    for (size_t k = 0; k < r->run.nphases; k++) {
+        if (!strcmp(r->run.phases[k].name, "prefill")) {
+            generates = true;
+            prefill += r->run.phases[k].seconds;
+        } else if (phase_is_eval(r->run.phases[k].name)) {
             eval += r->run.phases[k].seconds;
-    if (eval > 0 && !r->run.oom.happened) {
-        snprintf(text, sizeof text, "eval (sampling and decode) %.3f s in kernels (%s)", eval, figures(r));
+        }
+    }
+    if (eval + prefill > 0 && !r->run.oom.happened) {
+        if (generates)
+            snprintf(text, sizeof text, "generate: prefill %.3f s, decode %.3f s in kernels (%s)", prefill, eval,
+                     figures(r));
+        else
+            snprintf(text, sizeof text, "eval (sampling and decode) %.3f s in kernels (%s)", eval, figures(r));
         wrap_print(f, first, TEXT_COL, text);
     }
     if (r->run.oom.happened)
