@@ -2,8 +2,8 @@
  * kernel_validate() accepts it, and each tensor it names is live with an ALLOC of exactly
  * kernel_tensor_bytes() bytes (the one exception: memory-efficient attention's padded log-sum-exp). Covers every model family (tiny presets and a small configured model
  * each), eager and SDPA attention, fp32, bf16 and autocast, every optimizer, checkpointing, LoRA,
- * EMA with eval, diffusion sampling with a VAE decode, every fault, the generate and eval job kinds and
- * the fused linear cross-entropy. */
+ * EMA with eval, diffusion sampling with a VAE decode, every fault, the generate and eval job kinds, the
+ * fused linear cross-entropy and compiled activations. */
 #include <uthash.h>
 
 #include "kernels.h"
@@ -340,7 +340,10 @@ static void test_job_kinds(void)
         precision(&s, p);
         s.eval.every = 0;
         fix_enable(&s, "fused_linear_cross_entropy", &(struct err){0});
-        snprintf(what, sizeof what, "llama-style %s, fused linear cross-entropy", precisions[p]);
+        fix_enable(&s, "compiled_activations", &(struct err){0});
+        s.model.act = p % 2 ? ACT_SILU : ACT_GELU_TANH; /* SwiGLU and GEGLU, fused */
+        snprintf(what, sizeof what, "llama-style %s, %s, fused linear cross-entropy, compiled activations",
+                 precisions[p], p % 2 ? "SwiGLU" : "GEGLU");
         check(&s, what);
     }
     for (int c = 0; c < 2; c++) {

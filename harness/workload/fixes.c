@@ -203,6 +203,23 @@ static const char *no_lm_loss(const struct job_spec *s)
                : "the job computes no decoder LM loss";
 }
 
+/* torch.compile fuses gelu_new's composite into one kernel saving its input: the tanh GELU */
+static void compile_activations(struct job_spec *s)
+{
+    if (s->model.act == ACT_GELU_NEW)
+        s->model.act = ACT_GELU_TANH;
+}
+
+static const char *nothing_to_compile(const struct job_spec *s)
+{
+    const struct model_spec *m = &s->model;
+    bool gated = m->ffn_kind == FFN_GATED && (m->act == ACT_SILU || m->act == ACT_GELU || m->act == ACT_GELU_TANH);
+    bool composite = m->act == ACT_GELU_NEW;
+    bool transformer = m->family == FAMILY_DECODER || m->family == FAMILY_ENCODER || m->family == FAMILY_T5 ||
+                       m->family == FAMILY_CLIP_TEXT;
+    return transformer && (gated || composite) ? NULL : "no gated MLP or composite activation to fuse";
+}
+
 static const char *not_padded(const struct job_spec *s)
 {
     return spec_has_fault(s, FAULT_ACTIVATION_GROWTH) || spec_has_fault(s, FAULT_VARIABLE_LENGTH_FRAGMENTATION)
@@ -275,6 +292,9 @@ static const struct switch_info fixes[FIX_COUNT] = {
     {.id = FIX_FUSED_LINEAR_CROSS_ENTROPY, .name = "fused_linear_cross_entropy",
      .help = "LM head and loss in chunks of rows (Liger-Kernel, cut-cross-entropy): the logits are never whole",
      .params = &flce_params, .inert = no_lm_loss},
+    {.id = FIX_COMPILED_ACTIVATIONS, .name = "compiled_activations",
+     .help = "torch.compile's fused activations: act(gate) * up saves only gate and up; gelu_new saves its input",
+     .settings = compile_activations, .inert = nothing_to_compile},
 };
 
 const struct switch_info *fix_table(int *count)

@@ -76,7 +76,8 @@ struct ckpt {
 enum node_kind {
     N_LINEAR, N_EMBED, N_NORM, N_ACT, N_DROPOUT, N_ADD, N_MUL, N_CAST, N_ATTN, N_CONV, N_UPSAMPLE,
     N_CE, N_MEAN, N_SCALE, N_GLU, N_CKPT, N_TRANSPOSE, N_EXPAND, N_SLICE, N_CONCAT, N_ROPE,
-    N_FUSED_CE /* fused_ce.c */
+    N_FUSED_CE, /* fused_ce.c */
+    N_GATED     /* compiled_act.c */
 };
 
 #define NODE_MAX_SAVED 8
@@ -289,6 +290,7 @@ void nn_norm_backward(struct gen *g, struct node *n, tref *gy);      /* nn_norm.
 void nn_act_backward(struct gen *g, struct node *n, tref *gy);       /* nn.c */
 void nn_layout_backward(struct gen *g, const struct node *n, tref gy);    /* nn_layout.c */
 void nn_fused_ce_backward(struct gen *g, struct node *n, tref gy);       /* fused_ce.c */
+void nn_gated_compiled_backward(struct gen *g, const struct node *n, tref gy); /* compiled_act.c */
 /* Runs `count` layers from `layer` through fn, checkpointed (inputs kept, recomputed in backward). */
 tref nn_checkpoint(struct gen *g, const struct ckpt *c, tref x);
 /* Leaving an autocast region: its cached 16-bit weight casts are released. */

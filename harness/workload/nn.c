@@ -906,6 +906,9 @@ void nn_backward(struct gen *g, struct node *n, tref *gy)
     case N_FUSED_CE:
         nn_fused_ce_backward(g, n, *gy);
         break;
+    case N_GATED:
+        nn_gated_compiled_backward(g, n, *gy);
+        break;
     case N_UPSAMPLE:
         upsample_backward(g, n, *gy);
         break;

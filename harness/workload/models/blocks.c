@@ -3,6 +3,7 @@
  * projection) and the feed-forward module (plain or gated), token inputs, masks and the causal LM
  * loss. The families compose them into layers with their own norms, residuals and lifetimes. */
 #include "workload/models/models.h"
+#include "workload/compiled_act.h"
 
 /* A projection output whose storage the module frees while autograd still names it (the attention
  * reads its shape, and routes its gradient to it): keep its identity, drop the reference. */
@@ -105,7 +106,13 @@ tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref h)
     if (nm->ffn)
         gen_push(g, "%s", nm->ffn);
     tref act;
-    if (m->ffn_kind == FFN_GATED) { /* act(gate(x)) * up(x) */
+    if (m->ffn_kind == FFN_GATED && spec_has_fix(&g->spec, FIX_COMPILED_ACTIVATIONS) && compiled_gate_fuses(m->act)) {
+        tref gate = nn_linear(g, nm->gate, h, hid, f, c->ffn_bias);
+        tref up = nn_linear(g, nm->up, h, hid, f, c->ffn_bias);
+        act = nn_gated_compiled(g, nm->act, gate, up, m->act);
+        t_release(g, gate);
+        t_release(g, up);
+    } else if (m->ffn_kind == FFN_GATED) { /* act(gate(x)) * up(x) */
         tref gate = nn_linear(g, nm->gate, h, hid, f, c->ffn_bias);
         tref ga = nn_act(g, nm->act, gate, m->act);
         t_release(g, gate);
