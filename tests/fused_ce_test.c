@@ -69,12 +69,29 @@ static void full_step(void)
     is_int(mark("backward")->cat[CAT_GRAD], 8192LL * 256 * 4, "grad_weight [V, H] fp32 is allocated in forward");
 }
 
+/* Under no_grad (an eval job): chunks of logits and no gradients, but grad_input is allocated anyway
+ * (zeros_like before Liger looks at requires_grad). */
+static void no_grad(void)
+{
+    struct job_spec s;
+    base(&s);
+    s.kind = JOB_EVAL;
+    gen(&s);
+    int64_t plain = mark("eval")->peak_after;
+    s.fixes = 1u << FIX_FUSED_LINEAR_CROSS_ENTROPY;
+    ok(gen(&s) == 0, "eval job with the fused loss");
+    ok(plain - mark("eval")->peak_after >= 256LL * 8192 * 4, "eval peak lower by at least the fp32 logits (%lld)",
+       (long long)(plain - mark("eval")->peak_after));
+    is_int(mark("end")->cat[CAT_GRAD], 0, "no gradient anywhere");
+}
+
 int main(void)
 {
     live_run_init();
     chunk_rule();
     lora_step();
     full_step();
+    no_grad();
     live_run_fini();
     return done_testing();
 }

@@ -4,8 +4,8 @@
  * [B*S, vocab] logits.
  *
  * What it allocates, from that file (mean reduction, accum_dtype None): in forward, grad_input =
- * zeros_like(hidden states) and, when the head trains, grad_weight = zeros_like(weight) (the weight's
- * dtype), loss_1d [BT] fp32 and target_mask [BT] bool; then per chunk of rows a [chunk, vocab] logits
+ * zeros_like(hidden states) and, when the head trains and the hidden states require a gradient,
+ * grad_weight = zeros_like(weight) (the weight's dtype), loss_1d [BT] fp32 and target_mask [BT] bool; then per chunk of rows a [chunk, vocab] logits
  * buffer in the compute dtype that the cross-entropy kernel overwrites with its gradient, grad_input's
  * rows = grad_logits @ weight (a [chunk, H] product copied in), and grad_weight += grad_logits^T @ x by
  * addmm in place; only when grad_logits is fp32 or its dtype differs from grad_weight's (fp32 weights,
@@ -53,17 +53,15 @@ static tref fused(struct gen *g, const char *tag, tref x, int32_t pw, tref label
     tref w = nn_param_as(g, pw, cd);
     int64_t V = g->params[pw].dims[0], H = g->params[pw].dims[1], BT = t_numel(g, xin) / H;
     int64_t rows = fused_ce_chunk_rows(BT, V, H, fused_linear_cross_entropy_params(&g->spec).chunk);
-    bool in_grad = t_rg(g, xin), w_grad = param_trains(g, pw);
-    bool grads = nn_records(g, in_grad || w_grad);
+    /* as Liger's forward: gradients only when the input requires one, the weight's among them (a head
+     * trained on frozen hidden states gets none); grad_input is allocated whatever */
+    bool in_grad = nn_records(g, t_rg(g, xin)), w_grad = in_grad && param_trains(g, pw);
     enum dtype wd = (enum dtype)g->t[g->params[pw].data].dtype;
-    tref gi = TNONE, gw = TNONE;
-    if (grads) {
-        gi = t_like(g, xin, cd, CAT_ACTIVATION, tag);
-        kern_fill(g, gi, 0.0f, tag);
-        if (w_grad) { /* the weight's gradient, computed here and handed on as .grad */
-            gw = t_new2(g, V, H, wd, CAT_GRAD, g->params[pw].tag);
-            kern_fill(g, gw, 0.0f, tag);
-        }
+    tref gi = t_like(g, xin, cd, CAT_ACTIVATION, tag), gw = TNONE;
+    kern_fill(g, gi, 0.0f, tag);
+    if (w_grad) { /* the weight's gradient, computed here and handed on as .grad */
+        gw = t_new2(g, V, H, wd, CAT_GRAD, g->params[pw].tag);
+        kern_fill(g, gw, 0.0f, tag);
     }
     int64_t one[1] = {BT};
     tref loss_1d = t_new(g, one, 1, DT_F32, CAT_ACTIVATION, tag);
@@ -83,7 +81,7 @@ static tref fused(struct gen *g, const char *tag, tref x, int32_t pw, tref label
         tref tf[4] = {lc, tc, lossc, lse};
         kern(g, K_CROSS_ENTROPY_FWD, cd, d, 2, tf, 4, NULL, 0, tag);
         copy_rows(g, lossc, loss_1d, n, 1, 0, at, tag);
-        if (grads) {
+        if (in_grad) {
             float scale = 1.0f / (float)BT; /* reduction mean: the kernel divides by the token count */
             tref tb[4] = {lc, tc, lse, lc};
             kern(g, K_CROSS_ENTROPY_BWD, cd, d, 2, tb, 4, &scale, 1, tag);
@@ -123,7 +121,7 @@ static tref fused(struct gen *g, const char *tag, tref x, int32_t pw, tref label
     int64_t sum[3] = {1, BT, 1};
     kern_bcast(g, K_REDUCE_SUM, loss_1d, TNONE, loss, sum, 1.0f, 0.0f, tag);
     t_release(g, loss_1d);
-    struct node *nd = grads ? tape_push(g, N_FUSED_CE, loss, tag) : NULL;
+    struct node *nd = in_grad ? tape_push(g, N_FUSED_CE, loss, tag) : NULL;
     if (nd) {
         node_input(g, nd, 0, xin);
         node_save(g, nd, 0, gi);
