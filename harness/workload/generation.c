@@ -19,7 +19,8 @@
  * Deviations, by layout: a layer's keys and values are one packed [B, len, 2 kv_heads head_dim] tensor
  * (nn_attention.c's layout), so a dynamic step's reallocation holds the old and new copies of both at
  * once (transformers' two cats overlap one of them at a time); a static prefill packs the prompt's keys
- * and values into one temporary before copying them in. Not modelled: cache_position and other [B, len]
+ * and values into one temporary before copying them in; the prefill's last position is copied out for
+ * the LM head ([B, 1, hidden]; PyTorch's view needs no copy). Not modelled: cache_position and other [B, len]
  * index tensors of a few bytes per token, logits processors (none by default), stopping criteria. */
 #include "workload/job_kinds.h"
 #include "workload/models/models.h"
