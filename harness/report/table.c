@@ -185,19 +185,27 @@ static void print_throughput(FILE *f, const struct job_result *r)
     char first[96], text[512];
     snprintf(first, sizeof first, "    %-*s ", NAME_W, r->name);
     double eval = 0, prefill = 0;
+    uint64_t peak[2] = {0, 0}; /* allocated peaks of prefill and decode */
     bool generates = false; /* job.kind generate: its decode is the text's, not a VAE's */
     for (size_t k = 0; k < r->run.nphases; k++) {
-        if (!strcmp(r->run.phases[k].name, "prefill")) {
+        const struct phase_peak *ph = &r->run.phases[k];
+        if (!strcmp(ph->name, "prefill")) {
             generates = true;
-            prefill += r->run.phases[k].seconds;
-        } else if (phase_is_eval(r->run.phases[k].name)) {
-            eval += r->run.phases[k].seconds;
+            prefill += ph->seconds;
+            peak[0] = ph->peak_allocated;
+        } else if (phase_is_eval(ph->name)) {
+            eval += ph->seconds;
+            peak[1] = ph->peak_allocated > peak[1] ? ph->peak_allocated : peak[1];
         }
     }
     if (eval + prefill > 0 && !r->run.oom.happened) {
+        char pa[32], pd[32];
+        gib(peak[0], pa, sizeof pa);
+        gib(peak[1], pd, sizeof pd);
         if (generates)
-            snprintf(text, sizeof text, "generate: prefill %.3f s, decode %.3f s in kernels (%s)", prefill, eval,
-                     figures(r));
+            snprintf(text, sizeof text,
+                     "generate: prefill %.3f s in kernels, peak allocated %s; decode %.3f s, peak allocated %s (%s)",
+                     prefill, pa, eval, pd, figures(r));
         else
             snprintf(text, sizeof text, "eval (sampling and decode) %.3f s in kernels (%s)", eval, figures(r));
         wrap_print(f, first, TEXT_COL, text);
