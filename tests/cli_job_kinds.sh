@@ -1,7 +1,7 @@
 #!/bin/sh
 # cli_job_kinds.sh: job.kind through `oomlab run`: a generate and an eval scenario run with their phases,
 # and bad input (an unbuilt kind, an unknown cache, a static cache too short, a model generate does not
-# walk, a generation beyond the work bound) exits 2 naming the key, with no result file left behind.
+# walk, a generation beyond the work bound); a GPT-2 generation runs exits 2 naming the key, with no result file left behind.
 BIN=${OOMLAB_BIN:-build/oomlab}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -29,10 +29,13 @@ gen '  generate: { prompt_len: 16, new_tokens: 4, cache: paged }'
 bad "an unknown cache" "g.yaml:8:53: job.generate.cache must be dynamic or static, got 'paged'"
 gen '  generate: { prompt_len: 16, new_tokens: 4, cache: static, max_cache_len: 8 }'
 bad "a static cache shorter than the generation" "job.generate.max_cache_len: 8 cannot hold prompt_len + new_tokens = 20"
-gen '  generate: { prompt_len: 16, new_tokens: 4 }' '{ preset: gpt2 }'
-bad "a learned-position model" "job.kind generate: built for decoder models with rotary positions"
+gen '  generate: { prompt_len: 16, new_tokens: 4 }' '{ preset: flan-t5-base }'
+bad "a T5 model" "job.kind generate: built for decoder models with rotary positions (Llama, Mistral, Qwen2) or learned ones (GPT-2); this model is t5"
 gen '  generate: { prompt_len: 16, new_tokens: 200000 }'
 bad "200,000 new tokens" "generate: steps x new_tokens"
+gen '  generate: { prompt_len: 16, new_tokens: 4 }' '{ preset: gpt2, layers: 2 }'
+out=$("$BIN" run "$T/g.yaml" 2>&1); rc=$?
+ok $rc "a GPT-2 generation runs (exit $rc)"
 sed 's/kind: generate/kind: diffusion/' "$T/g.yaml" > "$T/d.yaml" && mv "$T/d.yaml" "$T/g.yaml"
 bad "job.kind diffusion" "job.kind 'diffusion' is not built yet"
 sed 's/kind: diffusion/kind: sample/' "$T/g.yaml" > "$T/d.yaml" && mv "$T/d.yaml" "$T/g.yaml"

@@ -106,6 +106,23 @@ static void reallocation(void)
     (void)e;
 }
 
+/* GPT-2 (fused c_attn, learned positions): 2 of its layers, 12 heads of 64, fp32, 2 prompts of 32 tokens */
+static void gpt2(void)
+{
+    struct job_spec s;
+    struct err e = {0};
+    job_spec_init(&s);
+    preset_apply(&s.model, "gpt2", &e);
+    s.model.layers = 2;
+    s.kind = JOB_GENERATE;
+    s.batch = 2;
+    s.generate.prompt_len = 32;
+    s.generate.new_tokens = 3;
+    ok(gen(&s) == 0, "GPT-2 generation runs");
+    is_int(mark("decode")->cat[CAT_ACTIVATION], 2LL * 2 * 768 * 32 * 2 * 4,
+           "its cache after the prefill: 2 layers x (k, v) x 768 x 32 tokens x 2 prompts x 4 B");
+}
+
 /* job.kind eval with the Trainer's on-device logits: batches 1..3 concatenated, the last cat holding
  * two and three batches' logits at once (tiny-transformer: vocab 8192, fp32). */
 static void eval_logits(void)
@@ -140,10 +157,9 @@ static void checks(void)
     ok(job_spec_validate(&s, &e) < 0 && strstr(e.msg, "max_cache_len") && e.code == ERR_INPUT,
        "a static cache shorter than prompt + new tokens is refused: %s", e.msg);
     small(&s);
-    s.model.pos = POS_LEARNED;
-    s.model.max_positions = 1024;
+    preset_apply(&s.model, "flan-t5-base", &e);
     memset(&e, 0, sizeof e);
-    ok(job_spec_validate(&s, &e) < 0 && strstr(e.msg, "rotary"), "a learned-position decoder is refused: %s", e.msg);
+    ok(job_spec_validate(&s, &e) < 0 && strstr(e.msg, "this model is t5"), "T5 is refused: %s", e.msg);
     small(&s);
     s.kind = JOB_DIFFUSION;
     memset(&e, 0, sizeof e);
@@ -161,6 +177,7 @@ int main(void)
     cache_bytes();
     phases();
     reallocation();
+    gpt2();
     eval_logits();
     checks();
     live_run_fini();

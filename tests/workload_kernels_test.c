@@ -346,16 +346,19 @@ static void test_job_kinds(void)
                  precisions[p], p % 2 ? "SwiGLU" : "GEGLU");
         check(&s, what);
     }
-    for (int c = 0; c < 2; c++) {
+    for (int run = 0; run < 8; run++) { /* llama / gpt2 style x dynamic / static x sdpa / eager */
+        int c = run & 1, gpt = run >> 1 & 1, eager = run >> 2;
         struct job_spec s;
         base(&s);
-        configured(&s, FAMILY_DECODER);
+        configured(&s, gpt ? FAMILY_COUNT : FAMILY_DECODER);
+        s.model.attn = eager ? ATTN_EAGER : ATTN_SDPA;
         s.load_dtype = c ? DT_BF16 : DT_F32;
         s.kind = JOB_GENERATE;
         s.eval.every = 0;
         s.generate = (struct generate_spec){.prompt_len = 5, .new_tokens = 4, .cache = (enum cache_kind)c,
                                             .max_cache_len = c ? 12 : 0, .do_sample = c};
-        snprintf(what, sizeof what, "llama-style generate, %s cache", cache_kind_name((enum cache_kind)c));
+        snprintf(what, sizeof what, "%s generate, %s cache, %s", gpt ? "gpt2-style" : "llama-style",
+                 cache_kind_name((enum cache_kind)c), attn_name(s.model.attn));
         check(&s, what);
     }
     struct job_spec s;

@@ -79,7 +79,8 @@ static const struct key generate_keys[] = {
 static const struct key_table generate_table = {
     .name = "job.generate",
     .help = "What a text generation does (`job.kind: generate`): model.generate() on `batch_size` prompts under "
-            "torch.no_grad, weights in `load_dtype`.",
+            "torch.no_grad, weights in `load_dtype`, for decoders with rotary positions (Llama, Mistral, Qwen2) "
+            "or learned ones (GPT-2).",
     .keys = generate_keys, .nkeys = COUNT(generate_keys), .obj_size = sizeof(struct generate_spec),
     .init = generate_defaults,
 };

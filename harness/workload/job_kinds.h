@@ -9,8 +9,8 @@
 /* job.kind eval (generate.c's eval loop, run once): eval.every and before_training belong to training. */
 int eval_job_check(const struct job_spec *s, struct err *e);
 
-/* job.kind generate (generation.c): a decoder-only model with rotary positions (Llama, Mistral, Qwen2);
- * messages name the key. */
+/* job.kind generate (generation.c): a decoder-only model with rotary positions (Llama, Mistral, Qwen2)
+ * or learned ones (GPT-2); messages name the key. */
 int generation_check(const struct job_spec *s, struct err *e);
 /* model.generate() `steps` times: per call a prefill (phase "prefill") and new_tokens - 1 decode
  * steps (phase "decode"). g->cursor must be the model's first parameter. */
