@@ -245,7 +245,8 @@ static int write_sbatch(const struct sweep_cli *c, const char *dir, size_t ntask
     return output_commit(&o, e);
 }
 
-/* sbatch [--wait] --parsable SCRIPT; its standard output (the job id) passes through. */
+/* sbatch [--wait] --parsable SCRIPT; what it prints (the job id) goes to standard error, so standard
+ * output carries the merged report alone. */
 static int submit(const char *script, bool wait_for_it, struct err *e)
 {
     fflush(NULL);
@@ -253,6 +254,7 @@ static int submit(const char *script, bool wait_for_it, struct err *e)
     if (pid < 0)
         return err_set(e, ERR_INTERNAL, "cannot run sbatch: %s", strerror(errno));
     if (pid == 0) {
+        dup2(2, 1);
         if (wait_for_it)
             execlp("sbatch", "sbatch", "--wait", "--parsable", script, (char *)NULL);
         else
