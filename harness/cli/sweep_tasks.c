@@ -278,6 +278,7 @@ int sweep_run_task(const char *dir_arg, size_t n)
         unlink(error_path); /* an earlier failure of this task is history */
         return 0;
     }
+    unlink(path); /* an earlier run's results would pass for this one's */
     err_prefix(&e, "task %zu (%s): ", n, name);
     int code = cli_fail("sweep", &e);
     struct err we = {0};
