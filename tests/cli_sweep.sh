@@ -54,14 +54,22 @@ ok $(cmp -s "$T/b.tap" "$T/r.tap" && echo 0 || echo 1) "merge --tap equals run -
 "$BIN" sweep --out "$T/c" --json "$T/c.json" "$S" > /dev/null 2>&1
 ok $(cmp -s "$T/c.json" "$T/c/results/task-0.json" && echo 0 || echo 1) "a task's results JSON equals its merge"
 
+# measured figures (the host device runs the kernels) read back whole too: wall-clock times and all
+"$BIN" sweep --out "$T/h" --json "$T/h.json" --set job.steps=2 --set job.batch_size=1 scenarios/host/checkpointing.yaml \
+    > "$T/h.txt" 2>&1
+ok $(cmp -s "$T/h.json" "$T/h/results/task-0.json" && grep -q '"wall_seconds"' "$T/h.json" && echo 0 || echo 1) \
+    "a measured host task's JSON equals its merge, wall-clock times included"
+ok $(contains "$(cat "$T/h.txt")" "measured") "  and its table says measured"
+
 # bad --set: exit 2, the key or value named, no sweep directory
 out=$("$BIN" sweep --out "$T/bad" --set job.batch_sz=4 "$S" 2>&1); rc=$?
 ok $([ $rc = 2 ] && [ ! -e "$T/bad" ] && echo 0 || echo 1) "an unknown --set key exits 2, nothing written (exit $rc)"
 ok $(contains "$out" "job.batch_sz=4") "  naming the --set ($out)"
 ok $(contains "$out" "did you mean 'batch_size'") "  with the key it may mean"
 out=$("$BIN" sweep --out "$T/bad" --set job.batch_size=4,abc "$S" 2>&1); rc=$?
-ok $([ $rc = 2 ] && [ ! -e "$T/bad" ] && contains "$out" "job.batch_size must be an integer, got 'abc'" >/dev/null &&
-    echo 0 || echo 1) "a bad --set value exits 2 naming it ($out)"
+ok $([ $rc = 2 ] && [ ! -e "$T/bad" ] && [ $(contains "$out" "with --set job.batch_size=abc") = 0 ] &&
+    [ $(contains "$out" "$S:28:15: job.batch_size must be an integer, got 'abc'") = 0 ] && echo 0 || echo 1) \
+    "a bad --set value exits 2 naming it and the line of the value it replaces ($out)"
 out=$("$BIN" sweep --out "$T/bad" --set 'alloc_conf=expandable_segments:True\,max_split_size_mb:x' "$S" 2>&1); rc=$?
 ok $([ $rc = 2 ] && [ $(contains "$out" "invalid value 'x' for max_split_size_mb") = 0 ] && echo 0 || echo 1) \
     "an alloc_conf value keeps its escaped comma and is checked by PyTorch's rules ($out)"

@@ -13,6 +13,14 @@ static int unpack_error(const json_error_t *je, const char *what, struct err *e)
     return err_set(e, ERR_INPUT, "%s: %s", what, je->text);
 }
 
+/* Fails unless a is an array of at most max elements (the fixed arrays of a job_result). */
+static int bounded_array(const json_t *a, size_t max, const char *what, struct err *e)
+{
+    if (!json_is_array(a) || json_array_size(a) > max)
+        return err_set(e, ERR_INPUT, "%s: not an array of at most %zu", what, max);
+    return 0;
+}
+
 static int read_categories(const json_t *o, uint64_t *bytes, const char *what, struct err *e)
 {
     for (int c = 0; c < CAT_COUNT; c++) {
@@ -61,8 +69,8 @@ static int read_phases(const json_t *a, struct run_result *run, struct err *e)
 {
     size_t i;
     const json_t *p;
-    if (!json_is_array(a) || json_array_size(a) > RUN_MAX_PHASES)
-        return err_set(e, ERR_INPUT, "phases: not an array of at most %d", RUN_MAX_PHASES);
+    if (bounded_array(a, RUN_MAX_PHASES, "phases", e))
+        return -1;
     json_array_foreach(a, i, p) {
         struct phase_peak *ph = &run->phases[i];
         json_error_t je;
@@ -84,8 +92,8 @@ static int read_points(const json_t *a, struct run_result *run, struct err *e)
 {
     size_t i;
     const json_t *p;
-    if (!json_is_array(a) || json_array_size(a) > RUN_MAX_POINTS)
-        return err_set(e, ERR_INPUT, "points: not an array of at most %d", RUN_MAX_POINTS);
+    if (bounded_array(a, RUN_MAX_POINTS, "points", e))
+        return -1;
     json_array_foreach(a, i, p) {
         struct run_point *pt = &run->points[i];
         json_error_t je;
@@ -112,9 +120,9 @@ static int read_events(const json_t *o, struct run_result *run, struct err *e)
     if (json_unpack_ex((json_t *)o, &je, 0, "{s:I, s:o, s:I, s:o, s:I}", "ooms", &nooms, "first_ooms", &ooms,
                        "warnings", &nwarnings, "first_warnings", &warnings, "frees_of_unknown", &unknown))
         return unpack_error(&je, "events", e);
-    if (!json_is_array(ooms) || json_array_size(ooms) > RUN_MAX_OOMS || !json_is_array(warnings) ||
-        json_array_size(warnings) > RUN_MAX_WARNINGS)
-        return err_set(e, ERR_INPUT, "events: first_ooms or first_warnings is not a short enough array");
+    if (bounded_array(ooms, RUN_MAX_OOMS, "events.first_ooms", e) ||
+        bounded_array(warnings, RUN_MAX_WARNINGS, "events.first_warnings", e))
+        return -1;
     run->nooms = (uint64_t)nooms, run->nwarnings = (uint64_t)nwarnings, run->frees_of_unknown = (uint64_t)unknown;
     size_t i;
     const json_t *v;
@@ -139,8 +147,8 @@ static int read_holders_view(const json_t *o, struct holders_view *h, const char
     json_t *top;
     if (json_unpack_ex((json_t *)o, &je, 0, "{s:I, s:I, s:o}", "step", &step, "allocated", &total, "top", &top))
         return unpack_error(&je, what, e);
-    if (!json_is_array(top) || json_array_size(top) > HOLDERS_TOP)
-        return err_set(e, ERR_INPUT, "%s.top: not an array of at most %d", what, HOLDERS_TOP);
+    if (bounded_array(top, HOLDERS_TOP, what, e))
+        return -1;
     h->seen = true, h->step = step, h->total = (uint64_t)total, h->n = json_array_size(top);
     size_t i;
     const json_t *v;
@@ -170,8 +178,8 @@ static int read_holders(const json_t *o, struct holders_result *h, struct err *e
     if (read_holders_view(at_peak, &h->at_peak, "holders.at_peak", e) ||
         read_holders_view(at_oom, &h->at_oom, "holders.at_oom", e))
         return -1;
-    if (!json_is_array(leaks) || json_array_size(leaks) > HOLDERS_TOP)
-        return err_set(e, ERR_INPUT, "holders.leaks: not an array of at most %d", HOLDERS_TOP);
+    if (bounded_array(leaks, HOLDERS_TOP, "holders.leaks", e))
+        return -1;
     size_t i;
     const json_t *v;
     json_array_foreach(leaks, i, v) {

@@ -19,12 +19,24 @@ static int mapping_value(struct yaml_doc *d, int map, const char *key, yaml_node
     return 0;
 }
 
+/* Node `n` placed where node `like` is in the file, so a message about it points at a line of the file:
+ * the value it replaces, or the mapping it joins. */
+static void place(struct yaml_doc *d, int n, int like)
+{
+    yaml_node_t *at = yaml_doc_node(d, like), *v = yaml_doc_node(d, n);
+    v->start_mark = at->start_mark, v->end_mark = at->end_mark;
+}
+
 /* Adds `key: value` (value a node index) to mapping `map`. Node pointers are stale afterwards: libyaml
  * may move its node array, so everything here works with indexes. */
 static int add_pair(struct yaml_doc *d, int map, const char *key, int value)
 {
     int k = yaml_document_add_scalar(&d->doc, NULL, (yaml_char_t *)key, (int)strlen(key), YAML_PLAIN_SCALAR_STYLE);
-    return k && yaml_document_append_mapping_pair(&d->doc, map, k, value) ? 0 : -1;
+    if (!k)
+        return -1;
+    place(d, k, map);
+    place(d, value, map);
+    return yaml_document_append_mapping_pair(&d->doc, map, k, value) ? 0 : -1;
 }
 
 static int apply_one(struct yaml_doc *d, const struct scenario_override *o, struct err *e)
@@ -58,9 +70,11 @@ static int apply_one(struct yaml_doc *d, const struct scenario_override *o, stru
     if (!value)
         return err_set(e, ERR_INTERNAL, "--set %s: out of host memory", o->key);
     yaml_node_pair_t *pair;
-    if (mapping_value(d, map, part, &pair))
+    int old = mapping_value(d, map, part, &pair);
+    if (old) {
+        place(d, value, old);
         pair->value = value;
-    else if (add_pair(d, map, part, value))
+    } else if (add_pair(d, map, part, value))
         return err_set(e, ERR_INTERNAL, "--set %s: out of host memory", o->key);
     return 0;
 }
