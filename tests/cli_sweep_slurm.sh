@@ -22,7 +22,7 @@ stop() {
         [ -s "$T/$d.pid" ] && kill "$(cat "$T/$d.pid")" 2> /dev/null
     done
     sleep 0.2
-    rm -rf "$T"
+    [ -n "$KEEP" ] || rm -rf "$T"
 }
 trap stop EXIT
 trap 'exit 1' INT TERM HUP
@@ -57,6 +57,8 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
+# start array tasks as soon as CPUs free up (by default Slurm batches its scheduling by seconds)
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
 SwitchType=switch/none
 MpiDefault=none
 JobCompType=jobcomp/none
@@ -81,10 +83,15 @@ ok $([ "$state" = idle ] && echo 0 || echo 1) "the node is idle ($state) $(tail 
 
 # the same sweep through Slurm and here: 2 scenarios x 3 values
 args="--set job.steps=1,2,3 scenarios/unreleased_gradients.yaml scenarios/vae_decode_burst.yaml"
-"$BIN" sweep --slurm --submit --wait --out "$T/slurm" --json "$T/slurm.json" --csv "$T/slurm.csv" $args \
+# (a minute at most: a job that Slurm never starts would leave sbatch --wait waiting)
+timeout 60 "$BIN" sweep --slurm --submit --wait --out "$T/slurm" --json "$T/slurm.json" --csv "$T/slurm.csv" $args \
     > "$T/slurm.txt" 2> "$T/slurm.err"; rc=$?
 ok $([ $rc = 0 ] && echo 0 || echo 1) "sweep --slurm --submit --wait exits 0 (got $rc) $(head -c 400 "$T/slurm.err")"
-ok $(grep -qx '#SBATCH --array=0-5' "$T/slurm/sweep.sbatch" && echo 0 || echo 1) "it submitted a job array of 6 tasks"
+job=$(grep -x '[0-9][0-9]*' "$T/slurm.err" | head -1)
+ok $([ -n "$job" ] && grep -qx '#SBATCH --array=0-5' "$T/slurm/sweep.sbatch" && echo 0 || echo 1) \
+    "it submitted a job array of 6 tasks (job $job)"
+ok $([ $(grep -c "JobId=${job}_[0-5]([0-9]*) done" "$T/slurmctld.log") = 6 ] && echo 0 || echo 1) \
+    "slurmctld ran its 6 array tasks $(grep "JobId=${job}_" "$T/slurmctld.log" | tail -2)"
 ok $([ $(ls "$T/slurm/results" | grep -c '^task-[0-5]\.json$') = 6 ] && echo 0 || echo 1) \
     "every array task wrote its results"
 ok $(grep -q 'oomlab-sweep\|forecaster' "$T/slurm/logs/task-0.log" 2> /dev/null && echo 0 || echo 1) \
