@@ -86,8 +86,8 @@ ok $([ $rc = 2 ] && [ $(contains "$out" "has tasks 0 to 0") = 0 ] && echo 0 || e
 # a task that fails (its job needs more forward passes than allowed) and one whose results are gone
 "$BIN" sweep -j 2 --out "$T/f" --max-forwards 5 --set job.steps=1,3 "$S" > "$T/f.txt" 2> "$T/f.err"; rc=$?
 ok $([ $rc = 2 ] && [ ! -s "$T/f.txt" ] && echo 0 || echo 1) "a sweep with a failed task exits 2 and prints no table (exit $rc)"
-ok $(contains "$(cat "$T/f.err")" "task 1 (forecaster-backward-oom job.steps=3) failed: task 1") "  naming task 1 and why"
-ok $(contains "$(cat "$T/f.err")" "forward passes") "  with its error ($(grep merge "$T/f.err" | head -c 300))"
+ok $(contains "$(cat "$T/f.err")" "task 1 (forecaster-backward-oom job.steps=3) failed: $S: variant before: the job runs 6 forward passes") \
+    "  naming task 1 and its error ($(grep merge "$T/f.err" | head -c 300))"
 ok $([ -f "$T/f/results/task-0.json" ] && [ ! -e "$T/f/results/task-1.json" ] && echo 0 || echo 1) \
     "the good task has results, the failed one none"
 rm "$T/b/results/task-3.json"

@@ -279,8 +279,8 @@ int sweep_run_task(const char *dir_arg, size_t n)
         return 0;
     }
     unlink(path); /* an earlier run's results would pass for this one's */
-    err_prefix(&e, "task %zu (%s): ", n, name);
-    int code = cli_fail("sweep", &e);
+    fprintf(stderr, "oomlab sweep: task %zu (%s): %s\n", n, name, e.msg);
+    int code = e.code == ERR_INPUT ? 2 : 3;
     struct err we = {0};
     if (json_write_file(error_path, json_pack("{s:I, s:i, s:s}", "task", (json_int_t)n, "exit", code, "error", e.msg),
                         &we))
