@@ -80,6 +80,7 @@ static int split_devices(char *arg, struct sweep_spec *s, struct err *e)
     return s->ndevices ? 0 : err_set(e, ERR_INPUT, "--device: no device named");
 }
 
+/* 0; 1 after --help; 2 after an unknown option (the usage printed); -1 with e. */
 static int parse_args(int argc, char **argv, struct sweep_cli *c, struct err *e)
 {
     int o;
@@ -124,7 +125,7 @@ static int parse_args(int argc, char **argv, struct sweep_cli *c, struct err *e)
         case OPT_SUBMIT: c->submit = true; /* fall through */
         case OPT_SLURM: c->slurm = true; break;
         case 'h': cmd_sweep_usage(stdout); return 1;
-        default: cmd_sweep_usage(stderr); return err_set(e, ERR_INPUT, "see the usage above");
+        default: cmd_sweep_usage(stderr); return 2;
         }
     }
     c->spec.inputs = argv + optind;
@@ -317,8 +318,8 @@ int cmd_sweep(int argc, char **argv)
     int rc = parse_args(argc, argv, &c, &e);
     if (rc == 0)
         rc = c.has_task ? sweep_run_task(c.spec.inputs[0], c.task) : sweep(&c, &e);
-    else
-        rc = rc == 1 ? 0 : -1; /* --help */
+    else if (rc == 1)
+        rc = 0;
     sweep_spec_free(&c.spec);
     free(c.sbatch);
     return rc < 0 ? cli_fail("sweep", &e) : rc;
