@@ -40,6 +40,9 @@ int parse_device(const struct key_ctx *c, const struct key *k, yaml_node_t *v, v
 int parse_alloc_conf(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e);
 int parse_preset(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e);
 
+/* overrides.c: writes each override's value into the document at its key's path (mappings made as needed). */
+int scenario_overrides_apply(struct yaml_doc *d, const struct scenario_override *ov, size_t n, struct err *e);
+
 /* variants.c: the top-level check that builds every variant from the base job (root is a scenario_file). */
 int build_variants(const struct key_ctx *c, yaml_node_t *top, void *obj, struct err *e);
 
