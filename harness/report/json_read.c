@@ -254,6 +254,44 @@ static int read_expect(const json_t *o, struct job_result *r, struct err *e)
     return 0;
 }
 
+/* job.robust's attempts; the figures derived from them are computed again, not read. */
+static int read_robust(const json_t *o, struct robust_result *rb, bool measured, struct err *e)
+{
+    if (json_is_null(o))
+        return 0;
+    json_error_t je;
+    json_t *attempts, *batch, *accum, *fit;
+    int settled;
+    if (json_unpack_ex((json_t *)o, &je, 0, "{s:o, s:b, s:o, s:o, s:o}", "attempts", &attempts, "settled", &settled,
+                       "batch_size", &batch, "grad_accum", &accum, "fit_batch_size", &fit))
+        return unpack_error(&je, "robust", e);
+    if (bounded_array(attempts, ROBUST_MAX_ATTEMPTS, "robust.attempts", e))
+        return -1;
+    *rb = (struct robust_result){.on = true, .settled = settled, .measured = measured,
+                                 .batch = (int)json_integer_value(batch), .grad_accum = (int)json_integer_value(accum),
+                                 .fit_known = json_is_integer(fit), .fit_batch = (int)json_integer_value(fit)};
+    size_t i;
+    json_t *a;
+    json_array_foreach(attempts, i, a) {
+        struct robust_attempt *t = &rb->attempts[rb->nattempts++];
+        const char *device, *phase, *tag;
+        int oom;
+        json_int_t step, done, samples, freed, after;
+        if (json_unpack_ex(a, &je, 0, "{s:s, s:i, s:i, s:b, s:s, s:I, s:s, s:I, s:I, s:f, s:I, s:I}", "device",
+                           &device, "batch_size", &t->batch, "grad_accum", &t->grad_accum, "oom", &oom, "phase", &phase,
+                           "step", &step, "tag", &tag, "steps_done", &done, "samples", &samples, "kernel_seconds",
+                           &t->seconds, "freed", &freed, "reserved_after", &after))
+            return unpack_error(&je, "robust.attempts", e);
+        t->oom = oom;
+        t->step = step, t->steps_done = done;
+        t->samples = (uint64_t)samples, t->freed = (uint64_t)freed, t->reserved_after = (uint64_t)after;
+        COPY(t->device, device);
+        COPY(t->phase, phase);
+        COPY(t->tag, tag);
+    }
+    return 0;
+}
+
 static int read_job(const json_t *job, struct job_result *r, struct err *e)
 {
     json_error_t je;
@@ -287,7 +325,8 @@ static int read_job(const json_t *job, struct job_result *r, struct err *e)
     if (read_stats(stats, &run->stats, e) || read_categories(breakdown, run->category_at_peak, "breakdown", e) ||
         read_phases(phases, run, e) || read_points(points, run, e) || read_assumptions(assumptions, r, e) ||
         (!json_is_null(oom) && read_oom(oom, &run->oom, e)) || read_events(events, run, e) ||
-        read_holders(holders, &r->holders, e) || read_throughput(throughput, r, e) || read_expect(expect, r, e))
+        read_holders(holders, &r->holders, e) || read_throughput(throughput, r, e) || read_expect(expect, r, e) ||
+        read_robust(json_object_get(job, "robust"), &r->robust, run->measured, e))
         return -1;
     return 0;
 }
