@@ -32,7 +32,7 @@ bad() { # NAME SED-EXPR MESSAGE
 bad unknown-type 's/"model_type": "llama"/"model_type": "falcon"/' "model_type 'falcon' is not supported"
 bad no-hidden '/"hidden_size"/d' "missing required field 'hidden_size'"
 bad wrong-type 's/"num_hidden_layers": 32/"num_hidden_layers": "32"/' "field 'num_hidden_layers' must be a whole number"
-bad gelu 's/"hidden_act": "silu"/"hidden_act": "gelu"/' "hidden_act 'gelu' is not modelled"
+bad act 's/"hidden_act": "silu"/"hidden_act": "xielu"/' "hidden_act 'xielu' is not modelled"
 bad bad-tie 's/"tie_word_embeddings": false/"tie_word_embeddings": 0/' "field 'tie_word_embeddings' must be true or false"
 bad kv-heads 's/"num_key_value_heads": 8/"num_key_value_heads": 5/' "num_attention_heads 32 is not a multiple of num_key_value_heads 5"
 bad not-object '1!d;s/.*/[1]/' "expected a JSON object"
