@@ -58,7 +58,7 @@ static int load_hf_config(const struct key_ctx *c, yaml_node_t *m, struct model_
         snprintf(path, sizeof path, "%s/%s", dirname(dir), in->hf_config);
     *in = (struct model_input){0};
     struct err why = {0};
-    if (hf_config_load(path, &in->spec, stderr, &why))
+    if (hf_config_read(path, &in->spec, &in->hf, stderr, &why))
         return yaml_doc_error(c->doc, at, e, "%s.hf_config: %s", c->where, why.msg);
     return keytable_apply(&model_override_table, c, m, in, e) < 0 ? -1 : check_levels(c, m, in, e);
 }
