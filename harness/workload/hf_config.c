@@ -171,6 +171,23 @@ static int read_rope(struct hf_reader *r, struct err *e)
     return 0;
 }
 
+/* The dimensions every transformer config names, each family under its own keys (ffn NULL: read apart). */
+struct dim_keys {
+    const char *hidden, *layers, *heads, *ffn, *vocab;
+};
+static const struct dim_keys hf_keys = {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                                        "vocab_size"};
+
+static int core_dims(struct hf_reader *r, const struct dim_keys *k, struct err *e)
+{
+    struct model_spec *m = r->m;
+    return hf_int(r, k->hidden, true, &m->hidden, e) || hf_int(r, k->layers, true, &m->layers, e) ||
+                   hf_int(r, k->heads, true, &m->heads, e) || (k->ffn && hf_int(r, k->ffn, true, &m->ffn, e)) ||
+                   hf_int(r, k->vocab, true, &m->vocab, e)
+               ? -1
+               : 0;
+}
+
 /* ---- Llama-style decoders: llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text ---- */
 
 /* LlamaConfig and its descendants: num_key_value_heads = num_attention_heads, head_dim = hidden_size /
@@ -183,9 +200,7 @@ static int llama_dims(struct hf_reader *r, const char *act_key, struct err *e)
     m->max_positions = 0; /* rotary: no learned table, so an absent count is not an error */
     bool attention_bias = false, mlp_bias = false;
     double drop = 0;
-    if (hf_int(r, "hidden_size", true, &m->hidden, e) || hf_int(r, "num_hidden_layers", true, &m->layers, e) ||
-        hf_int(r, "num_attention_heads", true, &m->heads, e) || hf_int(r, "intermediate_size", true, &m->ffn, e) ||
-        hf_int(r, "vocab_size", true, &m->vocab, e) || hf_int(r, "num_key_value_heads", false, &m->kv_heads, e) ||
+    if (core_dims(r, &hf_keys, e) || hf_int(r, "num_key_value_heads", false, &m->kv_heads, e) ||
         hf_int(r, "head_dim", false, &m->head_dim, e) ||
         hf_int(r, "max_position_embeddings", false, &m->max_positions, e) ||
         hf_bool(r, "tie_word_embeddings", &m->tied_embeddings, e) || hf_act(r, act_key, &m->act, e) ||
@@ -354,9 +369,8 @@ static int read_gpt2(struct hf_reader *r, struct err *e)
     bool upcast = false;
     m->ffn = 0;
     m->tied_embeddings = true;
-    if (hf_int(r, "n_embd", true, &m->hidden, e) || hf_int(r, "n_layer", true, &m->layers, e) ||
-        hf_int(r, "n_head", true, &m->heads, e) || hf_int(r, "vocab_size", true, &m->vocab, e) ||
-        hf_int(r, "n_positions", true, &m->max_positions, e) || hf_int(r, "n_inner", false, &m->ffn, e) ||
+    static const struct dim_keys keys = {"n_embd", "n_layer", "n_head", NULL, "vocab_size"};
+    if (core_dims(r, &keys, e) || hf_int(r, "n_positions", true, &m->max_positions, e) || hf_int(r, "n_inner", false, &m->ffn, e) ||
         hf_act(r, "activation_function", &m->act, e) || hf_bool(r, "tie_word_embeddings", &m->tied_embeddings, e) ||
         hf_number(r, "resid_pdrop", &drop[0], e) || hf_number(r, "embd_pdrop", &drop[1], e) ||
         hf_number(r, "attn_pdrop", &drop[2], e) || hf_bool(r, "reorder_and_upcast_attn", &upcast, e))
@@ -384,9 +398,7 @@ static int read_bert(struct hf_reader *r, struct err *e)
     m->max_positions = 512;
     m->type_vocab = 2;
     m->act = ACT_GELU;
-    if (hf_int(r, "hidden_size", true, &m->hidden, e) || hf_int(r, "num_hidden_layers", true, &m->layers, e) ||
-        hf_int(r, "num_attention_heads", true, &m->heads, e) || hf_int(r, "intermediate_size", true, &m->ffn, e) ||
-        hf_int(r, "vocab_size", true, &m->vocab, e) || hf_int(r, "max_position_embeddings", false, &m->max_positions, e) ||
+    if (core_dims(r, &hf_keys, e) || hf_int(r, "max_position_embeddings", false, &m->max_positions, e) ||
         hf_int(r, "type_vocab_size", false, &m->type_vocab, e) || hf_act(r, "hidden_act", &m->act, e) ||
         hf_number(r, "hidden_dropout_prob", &drop, e) || hf_number(r, "attention_probs_dropout_prob", &adrop, e) ||
         hf_str(r, "position_embedding_type", &pos, e))
@@ -415,9 +427,8 @@ static int read_t5(struct hf_reader *r, struct err *e)
     m->decoder_layers = 0;
     m->rel_buckets = 32;
     m->tied_embeddings = true;
-    if (hf_int(r, "d_model", true, &m->hidden, e) || hf_int(r, "num_layers", true, &m->layers, e) ||
-        hf_int(r, "num_heads", true, &m->heads, e) || hf_int(r, "d_ff", true, &m->ffn, e) ||
-        hf_int(r, "vocab_size", true, &m->vocab, e) || hf_int(r, "d_kv", false, &m->head_dim, e) ||
+    static const struct dim_keys keys = {"d_model", "num_layers", "num_heads", "d_ff", "vocab_size"};
+    if (core_dims(r, &keys, e) || hf_int(r, "d_kv", false, &m->head_dim, e) ||
         hf_int(r, "num_decoder_layers", false, &m->decoder_layers, e) ||
         hf_int(r, "relative_attention_num_buckets", false, &m->rel_buckets, e) ||
         hf_bool(r, "tie_word_embeddings", &m->tied_embeddings, e) || hf_number(r, "dropout_rate", &drop, e) ||
