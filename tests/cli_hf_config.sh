@@ -52,6 +52,27 @@ a=$(prog "$D/gemma-2-9b.json"); b=$(prog "$T/nocap.json")
 ok $([ -n "$a" ] && [ -n "$b" ] && [ "$a" != null ] && [ "$a" -gt "$b" ] && echo 0 || echo 1) \
     "final_logit_softcapping raises the peak ($a > $b)"
 
+# what the generator builds for each family's additions, in the op program of a one-layer model
+progof() { # CONFIG: the program of a one-layer, 16-token step of it
+    cp "$1" "$T/p.json"
+    printf 'name: p\ntitle: t\nsource: s\nmodel: { hf_config: p.json, layers: 1 }\njob: { batch_size: 1, seq_len: 16 }\nvariants:\n  before:\n    expect: { oom: false }\n' > "$T/p.yaml"
+    "$BIN" program "$T/p.yaml" 2> /dev/null
+}
+p=$(progof "$D/gemma-2-9b.json")
+ok $(echo "$p" | grep -q "^kernel scale .* f=59.866.* model.normalizer$" && echo 0 || echo 1) "gemma2: embeddings * sqrt(3584)"
+ok $(echo "$p" | grep -q "param model.layers.0.post_feedforward_layernorm.weight$" && echo 0 || echo 1) "gemma2: post-feed-forward norm"
+ok $(echo "$p" | grep -q "final_logit_softcapping.tanh$" && echo 0 || echo 1) "gemma2: the final logits' tanh"
+ok $(echo "$p" | grep -q "^alloc t[0-9]* 14336 s0 param" && echo 0 || echo 1) "gemma2: fp32 weights, as its torch_dtype float32"
+p=$(progof "$D/qwen3-0.6b.json")
+ok $(echo "$p" | grep -q "param model.layers.0.self_attn.k_norm.weight$" && echo 0 || echo 1) "qwen3: k_norm"
+ok $(echo "$p" | grep -q "^kernel rmsnorm_fwd .* model.layers.0.self_attn.q_norm$" && echo 0 || echo 1) "qwen3: q_norm runs"
+p=$(progof "$D/t5-small.json")
+ok $(echo "$p" | grep -q "param decoder.block.0.layer.2.DenseReluDense.wi.weight$" && echo 0 || echo 1) "t5: ReLU feed-forward's wi"
+ok $(echo "$p" | grep -q "^kernel scale .* f=0.0441941.* lm_head$" && echo 0 || echo 1) "t5: tied head scales by d_model**-0.5"
+sed 's/"use_parallel_residual": true/"use_parallel_residual": false/' "$D/pythia-160m.json" > "$T/seq.json"
+ok $([ "$(progof "$D/pythia-160m.json" | md5sum)" != "$(progof "$T/seq.json" | md5sum)" ] && echo 0 || echo 1) \
+    "gpt_neox: use_parallel_residual changes the program"
+
 # the job options and the assumptions printed
 out=$("$BIN" run --hf-config "$D/qwen2.5-0.5b.json" --batch-size 2 --seq-len 64 2>&1); rc=$?
 ok $rc "run --hf-config runs the one-line job (exit $rc)"

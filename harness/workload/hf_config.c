@@ -526,8 +526,3 @@ int hf_config_read(const char *path, struct model_spec *m, struct hf_config_info
     json_decref(root);
     return rc;
 }
-
-int hf_config_load(const char *path, struct model_spec *m, FILE *warn, struct err *e)
-{
-    return hf_config_read(path, m, NULL, warn, e);
-}

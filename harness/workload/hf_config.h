@@ -19,8 +19,6 @@ struct hf_config_info {
  * not modelled is an error naming it, or a warning written to warn (NULL: not written). -1 and e
  * (ERR_INPUT, naming the file and the field) on a bad or unsupported config; m is then unspecified. */
 int hf_config_read(const char *path, struct model_spec *m, struct hf_config_info *info, FILE *warn, struct err *e);
-/* hf_config_read without the info. */
-int hf_config_load(const char *path, struct model_spec *m, FILE *warn, struct err *e);
 /* "llama, mistral, ...": the supported model types. */
 void hf_config_types_text(char *buf, size_t len);
 
