@@ -89,7 +89,9 @@ static int set_name(const char *option, const char *arg, int (*from_name)(const 
 static const char *optimizer_at(int i) { return optimizer_name((enum optimizer_kind)i); }
 static const char *trainable_at(int i) { return trainable_name((enum trainable_kind)i); }
 
-/* The job options over the defaults; without --precision the config's torch_dtype, pure. */
+/* The job options over the defaults; without --precision the config's torch_dtype, pure: transformers 5
+ * loads in the config's dtype by default (dtype="auto", huggingface/transformers PR #42805) and a Trainer
+ * without bf16/fp16 trains the weights as loaded. */
 static int job_options(const struct cli_hf_args *a, const struct hf_config_info *info, struct job_spec *job,
                        struct err *e)
 {
@@ -120,8 +122,8 @@ static void print_job(const struct cli_hf_args *a, const struct job_spec *job, c
     if (a->precision)
         fprintf(out, "precision %s from --precision", a->precision);
     else if (info->has_dtype)
-        fprintf(out, "weights loaded and trained in torch_dtype %s (from_pretrained's dtype=\"auto\"; --precision "
-                     "changes it)", dtype_name(info->dtype));
+        fprintf(out, "weights loaded and trained in torch_dtype %s (transformers 5's from_pretrained default, "
+                     "dtype=\"auto\"; --precision changes it)", dtype_name(info->dtype));
     else
         fprintf(out, "fp32 weights (the config names no torch_dtype)");
     fprintf(out, "%s%s\n", info->notes[0] ? "; " : "", info->notes);

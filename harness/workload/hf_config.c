@@ -188,6 +188,19 @@ static int core_dims(struct hf_reader *r, const struct dim_keys *k, struct err *
                : 0;
 }
 
+/* A share of each head rotated (GPT-NeoX's rotary_pct, Phi3's and others' partial_rotary_factor): the
+ * rotated slice and the pass-through concatenated back make a tensor of the whole head's size. */
+static int read_partial_rotary(struct hf_reader *r, const char *key, double dflt, struct err *e)
+{
+    double share = dflt;
+    if (hf_number(r, key, &share, e))
+        return -1;
+    if (share < 1)
+        hf_note(r, "%s %g: rotary modelled over the whole head (the rotated share and the rest are concatenated "
+                   "into a tensor of the same size)", key, share);
+    return 0;
+}
+
 /* ---- Llama-style decoders: llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text ---- */
 
 /* LlamaConfig and its descendants: num_key_value_heads = num_attention_heads, head_dim = hidden_size /
@@ -205,7 +218,8 @@ static int llama_dims(struct hf_reader *r, const char *act_key, struct err *e)
         hf_int(r, "max_position_embeddings", false, &m->max_positions, e) ||
         hf_bool(r, "tie_word_embeddings", &m->tied_embeddings, e) || hf_act(r, act_key, &m->act, e) ||
         hf_bool(r, "attention_bias", &attention_bias, e) || hf_bool(r, "mlp_bias", &mlp_bias, e) ||
-        hf_number(r, "attention_dropout", &drop, e) || read_rope(r, e))
+        hf_number(r, "attention_dropout", &drop, e) || read_rope(r, e) ||
+        (strcmp(r->type, "gpt_neox") && read_partial_rotary(r, "partial_rotary_factor", 1.0, e)))
         return -1;
     if (m->kv_heads && m->heads % m->kv_heads)
         return err_set(e, ERR_INPUT, "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d", r->path,
@@ -342,9 +356,9 @@ static int read_gpt_neox(struct hf_reader *r, struct err *e)
     m->ffn_kind = FFN_MLP;
     m->act = ACT_GELU;
     m->parallel_residual = true;
-    double pct = 0.25, hdrop = 0;
+    double hdrop = 0;
     if (llama_dims(r, "hidden_act", e) || hf_bool(r, "use_parallel_residual", &m->parallel_residual, e) ||
-        hf_number(r, "rotary_pct", &pct, e) || hf_number(r, "hidden_dropout", &hdrop, e))
+        read_partial_rotary(r, "rotary_pct", 0.25, e) || hf_number(r, "hidden_dropout", &hdrop, e))
         return -1;
     m->bias = true;
     if (hf_bool(r, "attention_bias", &m->bias, e))
@@ -353,9 +367,6 @@ static int read_gpt_neox(struct hf_reader *r, struct err *e)
         return err_set(e, ERR_INPUT, "%s: attention_bias false is not modelled for gpt_neox", r->path);
     if (hdrop > 0)
         return err_set(e, ERR_INPUT, "%s: hidden_dropout %g is not modelled", r->path, hdrop);
-    if (pct < 1)
-        hf_note(r, "rotary_pct %g: rotary modelled over the whole head (transformers rotates that share and "
-                   "concatenates the rest: a tensor of the same size)", pct);
     note_fused_qkv(r, "query_key_value");
     return 0;
 }
