@@ -38,12 +38,12 @@ ok $([ $rc = 1 ] && echo 0 || echo 1) "mistral-7b in fp32 with AdamW fits at no 
 ok $(contains "$(cat "$T/m.err")" "sliding_window is not modelled") "mistral-7b: sliding_window warned about"
 # LoRA with 8-bit AdamW in bf16 at seq_len 512 fits gemma-2-9b; the batch shrinks with the sequence
 g1=$("$BIN" fit --hf-config "$D/gemma-2-9b.json" --precision bf16 --trainable lora --optimizer adamw_8bit \
-     --seq-len 256 2> "$T/g.err" | awk '$1 == "hf-config" { print $2 }')
+     --seq-len 256 2> /dev/null | tee "$T/g.out" | awk '$1 == "hf-config" { print $2 }')
 g2=$("$BIN" fit --hf-config "$D/gemma-2-9b.json" --precision bf16 --trainable lora --optimizer adamw_8bit \
      --seq-len 1024 2> /dev/null | awk '$1 == "hf-config" { print $2 }')
 ok $([ -n "$g1" ] && [ -n "$g2" ] && [ "$g1" -gt "$g2" ] && [ "$g2" -ge 1 ] && echo 0 || echo 1) \
     "gemma-2-9b LoRA bf16: batch $g1 at seq_len 256, $g2 at 1024"
-ok $(contains "$(cat "$T/g.err")" "attn_logit_softcapping 50 is not modelled") "gemma2: attention soft-capping warned about"
+ok $(contains "$(cat "$T/g.out")" "attn_logit_softcapping 50: applied by eager attention") "gemma2: attention soft-capping noted"
 # gemma2's final logit soft-capping is modelled: three more logits-sized tensors than without it
 sed 's/"final_logit_softcapping": 30.0/"final_logit_softcapping": null/' "$D/gemma-2-9b.json" > "$T/nocap.json"
 prog() { "$BIN" run --hf-config "$1" --precision bf16 --trainable lora --batch-size 1 --seq-len 512 --csv - \
@@ -53,9 +53,9 @@ ok $([ -n "$a" ] && [ -n "$b" ] && [ "$a" != null ] && [ "$a" -gt "$b" ] && echo
     "final_logit_softcapping raises the peak ($a > $b)"
 
 # what the generator builds for each family's additions, in the op program of a one-layer model
-progof() { # CONFIG: the program of a one-layer, 16-token step of it
+progof() { # CONFIG [MODEL-KEY]: the program of a one-layer, 16-token step of it
     cp "$1" "$T/p.json"
-    printf 'name: p\ntitle: t\nsource: s\nmodel: { hf_config: p.json, layers: 1 }\njob: { batch_size: 1, seq_len: 16 }\nvariants:\n  before:\n    expect: { oom: false }\n' > "$T/p.yaml"
+    printf 'name: p\ntitle: t\nsource: s\nmodel: { hf_config: p.json, layers: 1 %s }\njob: { batch_size: 1, seq_len: 16 }\nvariants:\n  before:\n    expect: { oom: false }\n' "${2:+, $2}" > "$T/p.yaml"
     "$BIN" program "$T/p.yaml" 2> /dev/null
 }
 p=$(progof "$D/gemma-2-9b.json")
@@ -69,6 +69,11 @@ ok $(echo "$p" | grep -q "^kernel rmsnorm_fwd .* model.layers.0.self_attn.q_norm
 p=$(progof "$D/t5-small.json")
 ok $(echo "$p" | grep -q "param decoder.block.0.layer.2.DenseReluDense.wi.weight$" && echo 0 || echo 1) "t5: ReLU feed-forward's wi"
 ok $(echo "$p" | grep -q "^kernel scale .* f=0.0441941.* lm_head$" && echo 0 || echo 1) "t5: tied head scales by d_model**-0.5"
+progof "$D/gemma-2-9b.json" "attn: eager" | grep -c "^alloc .* model.layers.0.self_attn$" > "$T/cap.n"
+sed 's/"attn_logit_softcapping": 50.0/"attn_logit_softcapping": null/' "$D/gemma-2-9b.json" > "$T/noattncap.json"
+progof "$T/noattncap.json" "attn: eager" | grep -c "^alloc .* model.layers.0.self_attn$" > "$T/nocap.n"
+ok $([ $(($(cat "$T/cap.n") - $(cat "$T/nocap.n"))) = 6 ] && echo 0 || echo 1) \
+    "gemma2 eager: attn_logit_softcapping adds three score tensors in forward and three in backward"
 sed 's/"use_parallel_residual": true/"use_parallel_residual": false/' "$D/pythia-160m.json" > "$T/seq.json"
 ok $([ "$(progof "$D/pythia-160m.json" | md5sum)" != "$(progof "$T/seq.json" | md5sum)" ] && echo 0 || echo 1) \
     "gpt_neox: use_parallel_residual changes the program"

@@ -103,7 +103,7 @@ static const struct key model_keys[] = {
              "as not built yet): it sets the family and every dimension, as a preset does; other model keys "
              "override those. Its torch_dtype becomes the job's `load_dtype` and `param_dtype` unless the job "
              "sets either. A field that changes memory but is not modelled is an error naming it, or a "
-             "warning (sliding_window, Gemma2's attn_logit_softcapping, fused qkv projections)."},
+             "warning (sliding_window, fused qkv projections)."},
     K_ENUM(M, "family", spec.family, family_at, FAMILY_COUNT, "Model family, when no preset is given."),
     K_INT(M, "layers", spec.layers, 1, 4096, "unset", "Transformer blocks (T5: encoder layers)."),
     K_INT(M, "decoder_layers", spec.decoder_layers, 0, 4096, "same as layers", "T5 decoder layers."),

@@ -315,8 +315,8 @@ static int softcap_field(struct hf_reader *r, const char *key, double dflt, doub
 /* GemmaConfig, Gemma2Config, Gemma3TextConfig: head_dim 256, tie_word_embeddings true, gelu_pytorch_tanh;
  * the embeddings scaled by sqrt(hidden_size) (a new tensor); Gemma's RMSNorm, x * (1 + weight) in fp32,
  * as Llama's composite. Gemma2/3 add the post-attention and post-feed-forward norms and a
- * sliding_window (default 4096) on some layers; Gemma2 soft-caps the final logits (default 30) and the
- * attention scores (default 50); Gemma3 has q/k norms and no soft-capping by default. */
+ * sliding_window (default 4096) on some layers; Gemma2 soft-caps the final logits (default 30) and, in
+ * eager attention only, the attention scores (default 50); Gemma3 has q/k norms and no soft-capping by default. */
 static int read_gemma_family(struct hf_reader *r, int gen, struct err *e)
 {
     struct model_spec *m = r->m;
@@ -332,9 +332,10 @@ static int read_gemma_family(struct hf_reader *r, int gen, struct err *e)
         softcap_field(r, "attn_logit_softcapping", gen == 2 ? 50.0 : 0, &attn_cap, e))
         return -1;
     m->logit_softcap = (float)final_cap;
+    m->attn_softcap = (float)attn_cap;
     if (attn_cap > 0)
-        hf_warn(r, "attn_logit_softcapping %g is not modelled: SDPA (modelled) applies none in transformers; "
-                   "eager attention's tanh over the [B, heads, S, S] scores is not in the op program", attn_cap);
+        hf_note(r, "attn_logit_softcapping %g: applied by eager attention (three more score-sized tensors, one "
+                   "saved); SDPA applies none, as transformers' sdpa path ignores it", attn_cap);
     if (gen >= 2 && (!get(r, "sliding_window") || hf_has(r, "sliding_window")))
         warn_window(r);
     hf_note(r, "%s: RMSNorm x * (1 + weight) modelled as Llama's RMSNorm composite", r->type);

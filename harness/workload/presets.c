@@ -266,10 +266,11 @@ static void hf_decoder(struct model_spec *m, int v)
     m->max_positions = d->max_positions;
     m->tied_embeddings = d->tied;
     m->qkv_bias = d->kind == HF_QWEN2;
-    if (d->kind == HF_GEMMA2) { /* Gemma2Config's defaults: gelu_pytorch_tanh, final_logit_softcapping 30 */
+    if (d->kind == HF_GEMMA2) { /* Gemma2Config: gelu_pytorch_tanh, final and attention soft-capping 30, 50 */
         m->act = ACT_GELU_TANH;
         m->embed_scale = m->sandwich_norm = true;
         m->logit_softcap = 30.0f;
+        m->attn_softcap = 50.0f;
     }
 }
 

@@ -94,6 +94,7 @@ struct model_spec {
     bool embed_scale;       /* embeddings multiplied by sqrt(hidden) (Gemma's normalizer) */
     bool parallel_residual; /* x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX) */
     float logit_softcap;    /* final logits become cap * tanh(logits / cap) (Gemma2; 0 = none) */
+    float attn_softcap;     /* eager attention scores become cap * tanh(scores / cap) (Gemma2; 0 = none) */
 
     /* convolutional families (UNet, VAE, CNN) */
     int in_channels;

@@ -76,7 +76,7 @@ tref tf_attention(struct gen *g, const struct tf_cfg *c, const struct tf_ctx *x,
         .heads = heads, .kv_heads = kvh, .head_dim = hd, .causal = c->causal && !cross,
         .eager = m->attn == ATTN_EAGER, .dropout = c->attn_dropout, .scale = c->attn_scale,
         .bias = cross ? TNONE : x->bias, .mask = cross ? TNONE : x->mask, .cache = cache, .rotary = rotary,
-        .scale_op = c->scale_op, .upcast_softmax = c->upcast_softmax,
+        .scale_op = c->scale_op, .upcast_softmax = c->upcast_softmax, .softcap = cross ? 0 : m->attn_softcap,
     };
     tref ctx = nn_attention(g, NULL, q, k, v, &a);
     gen_hold(g, &g->forward_held, cache); /* the cache lives in the model's output */
