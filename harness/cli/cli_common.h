@@ -43,7 +43,9 @@ int cli_run_scenario(const struct scenario *sc, const struct harness_options *op
 int cli_run_scenarios(const char *path, const struct harness_options *opt, struct report_outputs *out, struct err *e);
 
 /* `--hf-config FILE` and the job options beside it (cli_hf_config.c), for fit and run. */
-enum { CLI_OPT_HF_CONFIG = 0x1101, CLI_OPT_BATCH, CLI_OPT_SEQ, CLI_OPT_PRECISION, CLI_OPT_OPTIMIZER, CLI_OPT_TRAINABLE };
+enum {
+    CLI_OPT_HF_CONFIG = 0x1101, CLI_OPT_BATCH, CLI_OPT_SEQ, CLI_OPT_PRECISION, CLI_OPT_OPTIMIZER, CLI_OPT_TRAINABLE
+};
 #define CLI_HF_OPTIONS \
     {"hf-config", required_argument, 0, CLI_OPT_HF_CONFIG}, {"batch-size", required_argument, 0, CLI_OPT_BATCH}, \
     {"seq-len", required_argument, 0, CLI_OPT_SEQ}, {"precision", required_argument, 0, CLI_OPT_PRECISION}, \

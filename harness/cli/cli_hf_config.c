@@ -98,7 +98,8 @@ static int job_options(const struct cli_hf_args *a, const struct hf_config_info 
     int opt = job->optimizer, tr = job->trainable;
     if ((a->batch && set_count("--batch-size", a->batch, &job->batch, e)) ||
         (a->seq_len && set_count("--seq-len", a->seq_len, &job->seq_len, e)) ||
-        (a->optimizer && set_name("--optimizer", a->optimizer, optimizer_from_name, optimizer_at, OPT_COUNT, &opt, e)) ||
+        (a->optimizer &&
+         set_name("--optimizer", a->optimizer, optimizer_from_name, optimizer_at, OPT_COUNT, &opt, e)) ||
         (a->trainable && set_name("--trainable", a->trainable, trainable_from_name, trainable_at, TRAIN_COUNT, &tr, e)))
         return -1;
     job->optimizer = (enum optimizer_kind)opt;

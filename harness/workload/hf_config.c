@@ -219,7 +219,7 @@ static int llama_dims(struct hf_reader *r, const char *act_key, struct err *e)
         hf_bool(r, "tie_word_embeddings", &m->tied_embeddings, e) || hf_act(r, act_key, &m->act, e) ||
         hf_bool(r, "attention_bias", &attention_bias, e) || hf_bool(r, "mlp_bias", &mlp_bias, e) ||
         hf_number(r, "attention_dropout", &drop, e) || read_rope(r, e) ||
-        (strcmp(r->type, "gpt_neox") && read_partial_rotary(r, "partial_rotary_factor", 1.0, e)))
+        read_partial_rotary(r, "partial_rotary_factor", 1.0, e))
         return -1;
     if (m->kv_heads && m->heads % m->kv_heads)
         return err_set(e, ERR_INPUT, "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d", r->path,
@@ -382,7 +382,8 @@ static int read_gpt2(struct hf_reader *r, struct err *e)
     m->ffn = 0;
     m->tied_embeddings = true;
     static const struct dim_keys keys = {"n_embd", "n_layer", "n_head", NULL, "vocab_size"};
-    if (core_dims(r, &keys, e) || hf_int(r, "n_positions", true, &m->max_positions, e) || hf_int(r, "n_inner", false, &m->ffn, e) ||
+    if (core_dims(r, &keys, e) || hf_int(r, "n_positions", true, &m->max_positions, e) ||
+        hf_int(r, "n_inner", false, &m->ffn, e) ||
         hf_act(r, "activation_function", &m->act, e) || hf_bool(r, "tie_word_embeddings", &m->tied_embeddings, e) ||
         hf_number(r, "resid_pdrop", &drop[0], e) || hf_number(r, "embd_pdrop", &drop[1], e) ||
         hf_number(r, "attn_pdrop", &drop[2], e) || hf_bool(r, "reorder_and_upcast_attn", &upcast, e))

@@ -67,8 +67,8 @@ static tref decoder_layers(struct gen *g, const struct ckpt *c, tref x)
     const struct model_spec *m = c->model;
     bool gpt = gpt2_style(m);
     struct tf_cfg cfg = {
-        .m = m, .nm = gpt ? &gpt2_names : m->sandwich_norm ? &gemma_names : &llama_names, .fused_qkv = gpt, .scale_op = true,
-        .upcast_softmax = !gpt, .causal = true, .ffn_bias = m->bias, .attn_dropout = m->dropout,
+        .m = m, .nm = gpt ? &gpt2_names : m->sandwich_norm ? &gemma_names : &llama_names, .fused_qkv = gpt,
+        .scale_op = true, .upcast_softmax = !gpt, .causal = true, .ffn_bias = m->bias, .attn_dropout = m->dropout,
         .out_dropout = gpt ? m->dropout : 0, .cache = tf_use_cache(g),
     };
     struct tf_ctx ctx = {.mask = c->extra[0], .bias = TNONE, .cos = c->extra[1], .sin = c->extra[2]};

@@ -67,8 +67,9 @@ static tref t5_sublayer(struct gen *g, const struct tf_cfg *c, const struct tf_c
 static tref t5_layers(struct gen *g, const struct ckpt *c, tref x, bool decoder)
 {
     const struct model_spec *m = c->model;
+    const struct tf_names *ffn = m->ffn_kind == FFN_GATED ? &ffn_names : &relu_names;
     struct tf_cfg sa = t5_cfg(g, m, &self_names, decoder, decoder, false),
-                  ca = t5_cfg(g, m, &cross_names, false, true, true), ff = t5_cfg(g, m, m->ffn_kind == FFN_GATED ? &ffn_names : &relu_names, false, false, false);
+                  ca = t5_cfg(g, m, &cross_names, false, true, true), ff = t5_cfg(g, m, ffn, false, false, false);
     struct tf_ctx self = {.mask = c->extra[0], .bias = c->extra[1], .cos = TNONE, .sin = TNONE};
     struct tf_ctx cross = {.mask = c->extra[4], .bias = c->extra[3], .cos = TNONE, .sin = TNONE};
     tref h = t_ref(g, x);
