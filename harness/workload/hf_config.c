@@ -284,9 +284,9 @@ static void note_fused_qkv(struct hf_reader *r, const char *qkv)
 {
     struct model_spec *m = r->m;
     int kv = m->kv_heads ? m->kv_heads : m->heads, hd = m->head_dim ? m->head_dim : m->hidden / m->heads;
-    hf_warn(r, "the fused %s is modelled as separate q, k, v projections (same parameters); its saved v slice "
-               "keeps the q and k parts alive too: %d more elements per token per layer than modelled",
-            qkv, (m->heads + kv) * hd);
+    hf_warn(r, "the fused %s is modelled as separate q, k, v projections (the same parameters, in three tensors "
+               "instead of one); its saved v slice keeps the q and k parts alive too: %d more elements per token "
+               "per layer than modelled", qkv, (m->heads + kv) * hd);
 }
 
 /* Phi3Config: no attention_bias (qkv_proj and o_proj without biases), resid_pdrop and embd_pdrop
@@ -301,7 +301,8 @@ static int read_phi3(struct hf_reader *r, struct err *e)
         return err_set(e, ERR_INPUT, "%s: %s %g is not modelled (Phi3's residual and embedding dropouts)", r->path,
                        resid > 0 ? "resid_pdrop" : "embd_pdrop", resid > 0 ? resid : embd);
     note_fused_qkv(r, "qkv_proj");
-    hf_note(r, "phi3: gate_up_proj as gate_proj and up_proj (the same saved tensors)");
+    hf_note(r, "phi3: gate_up_proj as gate_proj and up_proj (the same saved tensors and parameters, in two "
+               "tensors instead of one)");
     return 0;
 }
 
