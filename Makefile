@@ -103,6 +103,13 @@ $(BUILD)/tests/%.t: tests/%_test.c tests/tap.h $(BUILD)/liboomlab.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests $< $(BUILD)/liboomlab.a $(LDFLAGS) $(LDLIBS) -o $@
 
+# Stand-ins for GPU libraries (tests/standin/): shared objects the tests load in place of the driver's, so the
+# code around them is tested on machines without a GPU.
+STANDINS := $(BUILD)/tests/libnvml-standin.so
+$(BUILD)/tests/lib%-standin.so: tests/standin/%_standin.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -fPIC -shared $< -o $@
+
 # The pictures' test parses the SVGs it writes with expat (the binary does not need it).
 $(BUILD)/tests/pictures.t: CFLAGS += $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
 $(BUILD)/tests/pictures.t: LDLIBS += $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
@@ -134,8 +141,9 @@ run: $(BUILD)/oomlab $(if $(and $(HAVE_GPU),$(WANT_CUDA),$(CUDA_SRCS)),$(BUILD)/
 	@mkdir -p results/fresh
 	$(BUILD)/oomlab run --json results/fresh/run.json --csv results/fresh/run.csv scenarios/ | tee results/fresh/run.txt
 
-test: all $(TESTS)
+test: all $(TESTS) $(STANDINS)
 	OOMLAB_SHARED=$(SHARED) OOMLAB_BIN=$(abspath $(BUILD)/oomlab) OOMLAB_SANITIZE=$(SANITIZE) \
+	    OOMLAB_STANDINS=$(abspath $(BUILD)/tests) \
 	    LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
 	    prove --exec '' -j2 $(TESTS) tests/*.sh
 
@@ -184,7 +192,7 @@ $(BUILD)/tests/fuzz_replay.t: tests/fuzz_replay_test.c tests/tap.h $(FUZZ_SRCS:%
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -Ifuzz $< $(FUZZ_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/liboomlab.a $(LDFLAGS) $(LDLIBS) -o $@
 
-tests: $(TESTS)
+tests: $(TESTS) $(STANDINS)
 
 clang:
 	$(MAKE) CC=clang CUDA=0 BUILD=build/clang all tests

@@ -12,7 +12,7 @@
 #include "kernels.h"
 #include "tap.h"
 
-#define ALL_FORMS "sim, sim:PROFILE, sim:SIZE, host, host:SIZE, host:FRACTION, cuda, cuda:N"
+#define ALL_FORMS "sim, sim:PROFILE, sim:SIZE, sim:gpuN, host, host:SIZE, host:FRACTION, cuda, cuda:N, cuda:auto"
 
 static void table_rows(void)
 {
@@ -21,9 +21,9 @@ static void table_rows(void)
         const char *name, *forms;
         unsigned flags;
     } want[] = {
-        {"sim", "sim, sim:PROFILE, sim:SIZE", DEVICE_DETERMINISTIC_PLACEMENT | DEVICE_ASYNC_KERNELS},
+        {"sim", "sim, sim:PROFILE, sim:SIZE, sim:gpuN", DEVICE_DETERMINISTIC_PLACEMENT | DEVICE_ASYNC_KERNELS},
         {"host", "host, host:SIZE, host:FRACTION", DEVICE_MEASURED | DEVICE_RUNS_KERNELS | DEVICE_DETERMINISTIC_PLACEMENT},
-        {"cuda", "cuda, cuda:N", DEVICE_MEASURED | DEVICE_RUNS_KERNELS | DEVICE_ASYNC_KERNELS},
+        {"cuda", "cuda, cuda:N, cuda:auto", DEVICE_MEASURED | DEVICE_RUNS_KERNELS | DEVICE_ASYNC_KERNELS},
     };
     for (size_t i = 0; i < 3; i++) {
         const struct device_kind *k = device_kind_at(i);
@@ -106,10 +106,10 @@ static void bad_specs(void)
         {"sim:12 parsecs", "size '12 parsecs' has an unknown unit 'parsecs' (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)"},
         {"host:0", "capacity '0' is zero"},
         {"host:150%", "capacity '150%' is not a percentage in (0, 100]"},
-        {"cuda:x", "'x' is not a CUDA device number"},
-        {"cuda:-1", "'-1' is not a CUDA device number"},
-        {"cuda:1x", "'1x' is not a CUDA device number"},
-        {"cuda:99999999999", "'99999999999' is not a CUDA device number"},
+        {"cuda:x", "'x' is not a CUDA device number or 'auto'"},
+        {"cuda:-1", "'-1' is not a CUDA device number or 'auto'"},
+        {"cuda:1x", "'1x' is not a CUDA device number or 'auto'"},
+        {"cuda:99999999999", "'99999999999' is not a CUDA device number or 'auto'"},
         {"sim:rtx5090-with-a-name-far-longer-than-any-device-spec-could-be", "a device spec is at most 63 characters"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -4,7 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "device/gpu_select.h"
 #include "run/harness.h"
+#include "util/duration.h"
+#include "util/size.h"
 
 bool cli_report_option(int c, const char *arg, struct cli_report_args *a)
 {
@@ -14,6 +17,26 @@ bool cli_report_option(int c, const char *arg, struct cli_report_args *a)
     case CLI_OPT_TAP: a->tap = true; return true;
     default: return false;
     }
+}
+
+int cli_gpu_option(int c, const char *arg, struct err *e)
+{
+    static struct gpu_select_options o;
+    int rc = 0;
+    switch (c) {
+    case CLI_OPT_MIN_FREE: rc = size_parse(arg, &o.min_free, e) ? err_prefix(e, "--min-free: ") : 0; break;
+    case CLI_OPT_WAIT_FOR_GPU: rc = duration_parse(arg, &o.wait_seconds, e) ? err_prefix(e, "--wait-for-gpu: ") : 0; break;
+    case CLI_OPT_POLL:
+        rc = duration_parse(arg, &o.poll_seconds, e) ? err_prefix(e, "--poll: ")
+             : o.poll_seconds > 0   ? 0
+                                    : err_set(e, ERR_INPUT, "--poll: '%s' is no time at all", arg);
+        break;
+    default: return 0;
+    }
+    if (rc)
+        return -1;
+    gpu_select_configure(&o);
+    return 1;
 }
 
 int cli_count_option(const char *name, const char *arg, uint64_t *out, struct err *e)

@@ -23,6 +23,19 @@ enum { CLI_OPT_JSON = 0x1001, CLI_OPT_CSV, CLI_OPT_TAP };
     "  --csv FILE       one row per job, '-' for stdout\n" \
     "  --tap            one TAP line per job instead of the tables\n"
 
+/* getopt_long rows for choosing a GPU with --device cuda:auto (device/gpu_select.h). */
+enum { CLI_OPT_MIN_FREE = 0x1010, CLI_OPT_WAIT_FOR_GPU, CLI_OPT_POLL };
+#define CLI_GPU_OPTIONS \
+    {"min-free", required_argument, 0, CLI_OPT_MIN_FREE}, {"wait-for-gpu", required_argument, 0, CLI_OPT_WAIT_FOR_GPU}, \
+    {"poll", required_argument, 0, CLI_OPT_POLL}
+#define CLI_GPU_HELP \
+    "  --min-free SIZE  cuda:auto takes only a GPU with at least SIZE free (NVML)\n" \
+    "  --wait-for-gpu DURATION  cuda:auto waits up to DURATION (30s, 10m, 2h) for such a GPU\n" \
+    "  --poll DURATION  how often it looks while waiting (default 5s)\n"
+
+/* Takes a GPU-choice option: 1 if c was one, 0 if not, -1 with e for a bad value. */
+int cli_gpu_option(int c, const char *arg, struct err *e);
+
 struct cli_report_args {
     const char *json, *csv;
     bool tap;

@@ -22,7 +22,7 @@ void cmd_advise_usage(FILE *f)
                "  GPU profile it replays on without an OOM.\n"
                "options:\n"
                "  --device DEV     run the scenario on DEV; --capacity CAP: as `oomlab run`\n"
-               "  --cuda-device N  the snapshot's device N (a file that recorded several)\n" CLI_REPORT_HELP
+               "  --cuda-device N  the snapshot's device N (a file that recorded several)\n" CLI_REPORT_HELP CLI_GPU_HELP
                "exit: 0 something fits (a scenario) or the trace replays, 1 nothing fits, 2 bad input,\n"
                "      3 internal error\n");
 }
@@ -30,7 +30,7 @@ void cmd_advise_usage(FILE *f)
 const struct option cmd_advise_options[] = {
     {"device", required_argument, 0, 'd'}, {"capacity", required_argument, 0, 'c'},
     {"cuda-device", required_argument, 0, 'D'}, {"help", no_argument, 0, 'h'},
-    CLI_REPORT_OPTIONS,
+    CLI_REPORT_OPTIONS, CLI_GPU_OPTIONS,
     {0, 0, 0, 0},
 };
 
@@ -71,6 +71,11 @@ int cmd_advise(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", cmd_advise_options, NULL)) != -1) {
         if (cli_report_option(c, optarg, &ra))
+            continue;
+        int gpu = cli_gpu_option(c, optarg, &e);
+        if (gpu < 0)
+            return cli_fail("advise", &e);
+        if (gpu)
             continue;
         switch (c) {
         case 'd': opt.device = optarg; break;

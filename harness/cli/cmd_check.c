@@ -25,7 +25,7 @@ void cmd_check_usage(FILE *f)
                "  --tolerance SHARE how much worse a figure may be (default 2%%; 0.05 or 5%%)\n"
                "  --device DEV      run every scenario on DEV; --capacity CAP: as `oomlab run`\n"
                "  --junit FILE      the comparison as JUnit XML (a testcase per job)\n"
-               "  --json FILE       the fresh run's results document, '-' for stdout\n"
+               "  --json FILE       the fresh run's results document, '-' for stdout\n" CLI_GPU_HELP
                "exit: 0 nothing regressed, 1 something did, 2 bad input, 3 internal error\n");
 }
 
@@ -61,7 +61,7 @@ const struct option cmd_check_options[] = {
     {"tolerance", required_argument, 0, 't'}, {"device", required_argument, 0, 'd'},
     {"capacity", required_argument, 0, 'c'}, {"junit", required_argument, 0, 'J'},
     {"json", required_argument, 0, 'j'},     {"help", no_argument, 0, 'h'},
-    {0, 0, 0, 0},
+    CLI_GPU_OPTIONS,                         {0, 0, 0, 0},
 };
 
 int cmd_check(int argc, char **argv)
@@ -73,6 +73,11 @@ int cmd_check(int argc, char **argv)
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", cmd_check_options, NULL)) != -1) {
+        int gpu = cli_gpu_option(c, optarg, &e);
+        if (gpu < 0)
+            return cli_fail("check", &e);
+        if (gpu)
+            continue;
         switch (c) {
         case 'b': baseline_path = optarg; break;
         case 'r': results_path = optarg; break;

@@ -24,7 +24,7 @@ void cmd_fit_usage(FILE *f)
                "  --max-forwards N run jobs of up to N forward passes (default 100000)\n"
                "  --device DEV     run on DEV instead of the scenario's device\n"
                "  --capacity CAP   a size (24GiB) or a share of the device's memory (0.5 or 50%%)\n"
-               "  --margin SHARE   keep this share of the device free at the reserved peak (5%% or 0.05)\n" CLI_REPORT_HELP
+               "  --margin SHARE   keep this share of the device free at the reserved peak (5%% or 0.05)\n" CLI_REPORT_HELP CLI_GPU_HELP
                "exit: 0 every variant fits at some value, 1 one fits at none, 2 bad input, 3 internal error\n");
 }
 
@@ -60,7 +60,7 @@ const struct option cmd_fit_options[] = {
     {"device", required_argument, 0, 'd'}, {"capacity", required_argument, 0, 'c'},
     {"margin", required_argument, 0, 'm'}, {"help", no_argument, 0, 'h'},
     {"max-forwards", required_argument, 0, 'F'}, CLI_HF_OPTIONS,
-    CLI_REPORT_OPTIONS,                    {0, 0, 0, 0},
+    CLI_REPORT_OPTIONS, CLI_GPU_OPTIONS,                    {0, 0, 0, 0},
 };
 
 int cmd_fit(int argc, char **argv)
@@ -75,6 +75,11 @@ int cmd_fit(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", cmd_fit_options, NULL)) != -1) {
         if (cli_report_option(c, optarg, &ra) || cli_hf_option(c, optarg, &hf))
+            continue;
+        int gpu = cli_gpu_option(c, optarg, &e);
+        if (gpu < 0)
+            return cli_fail("fit", &e);
+        if (gpu)
             continue;
         switch (c) {
         case 'p':

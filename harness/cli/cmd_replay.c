@@ -46,7 +46,7 @@ void cmd_replay_usage(FILE *f)
             "                       NAME the file's name\n"
             "  --perfetto FILE      write the replayed run as a trace ui.perfetto.dev and chrome://tracing\n"
             "                       open\n"
-            CLI_REPORT_HELP
+            CLI_REPORT_HELP CLI_GPU_HELP
             "exit: 0 the trace ran without an OOM, 1 it OOMed, 2 bad input, 3 internal error\n");
 }
 
@@ -56,7 +56,7 @@ const struct option cmd_replay_options[] = {
     {"snapshot", required_argument, 0, 'S'},   {"help", no_argument, 0, 'h'},
     {"sim-addresses", no_argument, 0, 'P'},     {"stop-at-oom", no_argument, 0, 'O'},
     {"plot", required_argument, 0, 'p'},       {"perfetto", required_argument, 0, 'T'},
-    {"cuda-device", required_argument, 0, 'D'}, CLI_REPORT_OPTIONS,
+    {"cuda-device", required_argument, 0, 'D'}, CLI_REPORT_OPTIONS, CLI_GPU_OPTIONS,
     {0, 0, 0, 0},
 };
 
@@ -69,6 +69,11 @@ int cmd_replay(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", cmd_replay_options, NULL)) != -1) {
         if (cli_report_option(c, optarg, &ra))
+            continue;
+        int gpu = cli_gpu_option(c, optarg, &e);
+        if (gpu < 0)
+            return cli_fail("replay", &e);
+        if (gpu)
             continue;
         switch (c) {
         case 'a': opt.alloc_conf = optarg; opt.alloc_conf_from = "--alloc-conf"; break;

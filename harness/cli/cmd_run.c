@@ -17,7 +17,8 @@ void cmd_run_usage(FILE *f)
                "  runs every variant (before = the faults, after = faults + fixes) of every scenario\n"
                "options:\n" CLI_HF_HELP
                "  --device DEV     run every scenario on DEV instead of its own (sim:PROFILE, sim:SIZE,\n"
-               "                   either with @cudaX.Y, host, host:SIZE|FRACTION, cuda, cuda:N)\n"
+               "                   either with @cudaX.Y, sim:gpuN, host, host:SIZE|FRACTION, cuda, cuda:N,\n"
+               "                   cuda:auto)\n"
                "  --capacity CAP   override the device capacity: a size (24GiB) or a share of the\n"
                "                   device's memory (0.5 or 50%%)\n"
                "  --snapshot DIR   write each variant's run as a PyTorch memory snapshot,\n"
@@ -27,7 +28,7 @@ void cmd_run_usage(FILE *f)
                "                   (-segments); per scenario its variants side by side (SCENARIO-variants)\n"
                "  --perfetto DIR   write each variant's run as a trace ui.perfetto.dev and chrome://tracing\n"
                "                   open, DIR/SCENARIO--VARIANT.json (memory counters, phases, kernels)\n"
-               "  --max-forwards N run jobs of up to N forward passes (default 100000)\n" CLI_REPORT_HELP
+               "  --max-forwards N run jobs of up to N forward passes (default 100000)\n" CLI_REPORT_HELP CLI_GPU_HELP
                "exit: 0 every expectation holds, 1 one failed, 2 bad input, 3 internal or device error\n");
 }
 
@@ -36,7 +37,7 @@ const struct option cmd_run_options[] = {
     {"help", no_argument, 0, 'h'},         {"snapshot", required_argument, 0, 'S'},
     {"max-forwards", required_argument, 0, 'F'}, {"plot", required_argument, 0, 'p'},
     {"perfetto", required_argument, 0, 'T'}, CLI_HF_OPTIONS,
-    CLI_REPORT_OPTIONS,
+    CLI_REPORT_OPTIONS, CLI_GPU_OPTIONS,
     {0, 0, 0, 0},
 };
 
@@ -50,6 +51,11 @@ int cmd_run(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", cmd_run_options, NULL)) != -1) {
         if (cli_report_option(c, optarg, &ra) || cli_hf_option(c, optarg, &hf))
+            continue;
+        int gpu = cli_gpu_option(c, optarg, &e);
+        if (gpu < 0)
+            return cli_fail("run", &e);
+        if (gpu)
             continue;
         switch (c) {
         case 'd': opt.device = optarg; break;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "device/gpu_select.h"
 #include "kernels.h"
 
 #ifndef OOMLAB_CUDA_PLUGIN_NAME
@@ -138,15 +139,19 @@ int cuda_device_copy(struct device *d, void *dst, const void *src, uint64_t byte
     return loaded.copy(d, dst, src, bytes, to_device, e);
 }
 
-/* N: the device's ordinal. */
+/* N: the device's ordinal; auto: chosen by gpu_select when opened. */
 static int cuda_parse(const char *arg, struct device_spec *out, struct err *e)
 {
     if (!arg)
         return 0;
+    if (!strcmp(arg, "auto")) {
+        out->ordinal = CUDA_ORDINAL_AUTO;
+        return 0;
+    }
     char *end;
     long n = strtol(arg, &end, 10);
     if (!(*arg >= '0' && *arg <= '9') || *end || n > INT_MAX)
-        return err_set(e, ERR_INPUT, "'%s' is not a CUDA device number", arg);
+        return err_set(e, ERR_INPUT, "'%s' is not a CUDA device number or 'auto'", arg);
     out->ordinal = (int)n;
     return 0;
 }
@@ -169,12 +174,15 @@ static struct device *cuda_kind_open(const struct device_spec *spec, const struc
                                      struct err *e)
 {
     struct oomlab_cuda_options o = {.capacity_limit = opt->capacity.bytes, .capacity_fraction = opt->capacity.fraction};
-    return cuda_device_open(NULL, spec->ordinal, &o, e);
+    int ordinal = spec->ordinal;
+    if (ordinal == CUDA_ORDINAL_AUTO && gpu_select_auto(&ordinal, stderr, e))
+        return NULL;
+    return cuda_device_open(NULL, ordinal, &o, e);
 }
 
 const struct device_kind cuda_device_kind = {
     .name = "cuda",
-    .forms = "cuda, cuda:N",
+    .forms = "cuda, cuda:N, cuda:auto",
     .flags = DEVICE_MEASURED | DEVICE_RUNS_KERNELS | DEVICE_ASYNC_KERNELS,
     .parse = cuda_parse,
     .probe = cuda_kind_probe,

@@ -10,7 +10,10 @@
 #include "device/device_kind.h"
 #include "util/err.h"
 
-/* cuda or cuda:N, through the plugin; unavailable (with the reason) where it cannot load or finds
+/* The ordinal of cuda:auto in a device_spec: the GPU gpu_select_auto picks when the device opens. */
+#define CUDA_ORDINAL_AUTO (-1)
+
+/* cuda, cuda:N or cuda:auto, through the plugin; unavailable (with the reason) where it cannot load or finds
  * no GPU. Its cuBLAS workspace is PyTorch's default for the GPU's compute capability. */
 extern const struct device_kind cuda_device_kind;
 

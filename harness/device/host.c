@@ -11,7 +11,6 @@
 #include "device/host.h"
 
 #include <errno.h>
-#include <hwloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "device/topology.h"
 #include "kernels.h"
 #include "util/vec.h"
 
@@ -280,13 +280,10 @@ static int host_parse(const char *arg, struct device_spec *out, struct err *e)
 
 static void host_probe(struct device_probe *out)
 {
-    hwloc_topology_t topo;
-    int cores = 0, pus = 0;
-    if (hwloc_topology_init(&topo) == 0 && hwloc_topology_load(topo) == 0) {
-        cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
-        pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
-    }
-    hwloc_topology_destroy(topo);
+    struct host_topology topo;
+    struct err te = {0};
+    if (host_topology_read(&topo, &te))
+        topo = (struct host_topology){0};
     const char *source;
     uint64_t memory = host_memory_bytes(&source);
     char all[32];
@@ -302,7 +299,7 @@ static void host_probe(struct device_probe *out)
     snprintf(out->notes, sizeof out->notes,
              "real host memory under a capacity (default half of %s %s), CPU kernels on real data; %d cores, "
              "%d hardware threads (hwloc)",
-             all, source, cores, pus);
+             all, source, topo.cores, topo.pus);
 }
 
 /* The spec's own size or share of the host's memory, unless --capacity gives one. */

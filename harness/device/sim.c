@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "device/kernel_time.h"
+#include "device/profile_detect.h"
 #include "scenario/suggest.h"
 
 struct sim {
@@ -239,7 +240,7 @@ static int unknown_profile(const char *name, struct err *e)
     return err_set(e, ERR_INPUT, "unknown GPU profile '%s' (known: %s)", name, known);
 }
 
-/* PROFILE, or SIZE: a card of that total with the default profile's architecture, which must leave
+/* PROFILE, gpuN (the profile of this machine's GPU N, see profile_detect.h), or SIZE: a card of that total with the default profile's architecture, which must leave
  * room beyond the CUDA context; either may end in @cudaMAJOR.MINOR. */
 static int sim_parse(const char *arg, struct device_spec *out, struct err *e)
 {
@@ -273,6 +274,10 @@ static int sim_parse(const char *arg, struct device_spec *out, struct err *e)
     }
     if ((out->profile = gpu_profile_find(base)))
         return 0;
+    unsigned gpu;
+    char tail;
+    if (sscanf(base, "gpu%u%c", &gpu, &tail) == 1 && isdigit((unsigned char)base[3]))
+        return gpu_profile_detect(gpu, &out->profile, e);
     return unknown_profile(base, e);
 }
 
@@ -287,7 +292,7 @@ static void sim_probe(struct device_probe *out)
     out->available = true;
     size_format_pytorch(p->total_bytes, out->capacity, sizeof out->capacity);
     snprintf(out->notes, sizeof out->notes,
-             "simulated GPU: sim:PROFILE (%s; default %s) or sim:SIZE (a card of that total with the %s's "
+             "simulated GPU: sim:PROFILE (%s; default %s), sim:gpuN (the profile of this machine's GPU N) or sim:SIZE (a card of that total with the %s's "
              "rates, kernel-time calibration, cuBLAS workspace and %s CUDA context); @cudaX.Y after either "
              "takes that CUDA version's context",
              profiles, p->name, p->name, context);
@@ -337,7 +342,7 @@ static struct device *sim_open(const struct device_spec *spec, const struct devi
 
 const struct device_kind sim_device_kind = {
     .name = "sim",
-    .forms = "sim, sim:PROFILE, sim:SIZE",
+    .forms = "sim, sim:PROFILE, sim:SIZE, sim:gpuN",
     .flags = DEVICE_DETERMINISTIC_PLACEMENT | DEVICE_ASYNC_KERNELS,
     .parse = sim_parse,
     .probe = sim_probe,

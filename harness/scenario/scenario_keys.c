@@ -42,10 +42,12 @@ static const struct key top_keys[] = {
     K_STR(F, "source", head.source, true, NULL, "Where the failure was reported (a report, an issue, a section)."),
     {.name = "device", .type = KEY_CUSTOM, FIELD(F, head.device), .parse = parse_device,
      .format = format_device_default,
-     .doc_type = "`sim`, `sim:PROFILE`, `sim:SIZE`, `host`, `host:SIZE`, `host:FRACTION`, `cuda` or `cuda:N`",
+     .doc_type = "`sim`, `sim:PROFILE`, `sim:SIZE`, `sim:gpuN`, `host`, `host:SIZE`, `host:FRACTION`, `cuda`, "
+                 "`cuda:N` or `cuda:auto`",
      .help = "Where the variants run; a simulated GPU profile (see [Devices](#devices)) or capacity, either "
-             "optionally with `@cudaX.Y` (that CUDA version's context and framework time), host "
-             "memory (a size, or a share of the machine's as 0.5 or 50%; default half), or a real GPU."},
+             "optionally with `@cudaX.Y` (that CUDA version's context and framework time), the profile of "
+             "this machine's GPU N as NVML names it, host memory (a size, or a share of the machine's as 0.5 "
+             "or 50%; default half), or a real GPU (`cuda:auto`: the one with the most free memory)."},
     {.name = "alloc_conf", .type = KEY_CUSTOM, FIELD(F, head.alloc), .parse = parse_alloc_conf,
      .doc_type = "PYTORCH_CUDA_ALLOC_CONF string", .zero_means = "PyTorch's defaults",
      .help = "Allocator settings for every variant, kept verbatim and checked with PyTorch's rules; "
