@@ -151,10 +151,14 @@ static int refuse_foreign(struct hf_reader *r, struct err *e)
     return 0;
 }
 
+/* masking_utils' _ignore_causal_mask_sdpa skips the mask while kv_length < local_attention_size: below
+ * the window, full causal attention is what transformers runs; from it on, a windowed mask is built. */
 static void warn_window(struct hf_reader *r)
 {
-    hf_warn(r, "sliding_window is not modelled: attention is modelled as full causal attention over the sequence "
-               "(the same memory with SDPA; eager's scores are [B, heads, S, S] either way)");
+    hf_warn(r, "sliding_window is not modelled: attention is modelled as full causal attention over the sequence, "
+               "exact below the window; from seq_len = window on, transformers builds a [1, 1, S, S] bool mask for "
+               "SDPA (then memory-efficient, not flash), not modelled (eager's scores are [B, heads, S, S] either "
+               "way)");
 }
 
 /* rope_scaling (an object or null): rescales the rotary frequencies; the tables keep their size. */
