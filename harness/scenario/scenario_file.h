@@ -5,6 +5,7 @@
 
 #include "scenario/keytable.h"
 #include "scenario/scenario.h"
+#include "workload/hf_config.h"
 
 #define SCENARIO_MAX_VARIANTS 16
 
@@ -13,6 +14,7 @@
 struct model_input {
     struct model_spec spec;
     char hf_config[512];        /* a Hugging Face config.json, relative to the scenario file */
+    struct hf_config_info hf;   /* what it says beyond the model (its torch_dtype) */
     int ntransformer_depth;
     int nattn_heads;
 };

@@ -88,6 +88,13 @@ struct model_spec {
     bool lm_head;           /* decoder / T5: produce vocabulary logits and a cross-entropy loss */
     enum attn_impl attn;
     float dropout;          /* dropout probability (0 = no dropout masks) */
+    /* decoder variants read from Hugging Face configs (hf_config.c) */
+    bool qk_norm;           /* RMSNorm over each head of the query and key before rotary (Qwen3, Gemma3) */
+    bool sandwich_norm;     /* norms after the attention and the MLP as well (Gemma2, Gemma3) */
+    bool embed_scale;       /* embeddings multiplied by sqrt(hidden) (Gemma's normalizer) */
+    bool parallel_residual; /* x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX) */
+    float logit_softcap;    /* final logits become cap * tanh(logits / cap) (Gemma2; 0 = none) */
+    float attn_softcap;     /* eager attention scores become cap * tanh(scores / cap) (Gemma2; 0 = none) */
 
     /* convolutional families (UNet, VAE, CNN) */
     int in_channels;
