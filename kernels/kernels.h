@@ -187,6 +187,11 @@
  *     dims {n}; tensors{param: T [n], shadow: T [n] (in place)}; fparam {decay}
  *
  * ---- random: seeded fills ----
+ * K_DEQUANT         bitsandbytes' blockwise dequantization: y[i] = code(q, i) * absmax[i / block]
+ *     dims {n, block, kind}; tensors{q: u8 [(n+1)/2 for 4-bit kinds, else n], absmax: f32 [ceil(n / block)],
+ *     y: T [n]}; kind 0 NF4, 1 FP4 (two codes a byte, element 2j in byte j's high nibble), 2 the signed
+ *     dynamic 8-bit map (a nested absmax), 3 signed int8 times absmax / 127 (LLM.int8's CB * SCB / 127,
+ *     block = a row)
  * K_RAND_UNIFORM    y[i] = lo + (hi - lo) * u, u in [0, 1) from splitmix64 of seed and i, rounded
  *     to T; a value that rounds to hi becomes lo, as in PyTorch's uniform_, so y stays in [lo, hi)
  *     (parameter and input initialisation); dims {n, seed}; tensors{y: T [n]}; fparam {lo, hi}

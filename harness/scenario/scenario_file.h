@@ -40,6 +40,11 @@ int parse_device(const struct key_ctx *c, const struct key *k, yaml_node_t *v, v
 int parse_alloc_conf(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e);
 int parse_preset(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e);
 
+/* adapter_keys.c: quantization and the LoRA keys beyond plain rows. */
+extern const struct key_table scenario_quant_table;
+int parse_lora_targets(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e);
+const char *lora_dtype_at(int i);
+
 /* variants.c: the top-level check that builds every variant from the base job (root is a scenario_file). */
 int build_variants(const struct key_ctx *c, yaml_node_t *top, void *obj, struct err *e);
 

@@ -113,15 +113,20 @@ tref nn_as_dtype(struct gen *g, const char *name, tref x, enum dtype dt)
 
 /* ---- linear ---- */
 
+/* A quantized weight (quant.c) is dequantized for this matmul only, and autograd saves the input in
+ * its place (MatMul4Bit); Linear4bit casts the input to its compute dtype and the output back. */
 static tref linear_apply(struct gen *g, const char *tag, tref x, int32_t pw, int32_t pb)
 {
-    enum dtype cd = nn_compute_dtype(g, x);
+    bool quant = g->params[pw].quant;
+    enum dtype cd = quant && !g->autocast ? g->spec.quant.compute_dtype : nn_compute_dtype(g, x);
     tref xin = nn_as_dtype(g, "autocast", x, cd);
-    tref w = weight_for(g, pw, cd);
+    tref w = quant ? quant_weight(g, pw, cd, tag) : weight_for(g, pw, cd);
     int64_t out_f = g->params[pw].dims[0], in_f = g->params[pw].dims[1];
     tref y = new_act(g, xin, out_f, cd, tag);
     int64_t m = t_numel(g, xin) / in_f;
     kern_gemm(g, m, out_f, in_f, false, true, xin, w, y, tag);
+    if (quant)
+        t_release(g, w);
     if (pb >= 0) {
         tref b = weight_for(g, pb, cd);
         int64_t d[3] = {m, out_f, 1};
@@ -138,33 +143,32 @@ static tref linear_apply(struct gen *g, const char *tag, tref x, int32_t pw, int
             n->a[0] = m;
             n->a[1] = out_f;
             n->a[2] = in_f;
-            if (wt)
-                node_save(g, n, 0, xin);      /* for dW */
-            if (t_rg(g, xin))
+            if (wt || (quant && t_rg(g, xin)))
+                node_save(g, n, 0, xin);      /* for dW; MatMul4Bit saves A whenever it needs a gradient */
+            if (t_rg(g, xin) && !quant)
                 node_save(g, n, 1, w);        /* for dX (a param, or its autocast cast) */
         }
     }
     t_release(g, xin);
+    /* Linear4bit: out.to(inp_dtype). Not under autocast: the attention core reads a KV cache in the
+     * dtype it was written in, so the projections stay in the autocast dtype there (an fp32 input, as
+     * prepare_kbit's fp32 norms give, would make them fp32 tensors autocast casts back) */
+    if (quant && !g->autocast && g->t[y].dtype != g->t[x].dtype) {
+        tref c = nn_cast(g, "to_input_dtype", y, (enum dtype)g->t[x].dtype);
+        t_release(g, y);
+        y = c;
+    }
     return y;
-}
-
-static void lora_register(struct gen *g, int64_t in, int64_t out)
-{
-    int r = g->spec.lora_rank;
-    int32_t a = param_add(g, "lora_A.weight", r, in);
-    int32_t b = param_add(g, "lora_B.weight", out, r);
-    if (a >= 0)
-        g->params[a].lora = true;
-    if (b >= 0)
-        g->params[b].lora = true;
 }
 
 tref nn_linear(struct gen *g, const char *name, tref x, int64_t in, int64_t out, bool bias)
 {
     gen_push(g, "%s", name);
-    bool lora = g->lora != LORA_NONE && g->spec.trainable == TRAIN_LORA;
+    bool lora = lora_wanted(g, name);
     if (g->mode == GEN_PARAMS) {
-        param_add(g, "weight", out, in);
+        int32_t w = param_add(g, "weight", out, in);
+        if (w >= 0 && quant_applies(g))
+            g->params[w].quant = true;
         if (bias)
             param_add(g, "bias", out, 1);
         if (lora)
@@ -175,18 +179,15 @@ tref nn_linear(struct gen *g, const char *name, tref x, int64_t in, int64_t out,
     int32_t pw = param_take(g, "weight"), pb = bias ? param_take(g, "bias") : -1;
     const char *tag = g->params[pw].module;
     tref y = linear_apply(g, tag, x, pw, pb);
-    if (lora) {
-        int32_t pa = param_take(g, "lora_A.weight"), pB = param_take(g, "lora_B.weight");
-        tref h = linear_apply(g, g->params[pa].module, x, pa, -1);
-        tref l = linear_apply(g, g->params[pB].module, h, pB, -1);
-        t_release(g, h);
-        tref s = nn_add(g, "lora", y, l);
-        t_release(g, y);
-        y = s;
-        t_release(g, l);
-    }
+    if (lora)
+        y = lora_forward(g, x, y, g->params[pw].quant);
     gen_pop(g);
     return y;
+}
+
+tref nn_linear_param(struct gen *g, const char *tag, tref x, int32_t weight)
+{
+    return linear_apply(g, tag, x, weight, -1);
 }
 
 tref nn_linear_tied(struct gen *g, const char *name, tref x, int32_t weight)
@@ -204,8 +205,12 @@ static void linear_backward(struct gen *g, const struct node *n, tref gy)
     enum dtype cd = act_dt(&g->t[gy]);
     int64_t m = n->a[0], out_f = n->a[1], in_f = n->a[2];
     if (n->in[0] != TNONE) {
+        bool quant = g->params[n->param[0]].quant; /* MatMul4Bit.backward dequantizes again */
+        tref w = quant ? quant_weight(g, n->param[0], cd, n->tag) : n->saved[1];
         tref dx = t_like(g, n->in[0], cd, CAT_TEMP, n->tag);
-        kern_gemm(g, m, in_f, out_f, false, false, gy, n->saved[1], dx, n->tag);
+        kern_gemm(g, m, in_f, out_f, false, false, gy, w, dx, n->tag);
+        if (quant)
+            t_release(g, w);
         grad_accumulate(g, n->in[0], dx);
     }
     if (param_trains(g, n->param[0])) {

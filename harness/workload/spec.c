@@ -28,6 +28,7 @@ NAME_TABLE(optimizer, enum optimizer_kind, OPT_COUNT, "sgd", "adamw", "adamw_8bi
 NAME_TABLE(trainable, enum trainable_kind, TRAIN_COUNT, "full", "lora", "linear_probe")
 NAME_TABLE(ema_place, enum ema_place, EMA_COUNT, "off", "gpu", "cpu")
 NAME_TABLE(extra_role, enum extra_role, EXTRA_ROLE_COUNT, "text_encoder", "vae")
+NAME_TABLE(quant, enum quant_kind, QUANT_COUNT, "none", "nf4", "fp4", "int8")
 
 const char *float_dtype_at(int i)
 {
@@ -53,6 +54,10 @@ void job_spec_init(struct job_spec *s)
     s->steps = 1;
     s->eval.batches = 1;
     s->lora_rank = 8;
+    s->lora.alpha = 16.0f;
+    s->quant.blocksize = 64;
+    s->quant.double_quant = true;
+    s->quant.compute_dtype = DT_BF16;
     switches_init(s);
     s->cublas_workspace_bytes = CUBLAS_WORKSPACE_DEFAULT_BYTES;
     s->streams = 1;
@@ -92,6 +97,8 @@ int job_spec_validate(struct job_spec *s, struct err *e)
         return -1;
     if (s->trainable == TRAIN_LORA && s->lora_rank < 1)
         return err_set(e, ERR_INPUT, "lora_rank: must be at least 1");
+    if (quant_spec_check(s, e) || lora_spec_check(s, e))
+        return -1;
     if (s->nextras < 0 || s->nextras > SPEC_MAX_EXTRAS)
         return err_set(e, ERR_INPUT, "extras: at most %d", SPEC_MAX_EXTRAS);
     for (int i = 0; i < s->nextras; i++) {

@@ -1,0 +1,65 @@
+#!/bin/sh
+# cli_qlora.sh: QLoRA through the CLI: `oomlab program` shows each quantized linear's dequantized
+# weight as a temporary of its full bf16 size, in forward and again in backward, freed after its
+# GEMM; bad quantization and LoRA keys exit 2 naming the key, with no result file written.
+BIN=${OOMLAB_BIN:-build/oomlab}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/tap.shlib"
+
+cat > "$T/q.yaml" <<'YAML'
+name: tiny-qlora
+title: QLoRA of a two-layer llama-style decoder
+source: tests/cli_qlora.sh
+model: { family: decoder, layers: 2, hidden: 128, heads: 4, kv_heads: 2, ffn: 256, vocab: 512, norm: rmsnorm,
+         ffn_kind: gated, act: silu, pos: rotary, attn: sdpa, lm_head: true }
+job:
+  batch_size: 2
+  seq_len: 32
+  load_dtype: bf16
+  param_dtype: bf16
+  trainable: lora
+  lora_targets: all-linear
+  lora_dropout: 0.1
+  quantization: { type: nf4, blocksize: 64, double_quant: true, compute_dtype: bf16 }
+  steps: 1
+variants:
+  before:
+    expect: { oom: false }
+YAML
+"$BIN" program "$T/q.yaml" > "$T/p.txt" 2> "$T/p.err"; rc=$?
+ok $rc "oomlab program runs on a QLoRA scenario (exit $rc) $(head -c 200 "$T/p.err")"
+# o_proj is 128 x 128: its NF4 weight dequantized to bf16 is 32,768 B, a temp allocated right before
+# the dequant kernel writes it (t3 of the kernel), read by the next GEMM, freed after it
+temps() { # PHASE
+    awk -v want="$1" '
+        $1 == "phase" { phase = $2 }
+        $1 == "alloc" && $5 == "temp" && $6 == "model.layers.1.self_attn.o_proj" { size[$2] = $3 }
+        phase == want && $1 == "kernel" && $2 == "dequant" && $4 == "n=16384" && $NF == "model.layers.1.self_attn.o_proj" {
+            t = $(NF - 1); if (size[t] == 32768) { open = t; gemm = 0 } }
+        open != "" && $1 == "kernel" && $2 == "gemm" { gemm++ }
+        open != "" && $1 == "free" && $2 == open { if (gemm == 1) n++; open = "" }
+        END { print n + 0 }' "$T/p.txt"
+}
+ok $([ "$(temps forward)" = 1 ] && echo 0 || echo 1) "forward: o_proj's 32,768 B dequantized weight, freed after one GEMM"
+ok $([ "$(temps backward)" = 1 ] && echo 0 || echo 1) "backward: dequantized again for grad_A, freed after one GEMM"
+ok $(grep -q '^alloc t[0-9]* 8192 s0 activation model.layers.1.self_attn.o_proj.lora_dropout$' "$T/p.txt" && echo 0 || echo 1) \
+    "lora_dropout: an 8,192 B mask (64 tokens x 128, uint8) on o_proj's adapter input"
+"$BIN" run "$T/q.yaml" > "$T/r.txt" 2>&1; rc=$?
+ok $rc "the scenario runs and fits (exit $rc)"
+
+bad() { # SED-EXPR MESSAGE
+    sed "$1" "$T/q.yaml" > "$T/b.yaml"
+    "$BIN" run --json "$T/b.json" "$T/b.yaml" > /dev/null 2> "$T/b.err"; rc=$?
+    ok $([ $rc = 2 ] && [ ! -e "$T/b.json" ] && echo 0 || echo 1) "'$1': exit 2 (got $rc), no JSON written"
+    ok $(contains "$(cat "$T/b.err")" "$2") "and says '$2': $(head -c 200 "$T/b.err")"
+}
+bad 's/all-linear/[q_proj, qkv]/' "lora_targets: 'qkv' matches no linear module"
+bad 's/type: nf4/type: nf3/' "job.quantization.type must be none, nf4, fp4 or int8, got 'nf3'"
+bad 's/type: nf4/type: int8/' "quantization.type: int8 (LLM.int8) is not modelled"
+bad 's/blocksize: 64/blocksize: 96/' "quantization.blocksize: one of 64, 128, ..., 4096 (got 96)"
+bad 's/lora_dropout: 0.1/lora_dropout: 2/' "job.lora_dropout must be from 0 to 1, got 2"
+bad 's/lora_dropout: 0.1/use_dora: true/' "use_dora: DoRA"
+bad 's/trainable: lora/trainable: full/' "quantization: a quantized base is frozen"
+bad 's/all-linear/{ q: 1 }/' "job.lora_targets must be all-linear or a list of module names"
+done_testing
