@@ -62,4 +62,27 @@ bad 's/lora_dropout: 0.1/lora_dropout: 2/' "job.lora_dropout must be from 0 to 1
 bad 's/lora_dropout: 0.1/use_dora: true/' "use_dora: DoRA"
 bad 's/trainable: lora/trainable: full/' "quantization: a quantized base is frozen"
 bad 's/all-linear/{ q: 1 }/' "job.lora_targets must be all-linear or a list of module names"
+
+# Cross-check against a published measurement: Unsloth's Llama 3.3 post (https://unsloth.ai/blog/llama3-3)
+# gives Hugging Face + FA2 QLoRA of Llama 3.1 (8B), r = 32 on all linear layers, batch 1, a longest
+# sequence of 28,000 tokens on an 80 GB GPU and an OOM on 8 GB. The usual HF recipe: bf16 autocast,
+# prepare_model_for_kbit_training, an 8-bit AdamW, gradient checkpointing. Modelled within 15%.
+cat > "$T/x.yaml" <<'YAML'
+name: qlora-crosscheck
+title: Llama-3-8B QLoRA r=32 all-linear, batch 1, the longest sequence
+source: https://unsloth.ai/blog/llama3-3
+model: { preset: llama-3-8b }
+job: { batch_size: 1, seq_len: 1024, load_dtype: bf16, param_dtype: bf16, autocast: true, trainable: lora,
+       lora_rank: 32, lora_targets: all-linear, quantization: { type: nf4, prepare_kbit: true },
+       optimizer: adamw_8bit, steps: 2 }
+variants:
+  after:
+    fixes: [gradient_checkpointing]
+    expect: { oom: false }
+YAML
+s80=$("$BIN" fit --param seq_len --limit 65536 --device sim:a100-80 "$T/x.yaml" | awk '$1 == "after" { print $2 }')
+ok $([ -n "$s80" ] && [ "$s80" -ge 23800 ] && [ "$s80" -le 32200 ] && echo 0 || echo 1) \
+    "80 GB: the longest sequence is $s80 tokens (measured by Unsloth for HF + FA2: 28,000; within 15%)"
+"$BIN" fit --param seq_len --device sim:8GiB "$T/x.yaml" > "$T/x8.txt"; rc=$?
+ok $([ $rc = 1 ] && echo 0 || echo 1) "8 GiB: no sequence length fits (exit $rc), as HF + FA2 OOMs on 8 GB"
 done_testing
