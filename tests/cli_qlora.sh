@@ -63,6 +63,47 @@ bad 's/lora_dropout: 0.1/use_dora: true/' "use_dora: DoRA"
 bad 's/trainable: lora/trainable: full/' "quantization: a quantized base is frozen"
 bad 's/all-linear/{ q: 1 }/' "job.lora_targets must be all-linear or a list of module names"
 
+# Paged optimizers: bitsandbytes' state of tensors from 1e5 elements in unified memory, outside the
+# allocator. ffn 16384, r = 8: gate's and up's lora_B and down's lora_A have 131,072 elements, two
+# buffers each, in two layers: 1,572,864 B (8-bit) or 6,291,456 B (32-bit).
+cat > "$T/p.yaml" <<'YAML'
+name: paged
+title: paged AdamW on a QLoRA job
+source: tests/cli_qlora.sh
+model: { family: decoder, layers: 2, hidden: 128, heads: 4, kv_heads: 2, ffn: 16384, vocab: 512, norm: rmsnorm,
+         ffn_kind: gated, act: silu, pos: rotary, attn: sdpa, lm_head: true }
+job: { batch_size: 2, seq_len: 32, load_dtype: bf16, param_dtype: bf16, trainable: lora, lora_targets: all-linear,
+       quantization: { type: nf4 }, optimizer: adamw_8bit, steps: 2 }
+variants:
+  before:
+    expect: { oom: false }
+  after-paged-8bit:
+    job: { optimizer: paged_adamw_8bit }
+    expect: { oom: false }
+  after-paged-32bit:
+    job: { optimizer: paged_adamw_32bit }
+    expect: { oom: false }
+YAML
+"$BIN" run --json "$T/p.json" "$T/p.yaml" > "$T/p.out" 2>&1; rc=$?
+ok $rc "paged optimizers run (exit $rc)"
+resident=$(grep -o '"peak_resident": [0-9]*' "$T/p.json" | awk '{ printf "%s ", $2 }')
+ok $([ "$resident" = "0 1572864 6291456 " ] && echo 0 || echo 1) "unified memory resident: 0, 1,572,864, 6,291,456 B (got $resident)"
+ok $(contains "$(cat "$T/p.out")" "paged: 6.00 MiB in unified memory (cudaMallocManaged), outside PyTorch's allocator and its reserved memory; modelled resident on the device") \
+    "the table names it apart from reserved, and the assumption"
+ok $(contains "$(cat "$T/p.out")" "paged_adamw_32bit (bitsandbytes; paged state in unified memory, modelled resident)") "and the assumptions line"
+reserved=$(grep -o '"reserved_bytes.all.peak": [0-9]*' "$T/p.json" | awk '{ printf "%s ", $2 }')
+set -- $reserved
+ok $([ "$2" -le "$1" ] && [ "$3" -le "$1" ] && echo 0 || echo 1) "paged state is not in the reserved peak ($reserved)"
+"$BIN" program --variant after-paged-8bit "$T/p.yaml" > "$T/p.trace"
+ok $(grep -q '^managed_alloc t[0-9]* 131072 s0 optimizer_state model.layers.1.mlp.down_proj.lora_A.weight$' "$T/p.trace" && echo 0 || echo 1) \
+    "oomlab program writes managed_alloc ops"
+"$BIN" replay --json "$T/pr.json" "$T/p.trace" > /dev/null 2>&1; rc=$?
+ok $([ $rc = 0 ] && grep -q '"peak_resident": 1572864' "$T/pr.json" && echo 0 || echo 1) "and a replay reads them back (exit $rc)"
+# a device without room: the pages stay on the host, and nothing OOMs
+"$BIN" run --capacity 88MiB --json "$T/c.json" "$T/p.yaml" > "$T/c.out" 2>&1; rc=$?
+ok $([ $rc = 0 ] && grep -q '"on_host": 4194304' "$T/c.json" && echo 0 || echo 1) "88 MiB: 4 MiB of the 32-bit state stays on the host (exit $rc)"
+ok $(contains "$(cat "$T/c.out")" "4.00 MiB kept on the host for want of room") "and the table says so"
+
 # Cross-check against a published measurement: Unsloth's Llama 3.3 post (https://unsloth.ai/blog/llama3-3)
 # gives Hugging Face + FA2 QLoRA of Llama 3.1 (8B), r = 32 on all linear layers, batch 1, a longest
 # sequence of 28,000 tokens on an 80 GB GPU and an OOM on 8 GB. The usual HF recipe: bf16 autocast,

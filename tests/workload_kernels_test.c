@@ -76,6 +76,7 @@ static int emit(struct op_sink *base, const struct op *op, struct err *e)
     struct live *t;
     switch (op->kind) {
     case OP_ALLOC:
+    case OP_MANAGED_ALLOC:
         if (!(t = malloc(sizeof *t)))
             return err_set(e, ERR_INTERNAL, "out of memory");
         t->id = op->id;

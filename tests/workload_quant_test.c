@@ -1,8 +1,8 @@
 /* workload_quant_test.c: quantized weights and LoRA targets in the generator's op program, with
  * numbers worked out here from bitsandbytes' and PEFT's sources: the allocations of one 4096 x 4096
  * NF4 weight with and without double quantization, its dequantized temporary in forward and again in
- * backward, trainable counts of LoRA targets on Llama-3-8B, lora_dropout's mask, and bad settings
- * refused with the key named. */
+ * backward, trainable counts of LoRA targets on Llama-3-8B, lora_dropout's mask, paged optimizer state
+ * in unified memory, and bad settings refused with the key named. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,12 +47,18 @@ static int rec_emit(struct op_sink *sink, const struct op *op, struct err *e)
     return 0;
 }
 
+/* The job's op program into r (r->ops freed and NULL when it fails, with the reason in the diagnostics). */
 static int record(const struct job_spec *s, struct rec_sink *r, struct err *e)
 {
     memset(r, 0, sizeof *r);
     r->base.emit = rec_emit;
     r->ops = calloc(MAX_OPS, sizeof *r->ops);
-    return r->ops ? workload_generate(s, &r->base, e) : -1;
+    if (r->ops && workload_generate(s, &r->base, e) == 0)
+        return 0;
+    diag("generate failed: %s", e->msg);
+    free(r->ops);
+    r->ops = NULL;
+    return -1;
 }
 
 /* One Llama-style layer with Llama-3-8B's widths, a small vocabulary, QLoRA on q and v. */
@@ -189,11 +195,8 @@ static int64_t lora_params(const char *targets, bool all_linear, int rank)
     s.lora.all_linear = all_linear;
     for (const char *t = targets; t && *t; t += strcspn(t, ",") + (t[strcspn(t, ",")] != 0))
         snprintf(s.lora.targets[s.lora.ntargets++], sizeof s.lora.targets[0], "%.*s", (int)strcspn(t, ","), t);
-    if (record(&s, &r, &e)) {
-        diag("%s", e.msg);
-        free(r.ops);
+    if (record(&s, &r, &e))
         return -1;
-    }
     int64_t bytes = 0;
     for (size_t i = 0; i < r.n; i++)
         if (r.ops[i].kind == OP_ALLOC && r.ops[i].category == CAT_PARAM && strstr(r.ops[i].name, ".lora_"))
@@ -241,6 +244,40 @@ static void test_dropout(void)
     free(r.ops);
 }
 
+/* Paged AdamW: the state of adapters from 1e5 elements is cudaMallocManaged (OP_MANAGED_ALLOC). With
+ * r = 16 on every linear of a Llama-3-8B layer those are gate's and up's lora_B [14336, 16] and down's
+ * lora_A [16, 14336], 229,376 elements each: two buffers each, of 1 byte (8-bit) or 4 (32-bit). */
+static int64_t managed_bytes(enum optimizer_kind o, int64_t *absmax_managed)
+{
+    struct job_spec s;
+    struct rec_sink r;
+    struct err e = {0};
+    qlora_layer(&s, true);
+    s.lora.all_linear = true;
+    s.optimizer = o;
+    s.steps = 1;
+    if (record(&s, &r, &e))
+        return -1;
+    int64_t bytes = 0;
+    *absmax_managed = 0;
+    for (size_t i = 0; i < r.n; i++)
+        if (r.ops[i].kind == OP_MANAGED_ALLOC) {
+            bytes += (int64_t)r.ops[i].bytes;
+            *absmax_managed += r.ops[i].bytes != 229376 && r.ops[i].bytes != 917504;
+        }
+    free(r.ops);
+    return bytes;
+}
+
+static void test_paged(void)
+{
+    int64_t odd;
+    is_int(managed_bytes(OPT_PAGED_ADAMW_8BIT, &odd), 1376256, "paged_adamw_8bit: 3 x 2 x 229,376 B of uint8 state managed");
+    is_int(odd, 0, "paged_adamw_8bit: its absmax and the small tensors' state stay in the allocator");
+    is_int(managed_bytes(OPT_PAGED_ADAMW_32BIT, &odd), 5505024, "paged_adamw_32bit: 3 x 2 x 917,504 B of fp32 state");
+    is_int(managed_bytes(OPT_ADAMW_8BIT, &odd), 0, "adamw_8bit (not paged): nothing in unified memory");
+}
+
 static void refused(void (*edit)(struct job_spec *), const char *want)
 {
     struct job_spec s;
@@ -266,6 +303,7 @@ int main(void)
     test_dequant_temporaries();
     test_trainable_counts();
     test_dropout();
+    test_paged();
     refused(bad_target, "lora_targets: 'c_attn' matches no linear module");
     refused(int8, "quantization.type: int8 (LLM.int8) is not modelled");
     refused(full, "quantization: a quantized base is frozen");

@@ -106,7 +106,10 @@ static const struct key job_keys[] = {
     K_ENUM(J, "autocast_dtype", autocast_dtype, float_dtype_at, SPEC_FLOAT_DTYPES, "The autocast dtype."),
     K_BOOL(J, "master_weights", master_weights, "The optimizer keeps an fp32 master copy of 16-bit weights."),
     K_BOOL(J, "loss_scaling", loss_scaling, "fp16 GradScaler: scaled loss, unscale before the step."),
-    K_ENUM(J, "optimizer", optimizer, optimizer_at, OPT_COUNT, "The optimizer."),
+    K_ENUM(J, "optimizer", optimizer, optimizer_at, OPT_COUNT,
+           "The optimizer. paged_adamw_8bit and paged_adamw_32bit are bitsandbytes' paged AdamW: the state of "
+           "tensors from 1e5 elements in CUDA unified memory, outside the caching allocator (reported apart "
+           "from reserved memory, modelled resident on the device while it has room)."),
     K_BOOL(J, "foreach", foreach, "Multi-tensor (foreach) optimizer step, with parameter-sized temporaries."),
     K_BOOL(J, "set_to_none", set_to_none, "zero_grad(set_to_none=True), PyTorch's default since 2.0."),
     K_INT(J, "grad_accum", grad_accum, 1, 1 << 20, NULL, "Micro-batches per optimizer step (1 = none)."),

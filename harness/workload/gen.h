@@ -163,6 +163,8 @@ void gen_hold(struct gen *g, struct tref_list *list, tref x);
 void gen_release_held(struct gen *g, struct tref_list *list);
 tref t_new(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, enum category cat, const char *tag);
 tref t_new2(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category cat, const char *tag);
+/* An [a, b] tensor in unified memory (cudaMallocManaged), outside the caching allocator. */
+tref t_new_managed(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category cat, const char *tag);
 tref t_like(struct gen *g, tref x, enum dtype dt, enum category cat, const char *tag);
 tref t_ref(struct gen *g, tref x);
 void t_release(struct gen *g, tref x);

@@ -114,7 +114,10 @@ struct model_spec {
     int mlp_out;
 };
 
-enum optimizer_kind { OPT_SGD, OPT_ADAMW, OPT_ADAMW_8BIT, OPT_ADAFACTOR, OPT_COUNT };
+/* The paged kinds are bitsandbytes' PagedAdamW8bit and PagedAdamW32bit (state in unified memory). */
+enum optimizer_kind {
+    OPT_SGD, OPT_ADAMW, OPT_ADAMW_8BIT, OPT_ADAFACTOR, OPT_PAGED_ADAMW_8BIT, OPT_PAGED_ADAMW_32BIT, OPT_COUNT
+};
 /* bitsandbytes weight quantization (quant.c): none, 4-bit NormalFloat or FP4 (Linear4bit), LLM.int8. */
 enum quant_kind { QUANT_NONE, QUANT_NF4, QUANT_FP4, QUANT_INT8, QUANT_COUNT };
 enum trainable_kind { TRAIN_FULL, TRAIN_LORA, TRAIN_LINEAR_PROBE, TRAIN_COUNT };
