@@ -113,8 +113,9 @@ tref nn_as_dtype(struct gen *g, const char *name, tref x, enum dtype dt)
 
 /* ---- linear ---- */
 
-/* A quantized weight (quant.c) is dequantized for this matmul only, and autograd saves the input in
- * its place (MatMul4Bit); Linear4bit casts the input to its compute dtype and the output back. */
+/* A quantized weight (quant.c) is dequantized for this matmul only; MatMul4Bit saves the quantized
+ * weight, already resident, and not the input (ctx.tensors = (None, B)); Linear4bit casts the input
+ * to its compute dtype and the output back. */
 static tref linear_apply(struct gen *g, const char *tag, tref x, int32_t pw, int32_t pb)
 {
     bool quant = g->params[pw].quant;
@@ -143,8 +144,8 @@ static tref linear_apply(struct gen *g, const char *tag, tref x, int32_t pw, int
             n->a[0] = m;
             n->a[1] = out_f;
             n->a[2] = in_f;
-            if (wt || (quant && t_rg(g, xin)))
-                node_save(g, n, 0, xin);      /* for dW; MatMul4Bit saves A whenever it needs a gradient */
+            if (wt)
+                node_save(g, n, 0, xin);      /* for dW */
             if (t_rg(g, xin) && !quant)
                 node_save(g, n, 1, w);        /* for dX (a param, or its autocast cast) */
         }

@@ -11,8 +11,8 @@
  * a copy of the 256-entry dynamic map (code.to(device, copy=True)); each QuantState also holds its
  * own 16-entry code table (get_4bit_type).
  * Use (autograd/_functions.py MatMul4Bit): forward runs F.linear(A, dequantize_4bit(B, state).to(A.dtype).t()),
- * the dequantized weight a temporary of the full size freed after the matmul; it saves A and the
- * quantized B, not the dequantized weight, and backward dequantizes again for grad_A.
+ * the dequantized weight a temporary of the full size freed after the matmul; it saves the quantized
+ * B (ctx.tensors = (None, B)), not the dequantized weight, and backward dequantizes again for grad_A.
  * dequantize_4bit: with nested statistics, absmax = dequantize_blockwise(absmax, state2) (a new fp32
  * tensor of one value per block) + offset, then the output of quant_state.dtype. Linear4bit.forward
  * casts its input to compute_dtype and its output back to the input's dtype. */
