@@ -466,4 +466,17 @@ OOM_HD float oom_dequant_elem(int kind, const uint8_t *q, const float *absmax, i
     }
 }
 
+/* LLM.int8's row-wise quantization of an activation (int8_vectorwise_quant without outliers):
+ * round(x * 127 / absmax of its row), as a signed byte. */
+OOM_HD uint8_t oom_int8_quantize(float x, float absmax)
+{
+    return absmax > 0.0f ? (uint8_t)(int8_t)rintf(x * (127.0f / absmax)) : 0;
+}
+
+/* int8_mm_dequant: an int32 product of two int8 rows scaled back by both rows' absmax / 127. */
+OOM_HD float oom_int8_dequant(float acc, float row_absmax, float col_absmax)
+{
+    return acc * (row_absmax * col_absmax) * (1.0f / (127.0f * 127.0f));
+}
+
 #endif

@@ -156,6 +156,21 @@ static uint64_t dequant_elems(const struct kernel_call *k, unsigned i)
     return i == 1 ? (D(0) + D(1) - 1) / D(1) : D(0);
 }
 
+/* K_INT8_QUANT_ROWS: x and q [rows, cols], one absmax a row. */
+static uint64_t int8_quant_elems(const struct kernel_call *k, unsigned i)
+{
+    return i == 2 ? D(0) : D(0) * D(1);
+}
+
+/* K_INT8_GEMM: a [M, K], b [N, K], their row absmax [M] and [N], acc and y [M, N]. */
+static uint64_t int8_gemm_elems(const struct kernel_call *k, unsigned i)
+{
+    static const int dims[4][2] = {{0, 2}, {1, 2}, {0, -1}, {1, -1}};
+    if (i >= 4)
+        return D(0) * D(1);
+    return D(dims[i][0]) * (dims[i][1] < 0 ? 1 : D(dims[i][1]));
+}
+
 static uint64_t upsample_elems(const struct kernel_call *k, unsigned i)
 {
     uint64_t n = D(0) * D(1) * D(2) * D(3);

@@ -56,7 +56,6 @@ bad() { # SED-EXPR MESSAGE
 }
 bad 's/all-linear/[q_proj, qkv]/' "lora_targets: 'qkv' matches no linear module"
 bad 's/type: nf4/type: nf3/' "job.quantization.type must be none, nf4, fp4 or int8, got 'nf3'"
-bad 's/type: nf4/type: int8/' "quantization.type: int8 (LLM.int8) is not modelled"
 bad 's/blocksize: 64/blocksize: 96/' "quantization.blocksize: one of 64, 128, ..., 4096 (got 96)"
 bad 's/lora_dropout: 0.1/lora_dropout: 2/' "job.lora_dropout must be from 0 to 1, got 2"
 bad 's/lora_dropout: 0.1/use_dora: true/' "use_dora: DoRA"

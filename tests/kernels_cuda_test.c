@@ -115,6 +115,10 @@ static struct kernel_call sample_call(unsigned id, int dt)
         return KCALL(id, dt, 1000, 7, 50257);
     case K_DEQUANT: /* NF4 in blocks of 64, an odd count (a half-filled last byte) */
         return KCALL(id, dt, 1001, 64, 0);
+    case K_INT8_QUANT_ROWS:
+        return KCALL(id, dt, 37, 300);
+    case K_INT8_GEMM:
+        return KCALL(id, dt, 17, 23, 300);
     default: /* gelu, silu, relu, quick gelu, add, scale, fill, ema: dims {n, approx} */
         k = KCALL(id, dt, 1000, 1);
         k.fparam[0] = 0.99f;

@@ -1,6 +1,7 @@
 /* kernels_quant_test.c: K_DEQUANT against bitsandbytes' formats written out by hand: NF4 and FP4
  * codes two to a byte (element 2j in the high nibble), the signed dynamic map of a nested absmax, and
- * LLM.int8's rows (int8 * SCB / 127); and the tensor sizes the table gives a 4096 x 4096 weight. */
+ * LLM.int8's rows (int8 * SCB / 127); LLM.int8's forward kernels (K_INT8_QUANT_ROWS, K_INT8_GEMM) on
+ * small worked cases; and the tensor sizes the table gives a 4096 x 4096 weight. */
 #include "kernels_test_util.h"
 
 /* bitsandbytes get_4bit_type("nf4") and ("fp4") / 12, in code order */
@@ -61,6 +62,44 @@ static void test_eight_bit(void)
     check_close(w, DT_F32, wref, 12, 1e-6, "dequant int8 rows: CB * SCB / 127");
 }
 
+/* LLM.int8's forward on a 3 x 5 activation and a 2 x 5 weight, against the definitions. */
+static void test_int8_forward(void)
+{
+    float x[15] = {1, -2, 0.5f, 4, -4, 0, 0, 0, 0, 0, 3, 2, 1, -1, -0.25f}, sx[3], w[10] = {2, 0, -2, 1, 1, -1, 1, 0, 0, 4};
+    uint8_t qx[15], qw[10];
+    float sw[2];
+    struct kernel_call q = KCALL(K_INT8_QUANT_ROWS, DT_F32, 3, 5);
+    run(&q, (void *[]){x, qx, sx});
+    q.dims[0] = 2;
+    run(&q, (void *[]){w, qw, sw});
+    ok(sx[0] == 4 && sx[1] == 0 && sx[2] == 3 && sw[0] == 2 && sw[1] == 4, "int8 quant: each row's absmax");
+    ok((int8_t)qx[3] == 127 && (int8_t)qx[4] == -127 && (int8_t)qx[1] == -64 && (int8_t)qx[2] == 16 &&
+           qx[5] == 0 && (int8_t)qx[14] == -11,
+       "int8 quant: round(x * 127 / absmax): 4 -> 127, -2 -> -64 (-63.5 to even), 0.5 -> 16, -0.25 of 3 -> -11");
+    float acc[6], y[6];
+    struct kernel_call g = KCALL(K_INT8_GEMM, DT_F32, 3, 2, 5);
+    run(&g, (void *[]){qx, qw, sx, sw, acc, y});
+    double ref[6], exact = 0;
+    int sums = 1;
+    for (int m = 0; m < 3; m++)
+        for (int n = 0; n < 2; n++) {
+            int32_t s = 0;
+            double d = 0;
+            for (int k = 0; k < 5; k++) {
+                s += (int8_t)qx[m * 5 + k] * (int8_t)qw[n * 5 + k];
+                d += (double)x[m * 5 + k] * w[n * 5 + k];
+            }
+            sums = sums && acc[m * 2 + n] == (float)s;
+            ref[m * 2 + n] = s * (double)sx[m] * sw[n] / (127.0 * 127.0);
+            exact = fmax(exact, fabs(ref[m * 2 + n] - d));
+        }
+    ok(sums, "int8 gemm: acc holds the int32 sums of the products");
+    check_close(y, DT_F32, ref, 6, 1e-6, "int8 gemm: acc * absmax_a * absmax_b / 127^2");
+    ok(exact < 0.1, "and that is x w^T within the int8 rounding (%.3g)", exact);
+    ok(kernel_tensor_bytes(&g, 4) == 24 && kernel_tensor_bytes(&g, 2) == 12 && kernel_tensor_bytes(&g, 3) == 8,
+       "int8 gemm: acc 4 bytes an output (int32), absmax 4 bytes a row");
+}
+
 static void test_sizes(void)
 {
     /* one 4096 x 4096 weight, blocks of 64: 8,388,608 packed bytes and 262,144 fp32 absmax */
@@ -77,6 +116,10 @@ static void test_sizes(void)
     /* an odd count rounds the packed codes up */
     k = KCALL(K_DEQUANT, DT_F32, 129, 64, OOM_DQ_FP4);
     ok(kernel_tensor_bytes(&k, 0) == 65 && kernel_tensor_bytes(&k, 1) == 12, "129 fp4 values: 65 B, 3 blocks");
+    /* LLM.int8's 4096 x 4096 weight dequantized for grad_A: CB 16,777,216 B, SCB 16,384 B */
+    k = KCALL(K_DEQUANT, DT_BF16, 4096 * 4096, 4096, OOM_DQ_INT8_ROW);
+    ok(kernel_tensor_bytes(&k, 0) == 16777216 && kernel_tensor_bytes(&k, 1) == 16384,
+       "int8 4096 x 4096: CB 16,777,216 B and SCB 16,384 B");
     struct err e = {0};
     k = KCALL(K_DEQUANT, DT_F32, 64, 64, 7);
     ok(kernel_validate(&k, &e) < 0 && strstr(e.msg, "dequant: kind 7"), "an unknown kind is refused: %s", e.msg);
@@ -86,6 +129,7 @@ int main(void)
 {
     test_four_bit();
     test_eight_bit();
+    test_int8_forward();
     test_sizes();
     return done_testing();
 }

@@ -1,7 +1,7 @@
 /* workload_quant_test.c: quantized weights and LoRA targets in the generator's op program, with
  * numbers worked out here from bitsandbytes' and PEFT's sources: the allocations of one 4096 x 4096
  * NF4 weight with and without double quantization, its dequantized temporary in forward and again in
- * backward, trainable counts of LoRA targets on Llama-3-8B, lora_dropout's mask, paged optimizer state
+ * backward, LLM.int8's weights and temporaries, trainable counts of LoRA targets on Llama-3-8B, lora_dropout's mask, paged optimizer state
  * in unified memory, and bad settings refused with the key named. */
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +177,43 @@ static void test_dequant_temporaries(void)
     free(r.ops);
 }
 
+/* LLM.int8 on the same layer: q_proj's CB (16,777,216 B) and SCB (16,384 B) stay, the fp16 weight they
+ * come from goes; in forward (16 tokens, bf16) its input cast to fp16 (131,072 B), CA (65,536 B), SCA
+ * (64 B), the int32 product (262,144 B) and the fp16 output (131,072 B) cast back to bf16 (131,072 B);
+ * in backward o_proj's CB dequantized to bf16 (33,554,432 B) for grad_A. */
+static void test_int8(void)
+{
+    struct job_spec s;
+    struct rec_sink r;
+    struct err e = {0};
+    uint64_t v[8], kept;
+    qlora_layer(&s, false);
+    s.quant.type = QUANT_INT8;
+    ok(record(&s, &r, &e) == 0, "LLM.int8 layer generates (%s)", e.msg);
+    int n = load_allocs(&r, QW, v, 8, &kept);
+    ok(n == 3 && v[0] == 33554432 && v[1] == 16777216 && v[2] == 16384 && kept == 16793600,
+       "int8 load: fp16 weight 33,554,432 B (freed), CB 16,777,216 B, SCB 16,384 B (%d allocations, %llu kept)", n,
+       (unsigned long long)kept);
+    uint64_t want[6] = {131072, 65536, 64, 262144, 131072, 131072}, got[6] = {0};
+    int k = 0, gemms = 0, back = 0;
+    for (size_t i = 0; i < r.n; i++) {
+        const struct rec_op *o = &r.ops[i];
+        if (o->kind == OP_ALLOC && !strcmp(o->phase, "forward") && !strcmp(o->name, QM) && k < 6)
+            got[k++] = o->bytes;
+        gemms += o->kind == OP_KERNEL && o->k.kernel == K_INT8_GEMM && !strcmp(o->phase, "forward");
+        back += o->kind == OP_KERNEL && o->k.kernel == K_DEQUANT && o->k.dims[2] == OOM_DQ_INT8_ROW &&
+                o->k.dims[0] == 16777216 && o->k.dims[1] == 4096 && !strcmp(o->phase, "backward") &&
+                !strcmp(o->name, "model.layers.0.self_attn.o_proj");
+    }
+    ok(k == 6 && !memcmp(got, want, sizeof want),
+       "int8 forward of q_proj: 131,072, 65,536, 64, 262,144, 131,072, 131,072 B (got %llu %llu %llu %llu %llu %llu)",
+       (unsigned long long)got[0], (unsigned long long)got[1], (unsigned long long)got[2], (unsigned long long)got[3],
+       (unsigned long long)got[4], (unsigned long long)got[5]);
+    is_int(gemms, 7, "int8 forward: one int8 GEMM per linear of the layer");
+    is_int(back, 1, "int8 backward: o_proj's CB * SCB / 127 dequantized once for grad_A");
+    free(r.ops);
+}
+
 /* Trainable parameters: fp32 adapters (PEFT's on a quantized base) allocated at load, bytes / 4. */
 static int64_t lora_params(const char *targets, bool all_linear, int rank)
 {
@@ -290,7 +327,6 @@ static void refused(void (*edit)(struct job_spec *), const char *want)
 }
 
 static void bad_target(struct job_spec *s) { snprintf(s->lora.targets[s->lora.ntargets++], 32, "c_attn"); }
-static void int8(struct job_spec *s) { s->quant.type = QUANT_INT8; }
 static void full(struct job_spec *s) { s->trainable = TRAIN_FULL; }
 static void blocksize(struct job_spec *s) { s->quant.blocksize = 100; }
 static void dropout(struct job_spec *s) { s->lora.dropout = 1.0f; }
@@ -301,11 +337,11 @@ int main(void)
 {
     test_load_sizes();
     test_dequant_temporaries();
+    test_int8();
     test_trainable_counts();
     test_dropout();
     test_paged();
     refused(bad_target, "lora_targets: 'c_attn' matches no linear module");
-    refused(int8, "quantization.type: int8 (LLM.int8) is not modelled");
     refused(full, "quantization: a quantized base is frozen");
     refused(blocksize, "quantization.blocksize: one of 64");
     refused(dropout, "lora_dropout: must be in [0, 1)");

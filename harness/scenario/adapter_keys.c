@@ -24,7 +24,9 @@ static void quant_defaults(void *obj)
 static const struct key quant_keys[] = {
     K_ENUM(Q, "type", type, quant_at, QUANT_COUNT,
            "bitsandbytes weight format of the decoder layers' linear modules (not lm_head, not embeddings): nf4 "
-           "or fp4 (Linear4bit, load_in_4bit), none. int8 (LLM.int8) is refused: its int8 matmul is not modelled."),
+           "or fp4 (Linear4bit, load_in_4bit), int8 (Linear8bitLt, load_in_8bit: int8 weights and a row absmax; "
+           "the outlier columns above llm_int8_threshold, which depend on the data, are taken as none), none. "
+           "blocksize, double_quant and compute_dtype apply to the 4-bit types."),
     K_INT(Q, "blocksize", blocksize, 64, 4096, NULL, "Values per fp32 absmax (bnb_4bit blocksize)."),
     K_BOOL(Q, "double_quant", double_quant,
            "bnb_4bit_use_double_quant: the absmax values quantized to 8 bits in blocks of 256, with an fp32 "

@@ -51,8 +51,9 @@ static void precision_text(const struct job_spec *s, char *buf, size_t len)
         snprintf(buf, len, "fp32%s", scaled);
     if (s->quant.type != QUANT_NONE) {
         size_t n = strlen(buf);
-        snprintf(buf + n, len - n, ", %s base weights%s%s", quant_name(s->quant.type),
-                 s->quant.double_quant ? " (double quant)" : "", s->quant.prepare_kbit ? ", prepare_kbit" : "");
+        bool nested = s->quant.double_quant && s->quant.type != QUANT_INT8;
+        snprintf(buf + n, len - n, ", %s base weights%s%s", quant_name(s->quant.type), nested ? " (double quant)" : "",
+                 s->quant.prepare_kbit ? ", prepare_kbit" : "");
     }
 }
 

@@ -305,6 +305,8 @@ void nn_end_autocast(struct gen *g);
 bool quant_applies(const struct gen *g);
 void quant_load(struct gen *g, struct param *p, enum dtype load_dtype);
 tref quant_weight(struct gen *g, int32_t p, enum dtype dt, const char *tag);
+/* LLM.int8's MatMul8bitLt forward of x through weight p: y in x's dtype; *saved is what autograd keeps. */
+tref quant_int8_forward(struct gen *g, const char *tag, tref x, int32_t p, tref *saved);
 /* peft's prepare_model_for_kbit_training (job quantization.prepare_kbit): the module's parameters that
  * are neither quantized nor yet on the device as fp32 are cast to fp32 in place. */
 void quant_prepare_kbit(struct gen *g, int32_t first, int32_t count);

@@ -116,9 +116,39 @@ tref nn_as_dtype(struct gen *g, const char *name, tref x, enum dtype dt)
 /* A quantized weight (quant.c) is dequantized for this matmul only; MatMul4Bit saves the quantized
  * weight, already resident, and not the input (ctx.tensors = (None, B)); Linear4bit casts the input
  * to its compute dtype and the output back. */
+/* Linear8bitLt: bnb.matmul is a custom autograd Function, so autocast leaves its input alone. */
+static tref int8_linear_apply(struct gen *g, const char *tag, tref x, int32_t pw, int32_t pb)
+{
+    tref saved = TNONE;
+    tref y = quant_int8_forward(g, tag, x, pw, &saved);
+    int64_t out_f = g->params[pw].dims[0], in_f = g->params[pw].dims[1], m = t_numel(g, x) / in_f;
+    if (pb >= 0) { /* int8_scaled_mm's bias, the bias cast to x's dtype once (Linear8bitLt) */
+        enum dtype dt = (enum dtype)g->t[y].dtype;
+        tref b = weight_for(g, pb, dt);
+        int64_t d[3] = {m, out_f, 1};
+        tref ts[3] = {y, b, y};
+        kern(g, K_BIAS_ADD, dt, d, 3, ts, 3, NULL, 0, tag);
+    }
+    if (nn_records(g, t_rg(g, x) || param_trains(g, pb))) {
+        struct node *n = tape_push(g, N_LINEAR, y, tag);
+        if (n) {
+            node_input(g, n, 0, x);
+            n->param[0] = pw;
+            n->param[1] = pb;
+            n->a[0] = m;
+            n->a[1] = out_f;
+            n->a[2] = in_f;
+            node_save(g, n, 2, saved); /* ctx.tensors = (CAt, subA, A) */
+        }
+    }
+    return y;
+}
+
 static tref linear_apply(struct gen *g, const char *tag, tref x, int32_t pw, int32_t pb)
 {
     bool quant = g->params[pw].quant;
+    if (quant && g->spec.quant.type == QUANT_INT8)
+        return int8_linear_apply(g, tag, x, pw, pb);
     enum dtype cd = quant && !g->autocast ? g->spec.quant.compute_dtype : nn_compute_dtype(g, x);
     tref xin = nn_as_dtype(g, "autocast", x, cd);
     tref w = quant ? quant_weight(g, pw, cd, tag) : weight_for(g, pw, cd);

@@ -1,5 +1,5 @@
-/* quant.c: bitsandbytes 4-bit weights (transformers' BitsAndBytesConfig(load_in_4bit=True)) as the
- * decoder's linear layers hold and use them.
+/* quant.c: bitsandbytes' quantized weights (transformers' BitsAndBytesConfig: load_in_4bit, or
+ * load_in_8bit's LLM.int8) as the decoder's linear layers hold and use them.
  *
  * Which: replace_with_bnb_linear (transformers integrations/bitsandbytes.py) swaps every nn.Linear for
  * bnb.nn.Linear4bit except the modules get_keys_to_not_convert returns (the output embedding,
@@ -15,10 +15,18 @@
  * B (ctx.tensors = (None, B)), not the dequantized weight, and backward dequantizes again for grad_A.
  * dequantize_4bit: with nested statistics, absmax = dequantize_blockwise(absmax, state2) (a new fp32
  * tensor of one value per block) + offset, then the output of quant_state.dtype. Linear4bit.forward
- * casts its input to compute_dtype and its output back to the input's dtype. */
+ * casts its input to compute_dtype and its output back to the input's dtype.
+ * LLM.int8 (nn/modules.py Int8Params._quantize, Linear8bitLt; autograd/_functions.py MatMul8bitLt):
+ * the weight lands as fp16 and int8_vectorwise_quant makes CB (int8, the weight's shape) and SCB (fp32,
+ * one absmax a row). Forward: A.to(float16), its int8 codes CA and row absmax SCA, the int32 product
+ * and its fp16 dequantization (int8_scaled_mm with dtype=A.dtype: cast to A's dtype when that is not
+ * fp16); ctx.tensors = (CAt, subA, A) keeps A. Backward: CB.to(A.dtype, copy=True).mul_(SCB / 127), the
+ * dequantized weight a temporary, times grad_output. Not modelled: the outlier columns above
+ * llm_int8_threshold (they depend on the data; taken as none) and SCB / 127's [rows] temporary. */
 #include "workload/gen.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "elementwise.h"
 
@@ -49,12 +57,30 @@ static tref state_tensor(struct gen *g, const struct param *p, int64_t n, enum d
     return x;
 }
 
+/* Int8Params._quantize: the fp16 weight on the device, CB and SCB from it. */
+static void int8_load(struct gen *g, struct param *p)
+{
+    tref w = t_new2(g, p->dims[0], p->dims[1], DT_F16, CAT_TEMP, p->tag);
+    float bound = 1.0f / sqrtf((float)p->dims[1]);
+    kern_init_uniform(g, w, -bound, bound, p->module);
+    p->data = t_new2(g, p->dims[0], p->dims[1], DT_U8, CAT_PARAM, p->tag);
+    p->qstate[0] = t_new2(g, p->dims[0], 1, DT_F32, CAT_PARAM, p->tag);
+    int64_t d[2] = {p->dims[0], p->dims[1]};
+    tref ts[3] = {w, p->data, p->qstate[0]};
+    kern(g, K_INT8_QUANT_ROWS, DT_F16, d, 2, ts, 3, NULL, 0, p->module);
+    t_release(g, w);
+}
+
 /* Params4bit._quantize: the checkpoint's 16-bit weight lands on the device and quantize_4bit packs it.
  * The codes stand for a quantized checkpoint, read under a zero absmax (no quantize kernel is
  * modelled: the dequantized weights are zeros), as the 8-bit optimizer's fresh state is. */
 void quant_load(struct gen *g, struct param *p, enum dtype load_dtype)
 {
     const struct quant_spec *q = &g->spec.quant;
+    if (q->type == QUANT_INT8) {
+        int8_load(g, p);
+        return;
+    }
     int64_t n = p->numel, blocks = ceil_div(n, q->blocksize);
     tref w = t_new2(g, p->dims[0], p->dims[1], load_dtype, CAT_TEMP, p->tag);
     float bound = 1.0f / sqrtf((float)p->dims[1]);
@@ -78,6 +104,13 @@ tref quant_weight(struct gen *g, int32_t pi, enum dtype dt, const char *tag)
 {
     struct param *p = &g->params[pi];
     const struct quant_spec *q = &g->spec.quant;
+    if (q->type == QUANT_INT8) { /* CB.to(A.dtype, copy=True).mul_(SCB.unsqueeze(1) / 127) */
+        tref w = t_new2(g, p->dims[0], p->dims[1], dt, CAT_TEMP, tag);
+        int64_t d[3] = {p->numel, p->dims[1], OOM_DQ_INT8_ROW};
+        tref ts[3] = {p->data, p->qstate[0], w};
+        kern(g, K_DEQUANT, dt, d, 3, ts, 3, NULL, 0, tag);
+        return w;
+    }
     int64_t n = p->numel, blocks = ceil_div(n, q->blocksize);
     tref absmax = p->qstate[0];
     if (q->double_quant) { /* dequantize_blockwise(absmax, state2) + offset: a new fp32 tensor */
@@ -104,6 +137,43 @@ tref quant_weight(struct gen *g, int32_t pi, enum dtype dt, const char *tag)
     return w;
 }
 
+tref quant_int8_forward(struct gen *g, const char *tag, tref x, int32_t pw, tref *saved)
+{
+    struct param *p = &g->params[pw];
+    enum dtype ad = (enum dtype)g->t[x].dtype;
+    int64_t out_f = p->dims[0], in_f = p->dims[1], m = t_numel(g, x) / in_f;
+    tref xh = t_ref(g, x);
+    if (ad != DT_F16) { /* A.to(torch.float16) */
+        t_release(g, xh);
+        xh = t_like(g, x, DT_F16, CAT_TEMP, tag);
+        kern_cast(g, x, xh, tag);
+    }
+    tref ca = t_new2(g, m, in_f, DT_U8, CAT_TEMP, tag), sca = t_new2(g, m, 1, DT_F32, CAT_TEMP, tag);
+    int64_t qd[2] = {m, in_f};
+    tref qt[3] = {xh, ca, sca};
+    kern(g, K_INT8_QUANT_ROWS, DT_F16, qd, 2, qt, 3, NULL, 0, tag);
+    t_release(g, xh);
+    int64_t dims[TMAX_DIMS];
+    memcpy(dims, g->t[x].dims, sizeof dims);
+    dims[g->t[x].ndim - 1] = out_f;
+    tref acc = t_new2(g, m, out_f, DT_F32, CAT_TEMP, tag); /* int8_linear_matmul's int32 product */
+    tref y = t_new(g, dims, g->t[x].ndim, DT_F16, CAT_ACTIVATION, tag);
+    int64_t gd[3] = {m, out_f, in_f};
+    tref gt[6] = {ca, p->data, sca, p->qstate[0], acc, y};
+    kern(g, K_INT8_GEMM, DT_F16, gd, 3, gt, 6, NULL, 0, tag);
+    t_release(g, acc);
+    t_release(g, ca);
+    t_release(g, sca);
+    if (ad != DT_F16) { /* int8_mm_dequant's fp16 output .to(dtype) */
+        tref c = t_like(g, y, ad, CAT_ACTIVATION, tag);
+        kern_cast(g, y, c, tag);
+        t_release(g, y);
+        y = c;
+    }
+    *saved = x;
+    return y;
+}
+
 /* prepare_model_for_kbit_training (peft utils/other.py): every fp16/bf16 parameter that is not a
  * Params4bit is cast to fp32 (param.data = param.data.to(torch.float32)): embeddings, norms, lm_head. */
 void quant_prepare_kbit(struct gen *g, int32_t first, int32_t count)
@@ -126,17 +196,12 @@ int quant_spec_check(const struct job_spec *s, struct err *e)
     const struct quant_spec *q = &s->quant;
     if (q->type == QUANT_NONE)
         return 0;
-    if (q->type == QUANT_INT8)
-        return err_set(e, ERR_INPUT,
-                       "quantization.type: int8 (LLM.int8) is not modelled: its forward is an int8 matmul with "
-                       "outlier decomposition (bitsandbytes MatMul8bitLt) that oomlab has no kernel for; nf4 and "
-                       "fp4 are");
     if (s->model.family != FAMILY_DECODER)
         return err_set(e, ERR_INPUT, "quantization: modelled for the decoder family only (model is %s)",
                        family_name(s->model.family));
     if (s->trainable == TRAIN_FULL)
-        return err_set(e, ERR_INPUT,
-                       "quantization: a quantized base is frozen (Params4bit has no gradient): use trainable: lora");
+        return err_set(e, ERR_INPUT, "quantization: a quantized base is frozen (Params4bit and Int8Params have no "
+                                     "gradient): use trainable: lora");
     int b = q->blocksize;
     if (b < 64 || b > 4096 || (b & (b - 1)))
         return err_set(e, ERR_INPUT, "quantization.blocksize: one of 64, 128, ..., 4096 (got %d)", b);
