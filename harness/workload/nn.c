@@ -113,37 +113,50 @@ tref nn_as_dtype(struct gen *g, const char *name, tref x, enum dtype dt)
 
 /* ---- linear ---- */
 
-/* A quantized weight (quant.c) is dequantized for this matmul only; MatMul4Bit saves the quantized
- * weight, already resident, and not the input (ctx.tensors = (None, B)); Linear4bit casts the input
- * to its compute dtype and the output back. */
+/* y [m, out] += the bias in dtype dt (its cast made once per forward). */
+static void bias_add(struct gen *g, const char *tag, tref y, int32_t pb, enum dtype dt, int64_t m, int64_t out_f)
+{
+    if (pb < 0)
+        return;
+    tref b = weight_for(g, pb, dt);
+    int64_t d[3] = {m, out_f, 1};
+    tref ts[3] = {y, b, y};
+    kern(g, K_BIAS_ADD, dt, d, 3, ts, 3, NULL, 0, tag);
+}
+
+/* The tape node of a linear layer y = x W^T (+ b), when autograd records it; the caller saves tensors. */
+static struct node *linear_node(struct gen *g, const char *tag, tref y, tref x, int32_t pw, int32_t pb, int64_t m)
+{
+    if (!nn_records(g, t_rg(g, x) || param_trains(g, pw) || param_trains(g, pb)))
+        return NULL;
+    struct node *n = tape_push(g, N_LINEAR, y, tag);
+    if (n) {
+        node_input(g, n, 0, x);
+        n->param[0] = pw;
+        n->param[1] = pb;
+        n->a[0] = m;
+        n->a[1] = g->params[pw].dims[0];
+        n->a[2] = g->params[pw].dims[1];
+    }
+    return n;
+}
+
 /* Linear8bitLt: bnb.matmul is a custom autograd Function, so autocast leaves its input alone. */
 static tref int8_linear_apply(struct gen *g, const char *tag, tref x, int32_t pw, int32_t pb)
 {
     tref saved = TNONE;
     tref y = quant_int8_forward(g, tag, x, pw, &saved);
-    int64_t out_f = g->params[pw].dims[0], in_f = g->params[pw].dims[1], m = t_numel(g, x) / in_f;
-    if (pb >= 0) { /* int8_scaled_mm's bias, the bias cast to x's dtype once (Linear8bitLt) */
-        enum dtype dt = (enum dtype)g->t[y].dtype;
-        tref b = weight_for(g, pb, dt);
-        int64_t d[3] = {m, out_f, 1};
-        tref ts[3] = {y, b, y};
-        kern(g, K_BIAS_ADD, dt, d, 3, ts, 3, NULL, 0, tag);
-    }
-    if (nn_records(g, t_rg(g, x) || param_trains(g, pb))) {
-        struct node *n = tape_push(g, N_LINEAR, y, tag);
-        if (n) {
-            node_input(g, n, 0, x);
-            n->param[0] = pw;
-            n->param[1] = pb;
-            n->a[0] = m;
-            n->a[1] = out_f;
-            n->a[2] = in_f;
-            node_save(g, n, 2, saved); /* ctx.tensors = (CAt, subA, A) */
-        }
-    }
+    int64_t m = t_numel(g, x) / g->params[pw].dims[1];
+    bias_add(g, tag, y, pb, (enum dtype)g->t[y].dtype, m, g->params[pw].dims[0]); /* int8_scaled_mm's bias */
+    struct node *n = linear_node(g, tag, y, x, pw, pb, m);
+    if (n)
+        node_save(g, n, 2, saved); /* ctx.tensors = (CAt, subA, A) */
     return y;
 }
 
+/* A 4-bit weight (quant.c) is dequantized for this matmul only; MatMul4Bit saves the quantized
+ * weight, already resident, and not the input (ctx.tensors = (None, B)); Linear4bit casts the input
+ * to its compute dtype and the output back. */
 static tref linear_apply(struct gen *g, const char *tag, tref x, int32_t pw, int32_t pb)
 {
     bool quant = g->params[pw].quant;
@@ -158,27 +171,13 @@ static tref linear_apply(struct gen *g, const char *tag, tref x, int32_t pw, int
     kern_gemm(g, m, out_f, in_f, false, true, xin, w, y, tag);
     if (quant)
         t_release(g, w);
-    if (pb >= 0) {
-        tref b = weight_for(g, pb, cd);
-        int64_t d[3] = {m, out_f, 1};
-        tref ts[3] = {y, b, y};
-        kern(g, K_BIAS_ADD, cd, d, 3, ts, 3, NULL, 0, tag);
-    }
-    bool wt = param_trains(g, pw), bt = param_trains(g, pb);
-    if (nn_records(g, t_rg(g, xin) || wt || bt)) {
-        struct node *n = tape_push(g, N_LINEAR, y, tag);
-        if (n) {
-            node_input(g, n, 0, xin);
-            n->param[0] = pw;
-            n->param[1] = pb;
-            n->a[0] = m;
-            n->a[1] = out_f;
-            n->a[2] = in_f;
-            if (wt)
-                node_save(g, n, 0, xin);      /* for dW */
-            if (t_rg(g, xin) && !quant)
-                node_save(g, n, 1, w);        /* for dX (a param, or its autocast cast) */
-        }
+    bias_add(g, tag, y, pb, cd, m, out_f);
+    struct node *n = linear_node(g, tag, y, xin, pw, pb, m);
+    if (n) {
+        if (param_trains(g, pw))
+            node_save(g, n, 0, xin); /* for dW */
+        if (t_rg(g, xin) && !quant)
+            node_save(g, n, 1, w);   /* for dX (a param, or its autocast cast) */
     }
     t_release(g, xin);
     /* Linear4bit: out.to(inp_dtype). Not under autocast: the attention core reads a KV cache in the
