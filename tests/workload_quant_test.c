@@ -214,21 +214,23 @@ static void test_int8(void)
     free(r.ops);
 }
 
-/* Trainable parameters: fp32 adapters (PEFT's on a quantized base) allocated at load, bytes / 4. */
-static int64_t lora_params(const char *targets, bool all_linear, int rank)
+/* Trainable parameters: fp32 adapters (PEFT's on a quantized base; the fp32 model's elsewhere) allocated
+ * at load, bytes / 4. */
+static int64_t adapter_params(const char *preset, const char *targets, bool all_linear, int rank)
 {
     struct job_spec s;
     struct rec_sink r;
     struct err e = {0};
     job_spec_init(&s);
-    snprintf(s.model.preset, sizeof s.model.preset, "llama-3-8b");
-    s.load_dtype = s.param_dtype = DT_BF16;
+    snprintf(s.model.preset, sizeof s.model.preset, "%s", preset);
+    bool llama = !strcmp(preset, "llama-3-8b");
+    s.load_dtype = s.param_dtype = llama ? DT_BF16 : DT_F32;
     s.batch = 1;
     s.seq_len = 8;
     s.steps = 0;
     s.trainable = TRAIN_LORA;
     s.lora_rank = rank;
-    s.quant.type = QUANT_NF4;
+    s.quant.type = llama ? QUANT_NF4 : QUANT_NONE;
     s.lora.all_linear = all_linear;
     for (const char *t = targets; t && *t; t += strcspn(t, ",") + (t[strcspn(t, ",")] != 0))
         snprintf(s.lora.targets[s.lora.ntargets++], sizeof s.lora.targets[0], "%.*s", (int)strcspn(t, ","), t);
@@ -242,6 +244,11 @@ static int64_t lora_params(const char *targets, bool all_linear, int rank)
     return bytes / 4;
 }
 
+static int64_t lora_params(const char *targets, bool all_linear, int rank)
+{
+    return adapter_params("llama-3-8b", targets, all_linear, rank);
+}
+
 static void test_trainable_counts(void)
 {
     /* per layer r (in + out): q 16 * 8192, k and v 16 * 5120, o 16 * 8192, gate, up, down 16 * 18432 */
@@ -250,6 +257,14 @@ static void test_trainable_counts(void)
            "the seven names listed: the same 41,943,040");
     is_int(lora_params(NULL, false, 16), 6815744, "the default (q_proj, v_proj): 32 x 16 x (8192 + 5120) = 6,815,744");
     is_int(lora_params("o_proj", false, 8), 2097152, "o_proj alone, r=8: 32 x 8 x 8192 = 2,097,152");
+    is_int(lora_params("self_attn.o_proj", false, 8), 2097152, "a dotted target matches the end of the full name");
+    is_int(lora_params("lm_head", false, 8), 8 * (4096 + 128256), "lm_head by name (all-linear leaves it out): 8 x (4096 + 128256) = 1,058,816");
+    /* other families, by their own module names */
+    is_int(adapter_params("gpt2", "c_attn", false, 8), 12 * 8 * (768 + 2304), "GPT-2 c_attn, r=8: 294,912");
+    is_int(adapter_params("gpt2", NULL, true, 8), 12 * 8 * (3072 + 1536 + 3840 + 3840),
+           "GPT-2 all-linear (c_attn, attn and mlp c_proj, c_fc; not the tied lm_head), r=8: 1,179,648");
+    is_int(adapter_params("bert-large-uncased", "query,value", false, 8), 24 * 2 * 8 * 2048,
+           "BERT query and value (self.query, self.value), r=8: 786,432");
 }
 
 static void test_dropout(void)

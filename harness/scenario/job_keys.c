@@ -120,10 +120,11 @@ static const struct key job_keys[] = {
     K_INT(J, "lora_rank", lora_rank, 0, 65536, NULL, "LoRA rank r."),
     {.name = "lora_targets", .type = KEY_CUSTOM, FIELD(J, lora), .parse = parse_lora_targets,
      .doc_type = "`all-linear` or a list of module names", .zero_means = "the attention's query and value projections",
-     .help = "Linear modules that get a LoRA adapter (PEFT's target_modules, matched against the last part of "
-             "the module name, as the family names them: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
-             "down_proj for Llama; c_attn, c_proj, c_fc for GPT-2). all-linear: every linear but the output head. "
-             "A name that matches no module is an error."},
+     .help = "Linear modules that get a LoRA adapter (PEFT's target_modules: a module whose full name is the "
+             "target or ends in '.' + target, as the family names them: q_proj, k_proj, v_proj, o_proj, gate_proj, "
+             "up_proj, down_proj for Llama; c_attn, c_proj, c_fc for GPT-2; query, key, value, dense for BERT; q, "
+             "k, v, o, wi_0, wi_1, wo for T5 v1.1). all-linear: every linear but the output head. A name that matches no module "
+             "is an error."},
     {.name = "lora_alpha", .type = KEY_FLOAT, FIELD(J, lora.alpha), .fmin = 0, .fmax = 1e6,
      .help = "lora_alpha: the adapter output is scaled by alpha / r (a multiply; no other memory effect)."},
     {.name = "lora_dropout", .type = KEY_FLOAT, FIELD(J, lora.dropout), .fmin = 0, .fmax = 1, .fopen = false,

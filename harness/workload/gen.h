@@ -311,9 +311,9 @@ tref quant_int8_forward(struct gen *g, const char *tag, tref x, int32_t p, tref 
  * are neither quantized nor yet on the device as fp32 are cast to fp32 in place. */
 void quant_prepare_kbit(struct gen *g, int32_t first, int32_t count);
 
-/* lora.c: PEFT's LoRA. lora_wanted: the linear `name` being registered gets an adapter; lora_register
+/* lora.c: PEFT's LoRA. lora_wanted: the linear module in scope gets an adapter; lora_register
  * adds its parameters; lora_forward adds lora_B(lora_A(dropout(x))) * scaling to y (consumes y). */
-bool lora_wanted(struct gen *g, const char *name);
+bool lora_wanted(struct gen *g);
 void lora_register(struct gen *g, int64_t in, int64_t out);
 tref lora_forward(struct gen *g, tref x, tref y, bool quantized_base);
 /* get_peft_model after from_pretrained: the module's adapters land on the device in their dtype. */

@@ -1,5 +1,5 @@
 /* lora.c: PEFT's LoRA adapters (peft/tuners/lora): where they go (LoraConfig.target_modules, matched
- * against the last part of a module's name, or "all-linear": every linear layer but the output
+ * against the end of a module's full name, or "all-linear": every linear layer but the output
  * head), their dtype, and their forward (lora/layer.py Linear.forward):
  *     result = base_layer(x); x = _cast_input_dtype(x, lora_A.weight.dtype)
  *     result = result + lora_B(lora_A(dropout(x))) * scaling; result = result.to(torch_result_dtype)
@@ -12,17 +12,24 @@
 
 #include <string.h>
 
-bool lora_wanted(struct gen *g, const char *name)
+/* PEFT's check_target_module_exists: the module's full name is the target, or ends in "." + target. */
+static bool target_matches(const char *module, const char *target)
+{
+    size_t n = strlen(module), k = strlen(target);
+    return !strcmp(module, target) || (n > k && module[n - k - 1] == '.' && !strcmp(module + n - k, target));
+}
+
+bool lora_wanted(struct gen *g)
 {
     const struct lora_spec *l = &g->spec.lora;
-    if (g->spec.trainable != TRAIN_LORA || g->module_id != 0 || g->in_head)
+    if (g->spec.trainable != TRAIN_LORA || g->module_id != 0)
         return false;
-    if (l->all_linear)
-        return true;
+    if (l->all_linear) /* PEFT's all-linear leaves the output layer out */
+        return !g->in_head;
     if (l->ntargets == 0)
         return g->lora != LORA_NONE;
     for (int i = 0; i < l->ntargets; i++) {
-        if (strcmp(l->targets[i], name) == 0) {
+        if (target_matches(g->scope, l->targets[i])) {
             g->lora_matched |= 1u << i;
             return true;
         }

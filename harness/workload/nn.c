@@ -194,7 +194,7 @@ static tref linear_apply(struct gen *g, const char *tag, tref x, int32_t pw, int
 tref nn_linear(struct gen *g, const char *name, tref x, int64_t in, int64_t out, bool bias)
 {
     gen_push(g, "%s", name);
-    bool lora = lora_wanted(g, name);
+    bool lora = lora_wanted(g);
     if (g->mode == GEN_PARAMS) {
         int32_t w = param_add(g, "weight", out, in);
         if (w >= 0 && quant_applies(g))
