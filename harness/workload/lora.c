@@ -95,14 +95,15 @@ static tref to_dtype(struct gen *g, tref x, enum dtype dt)
 }
 
 /* Two forwards, as PEFT writes them. On a float base (lora/layer.py Linear): x always cast to the
- * adapters' dtype, result + adapter (promoted), then .to(result's dtype). On a 4-bit base
- * (lora/bnb.py Linear4bit): result.clone() ("defensively", for backprop through views; CloneBackward
- * passes the gradient through, modelled as a scale by 1), and only outside autocast x cast to the
- * adapters' dtype and the adapter's output back to the result's before result + output. */
+ * adapters' dtype, result + adapter (promoted), then .to(result's dtype). On a quantized base
+ * (lora/bnb.py Linear8bitLt and Linear4bit): only outside autocast x cast to the adapters' dtype and
+ * the adapter's output back to the result's before result + output; Linear4bit first takes
+ * result.clone() ("defensively", for backprop through views; CloneBackward passes the gradient
+ * through, modelled as a scale by 1). */
 tref lora_forward(struct gen *g, tref x, tref y, bool quantized_base)
 {
     enum dtype yd = (enum dtype)g->t[y].dtype;
-    if (quantized_base) {
+    if (quantized_base && g->spec.quant.type != QUANT_INT8) {
         tref c = nn_scale(g, "clone", y, 1.0f);
         t_release(g, y);
         y = c;
