@@ -135,8 +135,6 @@ int lora_spec_check(const struct job_spec *s, struct err *e)
     const struct lora_spec *l = &s->lora;
     if (s->trainable != TRAIN_LORA)
         return 0;
-    if (s->lora_rank < 1)
-        return err_set(e, ERR_INPUT, "lora_rank: must be at least 1");
     if (!(l->dropout >= 0.0f && l->dropout < 1.0f))
         return err_set(e, ERR_INPUT, "lora_dropout: must be in [0, 1) (got %g)", l->dropout);
     if (l->dora)
