@@ -2,6 +2,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "device/device_kind.h"
 #include "scenario/key_macros.h"
 #include "scenario/scenario_file.h"
 
@@ -12,6 +13,7 @@ static const char *ema_place_at(int i) { return ema_place_name((enum ema_place)i
 static const char *extra_role_at(int i) { return extra_role_name((enum extra_role)i); }
 static const char *job_kind_at(int i) { return job_kind_name((enum job_kind)i); }
 static const char *cache_kind_at(int i) { return cache_kind_name((enum cache_kind)i); }
+static const char *on_oom_at(int i) { return on_oom_name((enum on_oom_policy)i); }
 
 /* A scenario's job leaves the cuBLAS workspace to its device unless it sets one. */
 static void job_defaults(void *obj)
@@ -32,6 +34,13 @@ static void generate_defaults(void *obj)
     struct job_spec j;
     job_spec_init(&j);
     *(struct generate_spec *)obj = j.generate;
+}
+
+static void robust_defaults(void *obj)
+{
+    struct job_spec j;
+    job_spec_init(&j);
+    *(struct robust_spec *)obj = j.robust;
 }
 
 static void extra_defaults(void *obj)
@@ -83,6 +92,57 @@ static const struct key_table generate_table = {
             "or learned ones (GPT-2).",
     .keys = generate_keys, .nkeys = COUNT(generate_keys), .obj_size = sizeof(struct generate_spec),
     .init = generate_defaults,
+};
+
+/* robust.fallback: device specs, each checked by the one device-spec parser. */
+static int parse_fallback(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e)
+{
+    char got[96];
+    struct robust_spec *r = field; /* the key's offset is the table's start: it fills fallback and nfallback */
+    if (v->type != YAML_SEQUENCE_NODE)
+        return yaml_doc_error(c->doc, v, e, "%s must be a list of devices, got %s", c->where,
+                              yaml_node_describe(v, got, sizeof got));
+    int n = 0;
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++, n++) {
+        yaml_node_t *item = yaml_doc_node(c->doc, *it);
+        if (n == SPEC_MAX_FALLBACKS)
+            return yaml_doc_error(c->doc, item, e, "%s has more than %d devices", c->where, SPEC_MAX_FALLBACKS);
+        struct device_spec spec;
+        struct err pe = {0};
+        if (item->type != YAML_SCALAR_NODE || yaml_is_null(item))
+            return yaml_doc_error(c->doc, item, e, "%s must list devices, got %s", c->where,
+                                  yaml_node_describe(item, got, sizeof got));
+        if (device_spec_parse(yaml_scalar_text(item), &spec, &pe))
+            return yaml_doc_error(c->doc, item, e, "%s: %s", c->where, pe.msg);
+        snprintf(r->fallback[n], sizeof r->fallback[n], "%s", yaml_scalar_text(item));
+    }
+    r->nfallback = n;
+    return 0;
+}
+
+#define R struct robust_spec
+static const struct key robust_keys[] = {
+    K_ENUM(R, "on_oom", on_oom, on_oom_at, ON_OOM_COUNT,
+           "What the script does when a step runs out of memory: `fail` lets the error end the run; `halve_batch` "
+           "catches it, frees what the failed attempt held (zero_grad(set_to_none=True), gc.collect()), empties the "
+           "cache and restarts its training loop with half the batch."),
+    K_INT(R, "min_batch_size", min_batch_size, 1, 1 << 20, NULL, "The smallest batch `halve_batch` tries."),
+    K_INT(R, "max_retries", max_retries, 0, 16, NULL, "The most retries on one device."),
+    K_BOOL(R, "keep_effective_batch", keep_effective_batch,
+           "Double grad_accum as the batch halves, so each optimizer step sees as many samples."),
+    {.name = "fallback", .type = KEY_CUSTOM, .offset = 0, .size = sizeof(R), .parse = parse_fallback,
+     .doc_type = "list of devices (`sim:PROFILE`, `host`, `cuda:N`, ...)", .zero_means = "none",
+     .help = "Devices tried next, in order, when the smallest batch or the last retry still runs out of memory "
+             "(`host` stands for the CPU); each starts again from the job's batch."},
+};
+#undef R
+
+static const struct key_table robust_table = {
+    .name = "job.robust",
+    .help = "An OOM-robust training script: on an OOM it halves the batch and retries, then falls back to other "
+            "devices; the run reports every attempt, the batch it settles on, the work thrown away, and what "
+            "`oomlab fit` finds up front.",
+    .keys = robust_keys, .nkeys = COUNT(robust_keys), .obj_size = sizeof(struct robust_spec), .init = robust_defaults,
 };
 
 #define X struct extra_spec
@@ -144,7 +204,10 @@ static const struct key job_keys[] = {
     K_ENUM(J, "autocast_dtype", autocast_dtype, float_dtype_at, SPEC_FLOAT_DTYPES, "The autocast dtype."),
     K_BOOL(J, "master_weights", master_weights, "The optimizer keeps an fp32 master copy of 16-bit weights."),
     K_BOOL(J, "loss_scaling", loss_scaling, "fp16 GradScaler: scaled loss, unscale before the step."),
-    K_ENUM(J, "optimizer", optimizer, optimizer_at, OPT_COUNT, "The optimizer."),
+    K_ENUM(J, "optimizer", optimizer, optimizer_at, OPT_COUNT,
+           "The optimizer. paged_adamw_8bit and paged_adamw_32bit are bitsandbytes' paged AdamW: the state of "
+           "tensors from 1e5 elements in CUDA unified memory, outside the caching allocator (reported apart "
+           "from reserved memory, modelled resident on the device while it has room)."),
     K_BOOL(J, "foreach", foreach, "Multi-tensor (foreach) optimizer step, with parameter-sized temporaries."),
     K_BOOL(J, "set_to_none", set_to_none, "zero_grad(set_to_none=True), PyTorch's default since 2.0."),
     K_INT(J, "grad_accum", grad_accum, 1, 1 << 20, NULL, "Micro-batches per optimizer step (1 = none)."),
@@ -153,7 +216,24 @@ static const struct key job_keys[] = {
     K_TABLE(J, "eval", eval, eval_table, false, "Evaluation cadence and contents."),
     K_TABLE(J, "generate", generate, generate_table, false, "Text generation (`kind: generate`)."),
     K_ENUM(J, "trainable", trainable, trainable_at, TRAIN_COUNT, "Which weights train."),
-    K_INT(J, "lora_rank", lora_rank, 0, 65536, NULL, "LoRA rank r on every attention projection."),
+    K_INT(J, "lora_rank", lora_rank, 0, 65536, NULL, "LoRA rank r."),
+    {.name = "lora_targets", .type = KEY_CUSTOM, FIELD(J, lora), .parse = parse_lora_targets,
+     .doc_type = "`all-linear` or a list of module names", .zero_means = "the attention's query and value projections",
+     .help = "Linear modules that get a LoRA adapter (PEFT's target_modules: a module whose full name is the "
+             "target or ends in '.' + target, as the family names them: q_proj, k_proj, v_proj, o_proj, gate_proj, "
+             "up_proj, down_proj for Llama; c_attn, c_proj, c_fc for GPT-2; query, key, value, dense for BERT; q, "
+             "k, v, o, wi_0, wi_1, wo for T5 v1.1). all-linear: every linear but the output head. A name that matches no module "
+             "is an error."},
+    {.name = "lora_alpha", .type = KEY_FLOAT, FIELD(J, lora.alpha), .fmin = 0, .fmax = 1e6,
+     .help = "lora_alpha: the adapter output is scaled by alpha / r (a multiply; no other memory effect)."},
+    {.name = "lora_dropout", .type = KEY_FLOAT, FIELD(J, lora.dropout), .fmin = 0, .fmax = 1, .fopen = false,
+     .zero_means = "nn.Identity",
+     .help = "Dropout on each adapter's input: its output and mask are saved for backward."},
+    K_BOOL(J, "use_dora", lora.dora, "DoRA adapters (refused: not modelled yet)."),
+    K_ENUM(J, "lora_dtype", lora.dtype, lora_dtype_at, SPEC_FLOAT_DTYPES + 1,
+           "Adapter weights' dtype. auto: fp32 on a quantized base (as PEFT creates them there), else the "
+           "model's param dtype; PEFT's autocast_adapter_dtype=True makes them fp32 on a 16-bit base too."),
+    K_TABLE(J, "quantization", quant, scenario_quant_table, false, "Quantized base weights (bitsandbytes)."),
     {.name = "extras", .type = KEY_CUSTOM, .offset = 0, .size = sizeof(J), .parse = parse_extras, .sub = &extra_table,
      .doc_type = "list of mappings, see [`job.extras[]`](#jobextras)", .zero_means = "none",
      .help = "Frozen modules resident beside the model (text encoder, VAE)."},
@@ -173,6 +253,7 @@ static const struct key job_keys[] = {
            "buffers, flash and memory-efficient attention backward's accumulators, LayerNorm backward's partial "
            "sums). false leaves them out: what a recording on PyTorch's meta device sees (the conformance "
            "scenarios set it)."),
+    K_TABLE(J, "robust", robust, robust_table, false, "What the script does on an out-of-memory error."),
 };
 #undef J
 

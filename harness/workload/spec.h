@@ -88,6 +88,13 @@ struct model_spec {
     bool lm_head;           /* decoder / T5: produce vocabulary logits and a cross-entropy loss */
     enum attn_impl attn;
     float dropout;          /* dropout probability (0 = no dropout masks) */
+    /* decoder variants read from Hugging Face configs (hf_config.c) */
+    bool qk_norm;           /* RMSNorm over each head of the query and key before rotary (Qwen3, Gemma3) */
+    bool sandwich_norm;     /* norms after the attention and the MLP as well (Gemma2, Gemma3) */
+    bool embed_scale;       /* embeddings multiplied by sqrt(hidden) (Gemma's normalizer) */
+    bool parallel_residual; /* x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX) */
+    float logit_softcap;    /* final logits become cap * tanh(logits / cap) (Gemma2; 0 = none) */
+    float attn_softcap;     /* eager attention scores become cap * tanh(scores / cap) (Gemma2; 0 = none) */
 
     /* convolutional families (UNet, VAE, CNN) */
     int in_channels;
@@ -114,7 +121,12 @@ struct model_spec {
     int mlp_out;
 };
 
-enum optimizer_kind { OPT_SGD, OPT_ADAMW, OPT_ADAMW_8BIT, OPT_ADAFACTOR, OPT_COUNT };
+/* The paged kinds are bitsandbytes' PagedAdamW8bit and PagedAdamW32bit (state in unified memory). */
+enum optimizer_kind {
+    OPT_SGD, OPT_ADAMW, OPT_ADAMW_8BIT, OPT_ADAFACTOR, OPT_PAGED_ADAMW_8BIT, OPT_PAGED_ADAMW_32BIT, OPT_COUNT
+};
+/* bitsandbytes weight quantization (quant.c): none, 4-bit NormalFloat or FP4 (Linear4bit), LLM.int8. */
+enum quant_kind { QUANT_NONE, QUANT_NF4, QUANT_FP4, QUANT_INT8, QUANT_COUNT };
 enum trainable_kind { TRAIN_FULL, TRAIN_LORA, TRAIN_LINEAR_PROBE, TRAIN_COUNT };
 enum ema_place { EMA_OFF, EMA_GPU, EMA_CPU, EMA_COUNT };
 /* What the job does with the model: train it, evaluate it, generate text with it, or run diffusion
@@ -144,12 +156,49 @@ struct generate_spec {
     bool do_sample;         /* softmax + multinomial over the vocabulary (false: greedy argmax) */
 };
 
+/* What the training script does when a step runs out of memory (run/robust.c): ON_OOM_FAIL lets the error
+ * end the run; ON_OOM_HALVE_BATCH catches it, frees what the failed attempt held (leaving the except block,
+ * zero_grad(set_to_none=True), gc.collect()), empties the cache and restarts its training loop with half the
+ * batch, down to min_batch_size, at most max_retries times, then on the next device of `fallback`. */
+enum on_oom_policy { ON_OOM_FAIL, ON_OOM_HALVE_BATCH, ON_OOM_COUNT };
+#define SPEC_MAX_FALLBACKS 4
+struct robust_spec {
+    enum on_oom_policy on_oom;
+    int min_batch_size;          /* the smallest batch tried (default 1) */
+    int max_retries;             /* retries on one device (default 8) */
+    bool keep_effective_batch;   /* double grad_accum as the batch halves (default true) */
+    int nfallback;
+    char fallback[SPEC_MAX_FALLBACKS][64]; /* device specs tried next, in order */
+};
+
 /* A frozen module resident on the device beside the trained model (not trained, no grads). */
 struct extra_spec {
     char preset[SPEC_NAME_MAX];  /* "clip-l-text", "sd-vae", ... */
     enum extra_role role;
     enum dtype dtype;
     bool on_device;              /* false: kept on the CPU (its outputs still reach the device) */
+};
+
+/* Weight quantization of the decoder's linear layers (transformers' BitsAndBytesConfig). */
+struct quant_spec {
+    enum quant_kind type;
+    int blocksize;              /* bnb_4bit blocksize (64) */
+    bool double_quant;          /* bnb_4bit_use_double_quant: absmax quantized to 8 bits */
+    enum dtype compute_dtype;   /* bnb_4bit_compute_dtype: the GEMM's dtype */
+    bool prepare_kbit;          /* peft's prepare_model_for_kbit_training: other 16-bit weights to fp32 */
+};
+
+#define SPEC_LORA_TARGETS 8
+/* Where LoRA adapters go (PEFT's LoraConfig; lora.c). */
+struct lora_spec {
+    char targets[SPEC_LORA_TARGETS][32]; /* module names (target_modules), matched as PEFT does: by the last name */
+    int ntargets;               /* 0 = the family's default (q and v projections) */
+    bool all_linear;            /* "all-linear": every linear layer but the output head */
+    float alpha;                /* lora_alpha: a scale, no memory effect */
+    float dropout;              /* lora_dropout on the adapter's input */
+    bool dora;                  /* use_dora: weight-decomposed adapters (magnitude vector, weight norm) */
+    int dtype;                  /* adapter weights' dtype: 0 = auto (fp32 on a quantized base, as peft
+                                 * creates them; else the model's param dtype), else 1 + enum dtype */
 };
 
 /* The training job. */
@@ -183,7 +232,9 @@ struct job_spec {
     struct generate_spec generate; /* JOB_GENERATE */
 
     enum trainable_kind trainable;
-    int lora_rank;              /* TRAIN_LORA: rank r on every attention projection */
+    int lora_rank;              /* TRAIN_LORA: rank r */
+    struct lora_spec lora;      /* TRAIN_LORA: targets, dropout, DoRA, adapter dtype */
+    struct quant_spec quant;    /* quantized base weights (frozen) */
 
     int nextras;
     struct extra_spec extras[SPEC_MAX_EXTRAS];
@@ -202,6 +253,8 @@ struct job_spec {
     bool padding;               /* the batch has padding: an attention mask is built (masking_utils) */
     bool kernel_scratch;        /* kernels' own temporaries from the caching allocator (default on; off:
                                  * what a meta-device recording sees, for the conformance test) */
+
+    struct robust_spec robust;  /* on an OOM: fail, or halve the batch and retry */
 };
 
 #define CUBLAS_WORKSPACE_HOPPER_BYTES (32ULL * 1024 * 1024) /* sm_90, sm_100, sm_120 (RTX 5090) */
@@ -238,12 +291,19 @@ const char *trainable_name(enum trainable_kind t);
 int trainable_from_name(const char *s);
 const char *ema_place_name(enum ema_place p);
 int ema_place_from_name(const char *s);
+const char *on_oom_name(enum on_oom_policy p);
+int on_oom_from_name(const char *s);
 const char *extra_role_name(enum extra_role r);
 int extra_role_from_name(const char *s);
 const char *job_kind_name(enum job_kind k);
 int job_kind_from_name(const char *s);
 const char *cache_kind_name(enum cache_kind c);
 int cache_kind_from_name(const char *s);
+const char *quant_name(enum quant_kind q);
+int quant_from_name(const char *s);
+/* Checks of the quantization and LoRA settings (quant.c, lora.c), messages naming the key. */
+int quant_spec_check(const struct job_spec *s, struct err *e);
+int lora_spec_check(const struct job_spec *s, struct err *e);
 /* The dtypes of weights and compute: fp32, bf16 and fp16, the first SPEC_FLOAT_DTYPES of enum dtype;
  * float_dtype_at(i) names the i-th (for key rows). */
 #define SPEC_FLOAT_DTYPES (DT_F16 + 1)
