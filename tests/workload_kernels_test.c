@@ -186,6 +186,16 @@ static void configured(struct job_spec *s, enum model_family f)
         m->projection_dim = 32;
         m->lm_head = false;
         break;
+    case FAMILY_VIT: /* 4x4 patches of the 16-pixel image: 16 + the class token */
+    case FAMILY_CLIP_VISION:
+        m->in_channels = 3;
+        m->patch_size = 4;
+        m->max_positions = 17;
+        m->num_labels = f == FAMILY_VIT ? 10 : 0;
+        m->projection_dim = f == FAMILY_VIT ? 0 : 32;
+        m->act = f == FAMILY_VIT ? ACT_GELU : ACT_QUICK_GELU;
+        m->lm_head = false;
+        break;
     case FAMILY_MLP:
         m->mlp_in = 32;
         m->mlp_depth = 2;
@@ -227,7 +237,8 @@ static void test_families(void)
     static const char *const tiny[] = {"tiny-transformer", "tiny-mlp", "tiny-cnn", "tiny-unet", "tiny-vae"};
     static const struct { enum model_family f; const char *name; } conf[] = {
         {FAMILY_COUNT, "gpt2-style"}, {FAMILY_DECODER, "llama-style"}, {FAMILY_ENCODER, "bert-style"},
-        {FAMILY_T5, "t5"}, {FAMILY_CLIP_TEXT, "clip-text"}, {FAMILY_MLP, "mlp"},
+        {FAMILY_T5, "t5"}, {FAMILY_CLIP_TEXT, "clip-text"}, {FAMILY_MLP, "mlp"}, {FAMILY_VIT, "vit"},
+        {FAMILY_CLIP_VISION, "clip-vision"},
     };
     int run = 0;
     for (int attn = 0; attn < ATTN_COUNT; attn++)

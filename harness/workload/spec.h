@@ -38,6 +38,8 @@ enum model_family {
     FAMILY_CLIP_TEXT,  /* CLIPTextModel(WithProjection) */
     FAMILY_MLP,        /* stack of Linear + activation */
     FAMILY_CNN,        /* conv + BatchNorm-free GroupNorm + ReLU stages, global pool, linear head */
+    FAMILY_VIT,        /* ViTModel / ViTForImageClassification */
+    FAMILY_CLIP_VISION,/* CLIPVisionModel(WithProjection) */
     FAMILY_COUNT
 };
 
@@ -84,13 +86,15 @@ struct model_spec {
     int rel_buckets;        /* relative-position buckets (T5: 32) */
     bool causal;            /* causal mask (decoder, CLIP text) */
     bool pooler;            /* BERT pooler dense + tanh */
-    int projection_dim;     /* CLIP text_projection output (0 = none) */
+    int projection_dim;     /* CLIP text_projection / visual_projection output (0 = none) */
+    int patch_size;         /* ViT, CLIP vision: pixels per patch side (the patch conv's kernel and stride) */
+    int num_labels;         /* classifier outputs (ViTForImageClassification; 0 = no classifier) */
     bool lm_head;           /* decoder / T5: produce vocabulary logits and a cross-entropy loss */
     enum attn_impl attn;
     float dropout;          /* dropout probability (0 = no dropout masks) */
 
     /* convolutional families (UNet, VAE, CNN) */
-    int in_channels;
+    int in_channels;        /* image channels (also ViT's and CLIP vision's num_channels) */
     int out_channels;       /* CNN: classes */
     int nlevels;
     int channels[SPEC_MAX_LEVELS];          /* block_out_channels */
@@ -145,7 +149,7 @@ struct job_spec {
     int batch;                  /* per optimizer step (before gradient accumulation) */
     int seq_len;                /* transformers: tokens per sample (T5: encoder input) */
     int target_len;             /* T5: decoder tokens (0 = seq_len) */
-    int image_size;             /* UNet / VAE / CNN: pixels per side (UNet latent = image_size / vae_scale) */
+    int image_size;             /* UNet / VAE / CNN / ViT: pixels per side (UNet latent = image_size / vae_scale) */
     int context_len;            /* UNet: text tokens for cross-attention (77) */
 
     enum dtype load_dtype;      /* from_pretrained torch_dtype */

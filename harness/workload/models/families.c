@@ -32,7 +32,7 @@ struct family {
     int (*check)(const struct resolving *x, struct err *e); /* beyond the needed dimensions (NULL: none) */
 };
 
-/* ---- transformers: decoder, encoder, T5, CLIP text ---- */
+/* ---- transformers: decoder, encoder, T5, CLIP text (vision transformers below) ---- */
 
 static int transformer_check(const struct resolving *x, struct err *e)
 {
@@ -178,10 +178,36 @@ static int mlp_check(const struct resolving *x, struct err *e)
     return 0;
 }
 
+/* ---- vision transformers: ViT, CLIP vision ---- */
+
+/* The position table holds the class token and one row per patch of the job's image: another size would
+ * need interpolate_pos_encoding (not modelled). */
+static int vit_check(const struct resolving *x, struct err *e)
+{
+    const struct model_spec *m = x->m;
+    if (transformer_check(x, e))
+        return -1;
+    if (!x->job)
+        return 0;
+    int side = x->job->image_size;
+    if (side % m->patch_size)
+        return err_set(e, ERR_INPUT, "image_size %d does not divide by model.patch_size %d", side, m->patch_size);
+    int64_t patches = (int64_t)(side / m->patch_size) * (side / m->patch_size);
+    if (patches + 1 != m->max_positions)
+        return err_set(e, ERR_INPUT, "image_size %d makes %lld patches + the class token, but the model has %d learned "
+                       "positions (model.max_positions = 1 + (image_size / patch_size)^2 of its config; "
+                       "interpolate_pos_encoding is not modelled)", side, (long long)patches, m->max_positions);
+    return 0;
+}
+
 /* ---- the table ---- */
 
 #define TRANSFORMER_NEEDS \
     NEED("layers", layers), NEED("hidden", hidden), NEED("heads", heads), NEED("vocab", vocab), NEED("ffn", ffn)
+#define VIT_NEEDS                                                                                            \
+    NEED("layers", layers), NEED("hidden", hidden), NEED("heads", heads), NEED("ffn", ffn),                 \
+        NEED("max_positions", max_positions), NEED("patch_size", patch_size), NEED("in_channels", in_channels)
+#define VIT_ALSO "`max_positions` = 1 + (`image_size` / `patch_size`)^2"
 #define CONV_NEEDS NEED("channels", nlevels), NEED("groups", groups), NEED("layers_per_block", layers_per_block)
 
 static const struct family families[FAMILY_COUNT] = {
@@ -205,6 +231,8 @@ static const struct family families[FAMILY_COUNT] = {
     [FAMILY_CNN] = {"cnn", cnn_forward,
                     {CONV_NEEDS, NEED("in_channels", in_channels), NEED("out_channels", out_channels)}, NULL, NULL,
                     conv_check},
+    [FAMILY_VIT] = {"vit", vit_forward, {VIT_NEEDS}, VIT_ALSO, transformer_defaults, vit_check},
+    [FAMILY_CLIP_VISION] = {"clip_vision", vit_forward, {VIT_NEEDS}, VIT_ALSO, transformer_defaults, vit_check},
 };
 
 const char *family_name(enum model_family f)
