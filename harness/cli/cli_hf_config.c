@@ -18,6 +18,8 @@ int cli_hf_scenario(const char *path, struct scenario *sc, FILE *info, struct er
     job_spec_init(&job);
     if (hf_config_load(path, &job.model, stderr, e))
         return -1;
+    if (model_image_size(&job.model)) /* a vision transformer: at the image size of its config */
+        job.image_size = model_image_size(&job.model);
     int64_t n = model_param_count(&job.model, e);
     if (n < 0 || job_spec_validate(&job, e))
         return err_prefix(e, "%s: ", path), -1;
@@ -38,8 +40,9 @@ int cli_hf_scenario(const char *path, struct scenario *sc, FILE *info, struct er
     snprintf(sc->title, sizeof sc->title, "the model of %s", path);
     snprintf(sc->device, sizeof sc->device, "%s", DEVICE_DEFAULT);
     fprintf(info, "%s: %s, %lld parameters (modelled: as the generator builds them from the config); "
-                  "trained with the job defaults: %s, %s, seq_len %d\n",
+                  "trained with the job defaults: %s, %s, %s %d\n",
             path, family_name(job.model.family), (long long)n, trainable_name(job.trainable),
-            optimizer_name(job.optimizer), job.seq_len);
+            optimizer_name(job.optimizer), model_image_size(&job.model) ? "image_size" : "seq_len",
+            model_image_size(&job.model) ? job.image_size : job.seq_len);
     return 0;
 }

@@ -98,7 +98,7 @@ static const struct key model_keys[] = {
      .help = "A published model: it sets the family and every dimension; other model keys written beside it "
              "override those (for instance `attn: eager`)."},
     {.name = "hf_config", .type = KEY_STRING, FIELD(M, hf_config), .zero_means = "none",
-     .help = "A Hugging Face config.json (model_type llama, mistral or qwen2), relative to the scenario file: "
+     .help = "A Hugging Face config.json (model_type llama, mistral, qwen2, vit, clip or clip_vision_model), relative to the scenario file: "
              "it sets the family and every dimension, as a preset does; other model keys override those. A "
              "field that changes memory but is not modelled is an error naming it."},
     K_ENUM(M, "family", spec.family, family_at, FAMILY_COUNT, "Model family, when no preset is given."),

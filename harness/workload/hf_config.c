@@ -54,11 +54,13 @@ static int fill(json_t *root, const char *path, struct model_spec *m, FILE *warn
         return -1;
     if (!type)
         return err_set(e, ERR_INPUT, "%s: missing required field 'model_type'", path);
+    if (hf_config_vision_type(type))
+        return hf_config_vision_fill(root, path, type, m, warn, e);
     enum hf_type t = 0;
     while (t < HF_TYPE_COUNT && strcmp(type, type_names[t]))
         t++;
     if (t == HF_TYPE_COUNT)
-        return err_set(e, ERR_INPUT, "%s: model_type '%s' is not supported (llama, mistral, qwen2)", path, type);
+        return err_set(e, ERR_INPUT, "%s: model_type '%s' is not supported (llama, mistral, qwen2, vit, clip, clip_vision_model)", path, type);
     /* The Llama architecture (norms, gated SiLU MLP, rotary, causal LM head) from its preset. */
     if (preset_apply(m, "llama-3-8b", e))
         return -1;

@@ -246,6 +246,9 @@ int64_t model_param_count(const struct model_spec *m, struct err *e);
  * also checks the job's shapes against the model (seq_len within learned positions, an image side the
  * levels can halve). Errors name the key ("model.groups ...", "seq_len ..."); m is unchanged then. */
 int model_spec_resolve(struct model_spec *m, const struct job_spec *job, struct err *e);
+/* The image side a ViT or CLIP vision model's position table was made for (patch_size times the patches
+ * per side), or 0 for other families. */
+int model_image_size(const struct model_spec *m);
 /* The keys a family needs, for the docs ("`layers`, `hidden`, ...; `max_positions` with ..."). */
 void family_needs_text(enum model_family family, char *buf, size_t len);
 

@@ -280,6 +280,16 @@ int model_spec_resolve(struct model_spec *m, const struct job_spec *job, struct 
     return 0;
 }
 
+int model_image_size(const struct model_spec *m)
+{
+    if ((m->family != FAMILY_VIT && m->family != FAMILY_CLIP_VISION) || m->max_positions < 2)
+        return 0;
+    int side = 1;
+    while ((int64_t)side * side < m->max_positions - 1)
+        side++;
+    return (int64_t)side * side == m->max_positions - 1 ? side * m->patch_size : 0;
+}
+
 tref model_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
 {
     return (unsigned)m->family < FAMILY_COUNT ? families[m->family].forward(g, m, bt, loss) : TNONE;
