@@ -165,6 +165,7 @@ static void configured(struct job_spec *s, enum model_family f)
         m->norm_place = NORM_POST;
         m->type_vocab = 2;
         m->pooler = true;
+        m->num_labels = 3; /* BertForSequenceClassification's head */
         m->lm_head = false;
         break;
     case FAMILY_T5: /* PyTorch's fused RMSNorm and transformers' composite gelu_new */

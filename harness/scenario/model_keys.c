@@ -136,7 +136,11 @@ static const struct key model_keys[] = {
     K_INT(M, "patch_size", spec.patch_size, 0, 65536, "unset",
           "ViT, CLIP vision: pixels per patch side (the patch embedding's Conv2d kernel and stride)."),
     K_INT(M, "num_labels", spec.num_labels, 0, BIG, "no classifier",
-          "ViT: classes of ViTForImageClassification's classifier on the class token (0: ViTModel)."),
+          "Classes of a classification head, trained with cross-entropy (at least 2): ViT's "
+          "ViTForImageClassification classifier on the class token (0: ViTModel); the encoder's sequence "
+          "classification head, BertForSequenceClassification's (dropout + classifier on the pooled output) with "
+          "`pooler`, RobertaForSequenceClassification's (dense + tanh + out_proj on the first token) without "
+          "(0: the base model with a parameter-free loss)."),
     K_BOOL(M, "lm_head", spec.lm_head, "Produce vocabulary logits and a cross-entropy loss."),
     K_ENUM(M, "attn", spec.attn, attn_at, ATTN_COUNT,
            "Attention kernel: unfused matmuls with a materialised score matrix, or fused SDPA."),

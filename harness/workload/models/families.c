@@ -64,9 +64,17 @@ static int decoder_check(const struct resolving *x, struct err *e)
     return positions_check(x, e);
 }
 
+/* One label is transformers' regression (MSELoss), not modelled. */
+static int labels_check(const struct model_spec *m, struct err *e)
+{
+    if (m->num_labels == 1)
+        return err_set(e, ERR_INPUT, "model.num_labels 1 is regression (MSELoss), not modelled: at least 2 classes");
+    return 0;
+}
+
 static int encoder_check(const struct resolving *x, struct err *e)
 {
-    return transformer_check(x, e) || positions_check(x, e) ? -1 : 0;
+    return transformer_check(x, e) || positions_check(x, e) || labels_check(x->m, e) ? -1 : 0;
 }
 
 /* CLIP reads job.context_len tokens, each with a learned position. */
@@ -185,7 +193,7 @@ static int mlp_check(const struct resolving *x, struct err *e)
 static int vit_check(const struct resolving *x, struct err *e)
 {
     const struct model_spec *m = x->m;
-    if (transformer_check(x, e))
+    if (transformer_check(x, e) || labels_check(m, e))
         return -1;
     if (!x->job)
         return 0;
