@@ -3,9 +3,7 @@
  * published parameter counts; a linear probe trains the head only; one label (regression) is refused. */
 #include <string.h>
 
-#include "tap.h"
-#include "workload/generate.h"
-#include "workload/live_sink.h"
+#include "workload_step.h"
 
 /* bert-base-uncased / roberta-base dimensions as the encoder family */
 static void base(struct model_spec *m, bool roberta, int labels)
@@ -43,13 +41,10 @@ static void test_counts(void)
        "one label is regression, refused: %s", e.msg);
 }
 
-/* AdamW state after two steps: two fp32 moments per trained parameter; nothing else left but the
- * parameters and the workspace. */
+/* Two AdamW steps of a 2-layer model at batch 4. */
 static void test_step(bool roberta, enum trainable_kind trainable, int64_t trained, const char *what)
 {
     struct job_spec s;
-    struct live_sink k;
-    struct err e = {0};
     job_spec_init(&s);
     s.model.preset[0] = 0;
     base(&s.model, roberta, 3);
@@ -58,14 +53,7 @@ static void test_step(bool roberta, enum trainable_kind trainable, int64_t train
     s.seq_len = 64;
     s.steps = 2;
     s.trainable = trainable;
-    live_sink_init(&k, &e);
-    int rc = workload_generate(&s, &k.base, &e);
-    ok(rc == 0 && live_sink_consistent(&k), "%s: the program is consistent %s", what, rc ? e.msg : "");
-    is_int(k.cat[CAT_OPTIMIZER_STATE], 2 * 4 * trained, "%s: AdamW state for %lld parameters", what,
-           (long long)trained);
-    is_int(k.live - k.cat[CAT_PARAM] - k.cat[CAT_OPTIMIZER_STATE] - k.cat[CAT_WORKSPACE], 0,
-           "%s: nothing else is live after the steps", what);
-    live_sink_fini(&k);
+    check_adamw_steps(&s, trained, what);
 }
 
 int main(void)
