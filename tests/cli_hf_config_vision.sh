@@ -56,4 +56,17 @@ bad layers "$vit" 's/"num_hidden_layers": 12/"num_hidden_layers": "12"/' "field 
 bad labels "$vit" 's/"id2label": {.*}/"id2label": []/' "field 'id2label' must be an object"
 bad vision-patch "$clip" 's/"patch_size": 14/"patch_size": 0/' "vision_config: field 'patch_size' must be a whole number"
 bad vision-object "$clip" 's/"vision_config": {/"vision_config": 3, "x": {/' "field 'vision_config' must be an object"
+
+# the scenario key: the job's image_size must be the config's (positions are not interpolated)
+cp "$vit" "$T/vit.json"
+scen() { # JOB-MAPPING
+    printf 'name: hf\ntitle: t\nsource: s\nmodel: { hf_config: vit.json, attn: eager }\njob: %s\nvariants:\n  before:\n    expect: { oom: false }\n' "$1" > "$T/s.yaml"
+    "$BIN" run "$T/s.yaml" > "$T/s.out" 2> "$T/s.err"
+}
+scen '{ batch_size: 4, image_size: 224 }'; rc=$?
+ok $rc "model: { hf_config: vit.json } runs at image_size 224 (exit $rc) $(head -c 200 "$T/s.err")"
+ok $(contains "$(cat "$T/s.out")" "assumed: attention eager") "a model key beside it overrides it"
+scen '{ batch_size: 4 }'; rc=$?
+ok $([ $rc = 2 ] && echo 0 || echo 1) "at the job's default image_size 512: exit 2 (got $rc)"
+ok $(contains "$(cat "$T/s.err")" "image_size 512 makes 1024 patches") "and says why $(head -c 200 "$T/s.err")"
 done_testing
