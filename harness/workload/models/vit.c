@@ -27,13 +27,14 @@ static bool is_clip(const struct model_spec *m)
     return m->family == FAMILY_CLIP_VISION;
 }
 
-/* ViTLayer / CLIPEncoderLayer: no mask, no causality */
+/* ViTLayer / CLIPEncoderLayer: no mask, no causality. Both eager_attention_forward functions scale the
+ * scores by a separate multiply and take the softmax in fp32 (softmax(..., dtype=torch.float32).to(dtype)). */
 static tref vit_layers(struct gen *g, const struct ckpt *c, tref x)
 {
     const struct model_spec *m = c->model;
     bool clip = is_clip(m);
-    struct tf_cfg cfg = {.m = m, .nm = clip ? &tf_clip_names : &vit_names, .scale_op = true, .ffn_bias = m->bias,
-                         .attn_dropout = m->dropout, .out_dropout = clip ? 0 : m->dropout};
+    struct tf_cfg cfg = {.m = m, .nm = clip ? &tf_clip_names : &vit_names, .scale_op = true, .upcast_softmax = true,
+                         .ffn_bias = m->bias, .attn_dropout = m->dropout, .out_dropout = clip ? 0 : m->dropout};
     struct tf_ctx ctx = {.mask = TNONE, .bias = TNONE, .cos = TNONE, .sin = TNONE};
     tref h = t_ref(g, x);
     for (int i = c->layer; i < c->layer + c->count; i++) {
