@@ -153,6 +153,15 @@ tref tf_pre_ln_layer(struct gen *g, const struct tf_cfg *c, const struct tf_ctx 
     return out;
 }
 
+tref tf_first_token(struct gen *g, const char *name, tref x)
+{
+    if (g->mode != GEN_RUN)
+        return TNONE;
+    const struct tensor *t = &g->t[x];
+    int64_t b = t->dims[0], s = t->dims[1], h = t->dims[2], d[2] = {b, h};
+    return nn_slice(g, name, x, d, 2, b, h, s * h, 0);
+}
+
 int tf_checkpoint_every(const struct gen *g, int layers)
 {
     return g->checkpointing ? gradient_checkpointing_params(&g->spec).every : layers;

@@ -46,23 +46,16 @@ static tref encoder_layers(struct gen *g, const struct ckpt *c, tref x)
     return h;
 }
 
-/* The first token's row of x [B, S, hidden] (x[:, 0], a view copied by the op that reads it). */
-static tref first_token(struct gen *g, const char *name, tref x, const struct batch *bt)
-{
-    int64_t d[2] = {bt->b, g->mode == GEN_RUN ? g->t[x].dims[2] : 0};
-    return g->mode == GEN_RUN ? nn_slice(g, name, x, d, 2, bt->b, d[1], bt->s * d[1], 0) : TNONE;
-}
-
 /* The sequence-classification head on out (the pooled output with a pooler, else the last hidden
  * states): BertForSequenceClassification's dropout + classifier on the pooled output
  * (modeling_bert.py), or RobertaForSequenceClassification's RobertaClassificationHead on the first
  * token: dropout, dense, tanh, dropout, out_proj (modeling_roberta.py). Dropout: classifier_dropout,
  * which defaults to hidden_dropout_prob. A linear probe trains it. */
-static tref classifier(struct gen *g, const struct model_spec *m, tref out, const struct batch *bt)
+static tref classifier(struct gen *g, const struct model_spec *m, tref out)
 {
     bool head = g->in_head;
     g->in_head = true;
-    tref x = m->pooler ? t_ref(g, out) : first_token(g, "classifier.first_token", out, bt);
+    tref x = m->pooler ? t_ref(g, out) : tf_first_token(g, "classifier.first_token", out);
     tref d = nn_dropout(g, m->pooler ? "dropout" : "classifier.dropout", x, m->dropout);
     t_release(g, x);
     if (!m->pooler) {
@@ -126,7 +119,7 @@ tref encoder_forward(struct gen *g, const struct model_spec *m, const struct bat
     gen_pop(g);
     tref out = x;
     if (m->pooler) {
-        tref first = first_token(g, "pooler.first_token", x, bt);
+        tref first = tf_first_token(g, "pooler.first_token", x);
         bool head = g->in_head;
         g->in_head = !m->num_labels; /* the head of a BertModel; a classifier's body */
         tref p = nn_linear(g, "pooler.dense", first, m->hidden, m->hidden, true);
@@ -140,7 +133,7 @@ tref encoder_forward(struct gen *g, const struct model_spec *m, const struct bat
     t_release(g, ids);
     t_release(g, types);
     if (m->num_labels) {
-        tref logits = classifier(g, m, out, bt);
+        tref logits = classifier(g, m, out);
         t_release(g, out);
         out = logits;
     }

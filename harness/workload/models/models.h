@@ -78,6 +78,9 @@ tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref h);
 /* A pre-LayerNorm encoder layer (CLIPEncoderLayer, ViTLayer): h + attention(attn_norm(h)), then that
  * + ffn(ffn_norm(.)). Takes over the caller's reference to h. */
 tref tf_pre_ln_layer(struct gen *g, const struct tf_cfg *c, const struct tf_ctx *x, tref h);
+/* x[:, 0] of hidden states x [B, S, hidden] (the class / first token) as its own [B, hidden] tensor: a view
+ * that the op reading it copies (LayerNorm's contiguous input) or reads with its leading stride (a GEMM). */
+tref tf_first_token(struct gen *g, const char *name, tref x);
 /* CLIPEncoderLayer's module names (clip_text.c), shared by the CLIP text and vision towers. */
 extern const struct tf_names tf_clip_names;
 /* Layers per checkpointed segment of a stack of `layers`: gradient_checkpointing's `every`, or the

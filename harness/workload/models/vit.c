@@ -95,16 +95,6 @@ static tref embeddings(struct gen *g, const struct model_spec *m, const struct b
     return out;
 }
 
-/* The class token's row of x [B, S, hidden] as its own [B, hidden] tensor (a view that the next op
- * copies, or reads with its leading stride; a tensor here). */
-static tref first_token(struct gen *g, const char *name, tref x, int64_t b, int64_t s, int64_t hid)
-{
-    if (g->mode != GEN_RUN)
-        return TNONE;
-    int64_t d[2] = {b, hid};
-    return nn_slice(g, name, x, d, 2, b, hid, s * hid, 0);
-}
-
 /* A head layer: trained under a linear probe. */
 static tref head_linear(struct gen *g, const char *name, tref x, int64_t in, int64_t out, bool bias)
 {
@@ -118,7 +108,7 @@ static tref head_linear(struct gen *g, const char *name, tref x, int64_t in, int
 tref vit_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
 {
     bool clip = is_clip(m), classifier = !clip && m->num_labels > 0;
-    int64_t b = bt->b, s = m->max_positions, hid = m->hidden;
+    int64_t b = bt->b, hid = m->hidden;
     /* the batch's class labels, over the output's width */
     int64_t classes = classifier ? m->num_labels : clip && m->projection_dim ? m->projection_dim : hid;
     tref labels = loss ? nn_ids(g, (int64_t[1]){b}, 1, classes, "labels") : TNONE;
@@ -146,7 +136,7 @@ tref vit_forward(struct gen *g, const struct model_spec *m, const struct batch *
     gen_pop(g);
     tref out;
     if (clip) { /* pooled_output = post_layernorm(last_hidden_state[:, 0, :]) */
-        tref first = first_token(g, "post_layernorm", x, b, s, hid);
+        tref first = tf_first_token(g, "post_layernorm", x);
         t_release(g, x);
         out = nn_norm(g, "post_layernorm", first, hid, m->norm, m->norm_bias, 0);
         t_release(g, first);
@@ -159,7 +149,7 @@ tref vit_forward(struct gen *g, const struct model_spec *m, const struct batch *
     } else {
         tref seq = nn_norm(g, "layernorm", x, hid, m->norm, m->norm_bias, 0);
         t_release(g, x);
-        tref first = first_token(g, classifier ? "classifier" : m->pooler ? "pooler" : "loss", seq, b, s, hid);
+        tref first = tf_first_token(g, classifier ? "classifier" : m->pooler ? "pooler" : "loss", seq);
         t_release(g, seq);
         if (classifier) { /* logits = classifier(sequence_output[:, 0, :]); no pooler (add_pooling_layer=False) */
             gen_pop(g);
