@@ -316,6 +316,6 @@ void presets_print(FILE *out)
         struct err e = {0};
         preset_apply(&m, presets[i].name, &e);
         long long n = (long long)model_param_count(&m, &e);
-        fprintf(out, "%-20s %-10s %15lld params  %s\n", presets[i].name, family_name(m.family), n, presets[i].about);
+        fprintf(out, "%-22s %-11s %15lld params  %s\n", presets[i].name, family_name(m.family), n, presets[i].about);
     }
 }
