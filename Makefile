@@ -79,6 +79,7 @@ BENCH_SRCS := $(sort $(wildcard bench/*.cc))
 CUDA_SRCS := $(shell find harness kernels -name '*.cu' | sort)
 CUDA_OBJS := $(CUDA_SRCS:%.cu=$(BUILD)/obj/%.cu.o)
 
+.SECONDEXPANSION:
 .PHONY: all run cuda test tests test-recorder bench clean install clang fuzz fuzz-ci fuzz-build
 all: $(BUILD)/oomlab $(if $(and $(WANT_CUDA),$(CUDA_SRCS)),$(BUILD)/oomlab-cuda.so)
 
@@ -109,6 +110,18 @@ STANDINS := $(BUILD)/tests/libnvml-standin.so
 $(BUILD)/tests/lib%-standin.so: tests/standin/%_standin.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -fPIC -shared $< -o $@
+# The CUDA runtime, cuBLAS and cuDNN stand-ins carry the sonames and symbol versions the plugin was linked
+# against, so LD_LIBRARY_PATH puts them in place of the real ones (built with the plugin, from CUDA's headers).
+CUDA_STANDIN_DIR := $(BUILD)/tests/cuda-standin
+CUDA_STANDIN_LIBS := cudart.so.13 cublas.so.13 cudnn.so.9
+ifneq ($(and $(WANT_CUDA),$(CUDA_SRCS)),)
+STANDINS += $(CUDA_STANDIN_LIBS:%=$(CUDA_STANDIN_DIR)/lib%)
+endif
+$(CUDA_STANDIN_DIR)/lib%: tests/standin/$$(firstword $$(subst ., ,%))_standin.c
+	@mkdir -p $(dir $@)
+	printf 'lib%s { global: *; };\n' '$*' > $@.map
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -fPIC -shared -I/usr/local/cuda/include $< -o $@ \
+	    -Wl,-soname,lib$* -Wl,--version-script,$@.map
 
 # The pictures' test parses the SVGs it writes with expat (the binary does not need it).
 $(BUILD)/tests/pictures.t: CFLAGS += $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)

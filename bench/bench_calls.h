@@ -1,4 +1,4 @@
-// bench_calls.h: kernel calls for the benchmarks, as the op program makes them.
+// bench_calls.h: kernel calls for the benchmarks, as the op program makes them, and the cache size they size tensors by.
 #ifndef OOMLAB_BENCH_CALLS_H
 #define OOMLAB_BENCH_CALLS_H
 
@@ -6,6 +6,7 @@
 #include <initializer_list>
 
 extern "C" {
+#include "device/topology.h"
 #include "kernels.h"
 }
 
@@ -23,6 +24,16 @@ inline kernel_call make_call(unsigned kernel, int dt, std::initializer_list<int6
     for (unsigned j = 0; j < k.ntensors; j++)
         k.tensors[j] = j + 1;
     return k;
+}
+
+// The size of one cache of the last level, as hwloc reads it (32 MiB if it cannot). Not sysconf: glibc's
+// figure comes from CPUID, which in a VM on AMD EPYC can count every CCX of the host.
+inline size_t last_level_cache_bytes()
+{
+    host_topology t;
+    err e = {};
+    uint64_t bytes = host_topology_read(&t, &e) ? 0 : host_topology_last_level_cache(&t);
+    return bytes ? static_cast<size_t>(bytes) : static_cast<size_t>(32u << 20);
 }
 
 #endif

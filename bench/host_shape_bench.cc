@@ -13,7 +13,6 @@
 // Target: modelled and measured ratios within 25% of each other (a loose bound: this is one run on
 // a shared machine; it is a benchmark, not a test, and exits 1 when missed). All rates measured.
 #include <benchmark/benchmark.h>
-#include <hwloc.h>
 
 #include <algorithm>
 #include <chrono>
@@ -63,18 +62,6 @@ double best_seconds(kernel_call k, int reps)
         best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     return best;
-}
-
-size_t last_level_cache_bytes()
-{
-    hwloc_topology_t topo;
-    size_t bytes = 32u << 20;
-    if (hwloc_topology_init(&topo) == 0 && hwloc_topology_load(topo) == 0) {
-        for (hwloc_obj_t o = hwloc_get_obj_by_type(topo, HWLOC_OBJ_L3CACHE, 0); o; o = nullptr)
-            bytes = o->attr->cache.size;
-        hwloc_topology_destroy(topo);
-    }
-    return bytes;
 }
 
 Rates measure()

@@ -13,7 +13,6 @@
 // Run alone: build/bench/kernels_bench [--benchmark_filter=Gemm]
 #include <benchmark/benchmark.h>
 #include <cblas.h>
-#include <hwloc.h>
 
 #include <sched.h>
 #include <unistd.h>
@@ -119,22 +118,6 @@ BENCHMARK(BM_GemmBlas)->Apply(gemm_shapes);
 BENCHMARK_CAPTURE(BM_GemmKernel, fp32, DT_F32)->Apply(gemm_shapes);
 BENCHMARK_CAPTURE(BM_GemmKernel, bf16, DT_BF16)->Apply(gemm_shapes);
 BENCHMARK(BM_GemmBf16Conversion)->Apply(gemm_shapes);
-
-// The largest cache as hwloc reads it (one L3 instance; 0 if unknown). Not sysconf: glibc's
-// figure comes from CPUID, which in a VM on AMD EPYC can count every CCX of the host.
-size_t last_level_cache_bytes()
-{
-    hwloc_topology_t topo;
-    size_t bytes = 0;
-    if (hwloc_topology_init(&topo) == 0 && hwloc_topology_load(topo) == 0)
-        for (hwloc_obj_type_t type : {HWLOC_OBJ_L3CACHE, HWLOC_OBJ_L2CACHE}) {
-            hwloc_obj_t cache = hwloc_get_obj_by_type(topo, type, 0);
-            if (!bytes && cache)
-                bytes = cache->attr->cache.size;
-        }
-    hwloc_topology_destroy(topo);
-    return bytes;
-}
 
 // Every tensor of the call's dtype, and each half of the copy, holds 4x the last-level cache (the
 // STREAM benchmark's rule; at least 16 MiB), so that kernels and copy alike run from DRAM, and a

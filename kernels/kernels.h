@@ -261,6 +261,9 @@ enum dtype kernel_tensor_dtype(const struct kernel_call *k, unsigned i);
 /* Loads what the CPU kernels load at run time (the BLAS, cpu/blas.h) so that a device that will run them
  * can fail at open rather than at its first GEMM: 0, or -1 with an ERR_INTERNAL message saying why. */
 int kernel_cpu_load(struct err *e);
+/* The most threads one CPU kernel uses (0: one per CPU this process may run on); the host device sets one
+ * per core it may use, as hwloc counts them, since two hardware threads of a core share its units. */
+void kernel_cpu_set_threads(unsigned n);
 /* Validates the call and runs its CPU implementation. */
 int kernel_run_cpu(const struct kernel_call *k, void *const *tensors, struct err *e);
 

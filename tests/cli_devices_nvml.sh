@@ -26,7 +26,11 @@ ok $(contains "$out" "memory (measured): 23.99 GiB total, 22.99 GiB free, 1024.0
 ok $(contains "$out" "now (measured): 61 C, 310000 mW, SM 2520 MHz, memory 10501 MHz; clock events: sw power cap; ECC errors 0 corrected, 0 uncorrected") "its telemetry"
 ok $(contains "$out" "n/a, n/a, SM n/a, memory n/a; clock events: unknown") "what GPU 1 does not report is n/a"
 ok $(contains "$out" "simulated as sim:gpu1: profile rtx5090") "and the profile each maps to"
-ok $(contains "$out" "host topology (hwloc): 1 package") "the host's topology from hwloc"
+ok $(contains "$out" "host topology (hwloc): ") "the host's topology from hwloc"
+if command -v taskset > /dev/null; then
+    out=$(taskset -c 0 "$BIN" devices)
+    ok $(contains "$out" "(1 this process may use)") "bound to one CPU, it counts one core it may use (the host device's kernel threads)"
+fi
 
 out=$(OOMLAB_NVML=/nonexistent/libnvidia-ml.so.1 "$BIN" devices); rc=$?
 ok $([ $rc = 0 ] && contains "$out" "GPUs (NVML): NVML unavailable: /nonexistent/libnvidia-ml.so.1: cannot open shared object file" | grep -q 0 && echo 0 || echo 1) "no NVML: devices still exits 0 and says why"

@@ -12,6 +12,11 @@ static const struct {
     {"gpt2-xl", 1557611200LL},       {"llama-2-7b", 6738415616LL},    {"llama-3-8b", 8030261248LL},
     {"bert-large-uncased", 335141888LL}, {"sd15-unet", 859520964LL}, {"sdxl-unet", 2567463684LL},
     {"sd-vae", 83653863LL},          {"clip-l-text", 123060480LL},
+    /* the Hugging Face model cards' safetensors totals (tied heads counted once) */
+    {"mistral-7b", 7241732096LL},    {"llama-3.1-8b", 8030261248LL},  {"qwen2.5-0.5b", 494032768LL},
+    {"qwen2.5-1.5b", 1543714304LL},  {"qwen2.5-3b", 3085938688LL},    {"qwen2.5-7b", 7615616512LL},
+    {"llama-2-13b", 13015864320LL},  {"gemma-2-9b", 9241705984LL},    {"phi-3-mini", 3821079552LL},
+    {"roberta-base", 124645632LL},   {"roberta-large", 355359744LL},
 };
 
 int main(void)

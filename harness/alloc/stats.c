@@ -48,10 +48,16 @@ void alloc_stats_reset_accumulated(struct alloc_stats *s)
     s->num_device_free = 0;
 }
 
-static size_t add_stat(struct stat_entry *out, size_t n, const char *prefix, const struct stat *st)
+/* Every memory_stats() key with where its value lives, unsorted. */
+struct stat_slot {
+    char key[48];
+    int64_t *value;
+};
+
+static size_t add_stat(struct stat_slot *out, size_t n, const char *prefix, struct stat *st)
 {
     static const char *const fields[4] = {"current", "peak", "allocated", "freed"};
-    const int64_t values[4] = {st->current, st->peak, st->allocated, st->freed};
+    int64_t *values[4] = {&st->current, &st->peak, &st->allocated, &st->freed};
     for (int f = 0; f < 4; f++) {
         snprintf(out[n].key, sizeof out[n].key, "%s.%s", prefix, fields[f]);
         out[n++].value = values[f];
@@ -59,12 +65,7 @@ static size_t add_stat(struct stat_entry *out, size_t n, const char *prefix, con
     return n;
 }
 
-static int by_key(const void *a, const void *b)
-{
-    return strcmp(((const struct stat_entry *)a)->key, ((const struct stat_entry *)b)->key);
-}
-
-size_t alloc_stats_flatten(const struct alloc_stats *s, struct stat_entry *out)
+static size_t stat_slots(struct alloc_stats *s, struct stat_slot *out)
 {
     size_t n = 0;
     char prefix[40];
@@ -79,18 +80,47 @@ size_t alloc_stats_flatten(const struct alloc_stats *s, struct stat_entry *out)
     n = add_stat(out, n, "oversize_segments", &s->oversize_segments);
     const struct {
         const char *key;
-        int64_t value;
+        int64_t *value;
     } plain[] = {
-        {"num_alloc_retries", s->num_alloc_retries}, {"num_ooms", s->num_ooms},
-        {"num_sync_all_streams", s->num_sync_all_streams}, {"num_device_alloc", s->num_device_alloc},
-        {"num_device_free", s->num_device_free}, {"max_split_size", s->max_split_size},
+        {"num_alloc_retries", &s->num_alloc_retries}, {"num_ooms", &s->num_ooms},
+        {"num_sync_all_streams", &s->num_sync_all_streams}, {"num_device_alloc", &s->num_device_alloc},
+        {"num_device_free", &s->num_device_free}, {"max_split_size", &s->max_split_size},
     };
     for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
         snprintf(out[n].key, sizeof out[n].key, "%s", plain[i].key);
         out[n++].value = plain[i].value;
     }
+    return n;
+}
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(((const struct stat_entry *)a)->key, ((const struct stat_entry *)b)->key);
+}
+
+size_t alloc_stats_flatten(const struct alloc_stats *s, struct stat_entry *out)
+{
+    struct stat_slot slots[ALLOC_STATS_NKEYS];
+    size_t n = stat_slots((struct alloc_stats *)s, slots); /* read only */
+    for (size_t i = 0; i < n; i++) {
+        memcpy(out[i].key, slots[i].key, sizeof out[i].key);
+        out[i].value = *slots[i].value;
+    }
     qsort(out, n, sizeof *out, by_key);
     return n;
+}
+
+int alloc_stats_set(struct alloc_stats *s, const char *key, int64_t value)
+{
+    struct stat_slot slots[ALLOC_STATS_NKEYS];
+    size_t n = stat_slots(s, slots);
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(slots[i].key, key)) {
+            *slots[i].value = value;
+            return 0;
+        }
+    }
+    return -1;
 }
 
 int64_t alloc_stats_get(const struct alloc_stats *s, const char *key, int *found)

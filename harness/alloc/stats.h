@@ -81,5 +81,7 @@ struct stat_entry {
 size_t alloc_stats_flatten(const struct alloc_stats *s, struct stat_entry *out);
 /* Value of one key, or -1 with *found = 0 if no such key. */
 int64_t alloc_stats_get(const struct alloc_stats *s, const char *key, int *found);
+/* Sets one key's value (a results document read back); -1 if no such key. */
+int alloc_stats_set(struct alloc_stats *s, const char *key, int64_t value);
 
 #endif

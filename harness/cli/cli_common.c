@@ -65,6 +65,19 @@ int cli_exit_status(const struct report_outputs *o)
     return o->failures ? 1 : 0;
 }
 
+int cli_run_scenario(const struct scenario *sc, const struct harness_options *opt, struct report_outputs *out,
+                     struct err *e)
+{
+    struct job_result *r;
+    if (harness_run_scenario(sc, opt, &r, e))
+        return -1;
+    struct report_group g = {.kind = REPORT_SCENARIO, .name = sc->name, .title = sc->title, .source = sc->source,
+                             .file = sc->path, .jobs = r, .njobs = sc->nvariants};
+    report_outputs_add(out, &g);
+    free(r);
+    return 0;
+}
+
 int cli_run_scenarios(const char *path, const struct harness_options *opt, struct report_outputs *out, struct err *e)
 {
     struct scenario *sc;
@@ -72,15 +85,8 @@ int cli_run_scenarios(const char *path, const struct harness_options *opt, struc
     if (scenario_load_dir_or_file(path, &sc, &n, e))
         return -1;
     int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        struct job_result *r;
-        if ((rc = harness_run_scenario(&sc[i], opt, &r, e)))
-            break;
-        struct report_group g = {.kind = REPORT_SCENARIO, .name = sc[i].name, .title = sc[i].title,
-                                 .source = sc[i].source, .file = sc[i].path, .jobs = r, .njobs = sc[i].nvariants};
-        report_outputs_add(out, &g);
-        free(r);
-    }
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = cli_run_scenario(&sc[i], opt, out, e);
     scenario_free_all(sc, n);
     return rc;
 }

@@ -47,14 +47,44 @@ bool cli_report_option(int c, const char *arg, struct cli_report_args *a);
 /* A count given to option `name`: decimal digits only, 1 to 2^62. 0, or -1 with e (ERR_INPUT). */
 int cli_count_option(const char *name, const char *arg, uint64_t *out, struct err *e);
 
-/* Runs every variant of every scenario in path (a file or a directory) and reports each scenario to out. */
+/* Runs every variant of every scenario in path (a file or a directory) and reports each scenario to out;
+ * cli_run_scenario: of one loaded scenario. */
 struct harness_options;
+struct scenario;
+int cli_run_scenario(const struct scenario *sc, const struct harness_options *opt, struct report_outputs *out,
+                     struct err *e);
 int cli_run_scenarios(const char *path, const struct harness_options *opt, struct report_outputs *out, struct err *e);
 
-/* The one-variant scenario of `--hf-config path` (cli_hf_config.c), its parameter count and warnings
- * written to info. Free with scenario_free. */
-struct scenario;
-int cli_hf_scenario(const char *path, struct scenario *sc, FILE *info, struct err *e);
+/* `--hf-config FILE` and the job options beside it (cli_hf_config.c), for fit and run. */
+enum {
+    CLI_OPT_HF_CONFIG = 0x1101, CLI_OPT_BATCH, CLI_OPT_SEQ, CLI_OPT_PRECISION, CLI_OPT_OPTIMIZER, CLI_OPT_TRAINABLE
+};
+#define CLI_HF_OPTIONS \
+    {"hf-config", required_argument, 0, CLI_OPT_HF_CONFIG}, {"batch-size", required_argument, 0, CLI_OPT_BATCH}, \
+    {"seq-len", required_argument, 0, CLI_OPT_SEQ}, {"precision", required_argument, 0, CLI_OPT_PRECISION}, \
+    {"optimizer", required_argument, 0, CLI_OPT_OPTIMIZER}, {"trainable", required_argument, 0, CLI_OPT_TRAINABLE}
+#define CLI_HF_HELP \
+    "  --hf-config FILE the model of a Hugging Face config.json instead of a scenario (llama, mistral,\n" \
+    "                   qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, gpt_neox, gpt2, bert, roberta,\n" \
+    "                   t5); prints its parameter count and the assumptions made. With it:\n" \
+    "  --batch-size N   samples per step (default 8)\n" \
+    "  --seq-len N      tokens per sample (default 128)\n" \
+    "  --precision P    fp32, bf16, fp16 (pure), bf16-mixed, fp16-mixed (autocast over fp32 weights);\n" \
+    "                   default: the config's torch_dtype, pure (fp32 without one)\n" \
+    "  --optimizer O    sgd, adamw (default), adamw_8bit, adafactor\n" \
+    "  --trainable T    full (default), lora, linear_probe\n"
+
+struct cli_hf_args {
+    const char *config; /* NULL: no --hf-config */
+    const char *batch, *seq_len, *precision, *optimizer, *trainable;
+};
+/* Takes an --hf-config option; true if c was one. */
+bool cli_hf_option(int c, const char *arg, struct cli_hf_args *a);
+/* A job option given without --hf-config: -1 and e (ERR_INPUT) naming it. */
+int cli_hf_only(const struct cli_hf_args *a, struct err *e);
+/* The one-variant scenario of `--hf-config` and its job options; its parameter count, job and
+ * assumptions written to info, warnings to stderr. Free with scenario_free. */
+int cli_hf_scenario(const struct cli_hf_args *a, struct scenario *sc, FILE *info, struct err *e);
 
 /* Prints "oomlab CMD: message" and returns the exit code for e (2 or 3). */
 int cli_fail(const char *command, const struct err *e);

@@ -18,9 +18,7 @@ void cmd_fit_usage(FILE *f)
                "  the largest value of the parameter with which each variant runs without an OOM\n"
                "  and, with --margin, with PCT of the device's capacity still free at the reserved\n"
                "  peak; with the samples/s at that value\n"
-               "options:\n"
-               "  --hf-config FILE the model of a Hugging Face config.json (llama, mistral, qwen2) with\n"
-               "                   the job defaults, instead of a scenario; prints its parameter count\n"
+               "options:\n" CLI_HF_HELP
                "  --param P        batch_size (default), seq_len or image_size\n"
                "  --limit N        largest value tried (default 4096, at most 1048576)\n"
                "  --max-forwards N run jobs of up to N forward passes (default 100000)\n"
@@ -61,7 +59,7 @@ const struct option cmd_fit_options[] = {
     {"param", required_argument, 0, 'p'},  {"limit", required_argument, 0, 'l'},
     {"device", required_argument, 0, 'd'}, {"capacity", required_argument, 0, 'c'},
     {"margin", required_argument, 0, 'm'}, {"help", no_argument, 0, 'h'},
-    {"max-forwards", required_argument, 0, 'F'}, {"hf-config", required_argument, 0, 'H'},
+    {"max-forwards", required_argument, 0, 'F'}, CLI_HF_OPTIONS,
     CLI_REPORT_OPTIONS, CLI_GPU_OPTIONS,                    {0, 0, 0, 0},
 };
 
@@ -69,13 +67,14 @@ int cmd_fit(int argc, char **argv)
 {
     struct harness_options opt = {0};
     struct cli_report_args ra = {0};
-    const char *capacity_s = NULL, *hf_config = NULL;
+    const char *capacity_s = NULL;
+    struct cli_hf_args hf = {0};
     struct fit_options fo = {FIT_BATCH, 4096, 0.0};
     int c;
     struct err e = {0};
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", cmd_fit_options, NULL)) != -1) {
-        if (cli_report_option(c, optarg, &ra))
+        if (cli_report_option(c, optarg, &ra) || cli_hf_option(c, optarg, &hf))
             continue;
         int gpu = cli_gpu_option(c, optarg, &e);
         if (gpu < 0)
@@ -105,7 +104,6 @@ int cmd_fit(int argc, char **argv)
                 return err_prefix(&e, "--margin: "), cli_fail("fit", &e);
             break;
         case 'd': opt.device = optarg; break;
-        case 'H': hf_config = optarg; break;
         case 'F':
             if (cli_count_option("--max-forwards", optarg, &opt.max_forwards, &e))
                 return cli_fail("fit", &e);
@@ -119,12 +117,13 @@ int cmd_fit(int argc, char **argv)
         default: cmd_fit_usage(stderr); return 2;
         }
     }
-    if (optind != argc - !hf_config) {
+    if (optind != argc - !hf.config) {
         fprintf(stderr, "oomlab fit: expected one scenario file, or --hf-config FILE alone\n");
         return 2;
     }
     struct scenario sc;
-    if (hf_config ? cli_hf_scenario(hf_config, &sc, stdout, &e) : scenario_load(argv[optind], &sc, &e))
+    if (cli_hf_only(&hf, &e) ||
+        (hf.config ? cli_hf_scenario(&hf, &sc, stdout, &e) : scenario_load(argv[optind], &sc, &e)))
         return cli_fail("fit", &e);
     struct report_outputs out;
     int rc = report_outputs_open(&out, "fit", ra.json, ra.csv, ra.tap, &e);

@@ -1,8 +1,10 @@
 /* cmd_program.c: `oomlab program SCENARIO [--variant NAME]`: prints the op program the workload generator
  * emits for one variant, one op per line, for the scenario's device (opened as `oomlab run` opens it, so
- * the cuBLAS workspace is the one the run allocates). */
+ * the cuBLAS workspace is the one the run allocates). A job with an OOM policy (job.robust) is run, and
+ * what the runner executed is printed: its retries depend on where it runs out of memory. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
@@ -18,6 +20,18 @@ void cmd_program_usage(FILE *f)
                "  `oomlab replay` reads\n"
                "options:\n"
                "  --variant NAME   the variant (default before)\n");
+}
+
+/* A robust job's program: what its run executes. 0, or -1 with e. */
+static int print_run(const struct scenario *sc, const struct variant *v, struct err *e)
+{
+    printf("# job.robust: the ops its run executed, retries included (they depend on where it runs out of memory)\n");
+    struct job_result *r = malloc(sizeof *r);
+    if (!r)
+        return err_set(e, ERR_INTERNAL, "out of host memory");
+    int rc = harness_run_variant(sc, v, NULL, &(struct harness_options){.program_out = stdout}, r, e);
+    free(r);
+    return rc;
 }
 
 const struct option cmd_program_options[] = {
@@ -67,7 +81,7 @@ int cmd_program(int argc, char **argv)
             printf("# device %s%s%s%s, cuBLAS workspace %llu B per stream\n", dev->name, dev->detail[0] ? " (" : "",
                    dev->detail, dev->detail[0] ? ")" : "", (unsigned long long)job.cublas_workspace_bytes);
             dev->ops->destroy(dev);
-            if (workload_generate(&job, &sink.sink, &e)) {
+            if (job.robust.on_oom != ON_OOM_FAIL ? print_run(&sc, v, &e) : workload_generate(&job, &sink.sink, &e)) {
                 fprintf(stderr, "oomlab program: %s\n", e.msg);
                 rc = e.code == ERR_INPUT ? 2 : 3;
             }

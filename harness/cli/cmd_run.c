@@ -6,14 +6,16 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "run/harness.h"
+#include "scenario/scenario.h"
 #include "util/dir.h"
 #include "util/size.h"
 
 void cmd_run_usage(FILE *f)
 {
     fprintf(f, "usage: oomlab run [options] SCENARIO.yaml|DIR...\n"
+               "       oomlab run [options] --hf-config CONFIG.json\n"
                "  runs every variant (before = the faults, after = faults + fixes) of every scenario\n"
-               "options:\n"
+               "options:\n" CLI_HF_HELP
                "  --device DEV     run every scenario on DEV instead of its own (sim:PROFILE, sim:SIZE,\n"
                "                   either with @cudaX.Y, sim:gpuN, host, host:SIZE|FRACTION, cuda, cuda:N,\n"
                "                   cuda:auto)\n"
@@ -34,7 +36,7 @@ const struct option cmd_run_options[] = {
     {"device", required_argument, 0, 'd'}, {"capacity", required_argument, 0, 'c'},
     {"help", no_argument, 0, 'h'},         {"snapshot", required_argument, 0, 'S'},
     {"max-forwards", required_argument, 0, 'F'}, {"plot", required_argument, 0, 'p'},
-    {"perfetto", required_argument, 0, 'T'},
+    {"perfetto", required_argument, 0, 'T'}, CLI_HF_OPTIONS,
     CLI_REPORT_OPTIONS, CLI_GPU_OPTIONS,
     {0, 0, 0, 0},
 };
@@ -43,11 +45,12 @@ int cmd_run(int argc, char **argv)
 {
     struct harness_options opt = {0};
     struct cli_report_args ra = {0};
+    struct cli_hf_args hf = {0};
     struct err e = {0};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", cmd_run_options, NULL)) != -1) {
-        if (cli_report_option(c, optarg, &ra))
+        if (cli_report_option(c, optarg, &ra) || cli_hf_option(c, optarg, &hf))
             continue;
         int gpu = cli_gpu_option(c, optarg, &e);
         if (gpu < 0)
@@ -71,21 +74,25 @@ int cmd_run(int argc, char **argv)
         default: cmd_run_usage(stderr); return 2;
         }
     }
-    if (optind >= argc) {
-        fprintf(stderr, "oomlab run: expected at least one scenario file or directory\n");
+    if (hf.config ? optind != argc : optind >= argc) {
+        fprintf(stderr, "oomlab run: expected at least one scenario file or directory, or --hf-config FILE alone\n");
         cmd_run_usage(stderr);
         return 2;
     }
+    struct scenario sc = {0};
+    if (cli_hf_only(&hf, &e) || (hf.config && cli_hf_scenario(&hf, &sc, stdout, &e)))
+        return cli_fail("run", &e);
     /* output directories that cannot be made fail before anything runs */
     if ((opt.plot_dir && dir_make(opt.plot_dir, &e) && err_prefix(&e, "--plot: ")) ||
         (opt.perfetto_dir && dir_make(opt.perfetto_dir, &e) && err_prefix(&e, "--perfetto: ")))
         return cli_fail("run", &e);
     struct report_outputs out;
     if (report_outputs_open(&out, "run", ra.json, ra.csv, ra.tap, &e))
-        return cli_fail("run", &e);
-    int rc = 0;
+        return scenario_free(&sc), cli_fail("run", &e);
+    int rc = hf.config ? cli_run_scenario(&sc, &opt, &out, &e) : 0;
     for (int i = optind; i < argc && rc == 0; i++)
         rc = cli_run_scenarios(argv[i], &opt, &out, &e);
+    scenario_free(&sc);
     if (report_outputs_close(&out, rc == 0, &e) || rc)
         return cli_fail("run", &e);
     return cli_exit_status(&out);

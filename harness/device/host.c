@@ -331,6 +331,9 @@ static struct device *host_open(const struct device_spec *spec, const struct dev
         err_prefix(e, "device %s: ", spec->text);
         return NULL;
     }
+    struct host_topology topo;
+    struct err te = {0};
+    kernel_cpu_set_threads(host_topology_read(&topo, &te) ? 0 : (unsigned)topo.cores_allowed);
     return host_device_create(total, e);
 }
 

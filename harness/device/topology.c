@@ -24,6 +24,11 @@ int host_topology_read(struct host_topology *t, struct err *e)
     t->numa_nodes = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
     t->cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
     t->pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+    hwloc_bitmap_t bound = hwloc_bitmap_alloc();
+    bool known = bound && hwloc_get_cpubind(topo, bound, HWLOC_CPUBIND_PROCESS) == 0;
+    for (hwloc_obj_t c = NULL; (c = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_CORE, c));)
+        t->cores_allowed += !known || hwloc_bitmap_intersects(c->cpuset, bound);
+    hwloc_bitmap_free(bound);
     for (int l = 0; l < TOPOLOGY_CACHE_LEVELS; l++) {
         /* data or unified caches only: an L1 instruction cache is the same level's other half */
         for (hwloc_obj_t c = NULL; (c = hwloc_get_next_obj_by_type(topo, caches[l], c));) {
@@ -37,6 +42,14 @@ int host_topology_read(struct host_topology *t, struct err *e)
     return 0;
 }
 
+uint64_t host_topology_last_level_cache(const struct host_topology *t)
+{
+    for (int l = TOPOLOGY_CACHE_LEVELS; l-- > 0;)
+        if (t->cache_count[l])
+            return t->cache_bytes[l];
+    return 0;
+}
+
 static const char *plural(int n, const char *one, const char *many)
 {
     return n == 1 ? one : many;
@@ -45,10 +58,10 @@ static const char *plural(int n, const char *one, const char *many)
 void host_topology_format(const struct host_topology *t, char *buf, size_t n)
 {
     static const char *const names[TOPOLOGY_CACHE_LEVELS] = {"L1d", "L2", "L3"};
-    int w = snprintf(buf, n, "%d %s, %d NUMA %s, %d %s, %d hardware %s", t->packages,
+    int w = snprintf(buf, n, "%d %s, %d NUMA %s, %d %s (%d this process may use), %d hardware %s", t->packages,
                      plural(t->packages, "package", "packages"), t->numa_nodes,
                      plural(t->numa_nodes, "node", "nodes"), t->cores, plural(t->cores, "core", "cores"),
-                     t->pus, plural(t->pus, "thread", "threads"));
+                     t->cores_allowed, t->pus, plural(t->pus, "thread", "threads"));
     bool first = true;
     for (int l = 0; l < TOPOLOGY_CACHE_LEVELS && w > 0 && (size_t)w < n; l++) {
         if (!t->cache_count[l])

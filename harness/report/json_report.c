@@ -1,6 +1,7 @@
 /* json_report.c: the results document of run, fit and replay (docs/results-schema.md): groups of jobs,
  * PyTorch's memory_stats key names kept. */
 #include "report/json_out.h"
+#include "report/robust_out.h"
 #include "report/report.h"
 
 static const char *figures(const struct job_result *r)
@@ -146,15 +147,19 @@ static json_t *job_json(const struct report_group *g, size_t i)
     json_object_set_new(v, "fixes", json_string(r->fixes));
     json_object_set_new(v, "alloc_conf", json_string(r->alloc_conf));
     json_object_set_new(v, "device", json_string(r->device));
+    json_object_set_new(v, "device_detail", json_string(r->device_detail));
     json_object_set_new(v, "device_total", json_integer((json_int_t)r->device_total));
+    json_object_set_new(v, "steps_planned", json_integer(r->steps_planned));
     json_object_set_new(v, "figures", json_string(figures(r)));
     json_object_set_new(v, "stats", json_memory_stats(&r->run.stats));
     json_object_set_new(v, "unallocated_at_peak_reserved", json_integer((json_int_t)r->run.unallocated_at_peak));
     json_object_set_new(v, "breakdown_at_peak_allocated", category_bytes(r->run.category_at_peak));
     json_object_set_new(v, "peaks",
-                        json_pack("{s:I, s:s, s:I, s:s}", "allocated_step", (json_int_t)r->run.peak_allocated_step,
-                                  "allocated_phase", r->run.peak_allocated_phase, "reserved_step",
-                                  (json_int_t)r->run.peak_reserved_step, "reserved_phase", r->run.peak_reserved_phase));
+                        json_pack("{s:I, s:I, s:s, s:I, s:I, s:s}", "allocated", (json_int_t)r->run.peak_allocated,
+                                  "allocated_step", (json_int_t)r->run.peak_allocated_step, "allocated_phase",
+                                  r->run.peak_allocated_phase, "reserved", (json_int_t)r->run.peak_reserved,
+                                  "reserved_step", (json_int_t)r->run.peak_reserved_step, "reserved_phase",
+                                  r->run.peak_reserved_phase));
     json_object_set_new(v, "phases", phases_json(&r->run));
     json_object_set_new(v, "points", points_json(&r->run));
     const struct job_assumptions *a = &r->assumptions;
@@ -168,6 +173,7 @@ static json_t *job_json(const struct report_group *g, size_t i)
     json_object_set_new(v, "events", events_json(&r->run));
     json_object_set_new(v, "holders", holders_json(&r->holders));
     json_object_set_new(v, "throughput", throughput_json(r));
+    json_object_set_new(v, "robust", robust_json(&r->robust));
     json_object_set_new(v, "expect",
                         r->has_expect ? json_pack("{s:b, s:b, s:s}", "oom", r->expect_oom, "ok", r->expect_ok, "why",
                                                   r->expect_why)

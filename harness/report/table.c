@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "report/report.h"
+#include "report/robust_out.h"
 #include "report/wrap.h"
 #include "util/size.h"
 
@@ -405,6 +406,8 @@ void report_table(FILE *f, const struct report_group *g)
     for (size_t i = 0; i < g->njobs; i++)
         if (g->jobs[i].run.measured)
             print_device_growth(f, &g->jobs[i]);
+    for (size_t i = 0; i < g->njobs; i++)
+        robust_print(f, &g->jobs[i]);
     for (size_t i = 0; i < g->njobs; i++) {
         char first[96];
         if (g->kind == REPORT_REPLAY) {

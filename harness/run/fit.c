@@ -18,6 +18,7 @@ static int probe(const struct scenario *sc, const struct variant *v, const struc
 {
     struct job_spec job = v->job;
     *field(&job, fo->param) = value;
+    job.robust.on_oom = ON_OOM_FAIL; /* what fits a fresh process, without retries */
     /* the worst step: the first step's optimizer creates the optimizer state, so only the second runs
      * forward and backward beside it (a job of one step would be judged at its lighter first step) */
     if (job.steps < 2)

@@ -8,8 +8,11 @@
 #include "device/device_kind.h"
 #include "report/perfetto.h"
 #include "report/plot.h"
+#include "report/program_text.h"
 #include "report/snapshot_out.h"
+#include "run/fit.h"
 #include "run/progress.h"
+#include "run/robust.h"
 #include "run/timeline.h"
 #include "util/dir.h"
 #include "util/size.h"
@@ -120,21 +123,22 @@ struct device *harness_open_device(const struct scenario *sc, const struct harne
     return dev;
 }
 
-int harness_run_variant(const struct scenario *sc, const struct variant *v, const struct job_spec *job_override,
-                        const struct harness_options *opt, struct job_result *r, struct err *e)
+/* Prints each op as the runner is about to execute it (harness_options.program_out). */
+struct program_printer {
+    struct run_observer base;
+    FILE *f;
+};
+
+static void print_op(struct run_observer *o, const struct op *op)
 {
-    *r = (struct job_result){.has_expect = true, .expect_oom = v->expect.oom};
-    snprintf(r->group, sizeof r->group, "%s", sc->name);
-    snprintf(r->name, sizeof r->name, "%s", v->name);
-    snprintf(r->alloc_conf, sizeof r->alloc_conf, "%s", v->alloc.text);
-    variant_fixes_text(v, r->fixes, sizeof r->fixes);
-    struct job_spec job = job_override ? *job_override : v->job;
-    r->steps_planned = job.steps;
-    if (check_work(&job, opt, e))
-        return err_prefix(e, "%s: variant %s: ", sc->path, v->name);
-    struct err ae = {0};
-    r->has_assumptions = workload_assumptions(&job, &r->assumptions, &ae) == 0;
-    struct device *dev = harness_open_device(sc, opt, &job, e);
+    op_print(((struct program_printer *)o)->f, op);
+}
+
+/* One device's run of the job into r's run figures: the job as written, or under its OOM policy (rr). */
+static int run_on_device(const struct scenario *sc, const struct variant *v, struct job_spec *job,
+                         const struct harness_options *opt, struct robust_run *rr, struct job_result *r, struct err *e)
+{
+    struct device *dev = harness_open_device(sc, opt, job, e);
     if (!dev)
         return err_prefix(e, "%s: variant %s: ", sc->path, v->name);
     snprintf(r->device, sizeof r->device, "%s", dev->name);
@@ -147,8 +151,10 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     struct progress *progress = NULL;
     struct timeline *tl = NULL;
     struct holders *holders = holders_create();
+    struct program_printer printer = {.base.before_op = print_op, .f = opt->program_out};
     if (!holders || !(run = runner_create(dev, &v->alloc, NULL)) ||
-        runner_add_observer(run, holders_base(holders))) {
+        runner_add_observer(run, holders_base(holders)) || (rr && robust_attach(rr, run)) ||
+        (opt->program_out && runner_add_observer(run, &printer.base))) {
         err_set(e, ERR_INTERNAL, "out of host memory");
     } else if (opt->snapshot_dir && (!(snap = snapshot_recorder_create()) ||
                                      runner_add_observer(run, snapshot_recorder_base(snap)))) {
@@ -159,14 +165,19 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     } else {
         char label[336];
         snprintf(label, sizeof label, "%s/%s", sc->name, v->name);
-        progress = progress_create(stderr, label, job.steps);
+        progress = progress_create(stderr, label, job->steps);
         if (progress)
             runner_add_observer(run, progress_base(progress));
         struct err gen_err = {0};
-        rc = workload_generate(&job, runner_sink(run), &gen_err);
-        if (rc && runner_stopped_by_oom(run))
-            rc = 0; /* the OOM is the result */
-        else if (rc)
+        if (rr) {
+            rc = robust_generate(rr, dev->name, &r->robust, &gen_err);
+            rc = rc > 0 ? 0 : rc; /* the last attempt's OOM is the result */
+        } else {
+            rc = workload_generate(job, runner_sink(run), &gen_err);
+            if (rc && runner_stopped_by_oom(run))
+                rc = 0; /* the OOM is the result */
+        }
+        if (rc)
             *e = gen_err, err_prefix(e, "%s: variant %s: ", sc->path, v->name);
         runner_finish(run, &r->run);
         if (rc == 0 && holders_finish(holders, &r->holders))
@@ -184,6 +195,55 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     holders_destroy(holders);
     runner_destroy(run);
     dev->ops->destroy(dev);
+    return rc;
+}
+
+/* The job under its OOM policy: on the scenario's device (or --device), then on each fallback device
+ * (without --capacity, which was the first device's) until an attempt runs to the end; then what `oomlab
+ * fit` finds up front on the first device. */
+static int run_robust(const struct scenario *sc, const struct variant *v, struct job_spec *job,
+                      const struct harness_options *opt, struct job_result *r, struct err *e)
+{
+    struct robust_run *rr = robust_create(job);
+    if (!rr)
+        return err_set(e, ERR_INTERNAL, "out of host memory");
+    int rc = run_on_device(sc, v, job, opt, rr, r, e);
+    for (int i = 0; rc == 0 && !r->robust.settled && i < job->robust.nfallback; i++) {
+        struct harness_options fo = *opt;
+        fo.device = job->robust.fallback[i];
+        fo.capacity = (struct capacity){0};
+        job->cublas_workspace_bytes = v->job.cublas_workspace_bytes; /* the next device's own, unless set */
+        rc = run_on_device(sc, v, job, &fo, rr, r, e);
+    }
+    robust_destroy(rr);
+    if (rc)
+        return rc;
+    struct fit_result fit;
+    struct fit_options fopt = {.param = FIT_BATCH, .limit = FIT_MAX_LIMIT};
+    struct harness_options quiet = {.device = opt->device, .capacity = opt->capacity, .max_forwards = opt->max_forwards};
+    if (fit_variant(sc, v, &quiet, &fopt, &fit, e)) /* its probes write no snapshots or pictures */
+        return -1;
+    r->robust.fit_known = true;
+    r->robust.fit_batch = fit.largest;
+    return 0;
+}
+
+int harness_run_variant(const struct scenario *sc, const struct variant *v, const struct job_spec *job_override,
+                        const struct harness_options *opt, struct job_result *r, struct err *e)
+{
+    *r = (struct job_result){.has_expect = true, .expect_oom = v->expect.oom};
+    snprintf(r->group, sizeof r->group, "%s", sc->name);
+    snprintf(r->name, sizeof r->name, "%s", v->name);
+    snprintf(r->alloc_conf, sizeof r->alloc_conf, "%s", v->alloc.text);
+    variant_fixes_text(v, r->fixes, sizeof r->fixes);
+    struct job_spec job = job_override ? *job_override : v->job;
+    r->steps_planned = job.steps;
+    if (check_work(&job, opt, e))
+        return err_prefix(e, "%s: variant %s: ", sc->path, v->name);
+    struct err ae = {0};
+    r->has_assumptions = workload_assumptions(&job, &r->assumptions, &ae) == 0;
+    int rc = job.robust.on_oom == ON_OOM_FAIL ? run_on_device(sc, v, &job, opt, NULL, r, e)
+                                              : run_robust(sc, v, &job, opt, r, e);
     if (rc == 0) {
         judge(r, &v->expect);
         job_throughput(r);

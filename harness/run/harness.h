@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "run/result.h"
 #include "scenario/scenario.h"
@@ -17,6 +18,7 @@ struct harness_options {
     const char *plot_dir;     /* pictures there: SCENARIO--VARIANT-timeline and -segments, SCENARIO-variants (.svg, .png) */
     const char *perfetto_dir; /* each variant's run as a Perfetto/Chrome trace there, SCENARIO--VARIANT.json */
     uint64_t max_forwards;    /* the most forward passes a job may run; 0 = HARNESS_MAX_FORWARDS */
+    FILE *program_out;        /* each op the runner executes, in the text form (a robust job's retries included) */
 };
 
 /* A job runs at most this many forward passes (steps x grad_accum, plus eval batches x sampling steps)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "run/holders.h"
+#include "run/robust.h"
 #include "run/runner.h"
 #include "workload/generate.h"
 
@@ -73,6 +74,8 @@ struct job_result {
     struct replay_info replay; /* a replay only */
 
     struct holders_result holders; /* what held the memory at the peak and the OOM, and what grew */
+
+    struct robust_result robust; /* job.robust: every attempt and where it settled (robust.on) */
 };
 
 /* "OOM in backward, step 2 (decoder.block.3.ffn)" or "fits" */

@@ -228,9 +228,9 @@ static void record_oom(struct runner *r, const struct op *op, const struct alloc
     snprintf(o.tag, sizeof o.tag, "%s", op->name ? op->name : "-");
     memcpy(o.category_live, r->category_live, sizeof o.category_live);
     alloc_oom_message(oom, r->opt.device_index, o.message, sizeof o.message);
-    if (r->res.nooms < RUN_MAX_OOMS)
-        r->res.ooms[r->res.nooms] = o;
-    if (r->res.nooms++ == 0)
+    if (r->res.nooms++ < RUN_MAX_OOMS)
+        r->res.ooms[r->res.nooms - 1] = o;
+    if (!r->res.oom.happened) /* the first, or the first since runner_recover */
         r->res.oom = o;
 }
 
@@ -598,6 +598,29 @@ int runner_restore_expandable(struct runner *r, uint64_t stream, bool small, con
     return adopt_restored(r, handles, ids, names, n, rc, e);
 }
 
+int runner_recover(struct runner *r, bool (*keep)(void *user, uint64_t id, uint8_t category), void *user,
+                   struct err *e)
+{
+    if (!r->ended_by_oom)
+        return err_set(e, ERR_INTERNAL, "runner_recover: the run did not end with an OOM");
+    r->stopped = r->ended_by_oom = false;
+    r->res.oom = (struct run_oom){0};
+    struct live_tensor *t, *next;
+    HASH_ITER(hh, r->live, t, next) {
+        if (keep(user, t->id, t->category))
+            continue;
+        struct op free_op = {.kind = OP_FREE, .id = t->id};
+        if (emit(&r->sink, &free_op, e))
+            return -1;
+    }
+    /* the training loop starts over: its steps are counted and timed afresh */
+    r->res.steps = 0;
+    r->res.samples = 0;
+    r->nstep_times = 0;
+    r->step_train = r->step_wall = 0;
+    return 0;
+}
+
 const char *runner_live_tag(const struct runner *r, uint64_t id)
 {
     const struct live_tensor *t = find_live(r, id);
@@ -658,6 +681,16 @@ struct op_sink *runner_sink(struct runner *r)
 bool runner_stopped_by_oom(const struct runner *r)
 {
     return r->ended_by_oom;
+}
+
+const struct run_result *runner_peek(const struct runner *r)
+{
+    return &r->res;
+}
+
+void runner_flush_times(struct runner *r)
+{
+    take_times(r);
 }
 
 uint64_t runner_oom_count(const struct runner *r)

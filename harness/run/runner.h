@@ -155,6 +155,17 @@ const char *runner_live_tag(const struct runner *r, uint64_t id);
 /* True once an allocation hit an OOM that ends the run: the sink refuses further ops, as the training
  * script would crash. */
 bool runner_stopped_by_oom(const struct runner *r);
+/* After an OOM that ended the run, go on as a training script that catches it: every live tensor for which
+ * keep() is false is freed (FREE ops, which observers see) and the runner takes ops again; the OOM stays in
+ * the run's list (ooms, nooms) but no longer ends it (oom), and the training loop's steps are counted and
+ * timed afresh. 0, or -1 with e (ERR_INTERNAL if the run had not ended with an OOM). */
+int runner_recover(struct runner *r, bool (*keep)(void *user, uint64_t id, uint8_t category), void *user,
+                   struct err *e);
+/* The run so far: its peaks, steps and samples, and the OOM that ended it (oom), as runner_finish would give them. */
+const struct run_result *runner_peek(const struct runner *r);
+/* Reads the time of every kernel launched so far (an asynchronous device's is otherwise read when a phase
+ * or step ends), so runner_kernel_seconds includes them. */
+void runner_flush_times(struct runner *r);
 /* The OOMs so far. */
 uint64_t runner_oom_count(const struct runner *r);
 /* The run so far, for observers: the kernel time the device has reported (after each kernel on a

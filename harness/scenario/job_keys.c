@@ -2,6 +2,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "device/device_kind.h"
 #include "scenario/key_macros.h"
 #include "scenario/scenario_file.h"
 
@@ -10,6 +11,7 @@ static const char *optimizer_at(int i) { return optimizer_name((enum optimizer_k
 static const char *trainable_at(int i) { return trainable_name((enum trainable_kind)i); }
 static const char *ema_place_at(int i) { return ema_place_name((enum ema_place)i); }
 static const char *extra_role_at(int i) { return extra_role_name((enum extra_role)i); }
+static const char *on_oom_at(int i) { return on_oom_name((enum on_oom_policy)i); }
 
 /* A scenario's job leaves the cuBLAS workspace to its device unless it sets one. */
 static void job_defaults(void *obj)
@@ -23,6 +25,13 @@ static void eval_defaults(void *obj)
     struct job_spec j;
     job_spec_init(&j);
     *(struct eval_spec *)obj = j.eval;
+}
+
+static void robust_defaults(void *obj)
+{
+    struct job_spec j;
+    job_spec_init(&j);
+    *(struct robust_spec *)obj = j.robust;
 }
 
 static void extra_defaults(void *obj)
@@ -49,6 +58,57 @@ static const struct key_table eval_table = {
     .name = "job.eval",
     .help = "What an evaluation does and when it runs.",
     .keys = eval_keys, .nkeys = COUNT(eval_keys), .obj_size = sizeof(struct eval_spec), .init = eval_defaults,
+};
+
+/* robust.fallback: device specs, each checked by the one device-spec parser. */
+static int parse_fallback(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e)
+{
+    char got[96];
+    struct robust_spec *r = field; /* the key's offset is the table's start: it fills fallback and nfallback */
+    if (v->type != YAML_SEQUENCE_NODE)
+        return yaml_doc_error(c->doc, v, e, "%s must be a list of devices, got %s", c->where,
+                              yaml_node_describe(v, got, sizeof got));
+    int n = 0;
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++, n++) {
+        yaml_node_t *item = yaml_doc_node(c->doc, *it);
+        if (n == SPEC_MAX_FALLBACKS)
+            return yaml_doc_error(c->doc, item, e, "%s has more than %d devices", c->where, SPEC_MAX_FALLBACKS);
+        struct device_spec spec;
+        struct err pe = {0};
+        if (item->type != YAML_SCALAR_NODE || yaml_is_null(item))
+            return yaml_doc_error(c->doc, item, e, "%s must list devices, got %s", c->where,
+                                  yaml_node_describe(item, got, sizeof got));
+        if (device_spec_parse(yaml_scalar_text(item), &spec, &pe))
+            return yaml_doc_error(c->doc, item, e, "%s: %s", c->where, pe.msg);
+        snprintf(r->fallback[n], sizeof r->fallback[n], "%s", yaml_scalar_text(item));
+    }
+    r->nfallback = n;
+    return 0;
+}
+
+#define R struct robust_spec
+static const struct key robust_keys[] = {
+    K_ENUM(R, "on_oom", on_oom, on_oom_at, ON_OOM_COUNT,
+           "What the script does when a step runs out of memory: `fail` lets the error end the run; `halve_batch` "
+           "catches it, frees what the failed attempt held (zero_grad(set_to_none=True), gc.collect()), empties the "
+           "cache and restarts its training loop with half the batch."),
+    K_INT(R, "min_batch_size", min_batch_size, 1, 1 << 20, NULL, "The smallest batch `halve_batch` tries."),
+    K_INT(R, "max_retries", max_retries, 0, 16, NULL, "The most retries on one device."),
+    K_BOOL(R, "keep_effective_batch", keep_effective_batch,
+           "Double grad_accum as the batch halves, so each optimizer step sees as many samples."),
+    {.name = "fallback", .type = KEY_CUSTOM, .offset = 0, .size = sizeof(R), .parse = parse_fallback,
+     .doc_type = "list of devices (`sim:PROFILE`, `host`, `cuda:N`, ...)", .zero_means = "none",
+     .help = "Devices tried next, in order, when the smallest batch or the last retry still runs out of memory "
+             "(`host` stands for the CPU); each starts again from the job's batch."},
+};
+#undef R
+
+static const struct key_table robust_table = {
+    .name = "job.robust",
+    .help = "An OOM-robust training script: on an OOM it halves the batch and retries, then falls back to other "
+            "devices; the run reports every attempt, the batch it settles on, the work thrown away, and what "
+            "`oomlab fit` finds up front.",
+    .keys = robust_keys, .nkeys = COUNT(robust_keys), .obj_size = sizeof(struct robust_spec), .init = robust_defaults,
 };
 
 #define X struct extra_spec
@@ -134,6 +194,7 @@ static const struct key job_keys[] = {
            "buffers, flash and memory-efficient attention backward's accumulators, LayerNorm backward's partial "
            "sums). false leaves them out: what a recording on PyTorch's meta device sees (the conformance "
            "scenarios set it)."),
+    K_TABLE(J, "robust", robust, robust_table, false, "What the script does on an out-of-memory error."),
 };
 #undef J
 

@@ -58,7 +58,7 @@ static int load_hf_config(const struct key_ctx *c, yaml_node_t *m, struct model_
         snprintf(path, sizeof path, "%s/%s", dirname(dir), in->hf_config);
     *in = (struct model_input){0};
     struct err why = {0};
-    if (hf_config_load(path, &in->spec, stderr, &why))
+    if (hf_config_read(path, &in->spec, &in->hf, stderr, &why))
         return yaml_doc_error(c->doc, at, e, "%s.hf_config: %s", c->where, why.msg);
     return keytable_apply(&model_override_table, c, m, in, e) < 0 ? -1 : check_levels(c, m, in, e);
 }
@@ -98,9 +98,13 @@ static const struct key model_keys[] = {
      .help = "A published model: it sets the family and every dimension; other model keys written beside it "
              "override those (for instance `attn: eager`)."},
     {.name = "hf_config", .type = KEY_STRING, FIELD(M, hf_config), .zero_means = "none",
-     .help = "A Hugging Face config.json (model_type llama, mistral, qwen2, vit, clip or clip_vision_model), relative to the scenario file: "
-             "it sets the family and every dimension, as a preset does; other model keys override those. A "
-             "field that changes memory but is not modelled is an error naming it."},
+     .help = "A Hugging Face config.json, relative to the scenario file (model_type llama, mistral, qwen2, "
+             "qwen3, phi3, gemma, gemma2, gemma3_text, gpt_neox, gpt2, bert, roberta, t5, vit, clip (its vision "
+             "tower) or clip_vision_model; mixtral is refused as not built yet; a vision model needs the job's "
+             "`image_size` to be its config's): it sets the family and every dimension, as a preset does; other model keys "
+             "override those. Its torch_dtype becomes the job's `load_dtype` and `param_dtype` unless the job "
+             "sets either. A field that changes memory but is not modelled is an error naming it, or a "
+             "warning (sliding_window, fused qkv projections)."},
     K_ENUM(M, "family", spec.family, family_at, FAMILY_COUNT, "Model family, when no preset is given."),
     K_INT(M, "layers", spec.layers, 1, 4096, "unset", "Transformer blocks (T5: encoder layers)."),
     K_INT(M, "decoder_layers", spec.decoder_layers, 0, 4096, "same as layers", "T5 decoder layers."),

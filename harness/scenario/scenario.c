@@ -11,10 +11,20 @@
 
 int scenario_load(const char *path, struct scenario *out, struct err *e)
 {
+    return scenario_load_with(path, NULL, 0, out, e);
+}
+
+int scenario_load_with(const char *path, const struct scenario_override *ov, size_t nov, struct scenario *out,
+                       struct err *e)
+{
     memset(out, 0, sizeof *out);
     struct yaml_doc doc;
     if (yaml_doc_load(&doc, path, e))
         return -1;
+    if (scenario_overrides_apply(&doc, ov, nov, e)) {
+        yaml_doc_free(&doc);
+        return -1;
+    }
     struct scenario_file *f = malloc(sizeof *f);
     if (!f) {
         yaml_doc_free(&doc);
@@ -25,6 +35,13 @@ int scenario_load(const char *path, struct scenario *out, struct err *e)
     struct key_ctx c = {&doc, f, ""};
     int rc = keytable_apply(&scenario_top_table, &c, yaml_doc_root(&doc), f, e);
     yaml_doc_free(&doc);
+    if (rc && nov) { /* the message names the file's position and the key; say what was set */
+        char set[512];
+        size_t at = 0;
+        for (size_t i = 0; i < nov && at < sizeof set; i++)
+            at += (size_t)snprintf(set + at, sizeof set - at, "%s%s=%s", i ? " " : "", ov[i].key, ov[i].value);
+        err_prefix(e, "with --set %s: ", set);
+    }
     if (rc)
         free(f->head.variants);
     else

@@ -48,6 +48,16 @@ struct scenario {
 
 /* Loads one scenario file. On failure returns -1 with e set and `out` needing no free. */
 int scenario_load(const char *path, struct scenario *out, struct err *e);
+
+/* A value set on a scenario from outside (`oomlab sweep --set job.batch_size=8`): the key's dotted path
+ * and the value as it would be written in the file (a plain YAML scalar). */
+struct scenario_override {
+    const char *key, *value;
+};
+/* scenario_load with each override written into the file's YAML first (overrides.c), so the value is
+ * checked as the file's own would be. An override's error names it: "--set KEY=VALUE: ...". */
+int scenario_load_with(const char *path, const struct scenario_override *ov, size_t nov, struct scenario *out,
+                       struct err *e);
 void scenario_free(struct scenario *s);
 
 /* A file, or every *.yaml in a directory in name order. *out is an array of *n scenarios, released

@@ -5,6 +5,7 @@
 
 #include "scenario/keytable.h"
 #include "scenario/scenario.h"
+#include "workload/hf_config.h"
 
 #define SCENARIO_MAX_VARIANTS 16
 
@@ -13,6 +14,7 @@
 struct model_input {
     struct model_spec spec;
     char hf_config[512];        /* a Hugging Face config.json, relative to the scenario file */
+    struct hf_config_info hf;   /* what it says beyond the model (its torch_dtype) */
     int ntransformer_depth;
     int nattn_heads;
 };
@@ -39,6 +41,9 @@ int parse_keep_faults(const struct key_ctx *c, const struct key *k, yaml_node_t 
 int parse_device(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e);
 int parse_alloc_conf(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e);
 int parse_preset(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e);
+
+/* overrides.c: writes each override's value into the document at its key's path (mappings made as needed). */
+int scenario_overrides_apply(struct yaml_doc *d, const struct scenario_override *ov, size_t n, struct err *e);
 
 /* variants.c: the top-level check that builds every variant from the base job (root is a scenario_file). */
 int build_variants(const struct key_ctx *c, yaml_node_t *top, void *obj, struct err *e);

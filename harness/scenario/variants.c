@@ -89,12 +89,23 @@ static int build_one(const struct key_ctx *c, const struct scenario_file *f, yam
     return 0;
 }
 
+/* A model.hf_config's torch_dtype is the job's load_dtype and param_dtype unless the job sets either. */
+static void hf_dtype(const struct key_ctx *c, yaml_node_t *top, struct scenario_file *f)
+{
+    yaml_node_t *job = yaml_mapping_get(c->doc, top, "job", NULL);
+    if (!f->model.hf.has_dtype || (job && (yaml_mapping_get(c->doc, job, "load_dtype", NULL) ||
+                                           yaml_mapping_get(c->doc, job, "param_dtype", NULL))))
+        return;
+    f->base.load_dtype = f->base.param_dtype = f->model.hf.dtype;
+}
+
 int build_variants(const struct key_ctx *c, yaml_node_t *top, void *obj, struct err *e)
 {
     struct scenario_file *f = obj;
     if (check_name(c, top, f->head.name, e))
         return -1;
     f->base.model = f->model.spec;
+    hf_dtype(c, top, f);
     memcpy(f->base.name, f->head.name, strlen(f->head.name) + 1);
     if (validate_base(c, top, &f->base, e))
         return -1;

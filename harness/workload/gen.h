@@ -263,6 +263,7 @@ struct attn_args {
     bool rotary;          /* q and k come from nn_rotary (their gradients are laid out by its backward) */
     bool scale_op;        /* eager: scores scaled by a separate multiply (a second score-sized tensor) */
     bool upcast_softmax;  /* eager: softmax in fp32 then cast back (Llama) */
+    float softcap;        /* eager: scores soft-capped, cap * tanh(scores / cap) (Gemma2; 0 = none) */
 };
 tref nn_attention(struct gen *g, const char *name, tref q, tref k, tref v, const struct attn_args *a);
 /* The KV cache's copies of the keys and values (DynamicCache.update on an empty layer), packed

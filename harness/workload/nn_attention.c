@@ -22,12 +22,12 @@
 enum {
     AF_EAGER = 1, AF_QKV = 2, AF_PACKED = 4, AF_FUSED_KV = 8, AF_CACHE = 16, AF_GQA = 32, AF_DROPOUT = 64,
     AF_UPCAST = 128, AF_BIAS = 256, AF_ROTARY = 512, AF_FLASH = 1024, AF_SCALE = 2048, AF_P_IN_PROBS = 4096,
-    AF_MASK = 8192, AF_CONVERT = 16384
+    AF_MASK = 8192, AF_CONVERT = 16384, AF_SOFTCAP = 32768
 };
 /* saved: the tensors the kernel reads; a cache held for memory only (the kernel reads the fused qkv
  * holding the same values); eager: softmax output, dropout mask, the probabilities P v reads;
  * SDPA: output, log-sum-exp and the RNG seed and offset */
-enum { AS_Q, AS_KV, AS_HOLD, AS_PROBS, AS_MASK, AS_P };
+enum { AS_Q, AS_KV, AS_HOLD, AS_PROBS, AS_MASK, AS_P, AS_TANH };
 enum { AS_O = 3, AS_LSE, AS_SEED, AS_OFFSET };
 
 static tref heads_tensor(struct gen *g, int64_t b, int64_t h, int64_t s, int64_t d, enum dtype dt,
@@ -294,6 +294,15 @@ tref nn_attention(struct gen *g, const char *name, tref q, tref k, tref v, const
             flags |= AF_SCALE;
             cur = next_scores(g, cur, kd, cd, CAT_ACTIVATION, tag); /* * scaling */
         }
+        tref tanh_out = TNONE;
+        if (a->softcap > 0) { /* Gemma2's eager_attention_forward: / cap, tanh, * cap; TanhBackward saves
+                               * its result, the divisions by a Python number save nothing */
+            flags |= AF_SOFTCAP;
+            cur = next_scores(g, cur, kd, cd, CAT_ACTIVATION, tag);
+            tanh_out = heads_tensor(g, B, H, S, Sk, cd, CAT_ACTIVATION, tag);
+            t_release(g, cur);
+            cur = heads_tensor(g, B, H, S, Sk, cd, CAT_ACTIVATION, tag);
+        }
         enum dtype st = cd; /* the scores' dtype: a bias in another dtype promotes them (autocast) */
         if (a->bias != TNONE) { /* + position_bias */
             flags |= AF_BIAS;
@@ -353,7 +362,9 @@ tref nn_attention(struct gen *g, const char *name, tref q, tref k, tref v, const
             node_save(g, n, AS_PROBS, probs);
             node_save(g, n, AS_MASK, mask);
             node_save(g, n, AS_P, pv);
+            node_save(g, n, AS_TANH, tanh_out);
         }
+        t_release(g, tanh_out);
         t_release(g, probs);
         t_release(g, mask);
         t_release(g, pv);
@@ -527,6 +538,12 @@ static void eager_backward(struct gen *g, struct node *n, tref *gy, tref *dq, tr
     drop_saved(g, n, AS_PROBS);
     if (flags & AF_CONVERT) /* the input conversion's backward */
         cur = next_scores(g, cur, kd, cd, CAT_TEMP, tag);
+    if (flags & AF_SOFTCAP) { /* * cap's backward, tanh_backward (its saved result), / cap's */
+        cur = next_scores(g, cur, kd, cd, CAT_TEMP, tag);
+        cur = next_scores(g, cur, kd, cd, CAT_TEMP, tag);
+        drop_saved(g, n, AS_TANH);
+        cur = next_scores(g, cur, kd, cd, CAT_TEMP, tag);
+    }
     if (flags & AF_SCALE)
         cur = next_scores(g, cur, kd, cd, CAT_TEMP, tag);
     t_release(g, cur);

@@ -253,6 +253,61 @@ static void tiny(struct model_spec *m, int v)
     }
 }
 
+/* Llama-style decoders from their published config.json (hidden_size, num_hidden_layers,
+ * num_attention_heads, num_key_value_heads, intermediate_size, vocab_size, head_dim,
+ * max_position_embeddings, tie_word_embeddings), read as hf_config.c reads them. */
+enum hf_kind { HF_LLAMA, HF_QWEN2, HF_GEMMA2 };
+static const struct hf_decoder {
+    int hidden, layers, heads, kv_heads, ffn, vocab, head_dim, max_positions;
+    bool tied;
+    enum hf_kind kind;
+} hf_decoders[] = {
+    {4096, 32, 32, 8, 14336, 32000, 0, 32768, false, HF_LLAMA},      /* mistralai/Mistral-7B-v0.1 */
+    {4096, 32, 32, 8, 14336, 128256, 0, 131072, false, HF_LLAMA},    /* meta-llama/Llama-3.1-8B */
+    {896, 24, 14, 2, 4864, 151936, 0, 32768, true, HF_QWEN2},        /* Qwen/Qwen2.5-0.5B */
+    {1536, 28, 12, 2, 8960, 151936, 0, 131072, true, HF_QWEN2},      /* Qwen/Qwen2.5-1.5B */
+    {2048, 36, 16, 2, 11008, 151936, 0, 32768, true, HF_QWEN2},      /* Qwen/Qwen2.5-3B */
+    {3584, 28, 28, 4, 18944, 152064, 0, 131072, false, HF_QWEN2},    /* Qwen/Qwen2.5-7B */
+    {5120, 40, 40, 40, 13824, 32000, 0, 4096, false, HF_LLAMA},      /* meta-llama/Llama-2-13b-hf */
+    {3584, 42, 16, 8, 14336, 256000, 256, 8192, true, HF_GEMMA2},    /* google/gemma-2-9b */
+    {3072, 32, 32, 32, 8192, 32064, 0, 4096, false, HF_LLAMA},       /* microsoft/Phi-3-mini-4k-instruct */
+};
+
+static void hf_decoder(struct model_spec *m, int v)
+{
+    const struct hf_decoder *d = &hf_decoders[v];
+    llama(m, 1);
+    m->hidden = d->hidden;
+    m->layers = d->layers;
+    m->heads = d->heads;
+    m->kv_heads = d->kv_heads;
+    m->ffn = d->ffn;
+    m->vocab = d->vocab;
+    m->head_dim = d->head_dim;
+    m->max_positions = d->max_positions;
+    m->tied_embeddings = d->tied;
+    m->qkv_bias = d->kind == HF_QWEN2;
+    if (d->kind == HF_GEMMA2) { /* Gemma2Config: gelu_pytorch_tanh, final and attention soft-capping 30, 50 */
+        m->act = ACT_GELU_TANH;
+        m->embed_scale = m->sandwich_norm = true;
+        m->logit_softcap = 30.0f;
+        m->attn_softcap = 50.0f;
+    }
+}
+
+/* RobertaModel (with its pooler): BERT's layout with 50265 tokens, 514 positions, one token type. */
+static void roberta(struct model_spec *m, int large)
+{
+    bert_large(m, 0);
+    m->hidden = large ? 1024 : 768;
+    m->layers = large ? 24 : 12;
+    m->heads = large ? 16 : 12;
+    m->ffn = 4 * m->hidden;
+    m->vocab = 50265;
+    m->max_positions = 514;
+    m->type_vocab = 1;
+}
+
 static const struct preset presets[] = {
     {"flan-t5-base", t5, 0, "google/flan-t5-base"},
     {"flan-t5-large", t5, 1, "google/flan-t5-large"},
@@ -268,6 +323,17 @@ static const struct preset presets[] = {
     {"sdxl-unet", unet, 1, "stabilityai/stable-diffusion-xl-base-1.0 unet"},
     {"sd-vae", sd_vae, 0, "AutoencoderKL of SD 1.x/2.x/XL"},
     {"clip-l-text", clip_l, 0, "openai/clip-vit-large-patch14 text encoder"},
+    {"mistral-7b", hf_decoder, 0, "mistralai/Mistral-7B-v0.1 (sliding window as full attention)"},
+    {"llama-3.1-8b", hf_decoder, 1, "meta-llama/Llama-3.1-8B"},
+    {"qwen2.5-0.5b", hf_decoder, 2, "Qwen/Qwen2.5-0.5B"},
+    {"qwen2.5-1.5b", hf_decoder, 3, "Qwen/Qwen2.5-1.5B"},
+    {"qwen2.5-3b", hf_decoder, 4, "Qwen/Qwen2.5-3B"},
+    {"qwen2.5-7b", hf_decoder, 5, "Qwen/Qwen2.5-7B"},
+    {"llama-2-13b", hf_decoder, 6, "meta-llama/Llama-2-13b-hf"},
+    {"gemma-2-9b", hf_decoder, 7, "google/gemma-2-9b (sliding window as full attention)"},
+    {"phi-3-mini", hf_decoder, 8, "microsoft/Phi-3-mini-4k-instruct (fused qkv as q, k, v)"},
+    {"roberta-base", roberta, 0, "FacebookAI/roberta-base (RobertaModel)"},
+    {"roberta-large", roberta, 1, "FacebookAI/roberta-large (RobertaModel)"},
     {"vit-base-patch16-224", vit, 0, "google/vit-base-patch16-224 (ViTForImageClassification)"},
     {"vit-large-patch16-224", vit, 1, "google/vit-large-patch16-224 (ViTForImageClassification)"},
     {"clip-vit-l14-vision", vit, 2, "openai/clip-vit-large-patch14 vision tower (CLIPVisionModel)"},

@@ -27,6 +27,7 @@ NAME_TABLE(attn, enum attn_impl, ATTN_COUNT, "eager", "sdpa")
 NAME_TABLE(optimizer, enum optimizer_kind, OPT_COUNT, "sgd", "adamw", "adamw_8bit", "adafactor")
 NAME_TABLE(trainable, enum trainable_kind, TRAIN_COUNT, "full", "lora", "linear_probe")
 NAME_TABLE(ema_place, enum ema_place, EMA_COUNT, "off", "gpu", "cpu")
+NAME_TABLE(on_oom, enum on_oom_policy, ON_OOM_COUNT, "fail", "halve_batch")
 NAME_TABLE(extra_role, enum extra_role, EXTRA_ROLE_COUNT, "text_encoder", "vae")
 
 const char *float_dtype_at(int i)
@@ -58,6 +59,9 @@ void job_spec_init(struct job_spec *s)
     s->streams = 1;
     s->use_cache = true;
     s->kernel_scratch = true;
+    s->robust.min_batch_size = 1;
+    s->robust.max_retries = 8;
+    s->robust.keep_effective_batch = true;
 }
 
 void job_spec_place_extras(struct job_spec *s, enum extra_role role, bool on_device)
@@ -90,6 +94,9 @@ int job_spec_validate(struct job_spec *s, struct err *e)
         return err_set(e, ERR_INPUT, "dtypes: load, param and autocast dtypes must be fp32, bf16 or fp16");
     if (model_spec_resolve(&s->model, s, e))
         return -1;
+    if (s->robust.on_oom == ON_OOM_HALVE_BATCH && s->robust.min_batch_size > s->batch)
+        return err_set(e, ERR_INPUT, "robust.min_batch_size: %d is above the batch size %d", s->robust.min_batch_size,
+                       s->batch);
     if (s->trainable == TRAIN_LORA && s->lora_rank < 1)
         return err_set(e, ERR_INPUT, "lora_rank: must be at least 1");
     if (s->nextras < 0 || s->nextras > SPEC_MAX_EXTRAS)

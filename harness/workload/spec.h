@@ -92,6 +92,13 @@ struct model_spec {
     bool lm_head;           /* decoder / T5: produce vocabulary logits and a cross-entropy loss */
     enum attn_impl attn;
     float dropout;          /* dropout probability (0 = no dropout masks) */
+    /* decoder variants read from Hugging Face configs (hf_config.c) */
+    bool qk_norm;           /* RMSNorm over each head of the query and key before rotary (Qwen3, Gemma3) */
+    bool sandwich_norm;     /* norms after the attention and the MLP as well (Gemma2, Gemma3) */
+    bool embed_scale;       /* embeddings multiplied by sqrt(hidden) (Gemma's normalizer) */
+    bool parallel_residual; /* x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX) */
+    float logit_softcap;    /* final logits become cap * tanh(logits / cap) (Gemma2; 0 = none) */
+    float attn_softcap;     /* eager attention scores become cap * tanh(scores / cap) (Gemma2; 0 = none) */
 
     /* convolutional families (UNet, VAE, CNN) */
     int in_channels;        /* image channels (also ViT's and CLIP vision's num_channels) */
@@ -131,6 +138,21 @@ struct eval_spec {
     int batches;            /* eval batches per eval (default 1) */
     int sampling_steps;     /* diffusion: denoising steps per sample batch (0 = one no_grad forward) */
     bool vae_decode;        /* decode the generated latents with the VAE extra */
+};
+
+/* What the training script does when a step runs out of memory (run/robust.c): ON_OOM_FAIL lets the error
+ * end the run; ON_OOM_HALVE_BATCH catches it, frees what the failed attempt held (leaving the except block,
+ * zero_grad(set_to_none=True), gc.collect()), empties the cache and restarts its training loop with half the
+ * batch, down to min_batch_size, at most max_retries times, then on the next device of `fallback`. */
+enum on_oom_policy { ON_OOM_FAIL, ON_OOM_HALVE_BATCH, ON_OOM_COUNT };
+#define SPEC_MAX_FALLBACKS 4
+struct robust_spec {
+    enum on_oom_policy on_oom;
+    int min_batch_size;          /* the smallest batch tried (default 1) */
+    int max_retries;             /* retries on one device (default 8) */
+    bool keep_effective_batch;   /* double grad_accum as the batch halves (default true) */
+    int nfallback;
+    char fallback[SPEC_MAX_FALLBACKS][64]; /* device specs tried next, in order */
 };
 
 /* A frozen module resident on the device beside the trained model (not trained, no grads). */
@@ -189,6 +211,8 @@ struct job_spec {
     bool padding;               /* the batch has padding: an attention mask is built (masking_utils) */
     bool kernel_scratch;        /* kernels' own temporaries from the caching allocator (default on; off:
                                  * what a meta-device recording sees, for the conformance test) */
+
+    struct robust_spec robust;  /* on an OOM: fail, or halve the batch and retry */
 };
 
 #define CUBLAS_WORKSPACE_HOPPER_BYTES (32ULL * 1024 * 1024) /* sm_90, sm_100, sm_120 (RTX 5090) */
@@ -225,6 +249,8 @@ const char *trainable_name(enum trainable_kind t);
 int trainable_from_name(const char *s);
 const char *ema_place_name(enum ema_place p);
 int ema_place_from_name(const char *s);
+const char *on_oom_name(enum on_oom_policy p);
+int on_oom_from_name(const char *s);
 const char *extra_role_name(enum extra_role r);
 int extra_role_from_name(const char *s);
 /* The dtypes of weights and compute: fp32, bf16 and fp16, the first SPEC_FLOAT_DTYPES of enum dtype;

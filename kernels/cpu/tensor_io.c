@@ -104,6 +104,13 @@ static void *run_span(void *arg)
     return NULL;
 }
 
+static unsigned thread_limit; /* kernel_cpu_set_threads; 0: none */
+
+void kernel_cpu_set_threads(unsigned n)
+{
+    thread_limit = n;
+}
+
 static size_t thread_count(size_t n)
 {
     size_t want = n / CPU_THREAD_MIN_ELEMS;
@@ -111,6 +118,8 @@ static size_t thread_count(size_t n)
         return 1;
     cpu_set_t set;
     size_t cores = sched_getaffinity(0, sizeof set, &set) == 0 ? (size_t)CPU_COUNT(&set) : 1;
+    if (thread_limit && thread_limit < cores)
+        cores = thread_limit;
     want = want < cores ? want : cores;
     return want < CPU_MAX_THREADS ? want : CPU_MAX_THREADS;
 }

@@ -42,6 +42,14 @@ tref tf_attention(struct gen *g, const struct tf_cfg *c, const struct tf_ctx *x,
         v = nn_linear(g, nm->v, src, in, kvh * hd, qkv_bias);
     }
     g->lora = LORA_NONE;
+    if (m->qk_norm && !cross) { /* Qwen3Attention: q_norm(q_proj(x).view(..., head_dim)), k likewise */
+        tref qn = nn_norm(g, "q_norm", q, hd, m->norm, false, 0);
+        tref kn = nn_norm(g, "k_norm", k, hd, m->norm, false, 0);
+        t_release(g, q);
+        t_release(g, k);
+        q = qn;
+        k = kn;
+    }
     if (nm->core)
         gen_push(g, "%s", nm->core);
     bool rotary = m->pos == POS_ROTARY && !cross && g->mode == GEN_RUN;
@@ -68,7 +76,7 @@ tref tf_attention(struct gen *g, const struct tf_cfg *c, const struct tf_ctx *x,
         .heads = heads, .kv_heads = kvh, .head_dim = hd, .causal = c->causal && !cross,
         .eager = m->attn == ATTN_EAGER, .dropout = c->attn_dropout, .scale = c->attn_scale,
         .bias = cross ? TNONE : x->bias, .mask = cross ? TNONE : x->mask, .cache = cache, .rotary = rotary,
-        .scale_op = c->scale_op, .upcast_softmax = c->upcast_softmax,
+        .scale_op = c->scale_op, .upcast_softmax = c->upcast_softmax, .softcap = cross ? 0 : m->attn_softcap,
     };
     tref ctx = nn_attention(g, NULL, q, k, v, &a);
     gen_hold(g, &g->forward_held, cache); /* the cache lives in the model's output */
@@ -113,15 +121,15 @@ tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref h)
         act = nn_mul(g, NULL, ga, up);
         t_release(g, ga);
         t_release(g, up);
-        if (c->inner_dropout > 0) {
-            tref d = nn_dropout(g, "dropout", act, c->inner_dropout);
-            t_release(g, act);
-            act = d;
-        }
     } else {
         tref up = nn_linear(g, nm->up, h, hid, f, c->ffn_bias);
         act = nn_act(g, nm->act, up, m->act);
         t_release(g, up);
+    }
+    if (c->inner_dropout > 0) { /* T5's dropout before wo */
+        tref d = nn_dropout(g, "dropout", act, c->inner_dropout);
+        t_release(g, act);
+        act = d;
     }
     tref o = nn_linear(g, nm->down, act, f, hid, c->ffn_bias);
     t_release(g, act);

@@ -3,9 +3,12 @@
  * multiplies its scores by 1.0 and adds a position bias: block 0's relative_attention_bias embedding
  * [S, S, heads], shared by every layer of its stack (a permuted view, never expanded to the batch),
  * and zeros [1, heads, T, S] for the cross-attention; the decoder's causal mask; the decoder's KV cache
- * (an EncoderDecoderCache: self- and cross-attention copies); gated-GELU feed-forward; an untied
- * lm_head; decoder_input_ids made from the labels (_shift_right); cross-entropy on the logits. */
+ * (an EncoderDecoderCache: self- and cross-attention copies); gated-GELU feed-forward (or the
+ * original T5's ReLU one); an untied lm_head (or, tied, the shared embedding after a d_model**-0.5
+ * scale); decoder_input_ids made from the labels (_shift_right); cross-entropy on the logits. */
 #include "workload/models/models.h"
+
+#include <math.h>
 
 static const struct tf_names self_names = {
     .attn = "SelfAttention", .q = "q", .k = "k", .v = "v", .o = "o",
@@ -15,6 +18,9 @@ static const struct tf_names cross_names = {
 };
 static const struct tf_names ffn_names = {
     .ffn = "DenseReluDense", .gate = "wi_0", .up = "wi_1", .act = "act", .down = "wo",
+};
+static const struct tf_names relu_names = { /* T5DenseActDense (feed_forward_proj "relu": t5-small..11b) */
+    .ffn = "DenseReluDense", .up = "wi", .act = "act", .down = "wo",
 };
 
 static struct tf_cfg t5_cfg(const struct gen *g, const struct model_spec *m, const struct tf_names *nm, bool causal,
@@ -61,8 +67,9 @@ static tref t5_sublayer(struct gen *g, const struct tf_cfg *c, const struct tf_c
 static tref t5_layers(struct gen *g, const struct ckpt *c, tref x, bool decoder)
 {
     const struct model_spec *m = c->model;
+    const struct tf_names *ffn = m->ffn_kind == FFN_GATED ? &ffn_names : &relu_names;
     struct tf_cfg sa = t5_cfg(g, m, &self_names, decoder, decoder, false),
-                  ca = t5_cfg(g, m, &cross_names, false, true, true), ff = t5_cfg(g, m, &ffn_names, false, false, false);
+                  ca = t5_cfg(g, m, &cross_names, false, true, true), ff = t5_cfg(g, m, ffn, false, false, false);
     struct tf_ctx self = {.mask = c->extra[0], .bias = c->extra[1], .cos = TNONE, .sin = TNONE};
     struct tf_ctx cross = {.mask = c->extra[4], .bias = c->extra[3], .cos = TNONE, .sin = TNONE};
     tref h = t_ref(g, x);
@@ -189,7 +196,14 @@ tref t5_forward(struct gen *g, const struct model_spec *m, const struct batch *b
 
     bool head = g->in_head;
     g->in_head = true;
-    tref logits = nn_linear(g, "lm_head", dec, m->hidden, m->vocab, false);
+    tref logits;
+    if (m->tied_embeddings) { /* T5ForConditionalGeneration: sequence_output * model_dim**-0.5, shared weight */
+        tref scaled = nn_scale(g, "lm_head", dec, 1.0f / sqrtf((float)m->hidden));
+        logits = nn_linear_tied(g, "lm_head", scaled, shared);
+        t_release(g, scaled);
+    } else {
+        logits = nn_linear(g, "lm_head", dec, m->hidden, m->vocab, false);
+    }
     g->in_head = head;
     t_release(g, dec);
     tref out = logits;
