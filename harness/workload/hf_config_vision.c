@@ -41,30 +41,6 @@ static int common(struct hf_reader *r, int patch, enum act_kind act, struct err 
     return 0;
 }
 
-/* architectures[0], or NULL */
-static int architecture(struct hf_reader *r, const char **out, struct err *e)
-{
-    json_t *v = json_object_get((json_t *)r->root, "architectures");
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_array(v) || json_array_size(v) < 1 || !json_is_string(json_array_get(v, 0)))
-        return err_set(e, ERR_INPUT, "%s: field 'architectures' must be a list of class names", r->path);
-    *out = json_string_value(json_array_get(v, 0));
-    return 0;
-}
-
-static int labels(struct hf_reader *r, int *out, struct err *e)
-{
-    json_t *ids = json_object_get((json_t *)r->root, "id2label");
-    *out = 2;
-    if (ids && !json_is_null(ids)) {
-        if (!json_is_object(ids) || json_object_size(ids) < 1)
-            return err_set(e, ERR_INPUT, "%s: field 'id2label' must be an object of labels", r->path);
-        *out = (int)json_object_size(ids);
-    }
-    return hf_int(r, "num_labels", false, out, e);
-}
-
 int hf_read_vit(struct hf_reader *r, struct err *e)
 {
     struct model_spec *m = r->m;
@@ -72,7 +48,7 @@ int hf_read_vit(struct hf_reader *r, struct err *e)
     double drop = 0, adrop = 0;
     bool qkv_bias = true;
     int pooler_out = 0;
-    if (architecture(r, &arch, e) || common(r, 16, ACT_GELU, e) || hf_number(r, "hidden_dropout_prob", &drop, e) ||
+    if (hf_architecture(r, &arch, e) || common(r, 16, ACT_GELU, e) || hf_number(r, "hidden_dropout_prob", &drop, e) ||
         hf_number(r, "attention_probs_dropout_prob", &adrop, e) || hf_bool(r, "qkv_bias", &qkv_bias, e) ||
         hf_str(r, "pooler_act", &pooler_act, e) || hf_int(r, "pooler_output_size", false, &pooler_out, e))
         return -1;
@@ -96,7 +72,7 @@ int hf_read_vit(struct hf_reader *r, struct err *e)
     if (strcmp(arch, "ViTForImageClassification"))
         return err_set(e, ERR_INPUT, "%s: architectures '%s' is not modelled for model_type vit (ViTModel, "
                        "ViTForImageClassification)", r->path, arch);
-    return labels(r, &m->num_labels, e);
+    return hf_num_labels(r, &m->num_labels, e);
 }
 
 /* CLIPVisionConfig's fields; with_projection: the visual_projection of projection_dim */
@@ -116,7 +92,7 @@ static int clip_vision(struct hf_reader *r, bool with_projection, struct err *e)
 int hf_read_clip_vision(struct hf_reader *r, struct err *e)
 {
     const char *arch = NULL;
-    if (architecture(r, &arch, e))
+    if (hf_architecture(r, &arch, e))
         return -1;
     if (arch && strcmp(arch, "CLIPVisionModel") && strcmp(arch, "CLIPVisionModelWithProjection"))
         return err_set(e, ERR_INPUT, "%s: architectures '%s' is not modelled for model_type clip_vision_model "
