@@ -76,6 +76,7 @@ static int emit(struct op_sink *base, const struct op *op, struct err *e)
     struct live *t;
     switch (op->kind) {
     case OP_ALLOC:
+    case OP_MANAGED_ALLOC:
         if (!(t = malloc(sizeof *t)))
             return err_set(e, ERR_INTERNAL, "out of memory");
         t->id = op->id;
@@ -307,6 +308,31 @@ static void test_training_modes(void)
         }
 }
 
+/* QLoRA: a llama-style decoder with NF4 or FP4 base weights (with and without double quantization)
+ * or LLM.int8 ones, all-linear adapters with dropout, bf16 and autocast, checkpointed or not. */
+static void test_qlora(void)
+{
+    for (int v = 0; v < 10; v++) {
+        struct job_spec s;
+        char what[128];
+        base(&s);
+        configured(&s, FAMILY_DECODER);
+        s.load_dtype = s.param_dtype = DT_BF16;
+        s.autocast = v & 1;
+        s.trainable = TRAIN_LORA;
+        s.lora.all_linear = true;
+        s.lora.dropout = 0.05f;
+        s.quant.type = v >= 8 ? QUANT_INT8 : v & 2 ? QUANT_FP4 : QUANT_NF4;
+        s.quant.double_quant = !(v & 4);
+        s.quant.prepare_kbit = v & 4;
+        if (v & 2)
+            fix_enable(&s, "gradient_checkpointing", &(struct err){0});
+        snprintf(what, sizeof what, "QLoRA %s%s%s%s", quant_name(s.quant.type), s.autocast ? ", autocast" : "",
+                 s.quant.double_quant ? ", double quant" : ", prepare_kbit", v & 2 ? ", checkpointed" : "");
+        check(&s, what);
+    }
+}
+
 /* A UNet with a frozen text encoder and VAE on the device: EMA, eval inside the EMA context with
  * sampling and a VAE decode (whole and chunked), every fault. */
 static void test_diffusion(void)
@@ -350,7 +376,7 @@ static void test_coverage(void)
         K_CROSS_ENTROPY_FWD, K_CROSS_ENTROPY_BWD, K_EMBEDDING_FWD, K_EMBEDDING_BWD, K_MUL_BCAST, K_ADD_BCAST,
         K_EXPAND, K_REDUCE_SUM, K_TRANSPOSE, K_COPY_BLOCKS, K_RELU_FWD, K_RELU_BWD, K_QUICK_GELU_FWD,
         K_QUICK_GELU_BWD, K_ROPE, K_ATTN_BIAS_FWD, K_ATTN_DSCORES, K_SGD, K_ADAMW_T, K_ADAFACTOR, K_RAND_UNIFORM,
-        K_RANDINT,
+        K_RANDINT, K_DEQUANT, K_INT8_QUANT_ROWS, K_INT8_GEMM,
     };
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
         ok(coverage[expected[i]] > 0, "the generator launches %s (%llu times)", kernel_get(expected[i])->name,
@@ -363,6 +389,7 @@ int main(void)
     test_optimizers();
     test_training_modes();
     test_diffusion();
+    test_qlora();
     test_coverage();
     return done_testing();
 }

@@ -176,6 +176,17 @@ static void print_rows(FILE *f, const struct report_group *g)
                 outcome);
         if (strcmp(r->fixes, "-"))
             wrap_print(f, "     fixes: ", 12, r->fixes);
+        if (r->run.managed_peak || r->run.managed_on_host) {
+            char m[32], h[32], text[320];
+            size_format_pytorch(r->run.managed_peak, m, sizeof m);
+            size_format_pytorch(r->run.managed_on_host, h, sizeof h);
+            int n = snprintf(text, sizeof text,
+                             "%s in unified memory (cudaMallocManaged), outside PyTorch's allocator and its reserved "
+                             "memory; modelled resident on the device", m);
+            if (r->run.managed_on_host && n > 0 && (size_t)n < sizeof text)
+                snprintf(text + n, sizeof text - (size_t)n, "; %s kept on the host for want of room", h);
+            wrap_print(f, "     paged: ", 12, text);
+        }
         if (r->has_expect && !r->expect_ok)
             wrap_print(f, "     expectation failed: ", 7, r->expect_why);
     }

@@ -166,7 +166,10 @@ static const struct key job_keys[] = {
     K_ENUM(J, "autocast_dtype", autocast_dtype, float_dtype_at, SPEC_FLOAT_DTYPES, "The autocast dtype."),
     K_BOOL(J, "master_weights", master_weights, "The optimizer keeps an fp32 master copy of 16-bit weights."),
     K_BOOL(J, "loss_scaling", loss_scaling, "fp16 GradScaler: scaled loss, unscale before the step."),
-    K_ENUM(J, "optimizer", optimizer, optimizer_at, OPT_COUNT, "The optimizer."),
+    K_ENUM(J, "optimizer", optimizer, optimizer_at, OPT_COUNT,
+           "The optimizer. paged_adamw_8bit and paged_adamw_32bit are bitsandbytes' paged AdamW: the state of "
+           "tensors from 1e5 elements in CUDA unified memory, outside the caching allocator (reported apart "
+           "from reserved memory, modelled resident on the device while it has room)."),
     K_BOOL(J, "foreach", foreach, "Multi-tensor (foreach) optimizer step, with parameter-sized temporaries."),
     K_BOOL(J, "set_to_none", set_to_none, "zero_grad(set_to_none=True), PyTorch's default since 2.0."),
     K_INT(J, "grad_accum", grad_accum, 1, 1 << 20, NULL, "Micro-batches per optimizer step (1 = none)."),
@@ -174,7 +177,24 @@ static const struct key job_keys[] = {
     K_ENUM(J, "ema", ema, ema_place_at, EMA_COUNT, "Exponential moving average of the weights, and where it lives."),
     K_TABLE(J, "eval", eval, eval_table, false, "Evaluation cadence and contents."),
     K_ENUM(J, "trainable", trainable, trainable_at, TRAIN_COUNT, "Which weights train."),
-    K_INT(J, "lora_rank", lora_rank, 0, 65536, NULL, "LoRA rank r on every attention projection."),
+    K_INT(J, "lora_rank", lora_rank, 0, 65536, NULL, "LoRA rank r."),
+    {.name = "lora_targets", .type = KEY_CUSTOM, FIELD(J, lora), .parse = parse_lora_targets,
+     .doc_type = "`all-linear` or a list of module names", .zero_means = "the attention's query and value projections",
+     .help = "Linear modules that get a LoRA adapter (PEFT's target_modules: a module whose full name is the "
+             "target or ends in '.' + target, as the family names them: q_proj, k_proj, v_proj, o_proj, gate_proj, "
+             "up_proj, down_proj for Llama; c_attn, c_proj, c_fc for GPT-2; query, key, value, dense for BERT; q, "
+             "k, v, o, wi_0, wi_1, wo for T5 v1.1). all-linear: every linear but the output head. A name that matches no module "
+             "is an error."},
+    {.name = "lora_alpha", .type = KEY_FLOAT, FIELD(J, lora.alpha), .fmin = 0, .fmax = 1e6,
+     .help = "lora_alpha: the adapter output is scaled by alpha / r (a multiply; no other memory effect)."},
+    {.name = "lora_dropout", .type = KEY_FLOAT, FIELD(J, lora.dropout), .fmin = 0, .fmax = 1, .fopen = false,
+     .zero_means = "nn.Identity",
+     .help = "Dropout on each adapter's input: its output and mask are saved for backward."},
+    K_BOOL(J, "use_dora", lora.dora, "DoRA adapters (refused: not modelled yet)."),
+    K_ENUM(J, "lora_dtype", lora.dtype, lora_dtype_at, SPEC_FLOAT_DTYPES + 1,
+           "Adapter weights' dtype. auto: fp32 on a quantized base (as PEFT creates them there), else the "
+           "model's param dtype; PEFT's autocast_adapter_dtype=True makes them fp32 on a 16-bit base too."),
+    K_TABLE(J, "quantization", quant, scenario_quant_table, false, "Quantized base weights (bitsandbytes)."),
     {.name = "extras", .type = KEY_CUSTOM, .offset = 0, .size = sizeof(J), .parse = parse_extras, .sub = &extra_table,
      .doc_type = "list of mappings, see [`job.extras[]`](#jobextras)", .zero_means = "none",
      .help = "Frozen modules resident beside the model (text encoder, VAE)."},

@@ -4,6 +4,7 @@
 #include "workload/switches.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static bool transformer(enum model_family f)
 {
@@ -49,6 +50,12 @@ static void precision_text(const struct job_spec *s, char *buf, size_t len)
         snprintf(buf, len, "pure %s%s%s", dtype_name(s->param_dtype), master, scaled);
     else
         snprintf(buf, len, "fp32%s", scaled);
+    if (s->quant.type != QUANT_NONE) {
+        size_t n = strlen(buf);
+        bool nested = s->quant.double_quant && s->quant.type != QUANT_INT8;
+        snprintf(buf + n, len - n, ", %s base weights%s%s", quant_name(s->quant.type), nested ? " (double quant)" : "",
+                 s->quant.prepare_kbit ? ", prepare_kbit" : "");
+    }
 }
 
 static void optimizer_text(const struct job_spec *s, char *buf, size_t len)
@@ -59,6 +66,11 @@ static void optimizer_text(const struct job_spec *s, char *buf, size_t len)
         break;
     case OPT_ADAFACTOR:
         snprintf(buf, len, "adafactor (transformers)");
+        break;
+    case OPT_PAGED_ADAMW_8BIT:
+    case OPT_PAGED_ADAMW_32BIT:
+        snprintf(buf, len, "%s (bitsandbytes; paged state in unified memory, modelled resident)",
+                 optimizer_name(s->optimizer));
         break;
     default:
         snprintf(buf, len, "%s %s", optimizer_name(s->optimizer), s->foreach ? "foreach" : "for-loop");

@@ -151,8 +151,13 @@ static const char *no_gpu_ema(const struct job_spec *s)
 
 static const char *not_adamw(const struct job_spec *s)
 {
-    return s->optimizer == OPT_ADAMW ? NULL : s->optimizer == OPT_ADAMW_8BIT ? "AdamW is already 8-bit"
-                                                                            : "the optimizer is not AdamW";
+    switch (s->optimizer) {
+    case OPT_ADAMW: return NULL;
+    case OPT_ADAMW_8BIT:
+    case OPT_PAGED_ADAMW_8BIT: return "AdamW is already 8-bit";
+    case OPT_PAGED_ADAMW_32BIT: return "the optimizer is bitsandbytes' paged AdamW";
+    default: return "the optimizer is not AdamW";
+    }
 }
 
 static const char *already_16bit(const struct job_spec *s)

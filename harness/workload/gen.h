@@ -46,6 +46,7 @@ struct param {
     bool trainable;
     bool head;            /* trained under a linear probe */
     bool lora;            /* a LoRA adapter */
+    bool quant;           /* a bitsandbytes-quantized weight (quant.c): data holds its packed codes */
     int32_t module_id;    /* which module (main model or an extra) */
     tref data;            /* weight on the device */
     tref grad;            /* .grad */
@@ -54,6 +55,7 @@ struct param {
     tref ema;             /* EMA shadow */
     tref cast;            /* autocast cache for the current forward */
     tref stale;           /* a reference kept to an old copy (duplicate_dtype_conversion) */
+    tref qstate[5];       /* quantized: absmax (f32, or u8 codes), nested absmax, offset, code table, nested code */
 };
 
 struct gen;
@@ -125,6 +127,7 @@ struct gen {
     int32_t module_id;         /* module being registered or run */
     bool in_head;              /* registering the head (linear probe) */
     enum lora_target lora;     /* the attention projection being registered or run gets a LoRA adapter */
+    uint32_t lora_matched;     /* bit i: job lora.targets[i] matched a linear module */
 
     struct tensor *t;
     int32_t nt, cap_t, free_t;
@@ -161,6 +164,8 @@ void gen_hold(struct gen *g, struct tref_list *list, tref x);
 void gen_release_held(struct gen *g, struct tref_list *list);
 tref t_new(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, enum category cat, const char *tag);
 tref t_new2(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category cat, const char *tag);
+/* An [a, b] tensor in unified memory (cudaMallocManaged), outside the caching allocator. */
+tref t_new_managed(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category cat, const char *tag);
 tref t_like(struct gen *g, tref x, enum dtype dt, enum category cat, const char *tag);
 tref t_ref(struct gen *g, tref x);
 void t_release(struct gen *g, tref x);
@@ -213,6 +218,7 @@ tref nn_input(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, const
 tref nn_ids(struct gen *g, const int64_t *dims, int ndim, int64_t high, const char *leaf);
 tref nn_linear(struct gen *g, const char *name, tref x, int64_t in, int64_t out, bool bias);
 tref nn_linear_tied(struct gen *g, const char *name, tref x, int32_t weight); /* weight shared, no bias */
+tref nn_linear_param(struct gen *g, const char *tag, tref x, int32_t weight);  /* a taken weight, no bias */
 tref nn_embedding(struct gen *g, const char *name, tref ids, int64_t rows, int64_t dim, int32_t shared);
 /* An embedding's weight registered (or taken) ahead of its lookup, for modules whose parameters are in
  * another order than their forward uses them; pass it to nn_embedding as `shared`. */
@@ -303,6 +309,29 @@ void nn_param_backward(struct gen *g, const struct node *n, tref gy);
 tref nn_checkpoint(struct gen *g, const struct ckpt *c, tref x);
 /* Leaving an autocast region: its cached 16-bit weight casts are released. */
 void nn_end_autocast(struct gen *g);
+
+/* quant.c: bitsandbytes 4-bit weights. quant_applies: the linear being registered is quantized (a
+ * decoder layer's linear in the trained model, not the head). quant_load puts a weight on the device
+ * as Linear4bit holds it; quant_weight dequantizes it to a new tensor of dtype dt (freed by the caller
+ * after its matmul), as dequantize_4bit does in MatMul4Bit's forward and again in its backward. */
+bool quant_applies(const struct gen *g);
+void quant_load(struct gen *g, struct param *p, enum dtype load_dtype);
+tref quant_weight(struct gen *g, int32_t p, enum dtype dt, const char *tag);
+/* LLM.int8's MatMul8bitLt forward of x through weight p: y in x's dtype; *saved is what autograd keeps. */
+tref quant_int8_forward(struct gen *g, const char *tag, tref x, int32_t p, tref *saved);
+/* peft's prepare_model_for_kbit_training (job quantization.prepare_kbit): the module's parameters that
+ * are neither quantized nor yet on the device as fp32 are cast to fp32 in place. */
+void quant_prepare_kbit(struct gen *g, int32_t first, int32_t count);
+
+/* lora.c: PEFT's LoRA. lora_wanted: the linear module in scope gets an adapter; lora_register
+ * adds its parameters; lora_forward adds lora_B(lora_A(dropout(x))) * scaling to y (consumes y). */
+bool lora_wanted(struct gen *g);
+void lora_register(struct gen *g, int64_t in, int64_t out);
+tref lora_forward(struct gen *g, tref x, tref y, bool quantized_base);
+/* get_peft_model after from_pretrained: the module's adapters land on the device in their dtype. */
+void lora_load(struct gen *g, int32_t first, int32_t count, enum dtype model_dtype);
+/* After enumeration: every lora_targets name matched a linear module (else ERR_INPUT naming it). */
+int lora_check_targets(const struct gen *g, struct err *e);
 
 /* scratch.c: kernels' own temporaries from the caching allocator (job kernel_scratch), allocated before
  * an op's kernel and freed with scratch_free after it. */

@@ -148,6 +148,10 @@ struct workload *workload_create(const struct job_spec *spec, struct err *e)
     }
     for (int i = 0; i < w->nmod; i++)
         enumerate(w, &w->mod[i]);
+    if (!w->g.failed && lora_check_targets(&w->g, e)) {
+        workload_destroy(w);
+        return NULL;
+    }
     if (w->g.failed) {
         workload_destroy(w);
         return NULL;
@@ -207,12 +211,20 @@ static void load_module(struct workload *w, const struct module *md)
     enum dtype first = convert ? s->load_dtype : md->dtype;
     for (int32_t i = md->first; i < md->first + md->count; i++) {
         struct param *p = &g->params[i];
+        if (p->lora) /* get_peft_model adds them after loading (lora_load) */
+            continue;
+        if (p->quant) {
+            quant_load(g, p, s->load_dtype);
+            continue;
+        }
         p->data = param_tensor(g, p, first, CAT_PARAM);
         param_values(g, p, p->data);
     }
     if (convert) { /* model.to(dtype): each parameter swapped in place, the old storage freed at once */
         for (int32_t i = md->first; i < md->first + md->count; i++) {
             struct param *p = &g->params[i];
+            if (p->lora || p->quant)
+                continue;
             tref nw = param_tensor(g, p, s->param_dtype, CAT_PARAM);
             kern_cast(g, p->data, nw, p->module);
             if (dup)
@@ -230,6 +242,10 @@ static void load_module(struct workload *w, const struct module *md)
             if (w->nkept < MAX_KEPT)
                 w->kept[w->nkept++] = sd;
         }
+    }
+    if (main) {
+        quant_prepare_kbit(g, md->first, md->count);
+        lora_load(g, md->first, md->count, md->dtype);
     }
 }
 

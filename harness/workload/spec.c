@@ -24,11 +24,13 @@ NAME_TABLE(act, enum act_kind, ACT_COUNT, "gelu", "gelu_tanh", "quick_gelu", "si
            "gelu_new")
 NAME_TABLE(pos, enum pos_kind, POS_COUNT, "learned", "rotary", "relative_bias", "none")
 NAME_TABLE(attn, enum attn_impl, ATTN_COUNT, "eager", "sdpa")
-NAME_TABLE(optimizer, enum optimizer_kind, OPT_COUNT, "sgd", "adamw", "adamw_8bit", "adafactor")
+NAME_TABLE(optimizer, enum optimizer_kind, OPT_COUNT, "sgd", "adamw", "adamw_8bit", "adafactor", "paged_adamw_8bit",
+           "paged_adamw_32bit")
 NAME_TABLE(trainable, enum trainable_kind, TRAIN_COUNT, "full", "lora", "linear_probe")
 NAME_TABLE(ema_place, enum ema_place, EMA_COUNT, "off", "gpu", "cpu")
 NAME_TABLE(on_oom, enum on_oom_policy, ON_OOM_COUNT, "fail", "halve_batch")
 NAME_TABLE(extra_role, enum extra_role, EXTRA_ROLE_COUNT, "text_encoder", "vae")
+NAME_TABLE(quant, enum quant_kind, QUANT_COUNT, "none", "nf4", "fp4", "int8")
 
 const char *float_dtype_at(int i)
 {
@@ -54,6 +56,10 @@ void job_spec_init(struct job_spec *s)
     s->steps = 1;
     s->eval.batches = 1;
     s->lora_rank = 8;
+    s->lora.alpha = 16.0f;
+    s->quant.blocksize = 64;
+    s->quant.double_quant = true;
+    s->quant.compute_dtype = DT_BF16;
     switches_init(s);
     s->cublas_workspace_bytes = CUBLAS_WORKSPACE_DEFAULT_BYTES;
     s->streams = 1;
@@ -99,6 +105,8 @@ int job_spec_validate(struct job_spec *s, struct err *e)
                        s->batch);
     if (s->trainable == TRAIN_LORA && s->lora_rank < 1)
         return err_set(e, ERR_INPUT, "lora_rank: must be at least 1");
+    if (quant_spec_check(s, e) || lora_spec_check(s, e))
+        return -1;
     if (s->nextras < 0 || s->nextras > SPEC_MAX_EXTRAS)
         return err_set(e, ERR_INPUT, "extras: at most %d", SPEC_MAX_EXTRAS);
     for (int i = 0; i < s->nextras; i++) {

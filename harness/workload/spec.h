@@ -125,7 +125,12 @@ struct model_spec {
     int mlp_out;
 };
 
-enum optimizer_kind { OPT_SGD, OPT_ADAMW, OPT_ADAMW_8BIT, OPT_ADAFACTOR, OPT_COUNT };
+/* The paged kinds are bitsandbytes' PagedAdamW8bit and PagedAdamW32bit (state in unified memory). */
+enum optimizer_kind {
+    OPT_SGD, OPT_ADAMW, OPT_ADAMW_8BIT, OPT_ADAFACTOR, OPT_PAGED_ADAMW_8BIT, OPT_PAGED_ADAMW_32BIT, OPT_COUNT
+};
+/* bitsandbytes weight quantization (quant.c): none, 4-bit NormalFloat or FP4 (Linear4bit), LLM.int8. */
+enum quant_kind { QUANT_NONE, QUANT_NF4, QUANT_FP4, QUANT_INT8, QUANT_COUNT };
 enum trainable_kind { TRAIN_FULL, TRAIN_LORA, TRAIN_LINEAR_PROBE, TRAIN_COUNT };
 enum ema_place { EMA_OFF, EMA_GPU, EMA_CPU, EMA_COUNT };
 enum extra_role { EXTRA_TEXT_ENCODER, EXTRA_VAE, EXTRA_ROLE_COUNT };
@@ -163,6 +168,28 @@ struct extra_spec {
     bool on_device;              /* false: kept on the CPU (its outputs still reach the device) */
 };
 
+/* Weight quantization of the decoder's linear layers (transformers' BitsAndBytesConfig). */
+struct quant_spec {
+    enum quant_kind type;
+    int blocksize;              /* bnb_4bit blocksize (64) */
+    bool double_quant;          /* bnb_4bit_use_double_quant: absmax quantized to 8 bits */
+    enum dtype compute_dtype;   /* bnb_4bit_compute_dtype: the GEMM's dtype */
+    bool prepare_kbit;          /* peft's prepare_model_for_kbit_training: other 16-bit weights to fp32 */
+};
+
+#define SPEC_LORA_TARGETS 8
+/* Where LoRA adapters go (PEFT's LoraConfig; lora.c). */
+struct lora_spec {
+    char targets[SPEC_LORA_TARGETS][32]; /* module names (target_modules), matched as PEFT does: by the last name */
+    int ntargets;               /* 0 = the family's default (q and v projections) */
+    bool all_linear;            /* "all-linear": every linear layer but the output head */
+    float alpha;                /* lora_alpha: a scale, no memory effect */
+    float dropout;              /* lora_dropout on the adapter's input */
+    bool dora;                  /* use_dora: weight-decomposed adapters (magnitude vector, weight norm) */
+    int dtype;                  /* adapter weights' dtype: 0 = auto (fp32 on a quantized base, as peft
+                                 * creates them; else the model's param dtype), else 1 + enum dtype */
+};
+
 /* The training job. */
 struct job_spec {
     char name[SPEC_NAME_MAX];   /* scenario or variant name (for tags and reports) */
@@ -192,7 +219,9 @@ struct job_spec {
     struct eval_spec eval;
 
     enum trainable_kind trainable;
-    int lora_rank;              /* TRAIN_LORA: rank r on every attention projection */
+    int lora_rank;              /* TRAIN_LORA: rank r */
+    struct lora_spec lora;      /* TRAIN_LORA: targets, dropout, DoRA, adapter dtype */
+    struct quant_spec quant;    /* quantized base weights (frozen) */
 
     int nextras;
     struct extra_spec extras[SPEC_MAX_EXTRAS];
@@ -253,6 +282,11 @@ const char *on_oom_name(enum on_oom_policy p);
 int on_oom_from_name(const char *s);
 const char *extra_role_name(enum extra_role r);
 int extra_role_from_name(const char *s);
+const char *quant_name(enum quant_kind q);
+int quant_from_name(const char *s);
+/* Checks of the quantization and LoRA settings (quant.c, lora.c), messages naming the key. */
+int quant_spec_check(const struct job_spec *s, struct err *e);
+int lora_spec_check(const struct job_spec *s, struct err *e);
 /* The dtypes of weights and compute: fp32, bf16 and fp16, the first SPEC_FLOAT_DTYPES of enum dtype;
  * float_dtype_at(i) names the i-th (for key rows). */
 #define SPEC_FLOAT_DTYPES (DT_F16 + 1)
