@@ -167,6 +167,7 @@ static void configured(struct job_spec *s, enum model_family f)
         m->norm_place = NORM_POST;
         m->type_vocab = 2;
         m->pooler = true;
+        m->num_labels = 3; /* BertForSequenceClassification's head */
         m->lm_head = false;
         break;
     case FAMILY_T5: /* PyTorch's fused RMSNorm and transformers' composite gelu_new */
@@ -186,6 +187,16 @@ static void configured(struct job_spec *s, enum model_family f)
         m->max_positions = 16;
         m->causal = true;
         m->projection_dim = 32;
+        m->lm_head = false;
+        break;
+    case FAMILY_VIT: /* 4x4 patches of the 16-pixel image: 16 + the class token */
+    case FAMILY_CLIP_VISION:
+        m->in_channels = 3;
+        m->patch_size = 4;
+        m->max_positions = 17;
+        m->num_labels = f == FAMILY_VIT ? 10 : 0;
+        m->projection_dim = f == FAMILY_VIT ? 0 : 32;
+        m->act = f == FAMILY_VIT ? ACT_GELU : ACT_QUICK_GELU;
         m->lm_head = false;
         break;
     case FAMILY_MLP:
@@ -229,7 +240,8 @@ static void test_families(void)
     static const char *const tiny[] = {"tiny-transformer", "tiny-mlp", "tiny-cnn", "tiny-unet", "tiny-vae"};
     static const struct { enum model_family f; const char *name; } conf[] = {
         {FAMILY_COUNT, "gpt2-style"}, {FAMILY_DECODER, "llama-style"}, {FAMILY_ENCODER, "bert-style"},
-        {FAMILY_T5, "t5"}, {FAMILY_CLIP_TEXT, "clip-text"}, {FAMILY_MLP, "mlp"},
+        {FAMILY_T5, "t5"}, {FAMILY_CLIP_TEXT, "clip-text"}, {FAMILY_MLP, "mlp"}, {FAMILY_VIT, "vit"},
+        {FAMILY_CLIP_VISION, "clip-vision"},
     };
     int run = 0;
     for (int attn = 0; attn < ATTN_COUNT; attn++)

@@ -8,7 +8,8 @@
 
 static bool transformer(enum model_family f)
 {
-    return f == FAMILY_DECODER || f == FAMILY_ENCODER || f == FAMILY_T5 || f == FAMILY_CLIP_TEXT;
+    return f == FAMILY_DECODER || f == FAMILY_ENCODER || f == FAMILY_T5 || f == FAMILY_CLIP_TEXT || f == FAMILY_VIT ||
+           f == FAMILY_CLIP_VISION;
 }
 
 static void attention_text(const struct job_spec *s, enum dtype cd, char *buf, size_t len)

@@ -78,6 +78,7 @@ struct ckpt {
 enum node_kind {
     N_LINEAR, N_EMBED, N_NORM, N_ACT, N_DROPOUT, N_ADD, N_MUL, N_CAST, N_ATTN, N_CONV, N_UPSAMPLE,
     N_CE, N_MEAN, N_SCALE, N_GLU, N_CKPT, N_TRANSPOSE, N_EXPAND, N_SLICE, N_CONCAT, N_ROPE,
+    N_PARAM_CAT, N_PARAM_ADD,
     N_FUSED_CE, /* fused_ce.c */
     N_GATED     /* compiled_act.c */
 };
@@ -233,6 +234,9 @@ tref nn_sub(struct gen *g, const char *name, tref x, tref y);
 tref nn_mul(struct gen *g, const char *name, tref x, tref y);
 tref nn_cast(struct gen *g, const char *name, tref x, enum dtype dt);
 tref nn_conv(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout, int k, int stride, bool bias);
+/* The same with an explicit zero padding (nn_conv pads k / 2: "same" for odd kernels). */
+tref nn_conv_pad(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout, int k, int stride, int pad,
+                 bool bias);
 tref nn_upsample(struct gen *g, const char *name, tref x);
 tref nn_cross_entropy(struct gen *g, const char *name, tref logits, tref labels);
 tref nn_scale(struct gen *g, const char *name, tref x, float alpha);
@@ -296,6 +300,13 @@ void nn_rotary_backward(struct gen *g, struct node *n, tref *gy);
 void nn_norm_backward(struct gen *g, struct node *n, tref *gy);      /* nn_norm.c */
 void nn_act_backward(struct gen *g, struct node *n, tref *gy);       /* nn.c */
 void nn_layout_backward(struct gen *g, const struct node *n, tref gy);    /* nn_layout.c */
+/* Parameters used as tensors (nn_param.c). x [B, N, dim] after a parameter `name` [1, dim] broadcast over
+ * the batch: torch.cat((param.expand(B, -1, -1), x), dim=1), a new [B, 1 + N, dim] tensor (ViT's cls_token).
+ * And x [B, rows, cols] + a parameter `name` [1, rows, cols] (ViT's position_embeddings). Both register the
+ * parameter in GEN_PARAMS mode; the output's dtype is the promotion of x's and the parameter's. */
+tref nn_param_prepend(struct gen *g, const char *name, tref x, int64_t dim);
+tref nn_param_add(struct gen *g, const char *name, tref x, int64_t rows, int64_t cols);
+void nn_param_backward(struct gen *g, const struct node *n, tref gy);
 void nn_fused_ce_backward(struct gen *g, struct node *n, tref gy);       /* fused_ce.c */
 void nn_gated_compiled_backward(struct gen *g, const struct node *n, tref gy); /* compiled_act.c */
 /* Runs `count` layers from `layer` through fn, checkpointed (inputs kept, recomputed in backward). */

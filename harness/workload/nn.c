@@ -677,6 +677,12 @@ static void elementwise_backward(struct gen *g, const struct node *n, tref gy)
 
 tref nn_conv(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout, int k, int stride, bool bias)
 {
+    return nn_conv_pad(g, name, x, cin, cout, k, stride, k / 2, bias);
+}
+
+tref nn_conv_pad(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout, int k, int stride, int pad,
+                 bool bias)
+{
     gen_push(g, "%s", name);
     if (g->mode == GEN_PARAMS) {
         param_add(g, "weight", cout, cin * k * k);
@@ -692,7 +698,7 @@ tref nn_conv(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout,
     tref xin = nn_as_dtype(g, "autocast", x, cd);
     tref w = weight_for(g, pw, cd);
     const struct tensor *xt = &g->t[xin];
-    int64_t pad = k / 2, p = (xt->dims[2] + 2 * pad - k) / stride + 1, q = (xt->dims[3] + 2 * pad - k) / stride + 1;
+    int64_t p = (xt->dims[2] + 2 * pad - k) / stride + 1, q = (xt->dims[3] + 2 * pad - k) / stride + 1;
     int64_t dims[4] = {xt->dims[0], cout, p, q};
     int64_t d[8] = {xt->dims[0], cin, xt->dims[2], xt->dims[3], cout, k, stride, pad};
     tref y = t_new(g, dims, 4, cd, CAT_ACTIVATION, tag); /* may move the slab: xt is stale after this */
@@ -966,6 +972,10 @@ void nn_backward(struct gen *g, struct node *n, tref *gy)
         break;
     case N_GLU:
         glu_backward(g, n, *gy);
+        break;
+    case N_PARAM_CAT:
+    case N_PARAM_ADD:
+        nn_param_backward(g, n, *gy);
         break;
     case N_CKPT:
         break;

@@ -38,6 +38,8 @@ enum model_family {
     FAMILY_CLIP_TEXT,  /* CLIPTextModel(WithProjection) */
     FAMILY_MLP,        /* stack of Linear + activation */
     FAMILY_CNN,        /* conv + BatchNorm-free GroupNorm + ReLU stages, global pool, linear head */
+    FAMILY_VIT,        /* ViTModel / ViTForImageClassification */
+    FAMILY_CLIP_VISION,/* CLIPVisionModel(WithProjection) */
     FAMILY_COUNT
 };
 
@@ -84,7 +86,9 @@ struct model_spec {
     int rel_buckets;        /* relative-position buckets (T5: 32) */
     bool causal;            /* causal mask (decoder, CLIP text) */
     bool pooler;            /* BERT pooler dense + tanh */
-    int projection_dim;     /* CLIP text_projection output (0 = none) */
+    int projection_dim;     /* CLIP text_projection / visual_projection output (0 = none) */
+    int patch_size;         /* ViT, CLIP vision: pixels per patch side (the patch conv's kernel and stride) */
+    int num_labels;         /* classifier outputs (ViTForImageClassification; 0 = no classifier) */
     bool lm_head;           /* decoder / T5: produce vocabulary logits and a cross-entropy loss */
     enum attn_impl attn;
     float dropout;          /* dropout probability (0 = no dropout masks) */
@@ -97,7 +101,7 @@ struct model_spec {
     float attn_softcap;     /* eager attention scores become cap * tanh(scores / cap) (Gemma2; 0 = none) */
 
     /* convolutional families (UNet, VAE, CNN) */
-    int in_channels;
+    int in_channels;        /* image channels (also ViT's and CLIP vision's num_channels) */
     int out_channels;       /* CNN: classes */
     int nlevels;
     int channels[SPEC_MAX_LEVELS];          /* block_out_channels */
@@ -210,7 +214,7 @@ struct job_spec {
     int batch;                  /* per optimizer step (before gradient accumulation) */
     int seq_len;                /* transformers: tokens per sample (T5: encoder input) */
     int target_len;             /* T5: decoder tokens (0 = seq_len) */
-    int image_size;             /* UNet / VAE / CNN: pixels per side (UNet latent = image_size / vae_scale) */
+    int image_size;             /* UNet / VAE / CNN / ViT: pixels per side (UNet latent = image_size / vae_scale) */
     int context_len;            /* UNet: text tokens for cross-attention (77) */
 
     enum dtype load_dtype;      /* from_pretrained torch_dtype */
@@ -323,6 +327,9 @@ int64_t model_param_count(const struct model_spec *m, struct err *e);
  * also checks the job's shapes against the model (seq_len within learned positions, an image side the
  * levels can halve). Errors name the key ("model.groups ...", "seq_len ..."); m is unchanged then. */
 int model_spec_resolve(struct model_spec *m, const struct job_spec *job, struct err *e);
+/* The image side a ViT or CLIP vision model's position table was made for (patch_size times the patches
+ * per side), or 0 for other families. */
+int model_image_size(const struct model_spec *m);
 /* The keys a family needs, for the docs ("`layers`, `hidden`, ...; `max_positions` with ..."). */
 void family_needs_text(enum model_family family, char *buf, size_t len);
 
