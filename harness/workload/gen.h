@@ -138,7 +138,8 @@ struct gen {
     bool checkpointing;        /* gradient checkpointing on for the model being run */
     bool autocast;             /* inside an autocast region */
     enum dtype act_dtype;      /* dtype of the model's inputs (its parameter dtype) */
-    tref ctx_override;         /* UNet: text-encoder output to use as encoder_hidden_states */
+    tref ctx_override;         /* UNet, MMDiT: text-encoder output to use as encoder_hidden_states */
+    tref pooled_override;      /* MMDiT: pooled text embedding from a text encoder (pooled_projections) */
     int stream;
     bool workspace_done[8];
     int64_t live_bytes;        /* sum of live tensor bytes (for diagnostics) */
@@ -217,6 +218,8 @@ tref nn_embedding(struct gen *g, const char *name, tref ids, int64_t rows, int64
  * another order than their forward uses them; pass it to nn_embedding as `shared`. */
 int32_t nn_embedding_param(struct gen *g, const char *name, int64_t rows, int64_t dim);
 tref nn_norm(struct gen *g, const char *name, tref x, int64_t channels, enum norm_kind kind, bool bias, int64_t groups);
+/* LayerNorm without weight or bias (elementwise_affine=False): no parameters to register. */
+tref nn_layernorm_plain(struct gen *g, const char *name, tref x, int64_t channels);
 tref nn_act(struct gen *g, const char *name, tref x, enum act_kind act);
 tref nn_dropout(struct gen *g, const char *name, tref x, float p);
 /* x + y, x - y, x * y; the smaller operand broadcasts (its dims aligned to the left or the right). */
@@ -233,7 +236,8 @@ tref nn_glu(struct gen *g, const char *name, tref p, enum act_kind act);
 /* Layout ops, each a new tensor of shape dims (ndim): x [batch, rows, cols] transposed; x [outer, inner]
  * broadcast to [outer, repeat, inner]; the mean of x [outer, repeat, inner] over repeat; blocks of
  * `len` elements of x (every src_stride from src_off, `outer` times) gathered; and the concatenation
- * of two [B, C, H, W] tensors along C. */
+ * of two tensors of the same rank along dimension 1 ([B, C, H, W] along C, [B, S, D] along S), or
+ * (nn_concat_last) along their last dimension. */
 tref nn_transpose(struct gen *g, const char *name, tref x, int64_t batch, int64_t rows, int64_t cols,
                   const int64_t *dims, int ndim);
 tref nn_expand(struct gen *g, const char *name, tref x, const int64_t *ori, const int64_t *dims, int ndim);
@@ -241,6 +245,7 @@ tref nn_mean(struct gen *g, const char *name, tref x, const int64_t *ori, const 
 tref nn_slice(struct gen *g, const char *name, tref x, const int64_t *dims, int ndim, int64_t outer, int64_t len,
               int64_t src_stride, int64_t src_off);
 tref nn_concat(struct gen *g, const char *name, tref x, tref y);
+tref nn_concat_last(struct gen *g, const char *name, tref x, tref y);
 /* Attention (nn_attention.c). q is the query projection [B, S, heads*head_dim], or GPT-2's fused
  * qkv [B, S, (heads + 2 kv_heads) head_dim] when k and v are TNONE; k and v are the key and value
  * projections [B, Sk, kv_heads*head_dim], or one fused k/v projection [B, Sk, 2 kv_heads head_dim]

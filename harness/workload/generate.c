@@ -74,7 +74,7 @@ static int gen_init(struct gen *g, const struct job_spec *spec, struct err *e)
     g->spec = *spec;
     g->e = e;
     g->free_t = -1;
-    g->ctx_override = TNONE;
+    g->ctx_override = g->pooled_override = TNONE;
     g->pool = strpool_create();
     if (!g->pool)
         return err_set(e, ERR_INTERNAL, "workload: out of host memory");
@@ -118,6 +118,25 @@ int64_t model_param_count(const struct model_spec *m, struct err *e)
     return n;
 }
 
+static int64_t text_width(const struct model_spec *m);
+
+/* An MMDiT takes token states cross_attention_dim wide and a pooled embedding pooled_dim wide: each
+ * text encoder must give one of them. */
+static int text_encoder_check(const struct model_spec *m, const struct module *md, int i, struct err *e)
+{
+    if (m->family != FAMILY_MMDIT || md->role != EXTRA_TEXT_ENCODER)
+        return 0;
+    int64_t wd = text_width(&md->m);
+    if (wd != m->cross_attention_dim && wd != m->pooled_dim)
+        return err_set(e, ERR_INPUT, "extras[%d]: text encoder %s is %lld wide: neither model.cross_attention_dim "
+                       "(%d) nor model.pooled_dim (%d)", i, md->m.preset, (long long)wd, m->cross_attention_dim,
+                       m->pooled_dim);
+    if (!(md->m.family == FAMILY_T5 && md->m.encoder_only) && md->m.family != FAMILY_CLIP_TEXT)
+        return err_set(e, ERR_INPUT, "extras[%d]: %s is not a text encoder (an encoder-only t5, or clip_text)", i,
+                       md->m.preset);
+    return 0;
+}
+
 struct workload *workload_create(const struct job_spec *spec, struct err *e)
 {
     struct job_spec s = *spec;
@@ -141,7 +160,8 @@ struct workload *workload_create(const struct job_spec *spec, struct err *e)
         md->on_device = s.extras[i].on_device;
         md->dtype = s.extras[i].dtype;
         md->role = s.extras[i].role;
-        if (preset_apply(&md->m, s.extras[i].preset, e) || model_spec_resolve(&md->m, NULL, e)) {
+        if (preset_apply(&md->m, s.extras[i].preset, e) || model_spec_resolve(&md->m, NULL, e) ||
+            text_encoder_check(&s.model, md, i, e)) {
             workload_destroy(w);
             return NULL;
         }
@@ -296,28 +316,71 @@ static tref run_extra(struct workload *w, const struct module *md, const struct 
     return out;
 }
 
-/* The text-conditioning tensor for a UNet step: the text encoder's output when it is on the device. */
+/* A text encoder's output in the trained model's dtype. */
+static tref encode_text(struct workload *w, const struct module *te, const struct batch *bt, const char *name)
+{
+    struct gen *g = &w->g;
+    int64_t n = bt->context; /* CLIP reads at most its learned positions (the tokenizer's max_length) */
+    if (te->m.family == FAMILY_CLIP_TEXT && n > te->m.max_positions)
+        n = te->m.max_positions;
+    struct batch tb = {bt->b, n, 0, 0, n};
+    tref hs = run_extra(w, te, &tb, false);
+    if (g->t[hs].dtype != g->act_dtype) {
+        tref c = nn_cast(g, name, hs, g->act_dtype);
+        t_release(g, hs);
+        hs = c;
+    }
+    return hs;
+}
+
+static int64_t text_width(const struct model_spec *m)
+{
+    return m->projection_dim ? m->projection_dim : m->hidden;
+}
+
+/* MMDiT: every text encoder on the device runs; the one as wide as cross_attention_dim gives the
+ * token states (T5), the one as wide as pooled_dim the pooled embedding (CLIP's pooler_output: the
+ * last token's state gathered, [B, D]). workload_create checks each matches one of them. */
+static void mmdit_conditioning(struct workload *w, const struct batch *bt)
+{
+    struct gen *g = &w->g;
+    const struct model_spec *m = &w->mod[0].m;
+    for (int i = 1; i < w->nmod; i++) {
+        const struct module *te = &w->mod[i];
+        if (te->role != EXTRA_TEXT_ENCODER || !te->on_device)
+            continue;
+        if (text_width(&te->m) == m->cross_attention_dim && g->ctx_override == TNONE) {
+            g->ctx_override = encode_text(w, te, bt, "encoder_hidden_states");
+            continue;
+        }
+        tref hs = encode_text(w, te, bt, "pooled_projections");
+        int64_t b = T(g, hs)->dims[0], s = T(g, hs)->dims[1], d = T(g, hs)->dims[2], pd[2] = {b, d};
+        t_release(g, g->pooled_override);
+        g->pooled_override = nn_slice(g, "pooled_projections", hs, pd, 2, b, d, s * d, (s - 1) * d);
+        t_release(g, hs);
+    }
+}
+
+/* The text conditioning of a UNet or MMDiT step: the text encoders' outputs when they are on the device. */
 static void conditioning(struct workload *w, const struct batch *bt)
 {
     struct gen *g = &w->g;
     const struct module *te = extra(w, EXTRA_TEXT_ENCODER);
-    g->ctx_override = TNONE;
+    g->ctx_override = g->pooled_override = TNONE;
+    if (w->mod[0].m.family == FAMILY_MMDIT) {
+        mmdit_conditioning(w, bt);
+        return;
+    }
     if (w->mod[0].m.family != FAMILY_UNET || !te || !te->on_device)
         return;
-    struct batch tb = {bt->b, bt->context, 0, 0, bt->context};
-    tref hs = run_extra(w, te, &tb, false);
-    if (g->t[hs].dtype != g->act_dtype) {
-        tref c = nn_cast(g, "encoder_hidden_states", hs, g->act_dtype);
-        t_release(g, hs);
-        hs = c;
-    }
-    g->ctx_override = hs;
+    g->ctx_override = encode_text(w, te, bt, "encoder_hidden_states");
 }
 
 static void release_conditioning(struct gen *g)
 {
     t_release(g, g->ctx_override);
-    g->ctx_override = TNONE;
+    t_release(g, g->pooled_override);
+    g->ctx_override = g->pooled_override = TNONE;
 }
 
 static tref main_forward(struct workload *w, const struct batch *bt, bool loss)
@@ -389,7 +452,8 @@ static void train_micro_batch(struct workload *w, const struct batch *bt)
     g->training = true;
     g->checkpointing = spec_has_fix(&g->spec, FIX_GRADIENT_CHECKPOINTING);
     const struct module *vae = extra(w, EXTRA_VAE);
-    if (w->mod[0].m.family == FAMILY_UNET && vae && vae->on_device) { /* latents of the batch, no_grad */
+    bool diffusion = w->mod[0].m.family == FAMILY_UNET || w->mod[0].m.family == FAMILY_MMDIT;
+    if (diffusion && vae && vae->on_device) { /* latents of the batch, no_grad */
         tref lat = run_extra(w, vae, bt, true);
         t_release(g, lat);
     }

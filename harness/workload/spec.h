@@ -38,6 +38,7 @@ enum model_family {
     FAMILY_CLIP_TEXT,  /* CLIPTextModel(WithProjection) */
     FAMILY_MLP,        /* stack of Linear + activation */
     FAMILY_CNN,        /* conv + BatchNorm-free GroupNorm + ReLU stages, global pool, linear head */
+    FAMILY_MMDIT,      /* diffusers FluxTransformer2DModel: double- and single-stream DiT blocks */
     FAMILY_COUNT
 };
 
@@ -64,6 +65,7 @@ struct model_spec {
     /* transformers (decoder, encoder, T5, CLIP text) */
     int layers;             /* blocks; T5: encoder layers */
     int decoder_layers;     /* T5 decoder layers (0 = same as layers) */
+    bool encoder_only;      /* T5: the encoder alone (T5EncoderModel) */
     int hidden;             /* d_model */
     int heads;
     int kv_heads;           /* GQA key/value heads (0 = heads) */
@@ -106,6 +108,12 @@ struct model_spec {
     int add_embed_input;                    /* SDXL: projection_class_embeddings_input_dim */
     int latent_channels;                    /* VAE latent channels; UNet in/out channels */
     int vae_scale;                          /* pixels per latent (8) */
+
+    /* MMDiT (Flux): `layers` double-stream blocks, `in_channels` packed latent channels (2x2 patches of
+     * latent_channels), cross_attention_dim the text encoder's width (joint_attention_dim) */
+    int single_layers;                      /* single-stream blocks */
+    int pooled_dim;                         /* pooled text embedding width (pooled_projection_dim) */
+    bool guidance_embed;                    /* guidance embedder (guidance-distilled Flux.1-dev) */
 
     /* MLP */
     int mlp_in;

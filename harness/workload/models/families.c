@@ -32,7 +32,7 @@ struct family {
     int (*check)(const struct resolving *x, struct err *e); /* beyond the needed dimensions (NULL: none) */
 };
 
-/* ---- transformers: decoder, encoder, T5, CLIP text ---- */
+/* ---- transformers: decoder, encoder, T5, CLIP text (and MMDiT's heads) ---- */
 
 static int transformer_check(const struct resolving *x, struct err *e)
 {
@@ -165,6 +165,32 @@ static int vae_check(const struct resolving *x, struct err *e)
     return x->job ? halvings_check(x->m, x->job->image_size, "image_size", e) : 0;
 }
 
+/* ---- MMDiT (Flux) ---- */
+
+/* The latents are packed in 2x2 patches: the side must divide by 2 * vae_scale; the text encoder's
+ * tokens are job.context_len. */
+static int mmdit_check(const struct resolving *x, struct err *e)
+{
+    if (transformer_check(x, e))
+        return -1;
+    if (!x->job)
+        return 0;
+    int64_t step = 2 * (int64_t)x->r->vae_scale;
+    if (x->job->image_size < step || x->job->image_size % step)
+        return err_set(e, ERR_INPUT, "image_size %d does not divide by %lld (2x2 patches of model.vae_scale %d)",
+                       x->job->image_size, (long long)step, x->r->vae_scale);
+    if (x->job->context_len < 1)
+        return err_set(e, ERR_INPUT, "context_len must be at least 1 for family mmdit (the text tokens)");
+    return 0;
+}
+
+static void mmdit_defaults(struct model_spec *m)
+{
+    transformer_defaults(m);
+    if (!m->vae_scale)
+        m->vae_scale = 8;
+}
+
 /* ---- MLP ---- */
 
 static int mlp_check(const struct resolving *x, struct err *e)
@@ -202,6 +228,12 @@ static const struct family families[FAMILY_COUNT] = {
     [FAMILY_CLIP_TEXT] = {"clip_text", clip_text_forward, {TRANSFORMER_NEEDS, NEED("max_positions", max_positions)},
                           "`max_positions` at least `job.context_len`", transformer_defaults, clip_check},
     [FAMILY_MLP] = {"mlp", mlp_forward, {NEED("mlp_in", mlp_in), NEED("mlp_out", mlp_out)}, NULL, NULL, mlp_check},
+    [FAMILY_MMDIT] = {"mmdit", mmdit_forward,
+                      {NEED("layers", layers), NEED("hidden", hidden), NEED("heads", heads), NEED("ffn", ffn),
+                       NEED("in_channels", in_channels), NEED("cross_attention_dim", cross_attention_dim),
+                       NEED("pooled_dim", pooled_dim)},
+                      "`image_size` divisible by 2 x `vae_scale`; `context_len` text tokens", mmdit_defaults,
+                      mmdit_check},
     [FAMILY_CNN] = {"cnn", cnn_forward,
                     {CONV_NEEDS, NEED("in_channels", in_channels), NEED("out_channels", out_channels)}, NULL, NULL,
                     conv_check},

@@ -26,6 +26,7 @@ tref unet_forward(struct gen *g, const struct model_spec *m, const struct batch 
 tref vae_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss);
 tref mlp_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss);
 tref cnn_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss);
+tref mmdit_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss);
 
 /* VAE halves for a frozen VAE extra: images [B,3,H,W] -> latents, latents -> images. */
 tref vae_encode(struct gen *g, const struct model_spec *m, tref images);

@@ -1,0 +1,382 @@
+/* mmdit.c: diffusers FluxTransformer2DModel (Flux.1, transformer_flux.py) as a model family: packed
+ * 2x2 latent patches embedded by x_embedder, the text encoder's states by context_embedder, the
+ * timestep (and, guidance-distilled, the guidance) embedders plus the pooled text projection summed
+ * into one conditioning vector; `layers` double-stream blocks (FluxTransformerBlock: separate
+ * AdaLayerNormZero modulation, projections and feed-forwards for image and text tokens, one joint
+ * attention over both with RMSNorm on q and k and rotary embedding), the streams concatenated, then
+ * `single_layers` single-stream blocks (FluxSingleTransformerBlock: attention and a 4x MLP in parallel,
+ * concatenated into proj_out); the text tokens dropped, AdaLayerNormContinuous and proj_out. Training
+ * loss: the flow-matching MSE of the prediction against its target (train_dreambooth_lora_flux.py).
+ *
+ * LoRA goes where diffusers' Flux LoRA script puts it by default (target_modules attn.to_q, to_k, to_v
+ * and to_out.0; the single blocks' attention has no to_out). PyTorch views are copies here: the six
+ * (three, two) modulation chunks each a [B, 1, D] slice (standing for the view and the `1 + scale`
+ * it feeds, a tensor of that size), and the split of the joint attention's output into its text and
+ * image rows. A checkpointed segment of double blocks carries its two streams out as one
+ * concatenation (a checkpoint node has one output), sliced apart again by the next segment. */
+#include "workload/models/models.h"
+
+/* What one forward's blocks share. */
+struct mmdit_ctx {
+    tref temb;      /* conditioning vector [B, D] */
+    tref cos, sin;  /* rotary tables over text + image tokens */
+};
+
+/* act(temb) -> linear -> n chunks of [B, 1, D] (AdaLayerNormZero: 6, ...Single: 3, ...Continuous: 2). */
+static void modulation(struct gen *g, const struct model_spec *m, const char *name, tref temb, int n, tref *chunk)
+{
+    int64_t d = m->hidden;
+    gen_push(g, "%s", name);
+    tref a = nn_act(g, "silu", temb, ACT_SILU);
+    tref emb = nn_linear(g, "linear", a, d, n * d, true);
+    t_release(g, a);
+    for (int i = 0; i < n; i++) {
+        chunk[i] = TNONE;
+        if (g->mode != GEN_RUN)
+            continue;
+        int64_t b = g->t[emb].dims[0], dims[3] = {b, 1, d};
+        chunk[i] = nn_slice(g, "chunk", emb, dims, 3, b, d, n * d, i * d);
+    }
+    t_release(g, emb);
+    gen_pop(g);
+}
+
+/* norm(x) * (1 + scale) + shift, the norm a LayerNorm without affine parameters. */
+static tref modulate(struct gen *g, const struct model_spec *m, const char *norm, tref x, tref scale, tref shift)
+{
+    char name[2][64];
+    snprintf(name[0], sizeof name[0], "%s.scale", norm);
+    snprintf(name[1], sizeof name[1], "%s.shift", norm);
+    tref n = nn_layernorm_plain(g, norm, x, m->hidden);
+    tref s = nn_mul(g, name[0], n, scale);
+    t_release(g, n);
+    tref y = nn_add(g, name[1], s, shift);
+    t_release(g, s);
+    return y;
+}
+
+/* residual + gate * y (`name`: the gate's variable in diffusers) */
+static tref gated_residual(struct gen *g, const char *name, tref residual, tref gate, tref y)
+{
+    char res[64];
+    snprintf(res, sizeof res, "%s.residual", name);
+    tref gy = nn_mul(g, name, y, gate);
+    tref out = nn_add(g, res, residual, gy);
+    t_release(g, gy);
+    return out;
+}
+
+static tref projection(struct gen *g, const char *name, tref x, int64_t in, int64_t out, bool lora)
+{
+    g->lora = lora ? LORA_FULL : LORA_NONE;
+    tref y = nn_linear(g, name, x, in, out, true);
+    g->lora = LORA_NONE;
+    return y;
+}
+
+/* q, k, v of one stream with RMSNorm over each head of q and k (Attention qk_norm="rms_norm"). */
+static void qkv(struct gen *g, const struct model_spec *m, tref x, bool added, tref *q, tref *k, tref *v)
+{
+    int64_t d = m->hidden, inner = (int64_t)m->heads * m->head_dim;
+    *q = projection(g, added ? "add_q_proj" : "to_q", x, d, inner, !added);
+    *k = projection(g, added ? "add_k_proj" : "to_k", x, d, inner, !added);
+    *v = projection(g, added ? "add_v_proj" : "to_v", x, d, inner, !added);
+    tref qn = nn_norm(g, added ? "norm_added_q" : "norm_q", *q, m->head_dim, NORM_RMSNORM, false, 0);
+    t_release(g, *q);
+    *q = qn;
+    tref kn = nn_norm(g, added ? "norm_added_k" : "norm_k", *k, m->head_dim, NORM_RMSNORM, false, 0);
+    t_release(g, *k);
+    *k = kn;
+}
+
+static tref joined(struct gen *g, tref txt, tref img)
+{
+    if (txt == TNONE)
+        return img;
+    tref j = nn_concat(g, "cat", txt, img);
+    t_release(g, txt);
+    t_release(g, img);
+    return j;
+}
+
+/* rotary embedding on q and k, then SDPA (FluxAttnProcessor2_0) */
+static tref rotary_attention(struct gen *g, const struct model_spec *m, const struct mmdit_ctx *x, tref q, tref k,
+                             tref v)
+{
+    tref qr = nn_rotary(g, NULL, q, m->heads, m->head_dim, x->cos, x->sin);
+    tref kr = nn_rotary(g, NULL, k, m->heads, m->head_dim, x->cos, x->sin);
+    t_release(g, q);
+    t_release(g, k);
+    struct attn_args a = {.heads = m->heads, .kv_heads = m->heads, .head_dim = m->head_dim,
+                          .eager = m->attn == ATTN_EAGER, .rotary = true, .bias = TNONE, .mask = TNONE,
+                          .cache = TNONE};
+    tref o = nn_attention(g, NULL, qr, kr, v, &a);
+    t_release(g, qr);
+    t_release(g, kr);
+    t_release(g, v);
+    return o;
+}
+
+/* tokens [from, from + n) of x [B, S, D] */
+static tref rows(struct gen *g, const char *name, tref x, int64_t from, int64_t n)
+{
+    if (g->mode != GEN_RUN)
+        return TNONE;
+    int64_t b = g->t[x].dims[0], s = g->t[x].dims[1], d = g->t[x].dims[2], dims[3] = {b, n, d};
+    return nn_slice(g, name, x, dims, 3, b, n * d, s * d, from * d);
+}
+
+/* FeedForward(activation_fn="gelu-approximate"): net.0.proj, tanh GELU, net.2 (its dropout p=0 is a no-op) */
+static tref feed_forward(struct gen *g, const struct model_spec *m, const char *name, tref x)
+{
+    gen_push(g, "%s", name);
+    tref up = nn_linear(g, "net.0.proj", x, m->hidden, m->ffn, true);
+    tref a = nn_act(g, "net.0", up, ACT_GELU_TANH);
+    t_release(g, up);
+    tref y = nn_linear(g, "net.2", a, m->ffn, m->hidden, true);
+    t_release(g, a);
+    gen_pop(g);
+    return y;
+}
+
+/* The second half of a double block for one stream: x + gate_msa * attn, then + gate_mlp * ff(mod(norm2)). */
+static tref stream_out(struct gen *g, const struct model_spec *m, tref x, tref attn, const tref *c, bool context)
+{
+    tref h = gated_residual(g, context ? "c_gate_msa" : "gate_msa", x, c[2], attn);
+    tref n = modulate(g, m, context ? "norm2_context" : "norm2", h, c[4], c[3]);
+    tref f = feed_forward(g, m, context ? "ff_context" : "ff", n);
+    t_release(g, n);
+    tref out = gated_residual(g, context ? "c_gate_mlp" : "gate_mlp", h, c[5], f);
+    t_release(g, f);
+    t_release(g, h);
+    return out;
+}
+
+/* FluxTransformerBlock; *img and *txt are replaced by the block's outputs. Chunks: shift_msa, scale_msa,
+ * gate_msa, shift_mlp, scale_mlp, gate_mlp. */
+static void double_block(struct gen *g, const struct model_spec *m, const struct mmdit_ctx *x, tref *img, tref *txt)
+{
+    tref ci[6], cc[6];
+    modulation(g, m, "norm1", x->temb, 6, ci);
+    modulation(g, m, "norm1_context", x->temb, 6, cc);
+    tref ni = modulate(g, m, "norm1.norm", *img, ci[1], ci[0]);
+    tref nc = modulate(g, m, "norm1_context.norm", *txt, cc[1], cc[0]);
+    gen_push(g, "attn");
+    tref q, k, v, aq, ak, av;
+    qkv(g, m, ni, false, &q, &k, &v);
+    qkv(g, m, nc, true, &aq, &ak, &av);
+    t_release(g, ni);
+    t_release(g, nc);
+    int64_t t = g->mode == GEN_RUN ? g->t[*txt].dims[1] : 0, s = g->mode == GEN_RUN ? g->t[*img].dims[1] : 0;
+    tref o = rotary_attention(g, m, x, joined(g, aq, q), joined(g, ak, k), joined(g, av, v));
+    tref ot = rows(g, "split", o, 0, t), oi = rows(g, "split", o, t, s);
+    t_release(g, o);
+    int64_t inner = (int64_t)m->heads * m->head_dim;
+    tref ai = projection(g, "to_out.0", oi, inner, m->hidden, true);
+    t_release(g, oi);
+    tref at = projection(g, "to_add_out", ot, inner, m->hidden, false);
+    t_release(g, ot);
+    gen_pop(g);
+    tref yi = stream_out(g, m, *img, ai, ci, false);
+    t_release(g, ai);
+    tref yt = stream_out(g, m, *txt, at, cc, true);
+    t_release(g, at);
+    for (int i = 0; i < 6; i++) {
+        t_release(g, ci[i]);
+        t_release(g, cc[i]);
+    }
+    t_release(g, *img);
+    t_release(g, *txt);
+    *img = yi;
+    *txt = yt;
+}
+
+static struct mmdit_ctx ctx_of(const struct ckpt *c)
+{
+    return (struct mmdit_ctx){.temb = c->extra[1], .cos = c->extra[2], .sin = c->extra[3]};
+}
+
+/* A segment of double blocks: x the image stream, extra[0] the text stream; returns cat(text, image). */
+static tref double_layers(struct gen *g, const struct ckpt *c, tref x)
+{
+    const struct model_spec *m = c->model;
+    struct mmdit_ctx ctx = ctx_of(c);
+    tref img = t_ref(g, x), txt = t_ref(g, c->extra[0]);
+    for (int i = c->layer; i < c->layer + c->count; i++) {
+        gen_push(g, "transformer_blocks.%d", i);
+        double_block(g, m, &ctx, &img, &txt);
+        gen_pop(g);
+    }
+    return joined(g, txt, img);
+}
+
+/* FluxSingleTransformerBlock over the joint stream: chunks shift, scale, gate. */
+static tref single_layers(struct gen *g, const struct ckpt *c, tref x)
+{
+    const struct model_spec *m = c->model;
+    struct mmdit_ctx ctx = ctx_of(c);
+    int64_t d = m->hidden, inner = (int64_t)m->heads * m->head_dim;
+    tref h = t_ref(g, x);
+    for (int i = c->layer; i < c->layer + c->count; i++) {
+        gen_push(g, "single_transformer_blocks.%d", i);
+        tref ch[3];
+        modulation(g, m, "norm", ctx.temb, 3, ch);
+        tref n = modulate(g, m, "norm.norm", h, ch[1], ch[0]);
+        tref up = nn_linear(g, "proj_mlp", n, d, m->ffn, true);
+        tref mlp = nn_act(g, "act_mlp", up, ACT_GELU_TANH);
+        t_release(g, up);
+        gen_push(g, "attn");
+        tref q, k, v;
+        qkv(g, m, n, false, &q, &k, &v);
+        tref a = rotary_attention(g, m, &ctx, q, k, v);
+        gen_pop(g);
+        t_release(g, n);
+        tref cat = nn_concat_last(g, "cat", a, mlp);
+        t_release(g, a);
+        t_release(g, mlp);
+        tref p = nn_linear(g, "proj_out", cat, inner + m->ffn, d, true);
+        t_release(g, cat);
+        tref out = gated_residual(g, "gate", h, ch[2], p);
+        t_release(g, p);
+        for (int j = 0; j < 3; j++)
+            t_release(g, ch[j]);
+        t_release(g, h);
+        h = out;
+        gen_pop(g);
+    }
+    return h;
+}
+
+/* TimestepEmbedding (linear_1, SiLU, linear_2) of a sinusoidal projection, or PixArtAlphaTextProjection
+ * of the pooled text embedding (the same shape of module, named the same). */
+static tref embedder(struct gen *g, const struct model_spec *m, const char *name, const char *act, tref in,
+                     int64_t width)
+{
+    gen_push(g, "%s", name);
+    tref h = nn_linear(g, "linear_1", in, width, m->hidden, true);
+    tref a = nn_act(g, act, h, ACT_SILU);
+    t_release(g, h);
+    tref y = nn_linear(g, "linear_2", a, m->hidden, m->hidden, true);
+    t_release(g, a);
+    gen_pop(g);
+    return y;
+}
+
+/* time_text_embed: timestep (+ guidance) embedding + pooled text projection. diffusers' Timesteps makes
+ * the 256-wide sinusoidal projections (fp32, cast to the embedder's dtype): inputs here. */
+static tref time_text_embed(struct gen *g, const struct model_spec *m, const struct batch *bt, enum dtype dt)
+{
+    enum { TIME_PROJ = 256 }; /* CombinedTimestep...Embeddings: Timesteps(num_channels=256) */
+    int64_t td[2] = {bt->b, TIME_PROJ}, pd[2] = {bt->b, m->pooled_dim};
+    gen_push(g, "time_text_embed");
+    tref tp = nn_input(g, td, 2, dt, "timesteps_proj");
+    tref temb = embedder(g, m, "timestep_embedder", "act", tp, TIME_PROJ);
+    t_release(g, tp);
+    if (m->guidance_embed) {
+        tref gp = nn_input(g, td, 2, dt, "guidance_proj");
+        tref gemb = embedder(g, m, "guidance_embedder", "act", gp, TIME_PROJ);
+        t_release(g, gp);
+        tref s = nn_add(g, NULL, temb, gemb);
+        t_release(g, temb);
+        t_release(g, gemb);
+        temb = s;
+    }
+    tref pooled = g->pooled_override != TNONE ? t_ref(g, g->pooled_override) : nn_input(g, pd, 2, dt, "pooled_projections");
+    tref pemb = embedder(g, m, "text_embedder", "act_1", pooled, m->pooled_dim);
+    t_release(g, pooled);
+    tref c = nn_add(g, NULL, temb, pemb);
+    t_release(g, temb);
+    t_release(g, pemb);
+    gen_pop(g);
+    return c;
+}
+
+static tref run_stack(struct gen *g, const struct model_spec *m, layer_fn fn, int layers, tref x,
+                      const tref *extra)
+{
+    int every = tf_checkpoint_every(g, layers);
+    for (int i = 0; i < layers; i += every) {
+        struct ckpt c = {.fn = fn, .model = m, .layer = i, .count = i + every <= layers ? every : layers - i,
+                         .extra = {extra[0], extra[1], extra[2], extra[3], TNONE}};
+        tref y = nn_checkpoint(g, &c, x);
+        t_release(g, x);
+        x = y;
+    }
+    return x;
+}
+
+/* The double-stream stack: each segment returns cat(text, image); between segments the streams are
+ * sliced apart again. */
+static tref double_stack(struct gen *g, const struct model_spec *m, tref img, tref txt, int64_t t,
+                         const struct mmdit_ctx *x)
+{
+    int every = tf_checkpoint_every(g, m->layers);
+    tref joint = TNONE;
+    for (int i = 0; i < m->layers; i += every) {
+        if (joint != TNONE) {
+            int64_t s = g->t[joint].dims[1] - t;
+            txt = rows(g, "txt", joint, 0, t);
+            img = rows(g, "img", joint, t, s);
+            t_release(g, joint);
+        }
+        struct ckpt c = {.fn = double_layers, .model = m, .layer = i,
+                         .count = i + every <= m->layers ? every : m->layers - i,
+                         .extra = {txt, x->temb, x->cos, x->sin, TNONE}};
+        joint = nn_checkpoint(g, &c, img);
+        t_release(g, img);
+        t_release(g, txt);
+    }
+    return joint;
+}
+
+tref mmdit_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
+{
+    enum dtype dt = g->act_dtype;
+    int64_t side = bt->image / m->vae_scale / 2, s = side * side, t = bt->context;
+    int64_t xd[3] = {bt->b, s, m->in_channels}, cd[3] = {bt->b, t, m->cross_attention_dim};
+    tref x = nn_input(g, xd, 3, dt, "packed_noisy_latents");
+    tref target = loss ? nn_input(g, xd, 3, dt, "target") : TNONE;
+    tref ctx = g->ctx_override != TNONE ? t_ref(g, g->ctx_override) : nn_input(g, cd, 3, dt, "encoder_hidden_states");
+    tref img = nn_linear(g, "x_embedder", x, m->in_channels, m->hidden, true);
+    t_release(g, x);
+    struct mmdit_ctx mc = {.temb = time_text_embed(g, m, bt, dt)};
+    tref txt = nn_linear(g, "context_embedder", ctx, m->cross_attention_dim, m->hidden, true);
+    t_release(g, ctx);
+    gen_push(g, "pos_embed"); /* FluxPosEmbed over the text and image ids, in fp32 */
+    nn_rotary_tables(g, t + s, m->head_dim, DT_F32, &mc.cos, &mc.sin);
+    gen_pop(g);
+    tref joint = double_stack(g, m, img, txt, t, &mc);
+    tref extra[4] = {TNONE, mc.temb, mc.cos, mc.sin};
+    joint = run_stack(g, m, single_layers, m->single_layers, joint, extra);
+    tref h = rows(g, "image_tokens", joint, t, s);
+    t_release(g, joint);
+    tref c[2];
+    modulation(g, m, "norm_out", mc.temb, 2, c); /* AdaLayerNormContinuous: scale, then shift */
+    tref n = modulate(g, m, "norm_out.norm", h, c[0], c[1]);
+    t_release(g, h);
+    t_release(g, c[0]);
+    t_release(g, c[1]);
+    g->in_head = true;
+    tref out = nn_linear(g, "proj_out", n, m->hidden, m->in_channels, true);
+    g->in_head = false;
+    t_release(g, n);
+    t_release(g, mc.temb);
+    t_release(g, mc.cos);
+    t_release(g, mc.sin);
+    if (!loss || g->mode != GEN_RUN)
+        return out;
+    /* (model_pred.float() - target.float()) ** 2, mean */
+    tref pf = nn_as_dtype(g, "loss.float", out, DT_F32);
+    t_release(g, out);
+    tref tf = nn_as_dtype(g, "loss.target_float", target, DT_F32);
+    t_release(g, target);
+    tref diff = nn_sub(g, "loss.diff", pf, tf);
+    t_release(g, pf);
+    t_release(g, tf);
+    tref sq = nn_mul(g, "loss.square", diff, diff);
+    t_release(g, diff);
+    int64_t one[1] = {1}, all[3] = {1, g->mode == GEN_RUN ? t_numel(g, sq) : 1, 1};
+    tref l = nn_mean(g, "loss", sq, all, one, 1);
+    t_release(g, sq);
+    return l;
+}
