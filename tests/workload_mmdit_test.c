@@ -65,6 +65,13 @@ static void test_counts(void)
     is_int(preset_param_count("t5-v1.1-xxl"), 4762310656LL, "t5-v1.1-xxl encoder: 4,762,310,656 parameters");
     is_int(preset_param_count("openclip-bigg-text"), 694659840LL,
            "openclip-bigg-text (SDXL text_encoder_2): 694,659,840 parameters");
+    /* Flux's VAE: SD's with 16 latent channels (encoder conv_out to 32, decoder conv_in from 16), no
+     * quant_conv or post_quant_conv */
+    long long sd = 83653863LL, delta = (512 * 32 * 9 + 32) - (512 * 8 * 9 + 8) + (16 * 512 * 9) - (4 * 512 * 9) -
+                                       (8 * 8 + 8) - (4 * 4 + 4);
+    is_int(preset_param_count("flux-vae"), sd + delta, "flux-vae: 83,819,683 parameters, sd-vae's changed as diffusers' "
+           "config says");
+    is_int(sd + delta, 83819683LL, "which is FLUX.1-dev's vae: 83,819,683");
     struct job_spec s;
     struct err e = {0};
     small(&s, 2, 3, true);

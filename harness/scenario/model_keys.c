@@ -164,6 +164,9 @@ static const struct key model_keys[] = {
     K_INT(M, "add_embed_input", spec.add_embed_input, 0, BIG, "none", "SDXL: projection_class_embeddings_input_dim."),
     K_INT(M, "latent_channels", spec.latent_channels, 0, 1024, "unset", "VAE latent channels; UNet in/out channels."),
     K_INT(M, "vae_scale", spec.vae_scale, 0, 64, "8", "Pixels per latent along a side."),
+    K_BOOL(M, "no_quant_conv", spec.no_quant_conv,
+           "VAE: no quant_conv and post_quant_conv (diffusers' use_quant_conv and use_post_quant_conv false: the "
+           "Flux and SD3 VAEs)."),
     K_INT(M, "mlp_in", spec.mlp_in, 0, BIG, "unset", "MLP input features."),
     K_LIST(M, "mlp_hidden", spec.mlp_hidden, spec.mlp_depth, 1, BIG, "MLP hidden layer widths."),
     K_INT(M, "mlp_out", spec.mlp_out, 0, BIG, "unset", "MLP output features."),

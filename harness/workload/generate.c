@@ -537,11 +537,12 @@ static void ema_restore(struct workload *w, tref *stored)
     }
 }
 
-/* The VAE's first decoder parameter (post_quant_conv; the encoder's come first). */
+/* The VAE's first decoder parameter (post_quant_conv, or without one the decoder's conv_in; the
+ * encoder's come first). */
 static int32_t decoder_first(const struct gen *g, const struct module *vae)
 {
     for (int32_t i = vae->first; i < vae->first + vae->count; i++)
-        if (ends_with(g->params[i].module, "post_quant_conv"))
+        if (ends_with(g->params[i].module, "post_quant_conv") || ends_with(g->params[i].module, "decoder.conv_in"))
             return i;
     return vae->first;
 }

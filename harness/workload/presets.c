@@ -180,14 +180,16 @@ static void flux(struct model_spec *m, int v)
     m->guidance_embed = true;
 }
 
+/* Variant 0: the SD 1.x/2.x/XL AutoencoderKL; 1: FLUX.1-dev's (vae/config.json: latent_channels 16,
+ * use_quant_conv and use_post_quant_conv false). */
 static void sd_vae(struct model_spec *m, int v)
 {
     static const int ch[4] = {128, 256, 512, 512};
-    (void)v;
     m->family = FAMILY_VAE;
     m->attn = ATTN_SDPA;
     m->in_channels = m->out_channels = 3;
-    m->latent_channels = 4;
+    m->latent_channels = v ? 16 : 4;
+    m->no_quant_conv = v == 1;
     m->nlevels = 4;
     for (int i = 0; i < 4; i++)
         m->channels[i] = ch[i];
@@ -274,6 +276,7 @@ static const struct preset presets[] = {
     {"sd15-unet", unet, 0, "runwayml/stable-diffusion-v1-5 unet"},
     {"sdxl-unet", unet, 1, "stabilityai/stable-diffusion-xl-base-1.0 unet"},
     {"sd-vae", sd_vae, 0, "AutoencoderKL of SD 1.x/2.x/XL"},
+    {"flux-vae", sd_vae, 1, "black-forest-labs/FLUX.1-dev vae (AutoencoderKL, 16 latent channels)"},
     {"clip-l-text", clip_l, 0, "openai/clip-vit-large-patch14 text encoder"},
     {"openclip-bigg-text", clip_l, 1, "SDXL text_encoder_2 (OpenCLIP ViT-bigG/14 text, with projection)"},
     {"t5-v1.1-xxl", t5, 3, "google/t5-v1_1-xxl encoder (T5EncoderModel; Flux, SD3 text_encoder)"},

@@ -108,6 +108,7 @@ struct model_spec {
     int add_embed_input;                    /* SDXL: projection_class_embeddings_input_dim */
     int latent_channels;                    /* VAE latent channels; UNet in/out channels */
     int vae_scale;                          /* pixels per latent (8) */
+    bool no_quant_conv;                     /* VAE without quant_conv / post_quant_conv (Flux, SD3) */
 
     /* MMDiT (Flux): `layers` double-stream blocks, `in_channels` packed latent channels (2x2 patches of
      * latent_channels), cross_attention_dim the text encoder's width (joint_attention_dim) */
