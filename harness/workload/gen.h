@@ -218,6 +218,9 @@ tref nn_embedding(struct gen *g, const char *name, tref ids, int64_t rows, int64
  * another order than their forward uses them; pass it to nn_embedding as `shared`. */
 int32_t nn_embedding_param(struct gen *g, const char *name, int64_t rows, int64_t dim);
 tref nn_norm(struct gen *g, const char *name, tref x, int64_t channels, enum norm_kind kind, bool bias, int64_t groups);
+/* diffusers' RMSNorm (models/normalization.py): transformers' composite whose product multiplies the
+ * input itself by the fp32 rsqrt, so autograd keeps the input too. */
+tref nn_rmsnorm_diffusers(struct gen *g, const char *name, tref x, int64_t channels);
 /* LayerNorm without weight or bias (elementwise_affine=False): no parameters to register. */
 tref nn_layernorm_plain(struct gen *g, const char *name, tref x, int64_t channels);
 tref nn_act(struct gen *g, const char *name, tref x, enum act_kind act);

@@ -10,7 +10,7 @@
 #define NORM_EPS 1e-5f
 
 enum { NS_X, NS_MEAN, NS_RSTD, NS_GAMMA, NS_BETA };  /* fused norms (RMSNorm: no mean, no beta) */
-enum { RS_A, RS_RSTD, RS_C, RS_W };                 /* RMSNorm: fp32 input, rsqrt, normalised, weight */
+enum { RS_A, RS_RSTD, RS_C, RS_W, RS_X };           /* RMSNorm: fp32 input, rsqrt, normalised, weight, input */
 
 static enum dtype dtype_of(const struct gen *g, tref x)
 {
@@ -167,6 +167,16 @@ tref nn_norm(struct gen *g, const char *name, tref x, int64_t channels, enum nor
     if (kind == NORM_RMSNORM)
         return rmsnorm(g, tag, x, pw, t_numel(g, x) / channels, channels);
     return fused_norm(g, tag, x, channels, kind, pw, pb, groups);
+}
+
+tref nn_rmsnorm_diffusers(struct gen *g, const char *name, tref x, int64_t channels)
+{
+    int32_t before = g->ntape;
+    tref y = nn_norm(g, name, x, channels, NORM_RMSNORM, false, 0);
+    struct node *n = g->ntape > before ? &g->tape[g->ntape - 1] : NULL;
+    if (n && n->kind == N_NORM && n->out == y) /* hidden_states * rsqrt(...) keeps the input itself */
+        node_save(g, n, RS_X, x);
+    return y;
 }
 
 tref nn_layernorm_plain(struct gen *g, const char *name, tref x, int64_t channels)

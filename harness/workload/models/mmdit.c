@@ -13,7 +13,10 @@
  * (three, two) modulation chunks each a [B, 1, D] slice (standing for the view and the `1 + scale`
  * it feeds, a tensor of that size), and the split of the joint attention's output into its text and
  * image rows. A checkpointed segment of double blocks carries its two streams out as one
- * concatenation (a checkpoint node has one output), sliced apart again by the next segment. */
+ * concatenation (a checkpoint node has one output), sliced apart again by the next segment. The
+ * rotary embedding is transformers' (nn_rotary, in the activations' dtype): diffusers' apply_rotary_emb
+ * computes it in fp32, which saves the same tensors (cos and sin) but passes through larger
+ * temporaries. */
 #include "workload/models/models.h"
 
 /* What one forward's blocks share. */
@@ -81,10 +84,10 @@ static void qkv(struct gen *g, const struct model_spec *m, tref x, bool added, t
     *q = projection(g, added ? "add_q_proj" : "to_q", x, d, inner, !added);
     *k = projection(g, added ? "add_k_proj" : "to_k", x, d, inner, !added);
     *v = projection(g, added ? "add_v_proj" : "to_v", x, d, inner, !added);
-    tref qn = nn_norm(g, added ? "norm_added_q" : "norm_q", *q, m->head_dim, NORM_RMSNORM, false, 0);
+    tref qn = nn_rmsnorm_diffusers(g, added ? "norm_added_q" : "norm_q", *q, m->head_dim);
     t_release(g, *q);
     *q = qn;
-    tref kn = nn_norm(g, added ? "norm_added_k" : "norm_k", *k, m->head_dim, NORM_RMSNORM, false, 0);
+    tref kn = nn_rmsnorm_diffusers(g, added ? "norm_added_k" : "norm_k", *k, m->head_dim);
     t_release(g, *k);
     *k = kn;
 }
