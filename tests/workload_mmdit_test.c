@@ -37,12 +37,36 @@ static void small(struct job_spec *s, int layers, int single, bool guidance)
     m->cross_attention_dim = 32;
     m->pooled_dim = 16;
     m->guidance_embed = guidance;
+    m->qk_norm = true;
     m->attn = ATTN_SDPA;
     s->load_dtype = s->param_dtype = DT_BF16;
     s->batch = 2;
     s->image_size = 64; /* 64 / 8 / 2 = 4: 16 image tokens */
     s->context_len = 8;
     s->steps = 2;
+}
+
+/* The small model as SD3: 2x2 PatchEmbed over 16 latent channels with an 8x8 position table (latents
+ * of 64 / 8 = 8 a side: 16 patches), no q/k norms, no single blocks. */
+static void small_sd3(struct job_spec *s, int layers)
+{
+    small(s, layers, 0, false);
+    s->model.qk_norm = false;
+    s->model.patch_size = 2;
+    s->model.pos_embed_max = 8;
+}
+
+/* transformer_sd3.py and JointTransformerBlock summed by hand: the last block is context_pre_only. */
+static long long small_sd3_count(long long L)
+{
+    long long D = 64, F = 256, C = 16, T = 32, P = 16;
+#define LIN(i, o) ((i) * (o) + (o))
+    long long embed = C * D * 4 + D + LIN(256, D) + LIN(D, D) + LIN(P, D) + LIN(D, D) + LIN(T, D);
+    long long ff = LIN(D, F) + LIN(F, D);
+    long long joint = 2 * LIN(D, 6 * D) + 8 * LIN(D, D) + 2 * ff;
+    long long pre_only = LIN(D, 6 * D) + LIN(D, 2 * D) + 7 * LIN(D, D) + ff;
+    return embed + (L - 1) * joint + pre_only + LIN(D, 2 * D) + LIN(D, 4 * C);
+#undef LIN
 }
 
 /* The module shapes of transformer_flux.py summed by hand. */
@@ -78,6 +102,10 @@ static void test_counts(void)
     is_int(model_param_count(&s.model, &e), small_count(2, 3, true), "small mmdit with guidance: the module shapes");
     small(&s, 1, 0, false);
     is_int(model_param_count(&s.model, &e), small_count(1, 0, false), "one double block, no single, no guidance");
+    is_int(preset_param_count("sd3-medium"), 2028328000LL, "sd3-medium transformer: 2,028,328,000 parameters (the "
+           "position table is a buffer)");
+    small_sd3(&s, 3);
+    is_int(model_param_count(&s.model, &e), small_sd3_count(3), "small SD3: the module shapes, last block context_pre_only");
     /* T5's encoder alone: the full model less the decoder stack and the LM head */
     struct model_spec t5;
     preset_apply(&t5, "flan-t5-base", &e);
@@ -121,34 +149,45 @@ static void test_lora(void)
     s.lora_rank = 4;
     int64_t lora = params_at_forward(&s);
     is_int((lora - base) / 2, 4669440, "rank-4 LoRA on to_q/k/v/out.0: 4,669,440 adapter parameters (bf16)");
+    /* SD3's position table is loaded with the weights: 192 x 192 x 1536, bf16 */
+    snprintf(s.model.preset, sizeof s.model.preset, "sd3-medium");
+    s.trainable = TRAIN_FULL;
+    is_int(params_at_forward(&s), (2028328000LL + 192LL * 192 * 1536) * 2, "sd3-medium on the device: its weights "
+           "and its pos_embed buffer");
 }
 
 static void test_program(void)
 {
     static const struct {
-        bool lora, ckpt;
-    } modes[] = {{false, false}, {true, false}, {false, true}, {true, true}};
-    int64_t saved[2] = {0, 0};
+        bool sd3, lora, ckpt;
+    } modes[] = {{false, false, false}, {false, true, false}, {false, false, true}, {false, true, true},
+                 {true, false, false}, {true, true, false}, {true, false, true}, {true, true, true}};
+    int64_t saved[2][2] = {{0, 0}, {0, 0}};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         struct job_spec s;
         struct live_sink k;
         struct err e = {0};
-        small(&s, 3, 2, true);
+        if (modes[i].sd3)
+            small_sd3(&s, 3);
+        else
+            small(&s, 3, 2, true);
         s.trainable = modes[i].lora ? TRAIN_LORA : TRAIN_FULL;
         if (modes[i].ckpt)
             s.fixes |= 1u << FIX_GRADIENT_CHECKPOINTING;
-        const char *what = modes[i].lora ? (modes[i].ckpt ? "LoRA, checkpointed" : "LoRA")
-                                         : (modes[i].ckpt ? "full, checkpointed" : "full");
+        char what[64];
+        snprintf(what, sizeof what, "%s, %s%s", modes[i].sd3 ? "SD3" : "Flux", modes[i].lora ? "LoRA" : "full",
+                 modes[i].ckpt ? ", checkpointed" : "");
         ok(run(&s, &k, &e) == 0 && live_sink_consistent(&k), "%s: the op program is consistent %s", what, e.msg);
         int64_t rest = k.live - k.cat[CAT_PARAM] - k.cat[CAT_OPTIMIZER_STATE] - k.cat[CAT_WORKSPACE];
         is_int(rest, 0, "%s: only params, optimizer state and the workspace are live after the steps", what);
         const struct live_mark *mk = live_sink_mark(&k, "backward", 0);
         if (!modes[i].lora)
-            saved[modes[i].ckpt] = mk ? mk->cat[CAT_ACTIVATION] : -1;
+            saved[modes[i].sd3][modes[i].ckpt] = mk ? mk->cat[CAT_ACTIVATION] : -1;
         live_sink_fini(&k);
     }
-    ok(saved[1] > 0 && saved[1] * 3 < saved[0], "checkpointing every block keeps under a third of the activations "
-       "(%lld of %lld B)", (long long)saved[1], (long long)saved[0]);
+    for (int f = 0; f < 2; f++)
+        ok(saved[f][1] > 0 && saved[f][1] * 3 < saved[f][0], "%s: checkpointing every block keeps under a third of "
+           "the activations (%lld of %lld B)", f ? "SD3" : "Flux", (long long)saved[f][1], (long long)saved[f][0]);
 }
 
 /* Flux's text encoders in front of a small transformer: T5's encoder gives the token states, CLIP's
@@ -217,6 +256,20 @@ static void test_bad_input(void)
     e = (struct err){0};
     s.context_len = 0;
     ok(job_spec_validate(&s, &e) < 0 && strstr(e.msg, "context_len"), "no text tokens: %s", e.msg);
+    small_sd3(&s, 2);
+    e = (struct err){0};
+    s.model.single_layers = 1;
+    ok(job_spec_validate(&s, &e) < 0 && strstr(e.msg, "model.single_layers"), "SD3 with single blocks: %s", e.msg);
+    small_sd3(&s, 2);
+    e = (struct err){0};
+    s.image_size = 128; /* 8 patches a side, the table holds 8 */
+    ok(job_spec_validate(&s, &e) == 0, "SD3 at the table's side validates %s", e.msg);
+    s.image_size = 144;
+    ok(job_spec_validate(&s, &e) < 0 && strstr(e.msg, "model.pos_embed_max 8"), "past the table's side: %s", e.msg);
+    small_sd3(&s, 2);
+    e = (struct err){0};
+    s.model.pos_embed_max = 0;
+    ok(job_spec_validate(&s, &e) < 0 && strstr(e.msg, "model.pos_embed_max is needed"), "no table: %s", e.msg);
     is_str(family_name(FAMILY_MMDIT), "mmdit", "family name");
     is_int(family_from_name("mmdit"), FAMILY_MMDIT, "family from name");
 }

@@ -155,6 +155,13 @@ static const struct key model_keys[] = {
     K_INT(M, "mid_transformer_depth", spec.mid_transformer_depth, 0, 64, NULL, "UNet mid-block transformer blocks."),
     K_INT(M, "cross_attention_dim", spec.cross_attention_dim, 0, BIG, "unset",
           "UNet: text-embedding width; MMDiT: the text encoder's width (joint_attention_dim)."),
+    K_INT(M, "patch_size", spec.patch_size, 0, 16, "Flux's packing",
+          "MMDiT: SD3's PatchEmbed, a convolution of this kernel and stride over the latents plus a learned position "
+          "table; 0: Flux, latents packed in 2x2 patches by the pipeline, rotary positions."),
+    K_INT(M, "pos_embed_max", spec.pos_embed_max, 0, 4096, "unset",
+          "MMDiT with patch_size: side of the position table (SD3's pos_embed_max_size), a buffer loaded with the "
+          "weights."),
+    K_BOOL(M, "qk_norm", spec.qk_norm, "MMDiT: RMSNorm on each head of q and k (Flux, SD3.5)."),
     K_INT(M, "pooled_dim", spec.pooled_dim, 0, BIG, "unset", "MMDiT: pooled text embedding width (pooled_projection_dim)."),
     K_BOOL(M, "guidance_embed", spec.guidance_embed,
            "MMDiT: a guidance embedder beside the timestep embedder (guidance-distilled Flux.1-dev)."),

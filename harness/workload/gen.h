@@ -46,6 +46,7 @@ struct param {
     bool trainable;
     bool head;            /* trained under a linear probe */
     bool lora;            /* a LoRA adapter */
+    bool buffer;          /* a persistent buffer (register_buffer): loaded with the weights, not a parameter */
     int32_t module_id;    /* which module (main model or an extra) */
     tref data;            /* weight on the device */
     tref grad;            /* .grad */
@@ -188,6 +189,8 @@ void kern_init_ids(struct gen *g, tref y, int64_t high, const char *tag);
 
 /* params.c: registration and the parameter cursor */
 int32_t param_add(struct gen *g, const char *leaf, int64_t rows, int64_t cols);
+/* A persistent buffer: on the device with the weights (cast with them), never trained or counted. */
+int32_t param_add_buffer(struct gen *g, const char *leaf, int64_t rows, int64_t cols);
 /* GEN_RUN: the parameter registered as scope + "." + leaf (the cursor's, when it is next in order). */
 int32_t param_take(struct gen *g, const char *leaf);
 void param_index_free(struct gen *g);

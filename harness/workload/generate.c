@@ -41,7 +41,7 @@ static void mark_trainable(struct gen *g, const struct module *md)
 {
     for (int32_t i = md->first; i < md->first + md->count; i++) {
         struct param *p = &g->params[i];
-        if (md->role >= 0)
+        if (md->role >= 0 || p->buffer)
             p->trainable = false;
         else if (g->spec.trainable == TRAIN_LORA)
             p->trainable = p->lora;
@@ -109,7 +109,7 @@ int64_t model_param_count(const struct model_spec *m, struct err *e)
         enumerate(w, &w->mod[0]);
         n = 0;
         for (int32_t i = 0; i < w->g.nparams; i++)
-            n += w->g.params[i].numel;
+            n += w->g.params[i].buffer ? 0 : w->g.params[i].numel;
         if (w->g.failed)
             n = -1;
     }

@@ -657,7 +657,8 @@ tref nn_conv(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout,
     tref xin = nn_as_dtype(g, "autocast", x, cd);
     tref w = weight_for(g, pw, cd);
     const struct tensor *xt = &g->t[xin];
-    int64_t pad = k / 2, p = (xt->dims[2] + 2 * pad - k) / stride + 1, q = (xt->dims[3] + 2 * pad - k) / stride + 1;
+    /* "same" padding for odd kernels; none for even ones (a patch embedding: kernel = stride) */
+    int64_t pad = (k - 1) / 2, p = (xt->dims[2] + 2 * pad - k) / stride + 1, q = (xt->dims[3] + 2 * pad - k) / stride + 1;
     int64_t dims[4] = {xt->dims[0], cout, p, q};
     int64_t d[8] = {xt->dims[0], cin, xt->dims[2], xt->dims[3], cout, k, stride, pad};
     tref y = t_new(g, dims, 4, cd, CAT_ACTIVATION, tag); /* may move the slab: xt is stale after this */

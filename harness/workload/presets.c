@@ -178,6 +178,29 @@ static void flux(struct model_spec *m, int v)
     m->cross_attention_dim = 4096;
     m->pooled_dim = 768;
     m->guidance_embed = true;
+    m->qk_norm = true;
+}
+
+/* diffusers SD3Transformer2DModel of stabilityai/stable-diffusion-3-medium-diffusers
+ * (transformer/config.json: 24 layers, 24 heads of 64, patch_size 2, in_channels 16,
+ * joint_attention_dim 4096, caption_projection_dim 1536, pooled_projection_dim 2048,
+ * pos_embed_max_size 192; no qk_norm). */
+static void sd3(struct model_spec *m, int v)
+{
+    (void)v;
+    m->family = FAMILY_MMDIT;
+    m->attn = ATTN_SDPA;
+    m->layers = 24;
+    m->hidden = 1536;
+    m->heads = 24;
+    m->head_dim = 64;
+    m->ffn = 4 * 1536;
+    m->patch_size = 2;
+    m->pos_embed_max = 192;
+    m->in_channels = m->latent_channels = 16;
+    m->vae_scale = 8;
+    m->cross_attention_dim = 4096;
+    m->pooled_dim = 2048;
 }
 
 /* Variant 0: the SD 1.x/2.x/XL AutoencoderKL; 1: FLUX.1-dev's (vae/config.json: latent_channels 16,
@@ -281,6 +304,7 @@ static const struct preset presets[] = {
     {"openclip-bigg-text", clip_l, 1, "SDXL text_encoder_2 (OpenCLIP ViT-bigG/14 text, with projection)"},
     {"t5-v1.1-xxl", t5, 3, "google/t5-v1_1-xxl encoder (T5EncoderModel; Flux, SD3 text_encoder)"},
     {"flux.1-dev", flux, 0, "black-forest-labs/FLUX.1-dev transformer"},
+    {"sd3-medium", sd3, 0, "stabilityai/stable-diffusion-3-medium transformer (MMDiT)"},
     {"tiny-mlp", tiny, 0, "2 hidden layers of 512"},
     {"tiny-cnn", tiny, 1, "3 levels of 32/64/128 channels"},
     {"tiny-transformer", tiny, 2, "GPT-2 style, 4 layers, hidden 256"},

@@ -38,7 +38,7 @@ enum model_family {
     FAMILY_CLIP_TEXT,  /* CLIPTextModel(WithProjection) */
     FAMILY_MLP,        /* stack of Linear + activation */
     FAMILY_CNN,        /* conv + BatchNorm-free GroupNorm + ReLU stages, global pool, linear head */
-    FAMILY_MMDIT,      /* diffusers FluxTransformer2DModel: double- and single-stream DiT blocks */
+    FAMILY_MMDIT,      /* diffusers FluxTransformer2DModel (double- and single-stream blocks), SD3Transformer2DModel */
     FAMILY_COUNT
 };
 
@@ -113,6 +113,9 @@ struct model_spec {
     /* MMDiT (Flux): `layers` double-stream blocks, `in_channels` packed latent channels (2x2 patches of
      * latent_channels), cross_attention_dim the text encoder's width (joint_attention_dim) */
     int single_layers;                      /* single-stream blocks */
+    int patch_size;                         /* SD3: PatchEmbed conv stride (0: Flux's 2x2 packing, rotary) */
+    int pos_embed_max;                      /* SD3: side of the learned position table (pos_embed_max_size) */
+    bool qk_norm;                           /* RMSNorm on each head of q and k (Flux, SD3.5) */
     int pooled_dim;                         /* pooled text embedding width (pooled_projection_dim) */
     bool guidance_embed;                    /* guidance embedder (guidance-distilled Flux.1-dev) */
 

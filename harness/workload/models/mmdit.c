@@ -1,4 +1,5 @@
-/* mmdit.c: diffusers FluxTransformer2DModel (Flux.1, transformer_flux.py) as a model family: packed
+/* mmdit.c: diffusers' MMDiT transformers as a model family. FluxTransformer2DModel (Flux.1,
+ * transformer_flux.py; model.patch_size 0): packed
  * 2x2 latent patches embedded by x_embedder, the text encoder's states by context_embedder, the
  * timestep (and, guidance-distilled, the guidance) embedders plus the pooled text projection summed
  * into one conditioning vector; `layers` double-stream blocks (FluxTransformerBlock: separate
@@ -7,6 +8,11 @@
  * `single_layers` single-stream blocks (FluxSingleTransformerBlock: attention and a 4x MLP in parallel,
  * concatenated into proj_out); the text tokens dropped, AdaLayerNormContinuous and proj_out. Training
  * loss: the flow-matching MSE of the prediction against its target (train_dreambooth_lora_flux.py).
+ * SD3Transformer2DModel (transformer_sd3.py; model.patch_size 2): PatchEmbed (a convolution of kernel
+ * and stride patch_size over the latents, plus the position table cropped from a persistent buffer),
+ * no guidance embedder, JointTransformerBlocks (attention.py) as Flux's double blocks without rotary
+ * embedding, image tokens before text ones, the last block context_pre_only (AdaLayerNormContinuous
+ * on the text, which then ends), no single blocks, and the output unpatchified (one copy).
  *
  * LoRA goes where diffusers' Flux LoRA script puts it by default (target_modules attn.to_q, to_k, to_v
  * and to_out.0; the single blocks' attention has no to_out). PyTorch views are copies here: the six
@@ -84,6 +90,8 @@ static void qkv(struct gen *g, const struct model_spec *m, tref x, bool added, t
     *q = projection(g, added ? "add_q_proj" : "to_q", x, d, inner, !added);
     *k = projection(g, added ? "add_k_proj" : "to_k", x, d, inner, !added);
     *v = projection(g, added ? "add_v_proj" : "to_v", x, d, inner, !added);
+    if (!m->qk_norm)
+        return;
     tref qn = nn_rmsnorm_diffusers(g, added ? "norm_added_q" : "norm_q", *q, m->head_dim);
     t_release(g, *q);
     *q = qn;
@@ -102,16 +110,17 @@ static tref joined(struct gen *g, tref txt, tref img)
     return j;
 }
 
-/* rotary embedding on q and k, then SDPA (FluxAttnProcessor2_0) */
-static tref rotary_attention(struct gen *g, const struct model_spec *m, const struct mmdit_ctx *x, tref q, tref k,
-                             tref v)
+/* rotary embedding on q and k (Flux), then SDPA (FluxAttnProcessor2_0, JointAttnProcessor2_0) */
+static tref joint_attention(struct gen *g, const struct model_spec *m, const struct mmdit_ctx *x, tref q, tref k,
+                            tref v)
 {
-    tref qr = nn_rotary(g, NULL, q, m->heads, m->head_dim, x->cos, x->sin);
-    tref kr = nn_rotary(g, NULL, k, m->heads, m->head_dim, x->cos, x->sin);
+    bool rotary = x->cos != TNONE;
+    tref qr = rotary ? nn_rotary(g, NULL, q, m->heads, m->head_dim, x->cos, x->sin) : t_ref(g, q);
+    tref kr = rotary ? nn_rotary(g, NULL, k, m->heads, m->head_dim, x->cos, x->sin) : t_ref(g, k);
     t_release(g, q);
     t_release(g, k);
     struct attn_args a = {.heads = m->heads, .kv_heads = m->heads, .head_dim = m->head_dim,
-                          .eager = m->attn == ATTN_EAGER, .rotary = true, .bias = TNONE, .mask = TNONE,
+                          .eager = m->attn == ATTN_EAGER, .rotary = rotary, .bias = TNONE, .mask = TNONE,
                           .cache = TNONE};
     tref o = nn_attention(g, NULL, qr, kr, v, &a);
     t_release(g, qr);
@@ -155,39 +164,46 @@ static tref stream_out(struct gen *g, const struct model_spec *m, tref x, tref a
     return out;
 }
 
-/* FluxTransformerBlock; *img and *txt are replaced by the block's outputs. Chunks: shift_msa, scale_msa,
- * gate_msa, shift_mlp, scale_mlp, gate_mlp. */
-static void double_block(struct gen *g, const struct model_spec *m, const struct mmdit_ctx *x, tref *img, tref *txt)
+/* FluxTransformerBlock / JointTransformerBlock; *img and *txt are replaced by the block's outputs (*txt by
+ * TNONE after a context_pre_only block). Chunks: shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp,
+ * gate_mlp; a context_pre_only block's text norm is AdaLayerNormContinuous (scale, shift). Flux puts the
+ * text tokens first in the joint attention, SD3 the image tokens. */
+static void double_block(struct gen *g, const struct model_spec *m, const struct mmdit_ctx *x, tref *img, tref *txt,
+                         bool pre_only)
 {
     tref ci[6], cc[6];
+    int nc_chunks = pre_only ? 2 : 6;
     modulation(g, m, "norm1", x->temb, 6, ci);
-    modulation(g, m, "norm1_context", x->temb, 6, cc);
+    modulation(g, m, "norm1_context", x->temb, nc_chunks, cc);
     tref ni = modulate(g, m, "norm1.norm", *img, ci[1], ci[0]);
-    tref nc = modulate(g, m, "norm1_context.norm", *txt, cc[1], cc[0]);
+    tref nc = pre_only ? modulate(g, m, "norm1_context.norm", *txt, cc[0], cc[1])
+                       : modulate(g, m, "norm1_context.norm", *txt, cc[1], cc[0]);
     gen_push(g, "attn");
     tref q, k, v, aq, ak, av;
     qkv(g, m, ni, false, &q, &k, &v);
     qkv(g, m, nc, true, &aq, &ak, &av);
     t_release(g, ni);
     t_release(g, nc);
+    bool flux = !m->patch_size;
     int64_t t = g->mode == GEN_RUN ? g->t[*txt].dims[1] : 0, s = g->mode == GEN_RUN ? g->t[*img].dims[1] : 0;
-    tref o = rotary_attention(g, m, x, joined(g, aq, q), joined(g, ak, k), joined(g, av, v));
-    tref ot = rows(g, "split", o, 0, t), oi = rows(g, "split", o, t, s);
+    tref o = flux ? joint_attention(g, m, x, joined(g, aq, q), joined(g, ak, k), joined(g, av, v))
+                  : joint_attention(g, m, x, joined(g, q, aq), joined(g, k, ak), joined(g, v, av));
+    tref ot = pre_only ? TNONE : rows(g, "split", o, flux ? 0 : s, t), oi = rows(g, "split", o, flux ? t : 0, s);
     t_release(g, o);
     int64_t inner = (int64_t)m->heads * m->head_dim;
     tref ai = projection(g, "to_out.0", oi, inner, m->hidden, true);
     t_release(g, oi);
-    tref at = projection(g, "to_add_out", ot, inner, m->hidden, false);
+    tref at = pre_only ? TNONE : projection(g, "to_add_out", ot, inner, m->hidden, false);
     t_release(g, ot);
     gen_pop(g);
     tref yi = stream_out(g, m, *img, ai, ci, false);
     t_release(g, ai);
-    tref yt = stream_out(g, m, *txt, at, cc, true);
+    tref yt = pre_only ? TNONE : stream_out(g, m, *txt, at, cc, true);
     t_release(g, at);
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 6; i++)
         t_release(g, ci[i]);
+    for (int i = 0; i < nc_chunks; i++)
         t_release(g, cc[i]);
-    }
     t_release(g, *img);
     t_release(g, *txt);
     *img = yi;
@@ -199,7 +215,8 @@ static struct mmdit_ctx ctx_of(const struct ckpt *c)
     return (struct mmdit_ctx){.temb = c->extra[1], .cos = c->extra[2], .sin = c->extra[3]};
 }
 
-/* A segment of double blocks: x the image stream, extra[0] the text stream; returns cat(text, image). */
+/* A segment of double blocks: x the image stream, extra[0] the text stream; returns cat(text, image), or
+ * the image stream alone once the text has ended (SD3's last block). */
 static tref double_layers(struct gen *g, const struct ckpt *c, tref x)
 {
     const struct model_spec *m = c->model;
@@ -207,7 +224,7 @@ static tref double_layers(struct gen *g, const struct ckpt *c, tref x)
     tref img = t_ref(g, x), txt = t_ref(g, c->extra[0]);
     for (int i = c->layer; i < c->layer + c->count; i++) {
         gen_push(g, "transformer_blocks.%d", i);
-        double_block(g, m, &ctx, &img, &txt);
+        double_block(g, m, &ctx, &img, &txt, m->patch_size && i == m->layers - 1);
         gen_pop(g);
     }
     return joined(g, txt, img);
@@ -231,7 +248,7 @@ static tref single_layers(struct gen *g, const struct ckpt *c, tref x)
         gen_push(g, "attn");
         tref q, k, v;
         qkv(g, m, n, false, &q, &k, &v);
-        tref a = rotary_attention(g, m, &ctx, q, k, v);
+        tref a = joint_attention(g, m, &ctx, q, k, v);
         gen_pop(g);
         t_release(g, n);
         tref cat = nn_concat_last(g, "cat", a, mlp);
@@ -294,6 +311,30 @@ static tref time_text_embed(struct gen *g, const struct model_spec *m, const str
     return c;
 }
 
+/* SD3's PatchEmbed: proj (kernel = stride = patch_size), flatten(2).transpose(1, 2) (a view, read by the
+ * add: a copy here), + the position table cropped from the pos_embed buffer to the latent's side. */
+static tref patch_embed(struct gen *g, const struct model_spec *m, tref x, int64_t side)
+{
+    int64_t d = m->hidden, pm = m->pos_embed_max;
+    gen_push(g, "pos_embed");
+    tref c = nn_conv(g, "proj", x, m->in_channels, d, m->patch_size, m->patch_size, true);
+    if (g->mode != GEN_RUN) {
+        param_add_buffer(g, "pos_embed", pm * pm, d);
+        gen_pop(g);
+        return TNONE;
+    }
+    int32_t pb = param_take(g, "pos_embed");
+    int64_t b = g->t[c].dims[0], s = side * side, dims[3] = {b, s, d}, pd[3] = {1, s, d}, top = (pm - side) / 2;
+    tref tok = nn_transpose(g, "flatten", c, b, d, s, dims, 3);
+    t_release(g, c);
+    tref pos = nn_slice(g, "cropped_pos_embed", g->params[pb].data, pd, 3, side, side * d, pm * d, (top * pm + top) * d);
+    tref y = nn_add(g, NULL, tok, pos);
+    t_release(g, tok);
+    t_release(g, pos);
+    gen_pop(g);
+    return y;
+}
+
 static tref run_stack(struct gen *g, const struct model_spec *m, layer_fn fn, int layers, tref x,
                       const tref *extra)
 {
@@ -335,24 +376,33 @@ static tref double_stack(struct gen *g, const struct model_spec *m, tref img, tr
 tref mmdit_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
 {
     enum dtype dt = g->act_dtype;
-    int64_t side = bt->image / m->vae_scale / 2, s = side * side, t = bt->context;
-    int64_t xd[3] = {bt->b, s, m->in_channels}, cd[3] = {bt->b, t, m->cross_attention_dim};
-    tref x = nn_input(g, xd, 3, dt, "packed_noisy_latents");
-    tref target = loss ? nn_input(g, xd, 3, dt, "target") : TNONE;
+    bool flux = !m->patch_size;
+    int64_t lat = bt->image / m->vae_scale, p = flux ? 2 : m->patch_size, side = lat / p, s = side * side;
+    int64_t t = bt->context, out_ch = flux ? m->in_channels : p * p * m->in_channels;
+    /* Flux: the pipeline's packed latents [B, S, in_channels]; SD3: the latents [B, C, H, W] */
+    int64_t xd[4] = {bt->b, flux ? s : m->in_channels, flux ? m->in_channels : lat, lat};
+    int64_t cd[3] = {bt->b, t, m->cross_attention_dim};
+    int nd = flux ? 3 : 4;
+    tref x = nn_input(g, xd, nd, dt, flux ? "packed_noisy_latents" : "noisy_latents");
+    tref target = loss ? nn_input(g, xd, nd, dt, "target") : TNONE;
     tref ctx = g->ctx_override != TNONE ? t_ref(g, g->ctx_override) : nn_input(g, cd, 3, dt, "encoder_hidden_states");
-    tref img = nn_linear(g, "x_embedder", x, m->in_channels, m->hidden, true);
+    tref img = flux ? nn_linear(g, "x_embedder", x, m->in_channels, m->hidden, true) : patch_embed(g, m, x, side);
     t_release(g, x);
-    struct mmdit_ctx mc = {.temb = time_text_embed(g, m, bt, dt)};
+    struct mmdit_ctx mc = {.temb = time_text_embed(g, m, bt, dt), .cos = TNONE, .sin = TNONE};
     tref txt = nn_linear(g, "context_embedder", ctx, m->cross_attention_dim, m->hidden, true);
     t_release(g, ctx);
-    gen_push(g, "pos_embed"); /* FluxPosEmbed over the text and image ids, in fp32 */
-    nn_rotary_tables(g, t + s, m->head_dim, DT_F32, &mc.cos, &mc.sin);
-    gen_pop(g);
-    tref joint = double_stack(g, m, img, txt, t, &mc);
-    tref extra[4] = {TNONE, mc.temb, mc.cos, mc.sin};
-    joint = run_stack(g, m, single_layers, m->single_layers, joint, extra);
-    tref h = rows(g, "image_tokens", joint, t, s);
-    t_release(g, joint);
+    if (flux) {
+        gen_push(g, "pos_embed"); /* FluxPosEmbed over the text and image ids, in fp32 */
+        nn_rotary_tables(g, t + s, m->head_dim, DT_F32, &mc.cos, &mc.sin);
+        gen_pop(g);
+    }
+    tref h = double_stack(g, m, img, txt, t, &mc);
+    if (flux) {
+        tref extra[4] = {TNONE, mc.temb, mc.cos, mc.sin};
+        tref joint = run_stack(g, m, single_layers, m->single_layers, h, extra);
+        h = rows(g, "image_tokens", joint, t, s);
+        t_release(g, joint);
+    }
     tref c[2];
     modulation(g, m, "norm_out", mc.temb, 2, c); /* AdaLayerNormContinuous: scale, then shift */
     tref n = modulate(g, m, "norm_out.norm", h, c[0], c[1]);
@@ -360,12 +410,17 @@ tref mmdit_forward(struct gen *g, const struct model_spec *m, const struct batch
     t_release(g, c[0]);
     t_release(g, c[1]);
     g->in_head = true;
-    tref out = nn_linear(g, "proj_out", n, m->hidden, m->in_channels, true);
+    tref out = nn_linear(g, "proj_out", n, m->hidden, out_ch, true);
     g->in_head = false;
     t_release(g, n);
     t_release(g, mc.temb);
     t_release(g, mc.cos);
     t_release(g, mc.sin);
+    if (!flux && g->mode == GEN_RUN) { /* unpatchify: reshape, einsum nhwpqc->nchpwq, reshape */
+        tref u = nn_transpose(g, "unpatchify", out, bt->b, s, out_ch, xd, 4);
+        t_release(g, out);
+        out = u;
+    }
     if (!loss || g->mode != GEN_RUN)
         return out;
     /* (model_pred.float() - target.float()) ** 2, mean */
