@@ -428,13 +428,5 @@ tref mmdit_forward(struct gen *g, const struct model_spec *m, const struct batch
     t_release(g, out);
     tref tf = nn_as_dtype(g, "loss.target_float", target, DT_F32);
     t_release(g, target);
-    tref diff = nn_sub(g, "loss.diff", pf, tf);
-    t_release(g, pf);
-    t_release(g, tf);
-    tref sq = nn_mul(g, "loss.square", diff, diff);
-    t_release(g, diff);
-    int64_t one[1] = {1}, all[3] = {1, g->mode == GEN_RUN ? t_numel(g, sq) : 1, 1};
-    tref l = nn_mean(g, "loss", sq, all, one, 1);
-    t_release(g, sq);
-    return l;
+    return mse_loss(g, pf, tf);
 }
