@@ -270,6 +270,11 @@ static void test_bad_input(void)
     e = (struct err){0};
     s.model.pos_embed_max = 0;
     ok(job_spec_validate(&s, &e) < 0 && strstr(e.msg, "model.pos_embed_max is needed"), "no table: %s", e.msg);
+    small(&s, 1, 1, false);
+    e = (struct err){0};
+    s.eval.every = 1;
+    s.eval.sampling_steps = 4;
+    ok(job_spec_validate(&s, &e) < 0 && strstr(e.msg, "eval.sampling_steps"), "eval sampling is refused: %s", e.msg);
     is_str(family_name(FAMILY_MMDIT), "mmdit", "family name");
     is_int(family_from_name("mmdit"), FAMILY_MMDIT, "family from name");
 }

@@ -181,6 +181,9 @@ static int mmdit_check(const struct resolving *x, struct err *e)
         return err_set(e, ERR_INPUT, "model.pos_embed_max is needed by family mmdit with model.patch_size");
     if (!x->job)
         return 0;
+    if (x->job->eval.sampling_steps > 0) /* generate.c's eval samples a UNet's latents only */
+        return err_set(e, ERR_INPUT, "eval.sampling_steps: sampling during eval is modelled for family unet, not "
+                       "mmdit (use a no_grad eval forward: sampling_steps 0)");
     int p = m->patch_size ? m->patch_size : 2;
     int64_t step = (int64_t)p * x->r->vae_scale;
     if (x->job->image_size < step || x->job->image_size % step)
@@ -244,7 +247,7 @@ static const struct family families[FAMILY_COUNT] = {
                        NEED("pooled_dim", pooled_dim)},
                       "`image_size` divisible by `vae_scale` times 2 (Flux) or `patch_size` (SD3, with "
                       "`pos_embed_max` patches a side at most); `context_len` text tokens; no `single_layers` with "
-                      "`patch_size`",
+                      "`patch_size`; no `eval.sampling_steps`",
                       mmdit_defaults,
                       mmdit_check},
     [FAMILY_CNN] = {"cnn", cnn_forward,
