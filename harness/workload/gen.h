@@ -280,6 +280,9 @@ tref nn_kv_cache(struct gen *g, const char *name, tref k, tref v, int64_t q_head
 void nn_rotary_tables(struct gen *g, int64_t s, int64_t head_dim, enum dtype dt, tref *cos, tref *sin);
 /* x [B, S, heads*head_dim] rotated (apply_rotary_pos_emb's x * cos + rotate_half(x) * sin). */
 tref nn_rotary(struct gen *g, const char *name, tref x, int64_t heads, int64_t head_dim, tref cos, tref sin);
+/* The same rotation as diffusers' apply_rotary_emb (embeddings.py, use_real): pairs of x negated and
+ * stacked, then (x.float() * cos + x_rotated.float() * sin).to(x.dtype), its temporaries in fp32. */
+tref nn_rotary_fp32(struct gen *g, const char *name, tref x, int64_t heads, int64_t head_dim, tref cos, tref sin);
 /* Helpers the layer files share (nn.c). */
 bool nn_records(const struct gen *g, bool any_input_grad);
 enum dtype nn_compute_dtype(const struct gen *g, tref x);

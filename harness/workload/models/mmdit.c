@@ -19,10 +19,7 @@
  * (three, two) modulation chunks each a [B, 1, D] slice (standing for the view and the `1 + scale`
  * it feeds, a tensor of that size), and the split of the joint attention's output into its text and
  * image rows. A checkpointed segment of double blocks carries its two streams out as one
- * concatenation (a checkpoint node has one output), sliced apart again by the next segment. The
- * rotary embedding is transformers' (nn_rotary, in the activations' dtype): diffusers' apply_rotary_emb
- * computes it in fp32, which saves the same tensors (cos and sin) but passes through larger
- * temporaries. */
+ * concatenation (a checkpoint node has one output), sliced apart again by the next segment. */
 #include "workload/models/models.h"
 
 /* What one forward's blocks share. */
@@ -115,8 +112,8 @@ static tref joint_attention(struct gen *g, const struct model_spec *m, const str
                             tref v)
 {
     bool rotary = x->cos != TNONE;
-    tref qr = rotary ? nn_rotary(g, NULL, q, m->heads, m->head_dim, x->cos, x->sin) : t_ref(g, q);
-    tref kr = rotary ? nn_rotary(g, NULL, k, m->heads, m->head_dim, x->cos, x->sin) : t_ref(g, k);
+    tref qr = rotary ? nn_rotary_fp32(g, NULL, q, m->heads, m->head_dim, x->cos, x->sin) : t_ref(g, q);
+    tref kr = rotary ? nn_rotary_fp32(g, NULL, k, m->heads, m->head_dim, x->cos, x->sin) : t_ref(g, k);
     t_release(g, q);
     t_release(g, k);
     struct attn_args a = {.heads = m->heads, .kv_heads = m->heads, .head_dim = m->head_dim,
@@ -327,7 +324,9 @@ static tref patch_embed(struct gen *g, const struct model_spec *m, tref x, int64
     int64_t b = g->t[c].dims[0], s = side * side, dims[3] = {b, s, d}, pd[3] = {1, s, d}, top = (pm - side) / 2;
     tref tok = nn_transpose(g, "flatten", c, b, d, s, dims, 3);
     t_release(g, c);
-    tref pos = nn_slice(g, "cropped_pos_embed", g->params[pb].data, pd, 3, side, side * d, pm * d, (top * pm + top) * d);
+    /* cropped_pos_embed: side x side from the centre of the pm x pm table (the rows taken from the table's
+     * top: a copy's offset stays within its row, the bytes are the same) */
+    tref pos = nn_slice(g, "cropped_pos_embed", g->params[pb].data, pd, 3, side, side * d, pm * d, top * d);
     tref y = nn_add(g, NULL, tok, pos);
     t_release(g, tok);
     t_release(g, pos);
