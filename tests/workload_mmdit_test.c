@@ -192,24 +192,32 @@ static void test_program(void)
 
 /* Flux's text encoders in front of a small transformer: T5's encoder gives the token states, CLIP's
  * pooled output the pooled projection; offloaded, neither runs. */
+/* A small transformer as wide as Flux's text encoders, with T5-XXL's encoder and `second` in front. */
+static void with_encoders(struct job_spec *s, const char *second)
+{
+    small(s, 1, 1, true);
+    s->model.cross_attention_dim = 4096;
+    s->model.pooled_dim = 768;
+    s->context_len = 16;
+    s->steps = 1;
+    s->nextras = 2;
+    snprintf(s->extras[0].preset, sizeof s->extras[0].preset, "t5-v1.1-xxl");
+    snprintf(s->extras[1].preset, sizeof s->extras[1].preset, "%s", second);
+    for (int i = 0; i < 2; i++) {
+        s->extras[i].role = EXTRA_TEXT_ENCODER;
+        s->extras[i].dtype = DT_BF16;
+        s->extras[i].on_device = true;
+    }
+}
+
+/* Flux's text encoders in front of a small transformer: T5's encoder gives the token states, CLIP's
+ * pooled output the pooled projection; offloaded, neither runs. */
 static void test_text_encoders(void)
 {
     struct job_spec s;
     struct live_sink k;
     struct err e = {0};
-    small(&s, 1, 1, true);
-    s.model.cross_attention_dim = 4096;
-    s.model.pooled_dim = 768;
-    s.context_len = 16;
-    s.nextras = 2;
-    snprintf(s.extras[0].preset, sizeof s.extras[0].preset, "t5-v1.1-xxl");
-    snprintf(s.extras[1].preset, sizeof s.extras[1].preset, "clip-l-text");
-    for (int i = 0; i < 2; i++) {
-        s.extras[i].role = EXTRA_TEXT_ENCODER;
-        s.extras[i].dtype = DT_BF16;
-        s.extras[i].on_device = true;
-    }
-    s.steps = 1;
+    with_encoders(&s, "clip-l-text");
     ok(run(&s, &k, &e) == 0 && live_sink_consistent(&k), "T5-XXL and CLIP-L feed the transformer %s", e.msg);
     const struct live_mark *mk = live_sink_mark(&k, "forward", 0);
     int64_t resident = mk ? mk->cat[CAT_PARAM] : -1;
@@ -223,14 +231,26 @@ static void test_text_encoders(void)
     is_int(on - off, (4762310656LL + 123060480LL) * 2, "offload_text_encoder keeps both encoders off the device");
 
     /* an encoder whose width is neither the token states' nor the pooled embedding's */
-    s.fixes = 0;
-    snprintf(s.extras[1].preset, sizeof s.extras[1].preset, "openclip-bigg-text");
+    with_encoders(&s, "openclip-bigg-text");
     ok(run(&s, &k, &e) < 0 && strstr(e.msg, "extras[1]") && strstr(e.msg, "1280") && strstr(e.msg, "pooled_dim"),
        "a 1280-wide encoder beside an MMDiT is refused: %s", e.msg);
     live_sink_fini(&k);
-    snprintf(s.extras[1].preset, sizeof s.extras[1].preset, "flan-t5-base");
-    s.model.pooled_dim = 768;
-    ok(run(&s, &k, &e) < 0 && strstr(e.msg, "extras[1]: flan-t5-base is not a text encoder"), "a T5 with its decoder is not a text encoder: %s", e.msg);
+    with_encoders(&s, "flan-t5-base");
+    ok(run(&s, &k, &e) < 0 && strstr(e.msg, "extras[1]: flan-t5-base is not a text encoder"),
+       "a T5 with its decoder is not a text encoder: %s", e.msg);
+    live_sink_fini(&k);
+
+    /* SD3's three encoders (CLIP-L and CLIP-G states joined, padded and followed by T5's) are not modelled */
+    with_encoders(&s, "openclip-bigg-text");
+    s.model.patch_size = 2;
+    s.model.pos_embed_max = 8;
+    s.model.single_layers = 0;
+    s.model.guidance_embed = false;
+    s.model.pooled_dim = 2048;
+    ok(run(&s, &k, &e) < 0 && strstr(e.msg, "extras[0]: text encoders running in front of SD3"), "%s", e.msg);
+    live_sink_fini(&k);
+    s.fixes = 1u << FIX_OFFLOAD_TEXT_ENCODER;
+    ok(run(&s, &k, &e) == 0 && live_sink_consistent(&k), "SD3 with its text encoders offloaded runs %s", e.msg);
     live_sink_fini(&k);
 }
 

@@ -126,6 +126,12 @@ static int text_encoder_check(const struct model_spec *m, const struct module *m
 {
     if (m->family != FAMILY_MMDIT || md->role != EXTRA_TEXT_ENCODER)
         return 0;
+    if (m->patch_size && md->on_device) /* SD3 joins CLIP-L, CLIP-G and T5 states: not modelled */
+        return err_set(e, ERR_INPUT, "extras[%d]: text encoders running in front of SD3 (model.patch_size %d) are not "
+                       "modelled: precompute the embeddings (on_device: false, or the fix offload_text_encoder)", i,
+                       m->patch_size);
+    if (m->patch_size) /* kept on the CPU: the embeddings reach the transformer as inputs */
+        return 0;
     int64_t wd = text_width(&md->m);
     if (wd != m->cross_attention_dim && wd != m->pooled_dim)
         return err_set(e, ERR_INPUT, "extras[%d]: text encoder %s is %lld wide: neither model.cross_attention_dim "
