@@ -192,6 +192,22 @@ static void test_program(void)
 
 /* Flux's text encoders in front of a small transformer: T5's encoder gives the token states, CLIP's
  * pooled output the pooled projection; offloaded, neither runs. */
+/* An op sink that keeps the size of the first allocation named `name`. */
+struct named_sink {
+    struct op_sink base;
+    const char *name;
+    long long bytes;
+};
+
+static int named_emit(struct op_sink *sink, const struct op *op, struct err *e)
+{
+    struct named_sink *n = (struct named_sink *)sink;
+    (void)e;
+    if (op->kind == OP_ALLOC && !n->bytes && op->name && !strcmp(op->name, n->name))
+        n->bytes = (long long)op->bytes;
+    return 0;
+}
+
 /* A small transformer as wide as Flux's text encoders, with T5-XXL's encoder and `second` in front. */
 static void with_encoders(struct job_spec *s, const char *second)
 {
@@ -240,18 +256,26 @@ static void test_text_encoders(void)
        "a T5 with its decoder is not a text encoder: %s", e.msg);
     live_sink_fini(&k);
 
-    /* SD3's three encoders (CLIP-L and CLIP-G states joined, padded and followed by T5's) are not modelled */
+    /* SD3's three encoders: CLIP-L and CLIP-G must give pooled_dim together */
     with_encoders(&s, "openclip-bigg-text");
     s.model.patch_size = 2;
     s.model.pos_embed_max = 8;
     s.model.single_layers = 0;
     s.model.guidance_embed = false;
+    s.model.qk_norm = false;
     s.model.pooled_dim = 2048;
-    ok(run(&s, &k, &e) < 0 && strstr(e.msg, "extras[0]: text encoders running in front of SD3"), "%s", e.msg);
+    ok(run(&s, &k, &e) < 0 && strstr(e.msg, "1280 wide together") && strstr(e.msg, "model.pooled_dim (2048)"),
+       "SD3 with CLIP-G alone on the device: %s", e.msg);
     live_sink_fini(&k);
-    s.fixes = 1u << FIX_OFFLOAD_TEXT_ENCODER;
-    ok(run(&s, &k, &e) == 0 && live_sink_consistent(&k), "SD3 with its text encoders offloaded runs %s", e.msg);
-    live_sink_fini(&k);
+    s.nextras = 3;
+    s.extras[2] = s.extras[1];
+    snprintf(s.extras[1].preset, sizeof s.extras[1].preset, "clip-l-text");
+    struct named_sink ns = {.base = {named_emit}, .name = "prompt_embeds"};
+    workload_destroy(last);
+    last = workload_create(&s, &e);
+    ok(last && workload_run(last, &ns.base, &e) == 0, "SD3 with T5-XXL, CLIP-L and CLIP-G on the device runs %s", e.msg);
+    is_int(ns.bytes, 2LL * (77 + 16) * 4096 * 2, "its text tokens: CLIP's 77 (768 + 1280 wide, padded to 4096), then "
+           "T5's 16");
 }
 
 static void test_bad_input(void)

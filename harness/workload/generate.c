@@ -120,27 +120,40 @@ int64_t model_param_count(const struct model_spec *m, struct err *e)
 
 static int64_t text_width(const struct model_spec *m);
 
-/* An MMDiT takes token states cross_attention_dim wide and a pooled embedding pooled_dim wide: each
- * text encoder must give one of them. */
+/* An MMDiT takes token states cross_attention_dim wide and a pooled embedding pooled_dim wide: Flux gets
+ * each from one text encoder; SD3 its states from T5 and the CLIP encoders joined (sd3_clip_check). */
 static int text_encoder_check(const struct model_spec *m, const struct module *md, int i, struct err *e)
 {
     if (m->family != FAMILY_MMDIT || md->role != EXTRA_TEXT_ENCODER)
         return 0;
-    if (m->patch_size && md->on_device) /* SD3 joins CLIP-L, CLIP-G and T5 states: not modelled */
-        return err_set(e, ERR_INPUT, "extras[%d]: text encoders running in front of SD3 (model.patch_size %d) are not "
-                       "modelled: precompute the embeddings (on_device: false, or the fix offload_text_encoder)", i,
-                       m->patch_size);
-    if (m->patch_size) /* kept on the CPU: the embeddings reach the transformer as inputs */
-        return 0;
-    int64_t wd = text_width(&md->m);
-    if (wd != m->cross_attention_dim && wd != m->pooled_dim)
-        return err_set(e, ERR_INPUT, "extras[%d]: text encoder %s is %lld wide: neither model.cross_attention_dim "
-                       "(%d) nor model.pooled_dim (%d)", i, md->m.preset, (long long)wd, m->cross_attention_dim,
-                       m->pooled_dim);
     if (!(md->m.family == FAMILY_T5 && md->m.encoder_only) && md->m.family != FAMILY_CLIP_TEXT)
         return err_set(e, ERR_INPUT, "extras[%d]: %s is not a text encoder (an encoder-only t5, or clip_text)", i,
                        md->m.preset);
+    int64_t wd = text_width(&md->m);
+    if (m->patch_size && md->m.family == FAMILY_T5 && wd != m->cross_attention_dim)
+        return err_set(e, ERR_INPUT, "extras[%d]: T5 encoder %s is %lld wide, not model.cross_attention_dim (%d)", i,
+                       md->m.preset, (long long)wd, m->cross_attention_dim);
+    if (!m->patch_size && wd != m->cross_attention_dim && wd != m->pooled_dim)
+        return err_set(e, ERR_INPUT, "extras[%d]: text encoder %s is %lld wide: neither model.cross_attention_dim "
+                       "(%d) nor model.pooled_dim (%d)", i, md->m.preset, (long long)wd, m->cross_attention_dim,
+                       m->pooled_dim);
     return 0;
+}
+
+/* SD3 joins the pooled outputs of its CLIP encoders on the device into pooled_dim, and their states,
+ * padded, into cross_attention_dim. */
+static int sd3_clip_check(const struct workload *w, struct err *e)
+{
+    const struct model_spec *m = &w->mod[0].m;
+    int64_t sum = 0;
+    for (int i = 1; i < w->nmod; i++)
+        if (w->mod[i].role == EXTRA_TEXT_ENCODER && w->mod[i].on_device && w->mod[i].m.family == FAMILY_CLIP_TEXT)
+            sum += text_width(&w->mod[i].m);
+    if (m->family != FAMILY_MMDIT || !m->patch_size || !sum || (sum == m->pooled_dim && sum <= m->cross_attention_dim))
+        return 0;
+    return err_set(e, ERR_INPUT, "extras: the CLIP text encoders on the device are %lld wide together; SD3 joins "
+                   "their pooled outputs into model.pooled_dim (%d) and pads their states to model.cross_attention_dim "
+                   "(%d)", (long long)sum, m->pooled_dim, m->cross_attention_dim);
 }
 
 struct workload *workload_create(const struct job_spec *spec, struct err *e)
@@ -171,6 +184,10 @@ struct workload *workload_create(const struct job_spec *spec, struct err *e)
             workload_destroy(w);
             return NULL;
         }
+    }
+    if (sd3_clip_check(w, e)) {
+        workload_destroy(w);
+        return NULL;
     }
     for (int i = 0; i < w->nmod; i++)
         enumerate(w, &w->mod[i]);
@@ -322,21 +339,25 @@ static tref run_extra(struct workload *w, const struct module *md, const struct 
     return out;
 }
 
-/* A text encoder's output in the trained model's dtype. */
-static tref encode_text(struct workload *w, const struct module *te, const struct batch *bt, const char *name)
+/* A text encoder's output over `tokens` tokens, in the trained model's dtype. */
+static tref encode_text(struct workload *w, const struct module *te, int64_t b, int64_t tokens, const char *name)
 {
     struct gen *g = &w->g;
-    int64_t n = bt->context; /* CLIP reads at most its learned positions (the tokenizer's max_length) */
-    if (te->m.family == FAMILY_CLIP_TEXT && n > te->m.max_positions)
-        n = te->m.max_positions;
-    struct batch tb = {bt->b, n, 0, 0, n};
+    struct batch tb = {b, tokens, 0, 0, tokens};
     tref hs = run_extra(w, te, &tb, false);
-    if (g->t[hs].dtype != g->act_dtype) {
-        tref c = nn_cast(g, name, hs, g->act_dtype);
+    if (g->t[hs].dtype != g->spec.param_dtype) { /* the dtype main_forward gives the model's inputs */
+        tref c = nn_cast(g, name, hs, g->spec.param_dtype);
         t_release(g, hs);
         hs = c;
     }
     return hs;
+}
+
+/* The tokens an MMDiT's text encoder reads: T5 the job's context_len (max_sequence_length), CLIP its
+ * tokenizer's max_length (padding="max_length"), its learned positions. */
+static int64_t mmdit_tokens(const struct module *te, const struct batch *bt)
+{
+    return te->m.family == FAMILY_CLIP_TEXT ? te->m.max_positions : bt->context;
 }
 
 static int64_t text_width(const struct model_spec *m)
@@ -344,10 +365,28 @@ static int64_t text_width(const struct model_spec *m)
     return m->projection_dim ? m->projection_dim : m->hidden;
 }
 
-/* MMDiT: every text encoder on the device runs; the one as wide as cross_attention_dim gives the
- * token states (T5), the one as wide as pooled_dim the pooled embedding (CLIP's pooler_output: the
- * last token's state gathered, [B, D]). workload_create checks each matches one of them. */
-static void mmdit_conditioning(struct workload *w, const struct batch *bt)
+/* CLIPTextModel's pooler_output, or the text_embeds of the projection: the last token's state gathered. */
+static tref pooled_of(struct gen *g, tref hs, const char *name)
+{
+    int64_t b = T(g, hs)->dims[0], s = T(g, hs)->dims[1], d = T(g, hs)->dims[2], pd[2] = {b, d};
+    return nn_slice(g, name, hs, pd, 2, b, d, s * d, (s - 1) * d);
+}
+
+/* a, then b after it along the last dimension (either may be TNONE); takes over both references */
+static tref join_last(struct gen *g, const char *name, tref a, tref b)
+{
+    if (a == TNONE || b == TNONE)
+        return a == TNONE ? b : a;
+    tref j = nn_concat_last(g, name, a, b);
+    t_release(g, a);
+    t_release(g, b);
+    return j;
+}
+
+/* Flux: every text encoder on the device runs; the one as wide as cross_attention_dim gives the token
+ * states (T5), the one as wide as pooled_dim the pooled embedding (CLIP). workload_create checks each
+ * matches one of them. */
+static void flux_conditioning(struct workload *w, const struct batch *bt)
 {
     struct gen *g = &w->g;
     const struct model_spec *m = &w->mod[0].m;
@@ -356,15 +395,54 @@ static void mmdit_conditioning(struct workload *w, const struct batch *bt)
         if (te->role != EXTRA_TEXT_ENCODER || !te->on_device)
             continue;
         if (text_width(&te->m) == m->cross_attention_dim && g->ctx_override == TNONE) {
-            g->ctx_override = encode_text(w, te, bt, "encoder_hidden_states");
+            g->ctx_override = encode_text(w, te, bt->b, mmdit_tokens(te, bt), "encoder_hidden_states");
             continue;
         }
-        tref hs = encode_text(w, te, bt, "pooled_projections");
-        int64_t b = T(g, hs)->dims[0], s = T(g, hs)->dims[1], d = T(g, hs)->dims[2], pd[2] = {b, d};
+        tref hs = encode_text(w, te, bt->b, mmdit_tokens(te, bt), "pooled_projections");
         t_release(g, g->pooled_override);
-        g->pooled_override = nn_slice(g, "pooled_projections", hs, pd, 2, b, d, s * d, (s - 1) * d);
+        g->pooled_override = pooled_of(g, hs, "pooled_projections");
         t_release(g, hs);
     }
+}
+
+/* SD3 (StableDiffusion3Pipeline.encode_prompt): the CLIP encoders' states joined along the width and
+ * padded to cross_attention_dim, then T5's tokens after them (an input when T5 is not on the device);
+ * their pooled outputs joined. Without a CLIP encoder on the device the embeddings are inputs, but
+ * T5's states when it runs. */
+static void sd3_conditioning(struct workload *w, const struct batch *bt)
+{
+    struct gen *g = &w->g;
+    const struct model_spec *m = &w->mod[0].m;
+    tref clip = TNONE, pooled = TNONE, t5 = TNONE;
+    for (int i = 1; i < w->nmod; i++) {
+        const struct module *te = &w->mod[i];
+        if (te->role != EXTRA_TEXT_ENCODER || !te->on_device)
+            continue;
+        if (te->m.family == FAMILY_T5) {
+            t5 = encode_text(w, te, bt->b, mmdit_tokens(te, bt), "t5_prompt_embeds");
+            continue;
+        }
+        tref hs = encode_text(w, te, bt->b, mmdit_tokens(te, bt), "prompt_embeds");
+        pooled = join_last(g, "pooled_prompt_embeds", pooled, pooled_of(g, hs, "pooled_prompt_embeds"));
+        clip = join_last(g, "clip_prompt_embeds", clip, hs);
+    }
+    if (clip == TNONE) {
+        g->ctx_override = t5;
+        return;
+    }
+    int64_t b = T(g, clip)->dims[0], s = T(g, clip)->dims[1];
+    int64_t zd[3] = {b, s, m->cross_attention_dim - T(g, clip)->dims[2]}, td[3] = {b, bt->context, m->cross_attention_dim};
+    if (zd[2] > 0) { /* F.pad: the zeros, then the padded copy */
+        tref z = t_new(g, zd, 3, (enum dtype)T(g, clip)->dtype, CAT_ACTIVATION, gen_intern(g, "clip_prompt_embeds"));
+        kern_fill(g, z, 0.0f, gen_intern(g, "clip_prompt_embeds"));
+        clip = join_last(g, "clip_prompt_embeds", clip, z);
+    }
+    if (t5 == TNONE)
+        t5 = nn_input(g, td, 3, g->spec.param_dtype, "t5_prompt_embeds");
+    g->ctx_override = nn_concat(g, "prompt_embeds", clip, t5);
+    t_release(g, clip);
+    t_release(g, t5);
+    g->pooled_override = pooled;
 }
 
 /* The text conditioning of a UNet or MMDiT step: the text encoders' outputs when they are on the device. */
@@ -374,12 +452,15 @@ static void conditioning(struct workload *w, const struct batch *bt)
     const struct module *te = extra(w, EXTRA_TEXT_ENCODER);
     g->ctx_override = g->pooled_override = TNONE;
     if (w->mod[0].m.family == FAMILY_MMDIT) {
-        mmdit_conditioning(w, bt);
+        if (w->mod[0].m.patch_size)
+            sd3_conditioning(w, bt);
+        else
+            flux_conditioning(w, bt);
         return;
     }
     if (w->mod[0].m.family != FAMILY_UNET || !te || !te->on_device)
         return;
-    g->ctx_override = encode_text(w, te, bt, "encoder_hidden_states");
+    g->ctx_override = encode_text(w, te, bt->b, bt->context, "encoder_hidden_states");
 }
 
 static void release_conditioning(struct gen *g)

@@ -385,6 +385,8 @@ tref mmdit_forward(struct gen *g, const struct model_spec *m, const struct batch
     tref x = nn_input(g, xd, nd, dt, flux ? "packed_noisy_latents" : "noisy_latents");
     tref target = loss ? nn_input(g, xd, nd, dt, "target") : TNONE;
     tref ctx = g->ctx_override != TNONE ? t_ref(g, g->ctx_override) : nn_input(g, cd, 3, dt, "encoder_hidden_states");
+    if (g->mode == GEN_RUN)
+        t = g->t[ctx].dims[1]; /* SD3's text encoders on the device: CLIP's tokens, then T5's */
     tref img = flux ? nn_linear(g, "x_embedder", x, m->in_channels, m->hidden, true) : patch_embed(g, m, x, side);
     t_release(g, x);
     struct mmdit_ctx mc = {.temb = time_text_embed(g, m, bt, dt), .cos = TNONE, .sin = TNONE};
