@@ -87,6 +87,8 @@ static void test_counts(void)
 {
     is_int(preset_param_count("flux.1-dev"), 11901408320LL, "flux.1-dev transformer: 11,901,408,320 parameters");
     is_int(preset_param_count("t5-v1.1-xxl"), 4762310656LL, "t5-v1.1-xxl encoder: 4,762,310,656 parameters");
+    is_int(preset_param_count("clip-l-text-proj"), 123650304LL, "clip-l-text-proj (SD3 text_encoder): 123,650,304 "
+           "parameters, clip-l-text's and a 768 x 768 projection");
     is_int(preset_param_count("openclip-bigg-text"), 694659840LL,
            "openclip-bigg-text (SDXL text_encoder_2): 694,659,840 parameters");
     /* Flux's VAE: SD's with 16 latent channels (encoder conv_out to 32, decoder conv_in from 16), no
@@ -269,7 +271,7 @@ static void test_text_encoders(void)
     live_sink_fini(&k);
     s.nextras = 3;
     s.extras[2] = s.extras[1];
-    snprintf(s.extras[1].preset, sizeof s.extras[1].preset, "clip-l-text");
+    snprintf(s.extras[1].preset, sizeof s.extras[1].preset, "clip-l-text-proj");
     struct named_sink ns = {.base = {named_emit}, .name = "prompt_embeds"};
     workload_destroy(last);
     last = workload_create(&s, &e);

@@ -107,17 +107,19 @@ static void bert_large(struct model_spec *m, int v)
 
 /* Variant 0: openai/clip-vit-large-patch14's CLIPTextModel; 1: OpenCLIP ViT-bigG/14's text tower as
  * SDXL's text_encoder_2 (CLIPTextModelWithProjection, config.json: hidden 1280, 32 layers, 20 heads,
- * intermediate 5120, hidden_act gelu, projection_dim 1280). */
+ * intermediate 5120, hidden_act gelu, projection_dim 1280); 2: CLIP-L with its projection (768), SD3's
+ * text_encoder. */
 static void clip_l(struct model_spec *m, int v)
 {
     m->family = FAMILY_CLIP_TEXT;
     transformer_defaults(m);
-    m->act = v ? ACT_GELU : ACT_QUICK_GELU;
-    m->hidden = v ? 1280 : 768;
-    m->layers = v ? 32 : 12;
-    m->heads = v ? 20 : 12;
-    m->ffn = v ? 5120 : 3072;
-    m->projection_dim = v ? 1280 : 0;
+    bool big = v == 1;
+    m->act = big ? ACT_GELU : ACT_QUICK_GELU;
+    m->hidden = big ? 1280 : 768;
+    m->layers = big ? 32 : 12;
+    m->heads = big ? 20 : 12;
+    m->ffn = big ? 5120 : 3072;
+    m->projection_dim = v ? m->hidden : 0;
     m->vocab = 49408;
     m->max_positions = 77;
     m->causal = true;
@@ -301,6 +303,7 @@ static const struct preset presets[] = {
     {"sd-vae", sd_vae, 0, "AutoencoderKL of SD 1.x/2.x/XL"},
     {"flux-vae", sd_vae, 1, "black-forest-labs/FLUX.1-dev vae (AutoencoderKL, 16 latent channels)"},
     {"clip-l-text", clip_l, 0, "openai/clip-vit-large-patch14 text encoder"},
+    {"clip-l-text-proj", clip_l, 2, "CLIP-L text encoder with its projection (SD3 text_encoder)"},
     {"openclip-bigg-text", clip_l, 1, "SDXL text_encoder_2 (OpenCLIP ViT-bigG/14 text, with projection)"},
     {"t5-v1.1-xxl", t5, 3, "google/t5-v1_1-xxl encoder (T5EncoderModel; Flux, SD3 text_encoder)"},
     {"flux.1-dev", flux, 0, "black-forest-labs/FLUX.1-dev transformer"},
