@@ -151,8 +151,15 @@ static void test_lora(void)
     s.lora_rank = 4;
     int64_t lora = params_at_forward(&s);
     is_int((lora - base) / 2, 4669440, "rank-4 LoRA on to_q/k/v/out.0: 4,669,440 adapter parameters (bf16)");
-    /* SD3's position table is loaded with the weights: 192 x 192 x 1536, bf16 */
+    /* SD3's recipe adds the text stream's add_q/k/v_proj and to_add_out: 23 blocks of 8 projections and
+     * the context_pre_only last of 7, 1536 -> 1536 each */
     snprintf(s.model.preset, sizeof s.model.preset, "sd3-medium");
+    s.trainable = TRAIN_FULL;
+    base = params_at_forward(&s);
+    s.trainable = TRAIN_LORA;
+    is_int((params_at_forward(&s) - base) / 2, (23 * 8 + 7) * 4LL * (1536 + 1536),
+           "SD3 rank-4 LoRA on both streams' projections: 2,347,008 adapter parameters");
+    /* SD3's position table is loaded with the weights: 192 x 192 x 1536, bf16 */
     s.trainable = TRAIN_FULL;
     is_int(params_at_forward(&s), (2028328000LL + 192LL * 192 * 1536) * 2, "sd3-medium on the device: its weights "
            "and its pos_embed buffer");

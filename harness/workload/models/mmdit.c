@@ -14,8 +14,9 @@
  * embedding, image tokens before text ones, the last block context_pre_only (AdaLayerNormContinuous
  * on the text, which then ends), no single blocks, and the output unpatchified (one copy).
  *
- * LoRA goes where diffusers' Flux LoRA script puts it by default (target_modules attn.to_q, to_k, to_v
- * and to_out.0; the single blocks' attention has no to_out). PyTorch views are copies here: the six
+ * LoRA goes where diffusers' LoRA scripts put it by default: Flux's (train_dreambooth_lora_flux.py)
+ * on attn.to_q, to_k, to_v and to_out.0 (the single blocks' attention has no to_out), SD3's
+ * (train_dreambooth_lora_sd3.py) on the text stream's add_q/k/v_proj and to_add_out too. PyTorch views are copies here: the six
  * (three, two) modulation chunks each a [B, 1, D] slice (standing for the view and the `1 + scale`
  * it feeds, a tensor of that size), and the split of the joint attention's output into its text and
  * image rows. A checkpointed segment of double blocks carries its two streams out as one
@@ -80,13 +81,20 @@ static tref projection(struct gen *g, const char *name, tref x, int64_t in, int6
     return y;
 }
 
+/* The text stream's projections (add_*_proj, to_add_out) have LoRA in SD3's recipe, not in Flux's. */
+static bool lora_on(const struct model_spec *m, bool added)
+{
+    return !added || m->patch_size;
+}
+
 /* q, k, v of one stream with RMSNorm over each head of q and k (Attention qk_norm="rms_norm"). */
 static void qkv(struct gen *g, const struct model_spec *m, tref x, bool added, tref *q, tref *k, tref *v)
 {
     int64_t d = m->hidden, inner = (int64_t)m->heads * m->head_dim;
-    *q = projection(g, added ? "add_q_proj" : "to_q", x, d, inner, !added);
-    *k = projection(g, added ? "add_k_proj" : "to_k", x, d, inner, !added);
-    *v = projection(g, added ? "add_v_proj" : "to_v", x, d, inner, !added);
+    bool lora = lora_on(m, added);
+    *q = projection(g, added ? "add_q_proj" : "to_q", x, d, inner, lora);
+    *k = projection(g, added ? "add_k_proj" : "to_k", x, d, inner, lora);
+    *v = projection(g, added ? "add_v_proj" : "to_v", x, d, inner, lora);
     if (!m->qk_norm)
         return;
     tref qn = nn_rmsnorm_diffusers(g, added ? "norm_added_q" : "norm_q", *q, m->head_dim);
@@ -190,7 +198,7 @@ static void double_block(struct gen *g, const struct model_spec *m, const struct
     int64_t inner = (int64_t)m->heads * m->head_dim;
     tref ai = projection(g, "to_out.0", oi, inner, m->hidden, true);
     t_release(g, oi);
-    tref at = pre_only ? TNONE : projection(g, "to_add_out", ot, inner, m->hidden, false);
+    tref at = pre_only ? TNONE : projection(g, "to_add_out", ot, inner, m->hidden, lora_on(m, true));
     t_release(g, ot);
     gen_pop(g);
     tref yi = stream_out(g, m, *img, ai, ci, false);
