@@ -77,6 +77,7 @@ static void release_blocks(struct allocator *a, struct pool *p)
 void release_cached_blocks(struct allocator *a)
 {
     a->stats.num_sync_all_streams++;
+    synchronize_and_free_events(a); /* blocks waiting for stream events first return to their pools */
     release_blocks(a, &a->large);
     release_blocks(a, &a->small);
 }

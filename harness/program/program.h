@@ -34,6 +34,10 @@ enum op_kind {
      * the block is freed at once and memory mapped or allocated for it is given back, so the rest of the
      * trace runs on the recorded state. */
     OP_RECORDED_OOM,
+    /* tensor.record_stream(stream): tensor id is in use on stream too; its FREE then waits for that stream
+     * (alloc/stream_events.c). */
+    OP_RECORD_STREAM,
+    OP_SYNC, /* stream.synchronize(): the work queued on stream so far (and its events) is complete */
     OP_KIND_COUNT
 };
 
