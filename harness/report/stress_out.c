@@ -100,7 +100,8 @@ static void print_points(FILE *f, const struct report_group *g)
     if (n < 2)
         return;
     bool soak = g->stress[0].kind == STRESS_SOAK;
-    fprintf(f, "   %s (reserved - allocated / largest free block):\n", soak ? "each step's end" : "over the run");
+    fprintf(f, "   %s:\n", soak ? "each step's end (allocated / reserved)"
+                                 : "over the run (reserved - allocated / largest free block)");
     fprintf(f, "   %-10s", soak ? "step" : "op");
     for (size_t i = 0; i < g->njobs; i++)
         fprintf(f, " %-*.*s", SETTING_W, SETTING_W, g->jobs[i].name);
@@ -113,8 +114,8 @@ static void print_points(FILE *f, const struct report_group *g)
             char cell[64] = "-", frag[24], largest[24];
             if (k < g->stress[i].npoints) {
                 const struct stress_point *p = &g->stress[i].points[k];
-                bytes(p->reserved - p->allocated, frag, sizeof frag);
-                bytes(p->largest_free, largest, sizeof largest);
+                bytes(soak ? p->allocated : p->reserved - p->allocated, frag, sizeof frag);
+                bytes(soak ? p->reserved : p->largest_free, largest, sizeof largest);
                 snprintf(cell, sizeof cell, "%s / %s", frag, largest);
             }
             fprintf(f, " %-*s", SETTING_W, cell);

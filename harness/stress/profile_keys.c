@@ -133,6 +133,27 @@ static const struct key oom_storm_keys[] = {
 };
 #undef OS
 
+/* The scenario loads and has the variant, so a soak fails here, at its keys, rather than later. */
+static int check_soak(const struct key_ctx *c, yaml_node_t *m, void *obj, struct err *e)
+{
+    const struct soak_spec *s = obj;
+    const struct stress_profile *p = c->root;
+    char path[1100];
+    stress_relative_path(p->path, s->scenario, path, sizeof path);
+    struct scenario sc;
+    struct err why = {0};
+    if (scenario_load(path, &sc, &why))
+        return yaml_doc_error(c->doc, at_key(c, m, "scenario"), e, "%s.scenario: %s", c->where, why.msg);
+    bool found = false;
+    for (size_t i = 0; i < sc.nvariants && !found; i++)
+        found = !strcmp(sc.variants[i].name, s->variant);
+    scenario_free(&sc);
+    if (!found)
+        return yaml_doc_error(c->doc, at_key(c, m, "variant"), e, "%s.variant: %s has no variant '%s'", c->where, path,
+                              s->variant);
+    return 0;
+}
+
 #define SS struct soak_spec
 static const struct key soak_keys[] = {
     K_STR(SS, "scenario", scenario, true, NULL, "The scenario file to soak, relative to the profile."),
@@ -154,15 +175,56 @@ static const struct key streams_keys[] = {
 };
 #undef ST
 
-#define SECTION(var, sect, what)                                                                                 \
+static void fill_defaults(void *obj)
+{
+    *(struct fill_spec *)obj = (struct fill_spec){.max_blocks = 1 << 20};
+}
+
+static void churn_defaults(void *obj)
+{
+    *(struct churn_spec *)obj = (struct churn_spec){.ops = 10000, .occupancy = 0.8, .points = 20};
+}
+
+static void oom_storm_defaults(void *obj)
+{
+    *(struct oom_storm_spec *)obj = (struct oom_storm_spec){.rounds = 10};
+}
+
+static void soak_defaults(void *obj)
+{
+    *(struct soak_spec *)obj = (struct soak_spec){.variant = "before", .steps = 1000, .warmup = 2};
+}
+
+static void streams_defaults(void *obj)
+{
+    *(struct streams_spec *)obj = (struct streams_spec){.ops = 1000, .streams = 2, .lifetime = 4, .sync_every = 8};
+}
+
+#define SECTION(var, sect, checks, what)                                                                                 \
     static const struct key_table var = {.name = #sect, .help = what, .keys = sect##_keys,                       \
-                                         .nkeys = COUNT(sect##_keys), .obj_size = sizeof(struct sect##_spec)}
-SECTION(fill_table, fill, "kind: fill: allocate until the first OOM.");
-SECTION(churn_table, churn, "kind: churn: seeded random allocations and frees around a target occupancy.");
-SECTION(oom_storm_table, oom_storm, "kind: oom_storm: OOM after OOM, each recovered from as training code does.");
-SECTION(soak_table, soak, "kind: soak: a scenario for many steps, checked at every step.");
-SECTION(streams_table, streams, "kind: streams: tensors produced on one stream and used on others.");
+                                         .nkeys = COUNT(sect##_keys), .obj_size = sizeof(struct sect##_spec),   \
+                                         .init = sect##_defaults, .check = checks}
+SECTION(fill_table, fill, NULL, "kind: fill: allocate until the first OOM.");
+SECTION(churn_table, churn, NULL, "kind: churn: seeded random allocations and frees around a target occupancy.");
+SECTION(oom_storm_table, oom_storm, NULL, "kind: oom_storm: OOM after OOM, each recovered from as training code does.");
+SECTION(soak_table, soak, check_soak, "kind: soak: a scenario for many steps, checked at every step.");
+SECTION(streams_table, streams, NULL, "kind: streams: tensors produced on one stream and used on others.");
 #undef SECTION
+
+static void profile_defaults(void *obj)
+{
+    struct stress_profile *p = obj;
+    memset(p, 0, sizeof *p);
+    snprintf(p->device, sizeof p->device, "%s", DEVICE_DEFAULT);
+    p->seed = 1;
+    alloc_config_default(&p->settings[0]);
+    p->nsettings = 1;
+    fill_defaults(&p->fill);
+    churn_defaults(&p->churn);
+    oom_storm_defaults(&p->oom_storm);
+    soak_defaults(&p->soak);
+    streams_defaults(&p->streams);
+}
 
 /* `alloc_conf`: one PYTORCH_CUDA_ALLOC_CONF string, or a list of them compared side by side. */
 static int parse_settings(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e)
@@ -199,32 +261,14 @@ static int check_sections(const struct key_ctx *c, yaml_node_t *m, void *obj, st
     struct stress_profile *p = obj;
     for (int k = 0; k < STRESS_KIND_COUNT; k++) {
         yaml_node_t *key = NULL;
-        bool given = yaml_mapping_get(c->doc, m, section_names[k], &key) != NULL;
-        if (given && k != p->kind)
+        if (k != p->kind && yaml_mapping_get(c->doc, m, section_names[k], &key))
             return yaml_doc_error(c->doc, key, e, "%s: given, but the profile's kind is %s", section_names[k],
                                   stress_kind_name(p->kind));
-        if (!given && k == p->kind)
-            return yaml_doc_error(c->doc, at_key(c, m, "kind"), e, "kind %s needs a `%s:` section",
-                                  stress_kind_name(p->kind), section_names[k]);
     }
+    if (!yaml_mapping_get(c->doc, m, section_names[p->kind], NULL))
+        return yaml_doc_error(c->doc, at_key(c, m, "kind"), e, "kind %s needs a `%s:` section",
+                              stress_kind_name(p->kind), section_names[p->kind]);
     return 0;
-}
-
-static void profile_defaults(void *obj)
-{
-    struct stress_profile *p = obj;
-    memset(p, 0, sizeof *p);
-    snprintf(p->device, sizeof p->device, "%s", DEVICE_DEFAULT);
-    p->seed = 1;
-    alloc_config_default(&p->settings[0]);
-    p->nsettings = 1;
-    p->fill.max_blocks = 1 << 20;
-    p->churn = (struct churn_spec){.ops = 10000, .occupancy = 0.8, .points = 20};
-    p->oom_storm.rounds = 10;
-    snprintf(p->soak.variant, sizeof p->soak.variant, "before");
-    p->soak.steps = 1000;
-    p->soak.warmup = 2;
-    p->streams = (struct streams_spec){.ops = 1000, .streams = 2, .lifetime = 4, .sync_every = 8};
 }
 
 static void format_device_default(const struct key *k, const void *field, char *buf, size_t len)
