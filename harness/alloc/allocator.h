@@ -1,8 +1,8 @@
 /* allocator.h: a model of PyTorch's native CUDA caching allocator (DeviceCachingAllocator), rule for
  * rule: rounding, small and large pools, best fit by (stream, size, address), splitting and merging,
  * the free-block search -> GC -> new segment -> release -> retry chain before an OOM, memory fraction,
- * max_split_size, expandable segments, memory_stats, snapshots and the OOM message.
- * record_stream's deferred frees (stream_events.c).
+ * max_split_size, expandable segments, memory_stats, snapshots, the OOM message and record_stream's
+ * deferred frees (stream_events.c).
  * It runs on any device (device/device.h): sim, host or cuda. Not modelled: CUDA-graph private pools,
  * cudaMallocAsync. */
 #ifndef OOMLAB_ALLOCATOR_H
