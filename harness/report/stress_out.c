@@ -16,18 +16,20 @@ static void bytes(uint64_t n, char *buf, size_t len)
     size_format_pytorch(n, buf, len);
 }
 
-#define BYTES_CELL(fn, expr)                                                                               \
+static void count(uint64_t n, char *buf, size_t len)
+{
+    snprintf(buf, len, "%llu", (unsigned long long)n);
+}
+
+/* A cell showing expr (of the job j and its stress result s) with show: bytes or count. */
+#define CELL(fn, show, expr)                                                                               \
     static void fn(const struct job_result *j, const struct stress_result *s, char *buf, size_t len)       \
     {                                                                                                      \
         (void)j, (void)s;                                                                                  \
-        bytes(expr, buf, len);                                                                             \
+        show((uint64_t)(expr), buf, len);                                                                  \
     }
-#define COUNT_CELL(fn, expr)                                                                               \
-    static void fn(const struct job_result *j, const struct stress_result *s, char *buf, size_t len)       \
-    {                                                                                                      \
-        (void)j, (void)s;                                                                                  \
-        snprintf(buf, len, "%llu", (unsigned long long)(expr));                                             \
-    }
+#define BYTES_CELL(fn, expr) CELL(fn, bytes, expr)
+#define COUNT_CELL(fn, expr) CELL(fn, count, expr)
 
 COUNT_CELL(c_blocks, s->blocks)
 BYTES_CELL(c_usable, s->usable_bytes)
