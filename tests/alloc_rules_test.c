@@ -491,6 +491,34 @@ static void test_record_stream(void)
     is_u64(alloc_block_addr(z), x_addr, "x came back and merged with the rest: the whole segment is one free block");
     consistent(&r, "the merge after the events");
     allocator_free(r.a, z);
+
+    /* a recorded segment_free of a segment whose block waits for its events is refused */
+    struct alloc_block *w = must_alloc(&r, 12 * MiB, 0);
+    uint64_t w_addr = alloc_block_addr(w);
+    allocator_record_stream(r.a, w, 1);
+    allocator_free(r.a, w);
+    ok(!allocator_release_segment(r.a, w_addr), "a pending block's segment is not released");
+    consistent(&r, "a refused release of a pending block");
+    allocator_empty_cache(r.a);
+    rig_close(&r);
+
+    /* expandable segments: growth does not take a pending block's pages (PyTorch's allocatable()) */
+    rig_open(&r, 1 * GiB, "expandable_segments:True");
+    struct alloc_block *p = must_alloc(&r, 20 * MiB, 0);
+    uint64_t p_addr = alloc_block_addr(p);
+    allocator_record_stream(r.a, p, 1);
+    allocator_free(r.a, p);
+    struct alloc_block *q = must_alloc(&r, 40 * MiB, 0);
+    ok(alloc_block_addr(q) >= p_addr + 20 * MiB, "the next block maps pages after the pending one");
+    is_int(st(&r, "reserved_bytes.all.current"), 60 * MiB, "60 MiB mapped");
+    consistent(&r, "expandable growth beside a pending block");
+    allocator_free(r.a, q);
+    allocator_stream_sync(r.a, 1);
+    struct alloc_block *u = must_alloc(&r, 60 * MiB, 0);
+    is_u64(alloc_block_addr(u), p_addr, "after the sync the pending pages join: 60 MiB from the base");
+    is_int(st(&r, "reserved_bytes.all.current"), 60 * MiB, "nothing more mapped");
+    consistent(&r, "the pending block back in the expandable segment");
+    allocator_free(r.a, u);
     rig_close(&r);
 }
 

@@ -82,7 +82,7 @@ void segment_delete(struct allocator *a, struct segment *s)
 /* Combines src into dst if src is a free neighbour in the same mapped state; returns the bytes subsumed. */
 uint64_t try_merge_blocks(struct allocator *a, struct alloc_block *dst, struct alloc_block *src, struct pool *p)
 {
-    if (!src || src->allocated || src->event_count > 0 || dst->mapped != src->mapped)
+    if (!src || !block_is_free(src) || dst->mapped != src->mapped)
         return 0;
     if (dst->prev == src) { /* [src dst] */
         dst->addr = src->addr;

@@ -65,6 +65,8 @@ struct allocator {
     struct alloc_block *free_structs; /* recycled block structs */
     struct stream_event *events;       /* outstanding events of freed blocks, in the order recorded */
     size_t nevents, events_cap;
+    size_t pending_blocks;             /* blocks waiting for those events, and their bytes */
+    uint64_t pending_bytes;
     struct err *err;                   /* where device errors go during one call */
 };
 
@@ -103,6 +105,12 @@ struct stream_event {
 static inline bool block_pending_free(const struct alloc_block *b)
 {
     return !b->allocated && b->event_count > 0;
+}
+
+/* Neither allocated nor waiting for stream events: its pool's to use or release. */
+static inline bool block_is_free(const struct alloc_block *b)
+{
+    return !b->allocated && b->event_count == 0;
 }
 
 /* stream_events.c */

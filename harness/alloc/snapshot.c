@@ -165,8 +165,7 @@ static int check_tiling(const struct allocator *a, char *why, size_t len)
                          seg->addr, b->addr);
                 return -1;
             }
-            if (prev && !b->allocated && !prev->allocated && !block_pending_free(b) && !block_pending_free(prev) &&
-                b->mapped == prev->mapped) {
+            if (prev && block_is_free(b) && block_is_free(prev) && b->mapped == prev->mapped) {
                 snprintf(why, len, "segment 0x%" PRIx64 ": free neighbours at 0x%" PRIx64 " were not merged",
                          seg->addr, b->addr);
                 return -1;

@@ -37,21 +37,9 @@ void allocator_stream_sync(struct allocator *a, uint64_t stream)
 
 size_t allocator_pending_frees(const struct allocator *a, uint64_t *bytes)
 {
-    size_t n = 0;
-    uint64_t sum = 0;
-    for (size_t i = 0; i < a->nevents; i++) {
-        const struct alloc_block *b = a->events[i].block;
-        bool first = true; /* count each block once: at its first outstanding event */
-        for (size_t j = 0; j < i && first; j++)
-            first = a->events[j].block != b;
-        if (first) {
-            n++;
-            sum += b->size;
-        }
-    }
     if (bytes)
-        *bytes = sum;
-    return n;
+        *bytes = a->pending_bytes;
+    return a->pending_blocks;
 }
 
 void insert_events(struct allocator *a, struct alloc_block *b)
@@ -70,6 +58,8 @@ void insert_events(struct allocator *a, struct alloc_block *b)
     for (uint32_t i = 0; i < b->nstream_uses; i++)
         a->events[a->nevents++] = (struct stream_event){.block = b, .stream = b->stream_uses[i]};
     b->event_count += b->nstream_uses;
+    a->pending_blocks++;
+    a->pending_bytes += b->size;
     free(b->stream_uses);
     b->stream_uses = NULL;
     b->nstream_uses = 0;
@@ -86,8 +76,11 @@ static void free_events(struct allocator *a, bool all)
             a->events[kept++] = ev;
             continue;
         }
-        if (--ev.block->event_count == 0)
+        if (--ev.block->event_count == 0) {
+            a->pending_blocks--;
+            a->pending_bytes -= ev.block->size;
             free_block(a, ev.block);
+        }
     }
     a->nevents = kept;
 }

@@ -45,13 +45,16 @@ int stress_churn(struct stress_ctx *c, struct err *e)
             rc = stress_free(c, live[i].id, e);
             live[i] = live[--nlive];
         }
-        struct stress_point pt = stress_point_now(c);
-        if (pt.reserved - pt.allocated > r->max_fragmentation)
-            r->max_fragmentation = pt.reserved - pt.allocated;
-        if ((k + 1) % every == 0 && r->npoints < STRESS_MAX_POINTS)
-            r->points[r->npoints++] = pt;
-        if (inv && (k + 1) % every == 0)
-            inv = stress_invariants(runner_allocator(c->run), why, sizeof why);
+        const struct alloc_stats *st = allocator_stats(runner_allocator(c->run));
+        uint64_t frag = (uint64_t)(st->reserved_bytes[STAT_ALL].current - st->allocated_bytes[STAT_ALL].current);
+        if (frag > r->max_fragmentation)
+            r->max_fragmentation = frag;
+        if ((k + 1) % every == 0) { /* a point (the largest free block is a walk of the pools) */
+            if (r->npoints < STRESS_MAX_POINTS)
+                r->points[r->npoints++] = stress_point_now(c);
+            if (inv)
+                inv = stress_invariants(runner_allocator(c->run), why, sizeof why);
+        }
     }
     free(live);
     if (rc)
