@@ -101,7 +101,7 @@ void alloc_snapshot_free(struct alloc_snapshot *s)
 
 struct totals {
     int64_t segment, reserved, allocated, active_bytes, requested, allocation, active, inactive_split,
-        inactive_split_bytes;
+        inactive_split_bytes, pending, pending_bytes;
 };
 
 /* Adds one segment's blocks to the totals the snapshot would give (walking the chain directly, so the
@@ -125,6 +125,8 @@ static void tally_segment(struct totals *t, const struct segment *seg)
             t->active_bytes += (int64_t)b->size;
             t->requested += (int64_t)b->requested_size;
             t->active++;
+            t->pending++;
+            t->pending_bytes += (int64_t)b->size;
         } else if (whole_split) {
             t->inactive_split++;
             t->inactive_split_bytes += (int64_t)b->size;
@@ -194,6 +196,11 @@ int alloc_check_consistency(const struct allocator *a, char *why, size_t len)
             return -1;
     if ((uint64_t)a->stats.reserved_bytes[STAT_ALL].current != a->total_allocated_memory) {
         snprintf(why, len, "reserved_bytes.all.current differs from the device bytes held");
+        return -1;
+    }
+    if ((size_t)t[STAT_ALL].pending != a->pending_blocks || (uint64_t)t[STAT_ALL].pending_bytes != a->pending_bytes) {
+        snprintf(why, len, "%zu blocks (%" PRIu64 " bytes) wait for stream events, but the blocks show %" PRId64 " (%" PRId64 ")",
+                 a->pending_blocks, a->pending_bytes, t[STAT_ALL].pending, t[STAT_ALL].pending_bytes);
         return -1;
     }
     return check_tiling(a, why, len);
