@@ -52,6 +52,20 @@ bad many-streams "4:44: streams.streams"
 printf 'name: x\ntitle: t\nkind: soak\nsoak: { scenario: nowhere.yaml }\n' > "$T/no-scenario.yaml"
 bad no-scenario "4:9: soak.scenario: $T/nowhere.yaml: cannot open"
 
+# the executed op programs (--program DIR) are ordinary op programs: replayed, they give the same memory_stats
+first_stats() { awk '/"stats": \{/ { f = 1 } f { print } f && /\}/ { exit }' "$1"; }
+"$BIN" stress --capacity 256MiB --json "$T/f.json" --program "$T/prog" tests/data/stress/fill_20mib.yaml \
+    scenarios/stress/streams.yaml > /dev/null 2>&1
+ok $([ -s "$T/prog/fill-20mib--1.trace" ] && [ -s "$T/prog/streams-record--2.trace" ] && echo 0 || echo 1) \
+    "--program writes each setting's op program"
+"$BIN" replay --capacity 256MiB --json "$T/fr.json" "$T/prog/fill-20mib--1.trace" > /dev/null 2>&1
+ok $([ -n "$(first_stats "$T/fr.json")" ] && [ "$(first_stats "$T/f.json")" = "$(first_stats "$T/fr.json")" ] &&
+     echo 0 || echo 1) "the fill's program replays to the same memory_stats, its OOM included"
+"$BIN" stress --json "$T/st.json" scenarios/stress/streams.yaml > /dev/null 2>&1
+"$BIN" replay --json "$T/sr.json" "$T/prog/streams-record--1.trace" > /dev/null 2>&1
+ok $([ -n "$(first_stats "$T/sr.json")" ] && [ "$(first_stats "$T/st.json")" = "$(first_stats "$T/sr.json")" ] &&
+     echo 0 || echo 1) "the streams program, record_stream and sync included, replays to the same memory_stats"
+
 # record_stream in a text trace: the block freed after its use on stream 1 is not reused until stream 1 syncs
 printf 'alloc a 20MiB\nrecord_stream a 1\nfree a\nalloc b 20MiB\nfree b\nsync 1\nalloc c 20MiB\n' > "$T/rs.trace"
 "$BIN" replay --json "$T/rs.json" "$T/rs.trace" > /dev/null 2>&1

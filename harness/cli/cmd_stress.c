@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "scenario/scenario.h"
 #include "stress/stress.h"
+#include "util/dir.h"
 #include "util/size.h"
 
 void cmd_stress_usage(FILE *f)
@@ -21,7 +22,9 @@ void cmd_stress_usage(FILE *f)
                "  --device DEV     run every profile on DEV instead of its own (sim:PROFILE, sim:SIZE, host,\n"
                "                   host:SIZE|FRACTION, cuda, cuda:N, cuda:auto)\n"
                "  --capacity CAP   override the device capacity: a size (24GiB) or a share (0.5 or 50%%)\n"
-               "  --max-forwards N a soak's job may run up to N forward passes (default 100000)\n" CLI_REPORT_HELP
+               "  --max-forwards N a soak's job may run up to N forward passes (default 100000)\n"
+               "  --program DIR    write each setting's executed op program there as text, PROFILE--N.trace\n"
+               "                   (N: the setting's place in alloc_conf, from 1), which oomlab replay runs\n" CLI_REPORT_HELP
                "on cuda the same op programs run with real cudaMalloc through the plugin; a GEMM load while\n"
                "churning and NVML telemetry during the run are not built yet\n"
                "exit: 0 every check holds, 1 one failed, 2 bad input, 3 internal or device error\n");
@@ -29,7 +32,8 @@ void cmd_stress_usage(FILE *f)
 
 const struct option cmd_stress_options[] = {
     {"device", required_argument, 0, 'd'}, {"capacity", required_argument, 0, 'c'},
-    {"max-forwards", required_argument, 0, 'F'}, {"help", no_argument, 0, 'h'},
+    {"max-forwards", required_argument, 0, 'F'}, {"program", required_argument, 0, 'P'},
+    {"help", no_argument, 0, 'h'},
     CLI_REPORT_OPTIONS,
     {0, 0, 0, 0},
 };
@@ -120,6 +124,7 @@ int cmd_stress(int argc, char **argv)
             if (cli_count_option("--max-forwards", optarg, &opt.max_forwards, &e))
                 return cli_fail("stress", &e);
             break;
+        case 'P': opt.program_dir = optarg; break;
         case 'h': cmd_stress_usage(stdout); return 0;
         default: cmd_stress_usage(stderr); return 2;
         }
@@ -129,6 +134,8 @@ int cmd_stress(int argc, char **argv)
         cmd_stress_usage(stderr);
         return 2;
     }
+    if (opt.program_dir && dir_make(opt.program_dir, &e) && err_prefix(&e, "--program: "))
+        return cli_fail("stress", &e);
     struct profiles ps = {0};
     int rc = 0;
     for (int i = optind; i < argc && rc == 0; i++)

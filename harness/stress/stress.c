@@ -5,10 +5,12 @@
 #include <string.h>
 
 #include "device/device_kind.h"
+#include "report/program_text.h"
 #include "run/harness.h"
 #include "scenario/scenario.h"
 #include "stress/profile_file.h"
 #include "stress/stress_kind.h"
+#include "util/output.h"
 
 typedef int (*stress_fn)(struct stress_ctx *c, struct err *e);
 static const stress_fn generators[STRESS_KIND_COUNT] = {
@@ -55,8 +57,19 @@ static void describe(const struct stress_profile *p, const struct alloc_config *
     j->device_total = dev->total;
 }
 
+/* Writes each op the runner is about to execute (stress_options.program_dir). */
+struct program_writer {
+    struct run_observer base;
+    struct output out;
+};
+
+static void write_op(struct run_observer *o, const struct op *op)
+{
+    op_print(((struct program_writer *)o)->out.f, op);
+}
+
 static int run_setting(const struct stress_profile *p, const struct stress_options *opt, const struct alloc_config *cfg,
-                       struct stress_ctx *c, struct job_result *j, struct err *e)
+                       int setting, struct stress_ctx *c, struct job_result *j, struct err *e)
 {
     struct device_open_options o = {.capacity = opt->capacity,
                                     .cublas_workspace_bytes = c->job ? c->job->cublas_workspace_bytes : 0};
@@ -72,15 +85,30 @@ static int run_setting(const struct stress_profile *p, const struct stress_optio
     c->res->capacity = dev->total;
     c->res->device_free_start = free_bytes;
     int rc = -1;
-    if (!(c->run = runner_create(dev, cfg, NULL))) {
+    struct program_writer pw = {.base.before_op = write_op};
+    if (opt->program_dir) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s--%d.trace", opt->program_dir, p->name, setting + 1);
+        if (output_open(&pw.out, path, e)) {
+            dev->ops->destroy(dev);
+            return err_prefix(e, "--program: ");
+        }
+        fprintf(pw.out.f, "# oomlab stress %s, alloc_conf \"%s\", on %s: the executed op program\n", p->path,
+                cfg->text, dev->name);
+    }
+    if (!(c->run = runner_create(dev, cfg, NULL)) || (pw.out.f && runner_add_observer(c->run, &pw.base))) {
         err_set(e, ERR_INTERNAL, "out of host memory");
     } else {
         rc = generators[p->kind](c, e);
         dev->ops->mem_info(dev, &free_bytes, &total);
         c->res->device_used_end = total - free_bytes;
         runner_finish(c->run, &j->run);
-        runner_destroy(c->run);
     }
+    runner_destroy(c->run);
+    if (rc)
+        output_abort(&pw.out); /* a no-op without --program */
+    else if (pw.out.f && output_commit(&pw.out, e))
+        rc = -1;
     dev->ops->destroy(dev);
     return rc;
 }
@@ -110,7 +138,7 @@ int stress_run(const struct stress_profile *p, const struct stress_options *opt,
             job_i = job;
         struct stress_ctx c = {.p = p, .opt = opt, .res = &res[i], .rng = p->seed,
                                .job = v ? &job_i : NULL};
-        rc = run_setting(p, opt, &settings[i], &c, &jobs[i], e);
+        rc = run_setting(p, opt, &settings[i], i, &c, &jobs[i], e);
         jobs[i].steps_planned = v ? job.steps : 0;
     }
     scenario_free(&sc);

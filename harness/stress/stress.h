@@ -60,6 +60,7 @@ struct stress_options {
     const char *device;        /* overrides the profile's device; NULL: the profile's */
     struct capacity capacity;  /* overrides the device's capacity; {0, 0}: its own */
     uint64_t max_forwards;     /* soak: the most forward passes its job may run; 0: the harness's limit */
+    const char *program_dir;   /* each setting's executed op program, as text, in DIR/NAME--N.trace (N from 1) */
 };
 
 /* Runs the profile under each of its allocator settings: jobs[i] and res[i] for setting i (nsettings of
