@@ -92,11 +92,8 @@ static int run_profile(const struct stress_profile *p, const struct stress_optio
     struct stress_result *res = calloc((size_t)p->nsettings, sizeof *res);
     int rc = jobs && res ? stress_run(p, opt, jobs, res, e) : err_set(e, ERR_INTERNAL, "out of host memory");
     if (rc == 0) {
-        size_t n = 0;
-        while (n < (size_t)p->nsettings && jobs[n].device[0]) /* a soak without alloc_conf runs once */
-            n++;
         struct report_group g = {.kind = REPORT_STRESS, .name = p->name, .title = p->title, .file = p->path,
-                                 .jobs = jobs, .njobs = n, .stress = res};
+                                 .jobs = jobs, .njobs = (size_t)p->nsettings, .stress = res};
         report_outputs_add(out, &g);
     }
     free(jobs);

@@ -79,7 +79,6 @@ static int run_setting(const struct stress_profile *p, const struct stress_optio
     if (c->job)
         c->job->cublas_workspace_bytes = dev->cublas_workspace_bytes;
     describe(p, cfg, dev, j);
-    c->dev = dev;
     uint64_t free_bytes = 0, total = 0;
     dev->ops->mem_info(dev, &free_bytes, &total);
     c->res->capacity = dev->total;
@@ -123,20 +122,17 @@ int stress_run(const struct stress_profile *p, const struct stress_options *opt,
         scenario_free(&sc);
         return -1;
     }
-    /* a soak keeps its variant's allocator settings unless the profile names its own */
-    const struct alloc_config *settings = p->settings;
-    int n = p->nsettings;
-    if (v && !p->settings_given)
-        settings = &v->alloc, n = 1;
+    /* a soak keeps its variant's allocator settings unless the profile names its own (nsettings is 1 then) */
+    const struct alloc_config *settings = v && !p->settings_given ? &v->alloc : p->settings;
     int rc = 0;
-    for (int i = 0; i < n && rc == 0; i++) {
+    for (int i = 0; i < p->nsettings && rc == 0; i++) {
         memset(&res[i], 0, sizeof res[i]);
         memset(&jobs[i], 0, sizeof jobs[i]);
         res[i].kind = p->kind;
         struct job_spec job_i;
         if (v)
             job_i = job;
-        struct stress_ctx c = {.p = p, .opt = opt, .res = &res[i], .rng = p->seed,
+        struct stress_ctx c = {.p = p, .res = &res[i], .rng = p->seed,
                                .job = v ? &job_i : NULL};
         rc = run_setting(p, opt, &settings[i], i, &c, &jobs[i], e);
         jobs[i].steps_planned = v ? job.steps : 0;

@@ -11,8 +11,6 @@ struct job_spec;
 
 struct stress_ctx {
     const struct stress_profile *p;
-    const struct stress_options *opt;
-    struct device *dev;
     struct runner *run;
     struct stress_result *res;
     uint64_t rng;      /* splitmix64 state, from the profile's seed */
