@@ -150,9 +150,10 @@ endif
 
 # Without a GPU the plugin could only report that there is none: make run does not spend minutes on it.
 run: $(BUILD)/oomlab $(if $(and $(HAVE_GPU),$(WANT_CUDA),$(CUDA_SRCS)),$(BUILD)/oomlab-cuda.so)
-	@$(if $(HAVE_GPU),,$(if $(WANT_CUDA),echo "make run: no GPU here (/dev/nvidia0), so the CUDA plugin is not built; 'make cuda' builds it" >&2))
+	@$(if $(HAVE_GPU),,$(if $(WANT_CUDA),echo "make run: no GPU here (no /dev/nvidia0) so the CUDA plugin is not built; 'make cuda' builds it" >&2))
 	@mkdir -p results/fresh
 	$(BUILD)/oomlab run --json results/fresh/run.json --csv results/fresh/run.csv scenarios/ | tee results/fresh/run.txt
+	$(BUILD)/oomlab stress --json results/fresh/stress.json --csv results/fresh/stress.csv scenarios/stress/ | tee results/fresh/stress.txt
 
 test: all $(TESTS) $(STANDINS)
 	OOMLAB_SHARED=$(SHARED) OOMLAB_BIN=$(abspath $(BUILD)/oomlab) OOMLAB_SANITIZE=$(SANITIZE) \

@@ -8,7 +8,9 @@
  *   h[1..4]   their values; h[5] capacity: 64 MiB << (h[5] % 8)
  *   op byte:  low 3 bits the op, the rest its slot (of 32 live allocations) or stream
  *     0-3 malloc into the slot (3 more bytes: size class and 16 bits within it), stream = op
- *     4 free the slot   5 empty_cache   6 reset peak (even slot) or accumulated (odd) stats
+ *     4 free the slot   5 empty_cache   6 by slot % 4: reset peak stats, reset accumulated stats,
+ *       record_stream (1 more byte b: the block in slot b % 32 used on stream b >> 5 % 4), or sync the
+ *       stream slot >> 2 % 4
  *     7 release a whole cached segment recorded by the trace (allocator_release_segment) */
 #include <string.h>
 
@@ -112,11 +114,19 @@ FUZZ_TARGET(alloc_ops)
             allocator_empty_cache(a);
             check(a, "empty_cache");
         } else if (op == 6) {
-            if (slot % 2)
-                allocator_reset_accumulated_stats(a);
-            else
+            if (slot % 4 == 0) {
                 allocator_reset_peak_stats(a);
-            check(a, "a stats reset");
+            } else if (slot % 4 == 1) {
+                allocator_reset_accumulated_stats(a);
+            } else if (slot % 4 == 2) {
+                if (i >= size)
+                    break;
+                uint8_t b = data[i++];
+                allocator_record_stream(a, live[b % SLOTS], (uint64_t)(b >> 5) % 4);
+            } else {
+                allocator_stream_sync(a, (uint64_t)(slot >> 2) % 4);
+            }
+            check(a, "a stats reset, record_stream or sync");
         } else {
             allocator_release_segment(a, rec.segments[slot % SEGMENTS]);
             check(a, "release_segment");

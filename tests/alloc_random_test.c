@@ -1,7 +1,8 @@
 /* alloc_random_test.c: randomized runs of the allocator model (1.5 million operations in all, over four
  * streams and sizes from 1 byte to 300 MiB, under capacity pressure so OOMs and every release path happen),
  * checking PyTorch's stat-consistency invariants after every operation, with and without expandable
- * segments and max_split_size_mb. */
+ * segments and max_split_size_mb; and runs where blocks are used on other streams (record_stream) and
+ * streams synchronise, so frees wait for their events. */
 #include "tap.h"
 
 #include "alloc/allocator.h"
@@ -36,7 +37,7 @@ static uint64_t random_size(void)
     }
 }
 
-static void run(const char *conf, uint64_t seed)
+static void run(const char *conf, uint64_t seed, bool streams)
 {
     struct alloc_config cfg;
     struct err e = {0};
@@ -54,6 +55,11 @@ static void run(const char *conf, uint64_t seed)
         size_t slot = rnd() % LIVE_MAX;
         if (r < 2) {
             allocator_empty_cache(a);
+        } else if (streams && r < 12) { /* a use on another stream, or a stream's synchronize() */
+            if (r < 8 && live[slot])
+                allocator_record_stream(a, live[slot], rnd() % 4);
+            else if (r >= 8)
+                allocator_stream_sync(a, rnd() % 4);
         } else if (live[slot]) {
             allocator_free(a, live[slot]);
             live[slot] = NULL;
@@ -67,7 +73,8 @@ static void run(const char *conf, uint64_t seed)
             break;
         }
     }
-    ok(bad_at < 0, "'%s': invariants hold after each of %ld operations (%ld OOMs) %s", conf, ops, ooms, why);
+    ok(bad_at < 0, "'%s'%s: invariants hold after each of %ld operations (%ld OOMs) %s", conf,
+       streams ? " with record_stream" : "", ops, ooms, why);
     const struct alloc_stats *s = allocator_stats(a);
     ok(ooms > 0 && s->num_alloc_retries > 0, "'%s': capacity pressure exercised the retry path (%lld retries)", conf,
        (long long)s->num_alloc_retries);
@@ -89,10 +96,12 @@ static void run(const char *conf, uint64_t seed)
 
 int main(void)
 {
-    run("", 1);
-    run("expandable_segments:True", 2);
-    run("max_split_size_mb:100", 3);
-    run("expandable_segments:True,max_split_size_mb:100,roundup_power2_divisions:4", 4);
-    run("garbage_collection_threshold:0.6,per_process_memory_fraction:0.9", 5);
+    run("", 1, false);
+    run("expandable_segments:True", 2, false);
+    run("max_split_size_mb:100", 3, false);
+    run("expandable_segments:True,max_split_size_mb:100,roundup_power2_divisions:4", 4, false);
+    run("garbage_collection_threshold:0.6,per_process_memory_fraction:0.9", 5, false);
+    run("", 6, true);
+    run("expandable_segments:True,max_split_size_mb:100", 7, true);
     return done_testing();
 }

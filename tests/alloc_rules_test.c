@@ -1,7 +1,8 @@
 /* alloc_rules_test.c: the allocator model against the worked numbers of pytorch-allocator.md:
  * rounding and segment sizes (1.3), roundup_power2_divisions (3), best fit and address order (2.1),
  * split rules (2.3), merging (2.4), the release-and-retry chain (2.5-2.7), GC (2.8), fractions (2.9),
- * expandable segments (4), stats resets (5) and the OOM message (6). */
+ * expandable segments (4), stats resets (5), the OOM message (6) and record_stream's deferred frees
+ * (CUDACachingAllocator.cpp: recordStream, insert_events, process_events). */
 #include "tap.h"
 
 #include "alloc/allocator.h"
@@ -418,6 +419,109 @@ static void test_stat_resets(void)
     rig_close(&r);
 }
 
+/* A block used on stream 1 and freed on stream 0 is not reused until stream 1 synchronises; memory_stats
+ * count it as freed (allocated) but still active. */
+static void test_record_stream(void)
+{
+    struct rig r;
+    rig_open(&r, 1 * GiB, "");
+    struct alloc_block *a = must_alloc(&r, 12 * MiB, 0);
+    uint64_t a_addr = alloc_block_addr(a);
+    allocator_record_stream(r.a, a, 1);
+    allocator_record_stream(r.a, a, 1); /* a set: one event per stream */
+    allocator_free(r.a, a);
+    uint64_t pending_bytes = 0;
+    is_u64(allocator_pending_frees(r.a, &pending_bytes), 1, "the freed block waits for stream 1");
+    is_u64(pending_bytes, 12 * MiB, "... 12 MiB of it");
+    is_int(st(&r, "allocated_bytes.all.current"), 0, "allocated_bytes drop at the free");
+    is_int(st(&r, "allocation.all.current"), 0, "allocation.all.current 0");
+    is_int(st(&r, "active_bytes.all.current"), 12 * MiB, "active_bytes keep the pending block");
+    is_int(st(&r, "active.all.current"), 1, "active.all.current 1");
+    is_int(st(&r, "requested_bytes.all.current"), 12 * MiB, "requested_bytes keep it too");
+    consistent(&r, "a free deferred by record_stream");
+
+    struct alloc_block *b = must_alloc(&r, 12 * MiB, 0);
+    ok(alloc_block_addr(b) != a_addr, "the next 12 MiB on stream 0 gets a new segment, not the pending block");
+    is_int(st(&r, "reserved_bytes.all.current"), 24 * MiB, "reserved 24 MiB: two segments");
+    is_int(st(&r, "num_device_alloc"), 2, "two cudaMallocs");
+    allocator_free(r.a, b); /* no other stream: straight back to the pool */
+    is_u64(allocator_pending_frees(r.a, NULL), 1, "still pending before stream 1 synchronises");
+
+    allocator_stream_sync(r.a, 0); /* the wrong stream changes nothing */
+    struct alloc_block *c = must_alloc(&r, 12 * MiB, 0);
+    is_u64(alloc_block_addr(c), alloc_block_addr(b), "after syncing stream 0 only, the pool's block is reused");
+    allocator_free(r.a, c);
+    allocator_stream_sync(r.a, 1);
+    is_int(st(&r, "active_bytes.all.current"), 12 * MiB, "a sync alone returns nothing: events are queried at malloc");
+    c = must_alloc(&r, 12 * MiB, 0);
+    is_u64(alloc_block_addr(c), a_addr, "after stream 1 synchronised, the next malloc reuses the lower address");
+    is_u64(allocator_pending_frees(r.a, NULL), 0, "nothing pending");
+    is_int(st(&r, "active_bytes.all.current"), 12 * MiB, "active_bytes 12 MiB: the new block only");
+    is_int(st(&r, "reserved_bytes.all.current"), 24 * MiB, "no new segment");
+    consistent(&r, "events processed at malloc");
+
+    /* the allocation stream itself is ignored */
+    allocator_record_stream(r.a, c, 0);
+    allocator_free(r.a, c);
+    is_u64(allocator_pending_frees(r.a, NULL), 0, "record_stream on the block's own stream defers nothing");
+
+    /* empty_cache synchronises every event before releasing */
+    struct alloc_block *d = must_alloc(&r, 12 * MiB, 0);
+    allocator_record_stream(r.a, d, 2);
+    allocator_record_stream(r.a, d, 3);
+    allocator_free(r.a, d);
+    is_u64(allocator_pending_frees(r.a, NULL), 1, "two streams' events, one block");
+    allocator_empty_cache(r.a);
+    is_u64(allocator_pending_frees(r.a, NULL), 0, "empty_cache completed both events");
+    is_int(st(&r, "reserved_bytes.all.current"), 0, "and released both segments");
+    is_int(st(&r, "active_bytes.all.current"), 0, "active_bytes 0");
+    consistent(&r, "empty_cache with pending events");
+
+    /* a pending block is not merged with its free neighbour (small pool: 512-byte split remainder) */
+    struct alloc_block *x = must_alloc(&r, 1000, 0), *y = must_alloc(&r, 1000, 0);
+    uint64_t x_addr = alloc_block_addr(x);
+    allocator_record_stream(r.a, x, 1);
+    allocator_free(r.a, x);
+    allocator_free(r.a, y);
+    is_int(st(&r, "inactive_split.all.current"), 1, "y merged with the remainder only: one inactive split block");
+    is_int(st(&r, "active_bytes.all.current"), 1024, "x's 1024 bytes still active");
+    consistent(&r, "a pending block beside free ones");
+    allocator_stream_sync(r.a, 1);
+    struct alloc_block *z = must_alloc(&r, 1 * MiB, 0);
+    is_u64(alloc_block_addr(z), x_addr, "x came back and merged with the rest: the whole segment is one free block");
+    consistent(&r, "the merge after the events");
+    allocator_free(r.a, z);
+
+    /* a recorded segment_free of a segment whose block waits for its events is refused */
+    struct alloc_block *w = must_alloc(&r, 12 * MiB, 0);
+    uint64_t w_addr = alloc_block_addr(w);
+    allocator_record_stream(r.a, w, 1);
+    allocator_free(r.a, w);
+    ok(!allocator_release_segment(r.a, w_addr), "a pending block's segment is not released");
+    consistent(&r, "a refused release of a pending block");
+    allocator_empty_cache(r.a);
+    rig_close(&r);
+
+    /* expandable segments: growth does not take a pending block's pages (PyTorch's allocatable()) */
+    rig_open(&r, 1 * GiB, "expandable_segments:True");
+    struct alloc_block *p = must_alloc(&r, 20 * MiB, 0);
+    uint64_t p_addr = alloc_block_addr(p);
+    allocator_record_stream(r.a, p, 1);
+    allocator_free(r.a, p);
+    struct alloc_block *q = must_alloc(&r, 40 * MiB, 0);
+    ok(alloc_block_addr(q) >= p_addr + 20 * MiB, "the next block maps pages after the pending one");
+    is_int(st(&r, "reserved_bytes.all.current"), 60 * MiB, "60 MiB mapped");
+    consistent(&r, "expandable growth beside a pending block");
+    allocator_free(r.a, q);
+    allocator_stream_sync(r.a, 1);
+    struct alloc_block *u = must_alloc(&r, 60 * MiB, 0);
+    is_u64(alloc_block_addr(u), p_addr, "after the sync the pending pages join: 60 MiB from the base");
+    is_int(st(&r, "reserved_bytes.all.current"), 60 * MiB, "nothing more mapped");
+    consistent(&r, "the pending block back in the expandable segment");
+    allocator_free(r.a, u);
+    rig_close(&r);
+}
+
 int main(void)
 {
     test_rounding_table();
@@ -429,5 +533,6 @@ int main(void)
     test_fresh_after_release();
     test_gc();
     test_stat_resets();
+    test_record_stream();
     return done_testing();
 }

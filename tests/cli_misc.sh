@@ -64,7 +64,7 @@ ok $(contains "$out" "is more than 90% of this machine's") "and says why ($out)"
 # the basics: --version, --help on every command (exit 0), a man page and completions from the same table
 out=$("$BIN" --version); ok $? "--version exits 0"
 ok $(echo "$out" | grep -q '^oomlab [0-9][0-9.]*' && echo 0 || echo 1) "--version names the release ($out)"
-commands="run replay fit check advise sweep merge program devices list help"
+commands="run replay fit check advise stress sweep merge program devices list help"
 for c in $commands; do
     "$BIN" $c --help > "$T/help" 2>&1; ok $? "oomlab $c --help exits 0"
     wide=$(awk 'length > 100' "$T/help" | head -1)

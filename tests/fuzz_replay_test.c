@@ -13,6 +13,7 @@ int fuzz_scenario(const uint8_t *data, size_t size);
 int fuzz_alloc_conf(const uint8_t *data, size_t size);
 int fuzz_size(const uint8_t *data, size_t size);
 int fuzz_alloc_ops(const uint8_t *data, size_t size);
+int fuzz_stress_profile(const uint8_t *data, size_t size);
 
 static const struct {
     const char *name;
@@ -20,6 +21,7 @@ static const struct {
 } targets[] = {
     {"pickle", fuzz_pickle}, {"snapshot", fuzz_snapshot}, {"scenario", fuzz_scenario},
     {"alloc_conf", fuzz_alloc_conf}, {"size", fuzz_size}, {"alloc_ops", fuzz_alloc_ops},
+    {"stress_profile", fuzz_stress_profile},
 };
 
 static unsigned char *slurp(const char *path, size_t *len)

@@ -13,7 +13,9 @@ DOC=docs/results-schema.md
 "$BIN" replay --json "$T/snap.json" tests/data/snapshots/sites.pickle > /dev/null 2>&1
 printf 'step 1 samples 1\nphase forward\nalloc a 64MiB\nfree a\n' > "$T/host.trace"
 "$BIN" replay --device host:256MiB --json "$T/host.json" "$T/host.trace" > /dev/null 2>&1
-for f in run fit snap host; do
+"$BIN" stress --capacity 256MiB --json "$T/stress.json" tests/data/stress/fill_20mib.yaml tests/data/stress/churn.yaml \
+    tests/data/stress/oom_storm.yaml tests/data/stress/soak.yaml tests/data/stress/streams_sync.yaml > /dev/null 2>&1
+for f in run fit snap host stress; do
     ok $([ -s "$T/$f.json" ] && echo 0 || echo 1) "$f: a results document was written"
 done
 ok $(grep -q '"schema": "oomlab-results"' "$T/run.json" && grep -q '"schema_version": 1' "$T/run.json" && echo 0 || echo 1) \

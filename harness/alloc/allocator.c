@@ -52,6 +52,7 @@ void allocator_destroy(struct allocator *a)
         a->free_structs = b->next;
         free(b);
     }
+    free(a->events);
     free(a);
 }
 
@@ -256,6 +257,7 @@ static int malloc_block(struct allocator *a, uint64_t orig_size, uint64_t stream
         return 1;
     }
     a->err = e;
+    process_events(a); /* blocks whose stream events completed return to their pools first */
     uint64_t size = alloc_round_size(&a->cfg, orig_size);
     struct pool *p = alloc_is_small(size) ? &a->small : &a->large;
     uint64_t alloc_size = alloc_segment_size(size);
@@ -310,7 +312,23 @@ void allocator_free(struct allocator *a, struct alloc_block *b)
     record_trace(a, ACT_FREE_REQUESTED, b->addr, b->requested_size, b->stream);
     if (b->size >= a->cfg.max_split_size)
         stat_decrease(&a->stats.oversize_allocations, 1);
-    free_block(a, b);
+    if (b->nstream_uses)
+        insert_events(a, b); /* back to the pool once the other streams are done with it */
+    else
+        free_block(a, b);
+}
+
+uint64_t allocator_largest_free_block(const struct allocator *a)
+{
+    uint64_t largest = 0;
+    const struct pool *pools[2] = {&a->large, &a->small};
+    for (int i = 0; i < 2; i++) {
+        struct alloc_block *b; /* ordered by stream first: every stream's largest is a candidate */
+        RB_FOREACH(b, size_tree, (struct size_tree *)&pools[i]->blocks)
+            if (b->size > largest)
+                largest = b->size;
+    }
+    return largest;
 }
 
 void allocator_empty_cache(struct allocator *a)

@@ -1,9 +1,10 @@
 /* allocator.h: a model of PyTorch's native CUDA caching allocator (DeviceCachingAllocator), rule for
  * rule: rounding, small and large pools, best fit by (stream, size, address), splitting and merging,
  * the free-block search -> GC -> new segment -> release -> retry chain before an OOM, memory fraction,
- * max_split_size, expandable segments, memory_stats, snapshots and the OOM message.
+ * max_split_size, expandable segments, memory_stats, snapshots, the OOM message and record_stream's
+ * deferred frees (stream_events.c).
  * It runs on any device (device/device.h): sim, host or cuda. Not modelled: CUDA-graph private pools,
- * record_stream events, cudaMallocAsync. */
+ * cudaMallocAsync. */
 #ifndef OOMLAB_ALLOCATOR_H
 #define OOMLAB_ALLOCATOR_H
 
@@ -76,6 +77,16 @@ int allocator_malloc(struct allocator *a, uint64_t size, uint64_t stream, struct
 int allocator_malloc_fresh(struct allocator *a, uint64_t size, uint64_t stream, struct alloc_block **out,
                            struct alloc_oom *oom, struct err *e);
 void allocator_free(struct allocator *a, struct alloc_block *b);
+/* tensor.record_stream(stream): b is in use on stream too, so its free waits for that stream (ignored for
+ * b's own stream). */
+void allocator_record_stream(struct allocator *a, struct alloc_block *b, uint64_t stream);
+/* The stream has synchronised: the events recorded on it so far are complete; the blocks waiting only for
+ * them return to their pool at the next malloc (or empty_cache), as PyTorch's process_events finds them. */
+void allocator_stream_sync(struct allocator *a, uint64_t stream);
+/* Blocks freed but still waiting for stream events, and their bytes (bytes may be NULL). */
+size_t allocator_pending_frees(const struct allocator *a, uint64_t *bytes);
+/* The largest free (cached, mapped) block of either pool, in bytes; 0 if none. */
+uint64_t allocator_largest_free_block(const struct allocator *a);
 /* torch.cuda.empty_cache() */
 void allocator_empty_cache(struct allocator *a);
 /* cudaFree of one whole cached segment at addr (what a recorded segment_free shows); false if the segment

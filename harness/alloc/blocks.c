@@ -36,6 +36,8 @@ struct alloc_block *block_new(struct allocator *a, uint64_t stream, uint64_t siz
 
 void block_delete(struct allocator *a, struct alloc_block *b)
 {
+    free(b->stream_uses);
+    b->stream_uses = NULL;
     b->next = a->free_structs;
     a->free_structs = b;
 }
@@ -80,7 +82,7 @@ void segment_delete(struct allocator *a, struct segment *s)
 /* Combines src into dst if src is a free neighbour in the same mapped state; returns the bytes subsumed. */
 uint64_t try_merge_blocks(struct allocator *a, struct alloc_block *dst, struct alloc_block *src, struct pool *p)
 {
-    if (!src || src->allocated || dst->mapped != src->mapped)
+    if (!src || !block_is_free(src) || dst->mapped != src->mapped)
         return 0;
     if (dst->prev == src) { /* [src dst] */
         dst->addr = src->addr;

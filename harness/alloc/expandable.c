@@ -4,9 +4,10 @@
 #include "alloc/internal.h"
 #include "util/size.h"
 
+/* as PyTorch's try_allocate_expandable_block: not allocated and no stream events outstanding */
 static bool allocatable(const struct alloc_block *b)
 {
-    return b && !b->allocated;
+    return b && block_is_free(b);
 }
 
 static bool has_address_space(const struct alloc_block *b, uint64_t size)

@@ -20,6 +20,9 @@ struct alloc_block {
     struct alloc_block *prev, *next; /* neighbours inside the segment */
     struct segment *seg;
     int64_t gc_count_base;
+    uint64_t *stream_uses; /* streams recorded by record_stream (not its own), malloc'd; NULL when none */
+    uint32_t nstream_uses;
+    uint32_t event_count;  /* outstanding stream events: freed but not yet back in the pool */
     bool allocated;
     bool mapped;     /* false only for unmapped ranges of expandable segments */
     bool expandable; /* belongs to an expandable segment */
@@ -60,6 +63,10 @@ struct allocator {
     alloc_trace_fn trace;
     void *trace_ctx;
     struct alloc_block *free_structs; /* recycled block structs */
+    struct stream_event *events;       /* outstanding events of freed blocks, in the order recorded */
+    size_t nevents, events_cap;
+    size_t pending_blocks;             /* blocks waiting for those events, and their bytes */
+    uint64_t pending_bytes;
     struct err *err;                   /* where device errors go during one call */
 };
 
@@ -85,6 +92,31 @@ void free_block(struct allocator *a, struct alloc_block *b);
 void record_trace(struct allocator *a, enum alloc_action act, uint64_t addr, uint64_t size, uint64_t stream);
 struct segment *segment_new(struct allocator *a, uint64_t addr, uint64_t size, uint64_t stream, bool small);
 void segment_delete(struct allocator *a, struct segment *s);
+
+/* An event recorded on a stream when a block used there was freed (insert_events); done once the stream
+ * synchronised after it (allocator_stream_sync). */
+struct stream_event {
+    struct alloc_block *block;
+    uint64_t stream;
+    bool done;
+};
+
+/* A freed block still in use on other streams: not allocated, not yet in its pool. */
+static inline bool block_pending_free(const struct alloc_block *b)
+{
+    return !b->allocated && b->event_count > 0;
+}
+
+/* Neither allocated nor waiting for stream events: its pool's to use or release. */
+static inline bool block_is_free(const struct alloc_block *b)
+{
+    return !b->allocated && b->event_count == 0;
+}
+
+/* stream_events.c */
+void insert_events(struct allocator *a, struct alloc_block *b);
+void process_events(struct allocator *a);
+void synchronize_and_free_events(struct allocator *a);
 
 /* expandable.c */
 struct alloc_block *try_allocate_expandable_block(struct allocator *a, uint64_t stream, struct pool *p,

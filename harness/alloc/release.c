@@ -77,6 +77,7 @@ static void release_blocks(struct allocator *a, struct pool *p)
 void release_cached_blocks(struct allocator *a)
 {
     a->stats.num_sync_all_streams++;
+    synchronize_and_free_events(a); /* blocks waiting for stream events first return to their pools */
     release_blocks(a, &a->large);
     release_blocks(a, &a->small);
 }
@@ -124,7 +125,7 @@ bool allocator_release_segment(struct allocator *a, uint64_t addr)
     for (struct segment *s = a->segments; s; s = s->next_seg) {
         if (s->addr == addr && !s->expandable) {
             struct alloc_block *b = s->head;
-            if (b->allocated || block_is_split(b))
+            if (!block_is_free(b) || block_is_split(b))
                 return false;
             release_block(a, b);
             return true;
@@ -141,7 +142,7 @@ bool allocator_release_mapped(struct allocator *a, uint64_t addr, uint64_t size)
         for (struct alloc_block *b = s->head; b; b = b->next) {
             if (b->addr + b->size <= addr)
                 continue;
-            if (b->allocated || !b->mapped || b->addr > addr || b->addr + b->size < addr + size)
+            if (!block_is_free(b) || !b->mapped || b->addr > addr || b->addr + b->size < addr + size)
                 return false; /* the model still uses these pages, or they are not mapped */
             unmap_block(a, b);
             return true;

@@ -24,7 +24,9 @@ static int add_block(struct segment_info *si, size_t *cap, const struct alloc_bl
 {
     if (vec_grow((void **)&si->blocks, cap, si->nblocks + 1, sizeof *si->blocks))
         return -1;
-    enum block_state st = b->allocated ? BLOCK_ACTIVE_ALLOCATED : BLOCK_INACTIVE;
+    enum block_state st = b->allocated            ? BLOCK_ACTIVE_ALLOCATED
+                          : block_pending_free(b) ? BLOCK_ACTIVE_PENDING_FREE
+                                                  : BLOCK_INACTIVE;
     si->blocks[si->nblocks++] =
         (struct block_info){.address = b->addr, .size = b->size, .requested_size = b->requested_size, .state = st};
     si->total_size += b->size;
@@ -32,6 +34,8 @@ static int add_block(struct segment_info *si, size_t *cap, const struct alloc_bl
         si->allocated_size += b->size;
         si->active_size += b->size;
         si->requested_size += b->requested_size;
+    } else if (block_pending_free(b)) {
+        si->active_size += b->size;
     }
     return 0;
 }
@@ -97,7 +101,7 @@ void alloc_snapshot_free(struct alloc_snapshot *s)
 
 struct totals {
     int64_t segment, reserved, allocated, active_bytes, requested, allocation, active, inactive_split,
-        inactive_split_bytes;
+        inactive_split_bytes, pending, pending_bytes;
 };
 
 /* Adds one segment's blocks to the totals the snapshot would give (walking the chain directly, so the
@@ -117,6 +121,12 @@ static void tally_segment(struct totals *t, const struct segment *seg)
             t->requested += (int64_t)b->requested_size;
             t->allocation++;
             t->active++;
+        } else if (block_pending_free(b)) { /* freed, waiting for stream events: still active */
+            t->active_bytes += (int64_t)b->size;
+            t->requested += (int64_t)b->requested_size;
+            t->active++;
+            t->pending++;
+            t->pending_bytes += (int64_t)b->size;
         } else if (whole_split) {
             t->inactive_split++;
             t->inactive_split_bytes += (int64_t)b->size;
@@ -157,7 +167,7 @@ static int check_tiling(const struct allocator *a, char *why, size_t len)
                          seg->addr, b->addr);
                 return -1;
             }
-            if (prev && !b->allocated && !prev->allocated && b->mapped == prev->mapped) {
+            if (prev && block_is_free(b) && block_is_free(prev) && b->mapped == prev->mapped) {
                 snprintf(why, len, "segment 0x%" PRIx64 ": free neighbours at 0x%" PRIx64 " were not merged",
                          seg->addr, b->addr);
                 return -1;
@@ -186,6 +196,11 @@ int alloc_check_consistency(const struct allocator *a, char *why, size_t len)
             return -1;
     if ((uint64_t)a->stats.reserved_bytes[STAT_ALL].current != a->total_allocated_memory) {
         snprintf(why, len, "reserved_bytes.all.current differs from the device bytes held");
+        return -1;
+    }
+    if ((size_t)t[STAT_ALL].pending != a->pending_blocks || (uint64_t)t[STAT_ALL].pending_bytes != a->pending_bytes) {
+        snprintf(why, len, "%zu blocks (%" PRIu64 " bytes) wait for stream events, but the blocks show %" PRId64 " (%" PRId64 ")",
+                 a->pending_blocks, a->pending_bytes, t[STAT_ALL].pending, t[STAT_ALL].pending_bytes);
         return -1;
     }
     return check_tiling(a, why, len);

@@ -44,7 +44,8 @@ const char *alloc_action_name(enum alloc_action a);
 void alloc_snapshot_free(struct alloc_snapshot *s);
 
 /* Checks every invariant of PyTorch's _check_memory_stat_consistency (per pool and in aggregate) plus
- * that blocks tile each segment; returns 0, or -1 with a description of the first violation in why. */
+ * that blocks tile each segment, free neighbours are merged, and the blocks waiting for stream events are
+ * the ones counted as such; returns 0, or -1 with a description of the first violation in why. */
 int alloc_check_consistency(const struct allocator *a, char *why, size_t len);
 
 #endif

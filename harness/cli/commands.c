@@ -16,6 +16,7 @@ static const struct command commands[] = {
     ROW(fit, "largest batch size (or sequence length) that fits, per variant"),
     ROW(check, "compare a run with a baseline: the CI gate; exit 1 on a regression"),
     ROW(advise, "every fix (or allocator setting) tried, proven by a run and ranked"),
+    ROW(stress, "fill, churn, OOM storm, soak and streams profiles: the allocator under stress, checked"),
     ROW(sweep, "scenarios x devices x --set values as tasks, run here or as a Slurm job array"),
     ROW(merge, "a sweep's task results as one table, JSON, CSV or TAP, as run writes them"),
     ROW(program, "print a scenario variant's op program"),

@@ -19,6 +19,8 @@ static const char *const op_kind_names[OP_KIND_COUNT] = {
     [OP_SEGMENT_UNMAP] = "segment_unmap",
     [OP_RECORDED_OOM] = "oom",
     [OP_MANAGED_ALLOC] = "managed_alloc",
+    [OP_RECORD_STREAM] = "record_stream",
+    [OP_SYNC] = "sync",
 };
 
 const char *op_kind_name(enum op_kind k)

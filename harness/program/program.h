@@ -38,6 +38,10 @@ enum op_kind {
      * stream, category, name as OP_ALLOC; freed by OP_FREE): device memory while resident, never part
      * of the allocator's reserved memory. */
     OP_MANAGED_ALLOC,
+    /* tensor.record_stream(stream): tensor id is in use on stream too; its FREE then waits for that stream
+     * (alloc/stream_events.c). */
+    OP_RECORD_STREAM,
+    OP_SYNC, /* stream.synchronize(): the work queued on stream so far (and its events) is complete */
     OP_KIND_COUNT
 };
 

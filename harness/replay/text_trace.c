@@ -6,6 +6,7 @@
  *     phase NAME | mark LABEL | step N [samples M]
  *     empty_cache | reset_peak_memory_stats | reset_accumulated_memory_stats
  *     segment_alloc | segment_free | segment_map | segment_unmap ADDR BYTES [STREAM]   (ADDR: 0x hex or decimal)
+ *     record_stream ID STREAM | sync STREAM
  *     # a comment (also after an op)
  * IDs are words without blanks. An ID is live from its alloc to its free: a free or a kernel of an ID
  * that is not live, or an alloc of one that is, is an error naming file:line:column. */
@@ -315,6 +316,19 @@ static int parse_line(struct reader *r, char *line, struct op *op, struct err *e
             (n == 4 && !decimal(w[3], INT64_MAX, &op->bytes)))
             return line_error(r, col[0], e, "expected 'step N [samples M]' with decimal N and M");
         return 0;
+    case OP_RECORD_STREAM: {
+        if (n != 3)
+            return line_error(r, col[n < 3 ? 0 : 3], e, "expected 'record_stream ID STREAM'");
+        struct live_id *used = live_of(r, "record_stream of", w[1], col[1], e);
+        if (!used)
+            return -1;
+        op->id = used->key;
+        return stream_of(r, w[2], col[2], &op->stream, e);
+    }
+    case OP_SYNC:
+        if (n != 2)
+            return line_error(r, col[n < 2 ? 0 : 2], e, "expected 'sync STREAM'");
+        return stream_of(r, w[1], col[1], &op->stream, e);
     case OP_EMPTY_CACHE:
     case OP_RESET_PEAK:
     case OP_RESET_ACCUMULATED:
@@ -323,7 +337,7 @@ static int parse_line(struct reader *r, char *line, struct op *op, struct err *e
     return line_error(r, col[0], e,
                       "unknown verb '%s' (expected alloc, free, kernel, phase, step, mark, empty_cache, "
                       "reset_peak_memory_stats, reset_accumulated_memory_stats, segment_alloc, segment_free, segment_map, "
-                      "segment_unmap or managed_alloc)",
+                      "segment_unmap, managed_alloc, record_stream or sync)",
                       w[0]);
 }
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "report/report.h"
+#include "stress/stress.h"
 
 bool report_job_failed(const struct report_group *g, size_t i)
 {
@@ -11,6 +12,7 @@ bool report_job_failed(const struct report_group *g, size_t i)
     case REPORT_SCENARIO: return r->has_expect && !r->expect_ok;
     case REPORT_FIT: return g->fits[i].largest == 0;
     case REPORT_REPLAY: return r->run.nooms > 0;
+    case REPORT_STRESS: return !stress_ok(&g->stress[i]);
     }
     return false;
 }
@@ -95,6 +97,12 @@ int report_tap(FILE *f, const struct report_group *g, int *counter)
         case REPORT_REPLAY:
             tap_line(f, failed, counter, "%s: replays without an OOM (%llu OOMs)", g->name,
                      (unsigned long long)r->run.nooms);
+            break;
+        case REPORT_STRESS:
+            for (int k = 0; k < g->stress[i].nchecks; k++) {
+                const struct stress_check *c = &g->stress[i].checks[k];
+                tap_line(f, !c->ok, counter, "%s/%s: %s: %s", g->name, r->name, c->what, c->detail);
+            }
             break;
         }
     }

@@ -2,6 +2,7 @@
  * PyTorch's memory_stats key names kept. */
 #include "report/json_out.h"
 #include "report/robust_out.h"
+#include "report/stress_out.h"
 #include "report/report.h"
 
 static const char *figures(const struct job_result *r)
@@ -187,13 +188,15 @@ static json_t *job_json(const struct report_group *g, size_t i)
                                       "probes", g->fits[i].probes, "hit_limit", g->fits[i].hit_limit, "margin",
                                       g->fit_margin));
     json_object_set_new(v, "replay", g->kind == REPORT_REPLAY ? replay_json(r) : json_null());
+    if (g->kind == REPORT_STRESS) /* only in stress documents, so run's stay as they were */
+        json_object_set_new(v, "stress", stress_json(&g->stress[i]));
     json_object_set_new(v, "failed", json_boolean(report_job_failed(g, i)));
     return v;
 }
 
 void report_json_add(json_t *groups, const struct report_group *g)
 {
-    static const char *const kinds[] = {"scenario", "replay", "fit"};
+    static const char *const kinds[] = {"scenario", "replay", "fit", "stress"};
     json_t *s = json_object();
     json_object_set_new(s, "kind", json_string(kinds[g->kind]));
     json_object_set_new(s, "name", json_string(g->name));

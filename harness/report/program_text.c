@@ -59,6 +59,8 @@ void op_print(FILE *f, const struct op *op)
         fprintf(f, "oom %llu s%d%s%s\n", (unsigned long long)op->bytes, op->stream, op->name ? " " : "",
                 op->name ? op->name : "");
         return;
+    case OP_RECORD_STREAM: fprintf(f, "record_stream t%llu s%d\n", (unsigned long long)op->id, op->stream); return;
+    case OP_SYNC: fprintf(f, "sync s%d\n", op->stream); return;
     case OP_EMPTY_CACHE:
     case OP_RESET_PEAK:
     case OP_RESET_ACCUMULATED:

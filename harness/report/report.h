@@ -14,7 +14,9 @@
 
 #define RESULTS_SCHEMA_VERSION 1
 
-enum report_kind { REPORT_SCENARIO, REPORT_REPLAY, REPORT_FIT };
+enum report_kind { REPORT_SCENARIO, REPORT_REPLAY, REPORT_FIT, REPORT_STRESS };
+
+struct stress_result; /* stress/stress.h: a stress profile's figures and checks per job */
 
 /* What `oomlab fit` found for one job (the job result is the run at the largest value). */
 struct fit_row {
@@ -34,6 +36,7 @@ struct report_group {
     const char *fit_param;
     double fit_margin;
     const char *capacity_text;        /* fit: the --capacity it ran under, or NULL */
+    const struct stress_result *stress; /* stress only: a result per job (report/stress_out.c) */
 };
 
 void report_table(FILE *f, const struct report_group *g);
@@ -46,8 +49,8 @@ void report_csv_header(FILE *f);
 void report_csv_rows(FILE *f, const struct report_group *g);
 /* "ok N - ..." lines, numbering from *counter; returns the number of failures. */
 int report_tap(FILE *f, const struct report_group *g, int *counter);
-/* Whether a job failed what it was asked: its expect: (run), fitting at all (fit), or running without an
- * OOM (replay). */
+/* Whether a job failed what it was asked: its expect: (run), fitting at all (fit), running without an
+ * OOM (replay), or a check of its stress profile (stress). */
 bool report_job_failed(const struct report_group *g, size_t i);
 
 #endif

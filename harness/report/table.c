@@ -5,6 +5,7 @@
 
 #include "report/report.h"
 #include "report/robust_out.h"
+#include "report/stress_out.h"
 #include "report/wrap.h"
 #include "util/size.h"
 
@@ -407,6 +408,10 @@ void report_table(FILE *f, const struct report_group *g)
 {
     if (g->kind == REPORT_FIT) {
         print_fit(f, g);
+        return;
+    }
+    if (g->kind == REPORT_STRESS) {
+        stress_table(f, g);
         return;
     }
     print_header(f, g);

@@ -420,6 +420,16 @@ static int do_recorded_oom(struct runner *r, const struct op *op, struct err *e)
     return 0;
 }
 
+static int do_record_stream(struct runner *r, const struct op *op, struct err *e)
+{
+    struct live_tensor *t = find_live(r, op->id);
+    if (!t)
+        return err_set(e, ERR_INTERNAL, "op program records a stream use of tensor %llu, which is not live",
+                       (unsigned long long)op->id);
+    allocator_record_stream(r->a, t->block, (uint64_t)op->stream);
+    return 0;
+}
+
 static int do_kernel(struct runner *r, const struct op *op, struct err *e)
 {
     const struct kernel_desc *k = kernel_get(op->kernel.kernel);
@@ -516,6 +526,8 @@ static int execute(struct runner *r, const struct op *op, struct alloc_block **b
     case OP_SEGMENT_ALLOC:
     case OP_SEGMENT_MAP: r->recorded_fresh = r->recorded_release; return 0;
     case OP_RECORDED_OOM: return do_recorded_oom(r, op, e);
+    case OP_RECORD_STREAM: return do_record_stream(r, op, e);
+    case OP_SYNC: allocator_stream_sync(r->a, (uint64_t)op->stream); return 0;
     case OP_MARK: return 0;
     case OP_MANAGED_ALLOC: return do_managed_alloc(r, op, e);
     case OP_KIND_COUNT: break;

@@ -75,8 +75,7 @@ static bool is_yaml_name(const char *name)
     return name[0] != '.' && len > 5 && !strcmp(name + len - 5, ".yaml");
 }
 
-/* The *.yaml names of a directory, sorted; *names is an array of *n strings to free. */
-static int list_yaml_files(const char *dir, char ***names, size_t *n, struct err *e)
+int scenario_list_yaml_files(const char *dir, char ***names, size_t *n, struct err *e)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -120,7 +119,7 @@ static int load_dir(const char *dir, struct scenario **out, size_t *n, struct er
 {
     char **names = NULL;
     size_t count = 0;
-    if (list_yaml_files(dir, &names, &count, e))
+    if (scenario_list_yaml_files(dir, &names, &count, e))
         return -1;
     struct scenario *all = calloc(count, sizeof *all);
     size_t loaded = 0;

@@ -64,6 +64,9 @@ void scenario_free(struct scenario *s);
  * with scenario_free_all. On failure nothing is returned and nothing needs freeing. */
 int scenario_load_dir_or_file(const char *path, struct scenario **out, size_t *n, struct err *e);
 void scenario_free_all(struct scenario *s, size_t n);
+/* The *.yaml names of a directory (not hidden ones), sorted; *names is an array of *n strings to free.
+ * None is an error (ERR_INPUT). */
+int scenario_list_yaml_files(const char *dir, char ***names, size_t *n, struct err *e);
 
 /* The reference of every scenario key, fault and fix as Markdown (docs/scenario-keys.md). */
 void scenario_keys_print_markdown(FILE *f);

@@ -1,0 +1,96 @@
+/* stream_events.c: record_stream, as PyTorch's caching allocator does it (c10/cuda/CUDACachingAllocator.cpp:
+ * recordStream, insert_events, process_events, synchronize_and_free_events). A block used on a stream other
+ * than the one it was allocated on is recorded there (block->stream_uses); when it is freed, an event is
+ * recorded on each of those streams and the block stays active, outside its pool, until every event has
+ * completed. Allocations and allocated bytes drop at the free; active, active_bytes and requested_bytes
+ * only when the block reaches its pool.
+ *
+ * The model has no GPU clock: an event completes when its stream is synchronised (allocator_stream_sync,
+ * the op program's `sync STREAM`), and, as PyTorch queries its events only at the start of a malloc, the
+ * block returns to its pool at the next malloc after that; empty_cache and the release before an OOM's
+ * retry synchronise every event first. */
+#include <stdlib.h>
+
+#include "alloc/internal.h"
+
+void allocator_record_stream(struct allocator *a, struct alloc_block *b, uint64_t stream)
+{
+    (void)a;
+    if (!b || stream == b->stream) /* uses on the allocation stream need no synchronisation */
+        return;
+    for (uint32_t i = 0; i < b->nstream_uses; i++)
+        if (b->stream_uses[i] == stream)
+            return;
+    uint64_t *grown = realloc(b->stream_uses, (b->nstream_uses + 1) * sizeof *grown);
+    if (!grown)
+        abort(); /* out of host memory: as block_new */
+    b->stream_uses = grown;
+    b->stream_uses[b->nstream_uses++] = stream;
+}
+
+void allocator_stream_sync(struct allocator *a, uint64_t stream)
+{
+    for (size_t i = 0; i < a->nevents; i++)
+        if (a->events[i].stream == stream)
+            a->events[i].done = true;
+}
+
+size_t allocator_pending_frees(const struct allocator *a, uint64_t *bytes)
+{
+    if (bytes)
+        *bytes = a->pending_bytes;
+    return a->pending_blocks;
+}
+
+void insert_events(struct allocator *a, struct alloc_block *b)
+{
+    size_t need = a->nevents + b->nstream_uses;
+    if (need > a->events_cap) {
+        size_t cap = a->events_cap ? a->events_cap : 16;
+        while (cap < need)
+            cap *= 2;
+        struct stream_event *grown = realloc(a->events, cap * sizeof *grown);
+        if (!grown)
+            abort();
+        a->events = grown;
+        a->events_cap = cap;
+    }
+    for (uint32_t i = 0; i < b->nstream_uses; i++)
+        a->events[a->nevents++] = (struct stream_event){.block = b, .stream = b->stream_uses[i]};
+    b->event_count += b->nstream_uses;
+    a->pending_blocks++;
+    a->pending_bytes += b->size;
+    free(b->stream_uses);
+    b->stream_uses = NULL;
+    b->nstream_uses = 0;
+}
+
+/* Drops the events for which done(ev) holds, in order, returning each block whose last event it was to
+ * its pool. */
+static void free_events(struct allocator *a, bool all)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < a->nevents; i++) {
+        struct stream_event ev = a->events[i];
+        if (!all && !ev.done) {
+            a->events[kept++] = ev;
+            continue;
+        }
+        if (--ev.block->event_count == 0) {
+            a->pending_blocks--;
+            a->pending_bytes -= ev.block->size;
+            free_block(a, ev.block);
+        }
+    }
+    a->nevents = kept;
+}
+
+void process_events(struct allocator *a)
+{
+    free_events(a, false);
+}
+
+void synchronize_and_free_events(struct allocator *a)
+{
+    free_events(a, true);
+}
