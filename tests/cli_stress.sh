@@ -75,4 +75,14 @@ printf 'alloc a 1MiB\nrecord_stream a\n' > "$T/bad.trace"
 out=$("$BIN" replay "$T/bad.trace" 2>&1); rc=$?
 ok $([ $rc = 2 ] && echo 0 || echo 1) "a record_stream without its stream: exit 2 (got $rc)"
 ok $(contains "$out" "bad.trace:2:1: expected 'record_stream ID STREAM'") "and says what is expected ($out)"
+# churn's compute load: a 1024^3 fp32 GEMM every 100 of 2,000 ops, on sim (modelled) and host (measured)
+printf 'name: burn\ntitle: t\nkind: churn\ndevice: sim:rtx4090\nseed: 7\nchurn:\n  sizes: { distribution: log_uniform, min: 512B, max: 64MiB }\n  ops: 2000\n  occupancy: 0.5\n  points: 4\n  burn_every: 100\n  burn_size: 1024\n' > "$T/burn.yaml"
+out=$("$BIN" stress --json "$T/burn.json" "$T/burn.yaml" 2>&1); rc=$?
+ok $([ $rc = 0 ] && grep -q '"burn_gemms": 20' "$T/burn.json" && echo 0 || echo 1) "burn: 20 GEMMs in 2,000 ops, every churn op still run (exit $rc)"
+ok $(contains "$out" "compute load: 20 fp32 GEMMs (0.0429 TFLOP) while churning") "and the table says so, 2 x 1024^3 FLOP each"
+out=$("$BIN" stress --device host:512MiB "$T/burn.yaml" 2>&1)
+ok $(contains "$out" "s of kernels (measured)") "on the host the GEMMs run and are timed"
+printf 'name: burn\ntitle: t\nkind: churn\ndevice: sim:1GiB\nchurn:\n  sizes: { distribution: fixed, size: 1MiB }\n  ops: 10\n  burn_every: 2\n  burn_size: 16384\n' > "$T/big.yaml"
+err=$("$BIN" stress "$T/big.yaml" 2>&1); rc=$?
+ok $([ $rc = 2 ] && contains "$err" "churn.burn_size 16384: its three buffers (3.00 GiB) do not fit the device" | grep -q 0 && echo 0 || echo 1) "a burn too big for the device: exit 2 ($err)"
 done_testing

@@ -7,7 +7,8 @@
 # then OOMs with the GPU's total in PyTorch's message); --capacity as a share and as a size caps it;
 # expandable segments reserve address space once and map 2 MiB granules exactly as reserved memory grows;
 # cudaMalloc failing with another error is a device error (exit 3); cuda:auto opens the GPU NVML chose;
-# and a kernel launch fails saying it cannot run here.
+# a stress run reads NVML's telemetry of the GPU (matched by UUID) before and after, and its GEMM load
+# reaches cuBLAS; and a kernel launch fails saying it cannot run here.
 BIN=${OOMLAB_BIN:-build/oomlab}
 DIR=${OOMLAB_STANDINS:-build/tests}
 T=$(mktemp -d)
@@ -18,7 +19,8 @@ if [ ! -f "$PLUGIN" ] || [ ! -f "$DIR/cuda-standin/libcudart.so.13" ]; then
     echo "1..0 # SKIP the CUDA plugin or its stand-ins are not built (needs nvcc)"; exit 0
 fi
 export LD_LIBRARY_PATH="$DIR/cuda-standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" OOMLAB_CUDA_STANDIN="$T/gpus"
-echo 'name=NVIDIA GeForce RTX 5090;total=34190917632;cc=12.0' > "$T/gpus"
+GPU='name=NVIDIA GeForce RTX 5090;total=34190917632;cc=12.0;uuid=0123456789abcdef0123456789abcdef'
+echo "$GPU" > "$T/gpus"
 csv_col() { awk -F, -v c="$1" 'NR == 2 { print $c }' "$T/r.csv"; }
 
 out=$("$BIN" devices)
@@ -51,16 +53,28 @@ ok $([ "$(grep -c '^cuMemAddressReserve' "$T/log")" = 1 ] && echo 0 || echo 1) "
 ok $([ "$maps" = "1570 $(csv_col 7)" ] && echo 0 || echo 1) "2 MiB granules mapped, as many bytes as reserved ($maps; reserved $(csv_col 7))"
 ok $([ "$(grep -c '^cuMemUnmap' "$T/log")" = 1570 ] && [ "$(grep -c '^cuMemRelease' "$T/log")" = 1570 ] && echo 0 || echo 1) "all unmapped and released when the device closes"
 
-printf 'name=NVIDIA GeForce RTX 5090;total=34190917632;cc=12.0\nfail=cudaMalloc:2\n' > "$T/gpus"
+printf '%s\nfail=cudaMalloc:2\n' "$GPU" > "$T/gpus"
 err=$("$BIN" replay --device cuda:0 "$T/fits.trace" 2>&1); rc=$?
 ok $([ $rc = 3 ] && contains "$err" "cuda:0: cudaMalloc(3221225472): unspecified launch failure (injected by the CUDA stand-in)" | grep -q 0 && echo 0 || echo 1) "cudaMalloc failing otherwise than OOM: a device error, exit 3 ($err)"
-echo 'name=NVIDIA GeForce RTX 5090;total=34190917632;cc=12.0' > "$T/gpus"
+echo "$GPU" > "$T/gpus"
 
 printf 'name=NVIDIA GeForce RTX 5090;uuid=GPU-a;total=34190917632;used=0\n' > "$T/nvml"
 err=$(OOMLAB_NVML=/nonexistent/libnvidia-ml.so.1 "$BIN" replay --device cuda:auto "$T/fits.trace" 2>&1); rc=$?
 ok $([ $rc = 2 ] && contains "$err" "cuda:auto: NVML unavailable" | grep -q 0 && echo 0 || echo 1) "no NVML: cuda:auto cannot choose (exit $rc)"
 OOMLAB_NVML="$DIR/libnvml-standin.so" OOMLAB_NVML_STANDIN="$T/nvml" "$BIN" replay --device cuda:auto --csv "$T/r.csv" "$T/fits.trace" > /dev/null; rc=$?
 ok $([ $rc = 0 ] && [ "$(csv_col 4)" = '"cuda:0"' ] && echo 0 || echo 1) "cuda:auto: NVML's choice opened through the plugin ($(csv_col 4))"
+
+# stress on the GPU: NVML's readings of it (the same UUID) before and after; the burn's GEMM reaches cuBLAS
+printf 'name=NVIDIA GeForce RTX 5090;uuid=GPU-01234567-89ab-cdef-0123-456789abcdef;total=34190917632;used=0;temp=45;power=120000;sm=2520;mem=14001;reasons=4;ecc=0:0\n' > "$T/nvml"
+printf 'name: f\ntitle: t\nkind: fill\ndevice: cuda:0\nfill:\n  sizes: { distribution: fixed, size: 1GiB }\n' > "$T/fill.yaml"
+out=$(OOMLAB_NVML="$DIR/libnvml-standin.so" OOMLAB_NVML_STANDIN="$T/nvml" "$BIN" stress --json "$T/st.json" "$T/fill.yaml" 2>&1); rc=$?
+ok $([ $rc = 0 ] && contains "$out" "GPU telemetry (measured, NVML), start -> end: 45 -> 45 C, 120000 -> 120000 mW, SM 2520 -> 2520 MHz, memory 14001 -> 14001 MHz, clock events sw power cap -> sw power cap, ECC errors corrected 0 -> 0, uncorrected 0 -> 0" | grep -q 0 && echo 0 || echo 1) "stress on cuda:0: the GPU's telemetry, start and end"
+ok $(grep -q '"temperature_c": 45' "$T/st.json" && echo 0 || echo 1) "and in the JSON"
+out=$(OOMLAB_NVML=/nonexistent/libnvidia-ml.so.1 "$BIN" stress "$T/fill.yaml" 2>&1)
+ok $(contains "$out" "GPU telemetry: none (NVML unavailable: /nonexistent/libnvidia-ml.so.1") "without NVML: it says there is none, and why"
+printf 'name: c\ntitle: t\nkind: churn\ndevice: cuda:0\nchurn:\n  sizes: { distribution: fixed, size: 1MiB }\n  ops: 100\n  burn_every: 10\n  burn_size: 256\n' > "$T/burn.yaml"
+err=$("$BIN" stress "$T/burn.yaml" 2>&1); rc=$?
+ok $([ $rc = 3 ] && contains "$err" "GEMMs cannot run in the cuBLAS stand-in" | grep -q 0 && echo 0 || echo 1) "churn's GEMM load goes to cuBLAS (exit $rc: $err)"
 
 printf 'name: s\ntitle: t\nsource: tests\nmodel: { preset: tiny-transformer }\njob: { batch_size: 2, seq_len: 32 }\nvariants:\n  before: { expect: { oom: false } }\n' > "$T/s.yaml"
 err=$("$BIN" run --device cuda:0 "$T/s.yaml" 2>&1); rc=$?

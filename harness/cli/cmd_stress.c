@@ -25,8 +25,8 @@ void cmd_stress_usage(FILE *f)
                "  --max-forwards N a soak's job may run up to N forward passes (default 100000)\n"
                "  --program DIR    write each setting's executed op program there as text, PROFILE--N.trace\n"
                "                   (N: the setting's place in alloc_conf, from 1), which oomlab replay runs\n" CLI_REPORT_HELP
-               "on cuda the same op programs run with real cudaMalloc through the plugin; a GEMM load while\n"
-               "churning and NVML telemetry during the run are not built yet\n"
+               "on cuda the same op programs run with real cudaMalloc through the plugin, with a cuBLAS GEMM load\n"
+               "while churning (churn.burn_every) and NVML's telemetry of the GPU before and after each run\n"
                "exit: 0 every check holds, 1 one failed, 2 bad input, 3 internal or device error\n");
 }
 

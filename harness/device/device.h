@@ -85,6 +85,7 @@ struct device {
     const struct device_kind *kind; /* its row of the device-kind table: name and flags */
     char name[64];                  /* "sim:rtx5090", "sim:24GiB", "host", "cuda:0" */
     char detail[128];               /* what the name leaves out ("" if nothing): a bare size's architecture, the GPU */
+    char uuid[48];                  /* a real GPU's UUID as NVML and nvidia-smi write it ("GPU-..."), else "" */
     char timed_by[256];             /* how kernel time is obtained: "kernel-time model for Ampere (a100-80),
                                      * calibrated on ...", "CUDA events", ... */
     uint64_t total;                 /* what cudaMemGetInfo reports as total */

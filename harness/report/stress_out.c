@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "report/wrap.h"
 #include "util/size.h"
 
 struct column {
@@ -126,6 +127,49 @@ static void print_points(FILE *f, const struct report_group *g)
     }
 }
 
+/* "61" or "n/a" */
+static const char *reading(long long v, char *buf, size_t n)
+{
+    if (v == NVML_UNKNOWN)
+        snprintf(buf, n, "n/a");
+    else
+        snprintf(buf, n, "%lld", v);
+    return buf;
+}
+
+/* churn's compute load, and a real GPU's telemetry before and after. */
+static void print_load(FILE *f, const struct job_result *j, const struct stress_result *s)
+{
+    char first[96], text[1024];
+    snprintf(first, sizeof first, "   %s: ", j->name);
+    if (s->burn_gemms) {
+        snprintf(text, sizeof text, "compute load: %llu fp32 GEMMs (%.3g TFLOP) while churning, %.3g s of kernels (%s)",
+                 (unsigned long long)s->burn_gemms, s->burn_flops / 1e12, j->run.kernel_seconds,
+                 j->run.measured ? "measured" : "modelled");
+        wrap_print(f, first, 5, text);
+    }
+    if (!s->telemetry && !s->telemetry_why[0])
+        return;
+    if (!s->telemetry) {
+        snprintf(text, sizeof text, "GPU telemetry: none (%s)", s->telemetry_why);
+        wrap_print(f, first, 5, text);
+        return;
+    }
+    const struct nvml_gpu *g0 = &s->gpu_start, *g1 = &s->gpu_end;
+    char r[12][24], e0[160], e1[160];
+    nvml_reasons_format(g0->clock_event_reasons, e0, sizeof e0);
+    nvml_reasons_format(g1->clock_event_reasons, e1, sizeof e1);
+    snprintf(text, sizeof text,
+             "GPU telemetry (measured, NVML), start -> end: %s -> %s C, %s -> %s mW, SM %s -> %s MHz, memory %s -> %s "
+             "MHz, clock events %s -> %s, ECC errors corrected %s -> %s, uncorrected %s -> %s",
+             reading(g0->temperature_c, r[0], 24), reading(g1->temperature_c, r[1], 24), reading(g0->power_mw, r[2], 24),
+             reading(g1->power_mw, r[3], 24), reading(g0->sm_mhz, r[4], 24), reading(g1->sm_mhz, r[5], 24),
+             reading(g0->mem_mhz, r[6], 24), reading(g1->mem_mhz, r[7], 24), e0, e1,
+             reading(g0->ecc_corrected, r[8], 24), reading(g1->ecc_corrected, r[9], 24),
+             reading(g0->ecc_uncorrected, r[10], 24), reading(g1->ecc_uncorrected, r[11], 24));
+    wrap_print(f, first, 5, text);
+}
+
 void stress_table(FILE *f, const struct report_group *g)
 {
     const struct stress_result *s0 = &g->stress[0];
@@ -155,11 +199,30 @@ void stress_table(FILE *f, const struct report_group *g)
     if (s0->kind == STRESS_CHURN || s0->kind == STRESS_SOAK)
         print_points(f, g);
     for (size_t i = 0; i < g->njobs; i++)
+        print_load(f, &g->jobs[i], &g->stress[i]);
+    for (size_t i = 0; i < g->njobs; i++)
         for (int k = 0; k < g->stress[i].nchecks; k++) {
             const struct stress_check *c = &g->stress[i].checks[k];
             fprintf(f, "   %s %s: %s: %s\n", c->ok ? "ok  " : "FAIL", g->jobs[i].name, c->what, c->detail);
         }
     fputc('\n', f);
+}
+
+/* NVML's readings of a GPU; null where it reports none. */
+static json_t *gpu_json(const struct nvml_gpu *g)
+{
+    const struct {
+        const char *key;
+        long long v;
+    } readings[] = {{"temperature_c", g->temperature_c}, {"power_mw", g->power_mw},
+                    {"sm_mhz", g->sm_mhz},               {"mem_mhz", g->mem_mhz},
+                    {"clock_event_reasons", g->clock_event_reasons},
+                    {"ecc_corrected", g->ecc_corrected}, {"ecc_uncorrected", g->ecc_uncorrected}};
+    json_t *o = json_pack("{s:s, s:s, s:I, s:I}", "name", g->name, "uuid", g->uuid, "total", (json_int_t)g->total,
+                          "free", (json_int_t)g->free);
+    for (size_t i = 0; i < sizeof readings / sizeof readings[0]; i++)
+        json_object_set_new(o, readings[i].key, readings[i].v == NVML_UNKNOWN ? json_null() : json_integer(readings[i].v));
+    return o;
 }
 
 json_t *stress_json(const struct stress_result *s)
@@ -188,7 +251,8 @@ json_t *stress_json(const struct stress_result *s)
                                             s->ended_by_oom));
         break;
     case STRESS_CHURN:
-        json_object_set_new(o, "max_fragmentation", json_integer((json_int_t)s->max_fragmentation));
+        json_object_update_new(o, json_pack("{s:I, s:I, s:f}", "max_fragmentation", (json_int_t)s->max_fragmentation,
+                                            "burn_gemms", (json_int_t)s->burn_gemms, "burn_flops", s->burn_flops));
         break;
     case STRESS_OOM_STORM:
         json_object_update_new(o, json_pack("{s:I, s:I}", "recoveries", (json_int_t)s->recoveries, "drifts",
@@ -209,6 +273,9 @@ json_t *stress_json(const struct stress_result *s)
                                             (json_int_t)s->peak_pending_bytes));
         break;
     }
+    json_object_set_new(o, "telemetry", s->telemetry ? json_pack("{s:o, s:o}", "start", gpu_json(&s->gpu_start), "end",
+                                                                 gpu_json(&s->gpu_end))
+                                                    : json_null());
     json_object_set_new(o, "points", points);
     json_object_set_new(o, "checks", checks);
     return o;

@@ -1,7 +1,7 @@
 /* churn.c: kind churn: seeded random allocations and frees for N ops around a target occupancy (below
  * it allocate, above it free a random live block); an OOM is caught (the script goes on without that
  * tensor). The allocator is sampled at evenly spaced points: reserved - allocated (fragmentation) and
- * the largest free block. */
+ * the largest free block. With burn_every, a GEMM runs every so many ops (burn.c). */
 #include <stdlib.h>
 
 #include "stress/stress_kind.h"
@@ -21,7 +21,12 @@ int stress_churn(struct stress_ctx *c, struct err *e)
     char why[256] = "";
     bool inv = true;
     uint64_t every = ch->ops / (uint64_t)ch->points ? ch->ops / (uint64_t)ch->points : 1;
+    struct stress_burn burn = {0};
+    if (ch->burn_every && stress_burn_start(c, &burn, e))
+        return -1;
     for (uint64_t k = 0; k < ch->ops && rc == 0; k++) {
+        if (ch->burn_every && k % ch->burn_every == 0 && (rc = stress_burn_gemm(c, &burn, e)))
+            break;
         if (held < target || nlive == 0) {
             uint64_t bytes = stress_draw_size(c, &ch->sizes), id;
             rc = stress_alloc(c, bytes, 0, CAT_ACTIVATION, "churn", &id, e);
@@ -57,7 +62,7 @@ int stress_churn(struct stress_ctx *c, struct err *e)
         }
     }
     free(live);
-    if (rc)
+    if (rc || (ch->burn_every && stress_burn_end(c, &burn, e)))
         return -1;
     if (!r->npoints || r->points[r->npoints - 1].op != r->ops)
         r->points[r->npoints < STRESS_MAX_POINTS ? r->npoints++ : r->npoints - 1] = stress_point_now(c);

@@ -46,6 +46,8 @@ struct churn_spec {
     uint64_t ops;        /* allocations and frees */
     double occupancy;    /* target share of the device's memory held by live blocks */
     int points;          /* fragmentation samples over the run */
+    uint64_t burn_every; /* a GEMM every this many ops, a compute load while churning (0: none) */
+    int burn_size;       /* its M = N = K (fp32) */
 };
 
 struct oom_storm_spec {

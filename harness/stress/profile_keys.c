@@ -120,6 +120,10 @@ static const struct key churn_keys[] = {
      .help = "Share of the device's memory the live blocks aim at: below it a step allocates, above it frees a "
              "random live block."},
     K_INT(CS, "points", points, 2, 1000, NULL, "Fragmentation samples over the run (the last is the end)."),
+    {.name = "burn_every", .type = KEY_UINT, FIELD(CS, burn_every), .imin = 0, .imax = 100000000, .zero_means = "none",
+     .help = "A compute load while churning: an fp32 GEMM (cuBLAS on cuda, the BLAS on host, modelled on sim) every "
+             "this many ops, on three buffers of its own allocated first."},
+    K_INT(CS, "burn_size", burn_size, 16, 16384, NULL, "The burn GEMM's M = N = K."),
 };
 #undef CS
 
@@ -182,7 +186,7 @@ static void fill_defaults(void *obj)
 
 static void churn_defaults(void *obj)
 {
-    *(struct churn_spec *)obj = (struct churn_spec){.ops = 10000, .occupancy = 0.8, .points = 20};
+    *(struct churn_spec *)obj = (struct churn_spec){.ops = 10000, .occupancy = 0.8, .points = 20, .burn_size = 4096};
 }
 
 static void oom_storm_defaults(void *obj)

@@ -57,6 +57,25 @@ static void describe(const struct stress_profile *p, const struct alloc_config *
     j->device_total = dev->total;
 }
 
+/* NVML's reading of a real GPU (the device's UUID): false with why when there is none. */
+static bool read_gpu(const struct device *dev, struct nvml_gpu *out, char *why, size_t n)
+{
+    static struct nvml_gpu g[NVML_MAX_GPUS];
+    int count;
+    struct err e = {0};
+    if (nvml_list(g, NVML_MAX_GPUS, &count, &e)) {
+        snprintf(why, n, "%.150s", e.msg);
+        return false;
+    }
+    for (int i = 0; i < count; i++)
+        if (!strcmp(g[i].uuid, dev->uuid)) {
+            *out = g[i];
+            return true;
+        }
+    snprintf(why, n, "NVML lists no GPU %.60s", dev->uuid);
+    return false;
+}
+
 /* Writes each op the runner is about to execute (stress_options.program_dir). */
 struct program_writer {
     struct run_observer base;
@@ -98,7 +117,9 @@ static int run_setting(const struct stress_profile *p, const struct stress_optio
     if (!(c->run = runner_create(dev, cfg, NULL)) || (pw.out.f && runner_add_observer(c->run, &pw.base))) {
         err_set(e, ERR_INTERNAL, "out of host memory");
     } else {
+        bool gpu = dev->uuid[0] && read_gpu(dev, &c->res->gpu_start, c->res->telemetry_why, sizeof c->res->telemetry_why);
         rc = generators[p->kind](c, e);
+        c->res->telemetry = gpu && read_gpu(dev, &c->res->gpu_end, c->res->telemetry_why, sizeof c->res->telemetry_why);
         dev->ops->mem_info(dev, &free_bytes, &total);
         c->res->device_used_end = total - free_bytes;
         runner_finish(c->run, &j->run);

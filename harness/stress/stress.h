@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "device/nvml.h"
 #include "run/result.h"
 #include "stress/profile.h"
 #include "util/size.h"
@@ -41,6 +42,8 @@ struct stress_result {
     struct stress_point points[STRESS_MAX_POINTS];
     size_t npoints;
     uint64_t ops, ooms, max_fragmentation;
+    uint64_t burn_gemms;        /* churn's compute load: GEMMs run */
+    double burn_flops;
     /* oom_storm */
     uint64_t recoveries, drifts;
     /* soak */
@@ -50,6 +53,10 @@ struct stress_result {
     uint64_t invariant_checks;
     /* streams */
     uint64_t record_streams, syncs, peak_pending_blocks, peak_pending_bytes;
+    /* a real GPU: NVML's readings of it before the first op and after the last (measured) */
+    bool telemetry;
+    struct nvml_gpu gpu_start, gpu_end;
+    char telemetry_why[160];    /* why there are none, on a GPU NVML could not read */
     struct stress_check checks[STRESS_MAX_CHECKS];
     int nchecks;
 };

@@ -41,6 +41,16 @@ void stress_check(struct stress_result *r, const char *what, bool ok, const char
  * allocated <= active <= reserved, requested <= active, peaks >= currents. false with why. */
 bool stress_invariants(const struct allocator *a, char *why, size_t len);
 
+/* churn's compute load (burn.c): its buffers, a GEMM on them, and their end. 0, or -1 with e (ERR_INPUT
+ * when the buffers do not fit). */
+struct stress_burn {
+    uint64_t ids[3];
+    int n;
+};
+int stress_burn_start(struct stress_ctx *c, struct stress_burn *b, struct err *e);
+int stress_burn_gemm(struct stress_ctx *c, const struct stress_burn *b, struct err *e);
+int stress_burn_end(struct stress_ctx *c, const struct stress_burn *b, struct err *e);
+
 int stress_fill(struct stress_ctx *c, struct err *e);
 int stress_churn(struct stress_ctx *c, struct err *e);
 int stress_oom_storm(struct stress_ctx *c, struct err *e);

@@ -6,7 +6,7 @@
  * Kernel launches cannot run here: they fail with cudaErrorNoKernelImageForDevice and a message saying so.
  *
  * $OOMLAB_CUDA_STANDIN names a file with one GPU per line, `key=value` fields separated by ';':
- *   name=NVIDIA GeForce RTX 5090;total=34190917632;cc=12.0
+ *   name=NVIDIA GeForce RTX 5090;total=34190917632;cc=12.0;uuid=0123456789abcdef0123456789abcdef
  * and optional lines `fail=CALL:N` (the Nth call of cudaMalloc or cuMemCreate fails with an error other
  * than out-of-memory). No file: no GPU (cudaErrorNoDevice). $OOMLAB_CUDA_STANDIN_LOG names a file each
  * memory call is appended to ("cudaMalloc 2097152"), for tests to count. */
@@ -27,6 +27,7 @@ struct gpu {
     char name[256];
     uint64_t total, used;
     int major, minor;
+    unsigned char uuid[16];
 };
 
 static struct {
@@ -77,6 +78,9 @@ static void load(void)
         field(line, "cc", v, sizeof v);
         if (sscanf(v, "%d.%d", &g->major, &g->minor) != 2)
             g->major = 8, g->minor = 0;
+        field(line, "uuid", v, sizeof v); /* 32 hex digits */
+        for (int i = 0; i < 16 && v[2 * i] && v[2 * i + 1]; i++)
+            sscanf(v + 2 * i, "%2hhx", &g->uuid[i]);
     }
     fclose(f);
 }
@@ -145,6 +149,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
     prop->totalGlobalMem = st.gpus[device].total;
     prop->major = st.gpus[device].major;
     prop->minor = st.gpus[device].minor;
+    memcpy(prop->uuid.bytes, st.gpus[device].uuid, sizeof prop->uuid.bytes);
     return cudaSuccess;
 }
 

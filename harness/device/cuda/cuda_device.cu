@@ -164,8 +164,13 @@ extern "C" __attribute__((visibility("default"))) int oomlab_cuda_open(int ordin
     bool have_prop = cudaGetDeviceProperties(&prop, ordinal) == cudaSuccess;
     c->dev.cublas_workspace_bytes =
         have_prop && prop.major >= 9 ? CUBLAS_WORKSPACE_SM90_BYTES : CUBLAS_WORKSPACE_PRE_SM90_BYTES;
-    if (have_prop)
+    if (have_prop) {
         snprintf(c->dev.detail, sizeof c->dev.detail, "%s, sm_%d%d", prop.name, prop.major, prop.minor);
+        const unsigned char *u = (const unsigned char *)prop.uuid.bytes; // as NVML writes it, for its telemetry
+        snprintf(c->dev.uuid, sizeof c->dev.uuid,
+                 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4],
+                 u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    }
     uint64_t free_bytes, total;
     mem_info(&c->dev, &free_bytes, &total);
     c->dev.total = total;
