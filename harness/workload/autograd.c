@@ -112,7 +112,7 @@ tref pgrad_begin(struct gen *g, int32_t p, enum dtype computed)
     return t_new2(g, pp->dims[0], pp->dims[1], computed, CAT_TEMP, pp->tag);
 }
 
-void pgrad_end(struct gen *g, int32_t p, tref dst)
+static void pgrad_accumulate(struct gen *g, int32_t p, tref dst)
 {
     struct param *pp = &g->params[p];
     if (dst == pp->grad)
@@ -132,6 +132,12 @@ void pgrad_end(struct gen *g, int32_t p, tref dst)
             t_release(g, src);
     }
     t_release(g, dst);
+}
+
+void pgrad_end(struct gen *g, int32_t p, tref dst)
+{
+    pgrad_accumulate(g, p, dst);
+    parallel_grad_ready(g, p); /* the gradient hook of ZeRO (parallel.c) */
 }
 
 static int run_backward(struct gen *g, int32_t base);

@@ -145,6 +145,7 @@ struct gen {
     int64_t opt_steps;         /* optimizer steps taken (the step number the optimizer kernels see) */
     struct tref_list forward_held; /* the model output's KV cache: dropped with the output after the loss */
     struct tref_list step_held;    /* the batch: lives until the step ends */
+    struct parallel *par;          /* job.parallel: this rank's buckets and partitions (parallel.c) */
 };
 
 /* gen.c: context, strings, tensors, op emission */
@@ -309,6 +310,18 @@ void scratch_efficient_backward(struct gen *g, int64_t b, int64_t h, int64_t m, 
                                 const char *tag, struct scratch_list *l);
 void scratch_layernorm_backward(struct gen *g, int64_t rows, int64_t n, bool beta, enum dtype dt, const char *tag,
                                 struct scratch_list *l);
+
+/* parallel.c: one rank of DDP or ZeRO, hooked where the training loop's library acts. parallel_setup
+ * runs after the load (DDP's Reducer, ZeRO's optimizer); parallel_optimizer_step and
+ * parallel_zero_grad return false when the plain optimizer's step or zero_grad runs instead. */
+int parallel_setup(struct gen *g);
+void parallel_free(struct gen *g);
+void parallel_forward_begin(struct gen *g);
+void parallel_backward_begin(struct gen *g);
+void parallel_grad_ready(struct gen *g, int32_t p);
+void parallel_backward_end(struct gen *g);
+bool parallel_optimizer_step(struct gen *g);
+bool parallel_zero_grad(struct gen *g);
 
 /* dtype of an op's output from its inputs (promotion; autocast handled by each op) */
 enum dtype gen_promote(enum dtype a, enum dtype b);

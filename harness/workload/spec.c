@@ -29,6 +29,7 @@ NAME_TABLE(trainable, enum trainable_kind, TRAIN_COUNT, "full", "lora", "linear_
 NAME_TABLE(ema_place, enum ema_place, EMA_COUNT, "off", "gpu", "cpu")
 NAME_TABLE(on_oom, enum on_oom_policy, ON_OOM_COUNT, "fail", "halve_batch")
 NAME_TABLE(extra_role, enum extra_role, EXTRA_ROLE_COUNT, "text_encoder", "vae")
+NAME_TABLE(parallel_strategy, enum parallel_strategy, PAR_COUNT, "none", "ddp", "zero1", "zero2", "zero3", "fsdp")
 
 const char *float_dtype_at(int i)
 {
@@ -62,6 +63,7 @@ void job_spec_init(struct job_spec *s)
     s->robust.min_batch_size = 1;
     s->robust.max_retries = 8;
     s->robust.keep_effective_batch = true;
+    parallel_spec_init(&s->parallel);
 }
 
 void job_spec_place_extras(struct job_spec *s, enum extra_role role, bool on_device)
@@ -110,5 +112,7 @@ int job_spec_validate(struct job_spec *s, struct err *e)
         return err_set(e, ERR_INPUT, "streams: 1..8 (got %d)", s->streams);
     if (s->eval.every < 0 || s->eval.batches < 0 || s->eval.sampling_steps < 0)
         return err_set(e, ERR_INPUT, "eval: every, batches and sampling_steps must be >= 0");
+    if (parallel_spec_check(s, e) < 0)
+        return -1;
     return switches_check(s, e);
 }

@@ -1,0 +1,149 @@
+/* workload_parallel_test.c: one rank of DDP and ZeRO (job.parallel) against numbers worked here:
+ * DeepSpeed's model-state estimators as written in stage_1_and_2.py and stage3.py, the ZeRO partition
+ * rule, and what the generator keeps live per category for GPT-2 (124,439,808 parameters) in bf16 on
+ * 4 ranks; plus the job checks. Uses the live-bytes sink (no allocator). */
+#include <string.h>
+
+#include "tap.h"
+#include "workload/generate.h"
+#include "workload/live_sink.h"
+#include "workload/parallel.h"
+
+#define GPT2_P 124439808LL
+#define GPT2_WTE (50257LL * 768) /* transformer.wte.weight, the first parameter */
+
+static struct workload *last;
+
+static int run(const struct job_spec *s, struct live_sink *k)
+{
+    struct err e = {0};
+    live_sink_init(k, &e);
+    workload_destroy(last);
+    last = workload_create(s, &e);
+    int rc = last ? workload_run(last, &k->base, &e) : -1;
+    if (rc < 0)
+        diag("generate failed: %s", e.msg);
+    return rc;
+}
+
+static void gpt2_job(struct job_spec *s, enum parallel_strategy st, int world)
+{
+    job_spec_init(s);
+    snprintf(s->model.preset, sizeof s->model.preset, "gpt2");
+    s->load_dtype = s->param_dtype = DT_BF16;
+    s->batch = 1;
+    s->seq_len = 64;
+    s->steps = 2;
+    s->parallel.strategy = st;
+    s->parallel.world_size = world;
+}
+
+static int64_t cat_at(const struct live_sink *k, const char *phase, int n, enum category c)
+{
+    const struct live_mark *m = live_sink_mark(k, phase, n);
+    return m ? m->cat[c] : -1;
+}
+
+static void test_estimators(void)
+{
+    const int64_t p = 1557611200LL; /* gpt2-xl */
+    is_int(ds_zero2_gpu_bytes(p, 4, false), 12460889600LL, "ZeRO-2 estimator, gpt2-xl on 4 GPUs: 4P + 16P/4");
+    is_int(ds_zero2_gpu_bytes(p, 4, true), 3115222400LL, "ZeRO-2 estimator with cpu_offload: 2P on the GPU");
+    is_int(ds_zero2_cpu_bytes(p, 4, 1, false, 1.5), 37382668800LL, "ZeRO-2 CPU without offload: P * 4 * 4 * 1.5");
+    is_int(ds_zero2_cpu_bytes(p, 8, 1, true, 1.5), 74765337600LL, "ZeRO-2 CPU offload on 8: P * max(32, 16) * 1.5");
+    is_int(ds_zero2_cpu_bytes(p, 2, 1, true, 1.5), 37382668800LL, "ZeRO-2 CPU offload on 2: P * max(8, 16) * 1.5");
+    const int64_t p8 = 8030261248LL, largest = 128256LL * 4096; /* llama-3-8b, embed_tokens */
+    is_int(ds_zero3_gpu_bytes(p8, largest, 4, false, false), 38237521920LL,
+           "ZeRO-3 estimator, llama-3-8b on 4 GPUs: 4 * largest layer + 18P/4");
+    is_int(ds_zero3_gpu_bytes(p8, largest, 8, true, false), 4108911616LL, "ZeRO-3, optimizer offload: + 2P/8");
+    is_int(ds_zero3_gpu_bytes(p8, largest, 8, true, true), 2101346304LL, "ZeRO-3, all offloaded: 4 * largest layer");
+}
+
+static void test_partition(void)
+{
+    int64_t numel[3] = {10, 7, 5};
+    struct zero_sizes z = zero_partition(numel, 3, 4);
+    ok(z.total == 22 && z.padded == 24 && z.part == 6, "22 elements on 4 ranks: padded to 24 (2 * 4), 6 each");
+    is_int(z.in_part, 10, "rank 0's grads_in_partition holds the whole first tensor touching its 6");
+    z = zero_partition(numel, 3, 1);
+    ok(z.part == 22 && z.in_part == 22, "one rank: the partition is everything");
+}
+
+static void test_zero2_gpt2(void)
+{
+    struct job_spec s;
+    struct live_sink k;
+    gpt2_job(&s, PAR_ZERO2, 4);
+    const int64_t part = GPT2_P / 4; /* 124,439,808 is a multiple of 8 */
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "ZeRO-2 gpt2 bf16 on 4 ranks runs, consistent");
+    is_int(cat_at(&k, "forward", 0, CAT_PARAM), 2 * GPT2_P, "bf16 parameters stay whole: 2P");
+    is_int(cat_at(&k, "forward", 0, CAT_OPTIMIZER_STATE), 12 * part,
+           "fp32 master, exp_avg, exp_avg_sq of the partition from construction: 12P/4");
+    is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 2 * GPT2_WTE,
+           "after backward: grads_in_partition (wte, 38,597,376 elements, covers rank 0's 31,109,952)");
+    const struct live_mark *m = live_sink_mark(&k, "optimizer", 0);
+    ok(m && m->peak_after - m->live == 6 * part, "step: the 16-bit flat gradient and its fp32 cast, 6P/4, at once");
+    int64_t sim = 2 * GPT2_P + 2 * GPT2_WTE + 18 * part, est = ds_zero2_gpu_bytes(GPT2_P, 4, false);
+    diag("ZeRO-2 model states per rank: modelled peak %lld B (2P + grads_in_partition + 18P/N), DeepSpeed's "
+         "estimator %lld B (4P + 16P/N)", (long long)sim, (long long)est);
+    const struct live_mark *b = live_sink_mark(&k, "backward", 0);
+    ok(b && b->peak_after - b->live >= 1000000000LL, "backward allocates the 5e8-element bf16 bucket (1 GB)");
+    live_sink_fini(&k);
+
+    s.parallel.reduce_bucket_size = 1000;
+    s.parallel.overlap_comm = true;
+    ok(run(&s, &k) == 0, "a bucket smaller than a parameter (extra_large_param_to_reduce) runs");
+    is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 2 * GPT2_WTE, "the same gradient partition");
+    live_sink_fini(&k);
+
+    gpt2_job(&s, PAR_ZERO1, 4);
+    s.parallel.contiguous_gradients = false;
+    ok(run(&s, &k) == 0, "ZeRO-1 runs");
+    is_int(cat_at(&k, "forward", 1, CAT_GRAD), 0, "ZeRO-1: nothing of the gradients survives the step");
+    is_int(cat_at(&k, "forward", 1, CAT_OPTIMIZER_STATE), 12 * part, "ZeRO-1: 12P/4 of optimizer state");
+    live_sink_fini(&k);
+}
+
+static void test_ddp_gpt2(void)
+{
+    struct job_spec s;
+    struct live_sink k;
+    gpt2_job(&s, PAR_DDP, 4);
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "DDP runs, consistent");
+    is_int(cat_at(&k, "forward", 0, CAT_GRAD), 2 * GPT2_P, "the Reducer's one bucket of every gradient: 2P");
+    is_int(cat_at(&k, "backward", 1, CAT_GRAD), 2 * GPT2_P, "rebuilt buckets after step 1: still 2P");
+    is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 4 * GPT2_P, "without bucket views .grad is a second 2P");
+    is_int(cat_at(&k, "forward", 0, CAT_OPTIMIZER_STATE), 0, "full replicas: optimizer state is made at the step");
+    live_sink_fini(&k);
+    s.parallel.gradient_as_bucket_view = true;
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "DDP with gradient_as_bucket_view runs");
+    is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 2 * GPT2_P, "bucket views: gradients once");
+    is_int(cat_at(&k, "forward", 1, CAT_GRAD), 2 * GPT2_P, "and kept through zero_grad");
+    live_sink_fini(&k);
+}
+
+static void test_checks(void)
+{
+    struct job_spec s;
+    struct err e = {0};
+    gpt2_job(&s, PAR_ZERO2, 0);
+    ok(job_spec_validate(&s, &e) < 0 && strstr(e.msg, "parallel.world_size"), "world_size 0: %s", e.msg);
+    gpt2_job(&s, PAR_ZERO2, 4);
+    memset(&e, 0, sizeof e);
+    s.optimizer = OPT_SGD;
+    ok(job_spec_validate(&s, &e) < 0 && strstr(e.msg, "adamw"), "ZeRO with SGD refused: %s", e.msg);
+    gpt2_job(&s, PAR_NONE, 4);
+    s.optimizer = OPT_SGD;
+    ok(job_spec_validate(&s, &e) == 0, "strategy none ignores the rest");
+}
+
+int main(void)
+{
+    test_estimators();
+    test_partition();
+    test_zero2_gpt2();
+    test_ddp_gpt2();
+    test_checks();
+    workload_destroy(last);
+    done_testing();
+}
