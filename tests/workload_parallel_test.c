@@ -122,6 +122,64 @@ static void test_ddp_gpt2(void)
     live_sink_fini(&k);
 }
 
+/* GPT-2's root (wte, wpe, ln_f) and one block (ln_1, c_attn, attn.c_proj, ln_2, c_fc, mlp.c_proj). */
+#define GPT2_ROOT (GPT2_WTE + 1024LL * 768 + 2 * 768)
+#define GPT2_BLOCK (4LL * 768 + 2304LL * 768 + 2304 + 768LL * 768 + 768 + 3072LL * 768 + 3072 + 768LL * 3072 + 768)
+
+static void test_fsdp_gpt2(void)
+{
+    struct job_spec s;
+    struct live_sink k;
+    is_int(GPT2_ROOT + 12 * GPT2_BLOCK, GPT2_P, "GPT-2 = root + 12 blocks of 7,087,872");
+    gpt2_job(&s, PAR_FSDP, 4);
+    const int64_t sh = (GPT2_P + 3 * 768) / 4; /* wte's 50257 rows padded to 50260 */
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "FSDP gpt2 bf16 on 4 ranks runs, consistent");
+    is_int(cat_at(&k, "forward", 0, CAT_PARAM), 2 * sh, "after load: the dim-0 shards, 31,110,528 elements");
+    is_int(cat_at(&k, "backward", 0, CAT_PARAM), 2 * sh + 2 * (GPT2_ROOT + GPT2_BLOCK),
+           "forward's end: shards + the root + the last block gathered");
+    is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 2 * sh, "after backward: reduce-scattered gradients");
+    is_int(cat_at(&k, "forward", 1, CAT_OPTIMIZER_STATE), 4 * sh, "bf16 exp_avg and exp_avg_sq of the shards");
+    is_int(cat_at(&k, "forward", 1, CAT_PARAM) + cat_at(&k, "forward", 1, CAT_GRAD), 2 * sh,
+           "between steps: shards only, gradients freed");
+    live_sink_fini(&k);
+    s.parallel.reshard_after_forward = false;
+    ok(run(&s, &k) == 0, "FSDP without reshard_after_forward runs");
+    is_int(cat_at(&k, "backward", 0, CAT_PARAM), 2 * sh + 2 * GPT2_P,
+           "without resharding after forward every unit stays gathered until its backward");
+    live_sink_fini(&k);
+    gpt2_job(&s, PAR_FSDP, 3); /* 50257 rows: 16753 per rank, padded */
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "FSDP on 3 ranks (rows not divisible) runs");
+    int64_t shards = (16753LL + 342) * 768 + 2 * 256 + /* wte, wpe (1024 rows: 342), ln_f weight and bias */
+                     12 * (4 * 256 + 768LL * 768 + 768 + 256LL * 768 + 256 + 1024LL * 768 + 1024 + 256LL * 3072 + 256);
+    is_int(cat_at(&k, "forward", 0, CAT_PARAM), 2 * shards, "dim-0 shards, ceil(rows / 3) rows each");
+    live_sink_fini(&k);
+}
+
+static void test_zero3_gpt2(void)
+{
+    struct job_spec s;
+    struct live_sink k;
+    gpt2_job(&s, PAR_ZERO3, 4);
+    const int64_t persistent = 12 * (4 * 768 + 2304 + 768 + 3072 + 768) + 2 * 768; /* biases and norms <= 1e5 */
+    const int64_t part = GPT2_P / 4;
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "ZeRO-3 gpt2 bf16 on 4 ranks runs, consistent");
+    is_int(cat_at(&k, "forward", 0, CAT_PARAM), 2 * ((GPT2_P - persistent) / 4 + persistent),
+           "ds_tensor partitions, the 121,344 persistent elements whole");
+    is_int(cat_at(&k, "forward", 0, CAT_OPTIMIZER_STATE), 12 * part, "fp32 master, exp_avg, exp_avg_sq: 12P/4");
+    is_int(cat_at(&k, "forward", 0, CAT_GRAD), 2 * part + 2 * 500000000LL,
+           "the gradient partitions (2P/4) and the 5e8-element bucket, kept from construction");
+    is_int(cat_at(&k, "forward", 1, CAT_PARAM), cat_at(&k, "forward", 0, CAT_PARAM),
+           "between steps nothing stays gathered");
+    const struct live_mark *m = live_sink_mark(&k, "forward", 0);
+    ok(m && m->peak_after - m->live >= 2 * GPT2_WTE, "a forward gathers wte whole (its 4 x 9,649,344 elements)");
+    int64_t largest = GPT2_WTE, est = ds_zero3_gpu_bytes(GPT2_P, largest, 4, false, false);
+    int64_t sim = 2 * ((GPT2_P - persistent) / 4 + persistent) + 2 * part + 12 * part + 6 * part + 2 * largest;
+    diag("ZeRO-3 model states per rank: modelled %lld B (partitions 2P/N + gradient partitions 2P/N + 12P/N + the "
+         "step's 6P/N + wte gathered) + the 1 GB bucket; DeepSpeed's estimator %lld B (4 * largest layer + 18P/N)",
+         (long long)sim, (long long)est);
+    live_sink_fini(&k);
+}
+
 static void test_checks(void)
 {
     struct job_spec s;
@@ -143,6 +201,8 @@ int main(void)
     test_partition();
     test_zero2_gpt2();
     test_ddp_gpt2();
+    test_fsdp_gpt2();
+    test_zero3_gpt2();
     test_checks();
     workload_destroy(last);
     done_testing();

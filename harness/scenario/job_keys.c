@@ -120,10 +120,10 @@ static void parallel_defaults(void *obj)
 #define P struct parallel_spec
 static const struct key parallel_keys[] = {
     K_ENUM(P, "strategy", strategy, strategy_at, PAR_COUNT,
-           "`ddp` (full replicas, gradient buckets), `zero1` (DeepSpeed: optimizer state and fp32 master weights "
-           "partitioned), `zero2` (also gradients); `zero3` and `fsdp` (parameter sharding) are refused as not "
-           "built yet. The run simulates rank 0; NCCL's own buffers are outside the caching allocator and not "
-           "modelled."),
+           "`ddp` (full replicas, gradient buckets), `zero1` (DeepSpeed: fp32 master weights and Adam state "
+           "partitioned), `zero2` (also gradients), `zero3` (also parameters, gathered per module), `fsdp` (FSDP2: "
+           "every transformer block a unit, parameters sharded on dim 0 and gathered per unit). The run simulates "
+           "rank 0; NCCL's own buffers are outside the caching allocator and not modelled."),
     K_INT(P, "world_size", world_size, 1, 1 << 20, NULL, "Data-parallel ranks."),
     {.name = "bucket_cap", .type = KEY_SIZE, FIELD(P, bucket_cap_bytes), .imin = 1,
      .help = "DDP bucket_cap_mb: gradient buckets after the first iteration's rebuild (the first is 1 MiB)."},
@@ -131,21 +131,23 @@ static const struct key parallel_keys[] = {
            "DDP: .grad are views of the buckets, allocated when DDP wraps the model and never freed; false keeps "
            "the gradients twice (in .grad and in the buckets)."),
     K_INT(P, "reduce_bucket_size", reduce_bucket_size, 1, 1LL << 40, NULL,
-          "ZeRO: elements of the contiguous-gradient bucket backward() allocates (DeepSpeed's 5e8: 1 GB of "
-          "16-bit gradients)."),
-    K_BOOL(P, "contiguous_gradients", contiguous_gradients, "ZeRO: gradients copied into the bucket as they arrive."),
-    K_BOOL(P, "overlap_comm", overlap_comm, "ZeRO: two buckets, one reducing while the other fills."),
+          "ZeRO: elements of the contiguous-gradient bucket (DeepSpeed's 5e8: 1 GB of 16-bit gradients); ZeRO-1/2 "
+          "allocate it in every backward, ZeRO-3 keeps one."),
+    K_BOOL(P, "contiguous_gradients", contiguous_gradients, "ZeRO-1/2: gradients copied into the bucket as they arrive."),
+    K_BOOL(P, "overlap_comm", overlap_comm, "ZeRO-1/2: two buckets, one reducing while the other fills."),
     K_INT(P, "stage3_prefetch_bucket_size", prefetch_bucket_size, 0, 1LL << 40, NULL,
-          "ZeRO-3 (not built yet): parameter elements gathered ahead."),
+          "ZeRO-3: parameter elements gathered ahead of the running module (from the second step, once the trace "
+          "is recorded)."),
     K_INT(P, "stage3_max_live_parameters", max_live_parameters, 0, 1LL << 40, NULL,
-          "ZeRO-3 (not built yet): gathered parameter elements kept live."),
+          "ZeRO-3: gathered parameter elements the prefetch stays within."),
     K_INT(P, "stage3_param_persistence_threshold", param_persistence_threshold, 0, 1LL << 40, NULL,
-          "ZeRO-3 (not built yet): parameters this small are never partitioned."),
-    K_INT(P, "sub_group_size", sub_group_size, 1, 1LL << 40, NULL, "ZeRO-3 (not built yet): elements per optimizer "
-                                                                   "sub-group."),
+          "ZeRO-3: parameters of at most this many elements are never partitioned."),
+    K_INT(P, "sub_group_size", sub_group_size, 1, 1LL << 40, NULL,
+          "ZeRO-3: elements per optimizer sub-group (the step's fp32 gradient is one sub-group's)."),
     K_BOOL(P, "reshard_after_forward", reshard_after_forward,
-           "FSDP (not built yet): free a unit's gathered parameters after its forward."),
-    K_INT(P, "forward_prefetch", forward_prefetch, 0, 64, NULL, "FSDP (not built yet): units gathered ahead."),
+           "FSDP: free a unit's gathered parameters after its forward (gathered again for its backward)."),
+    K_INT(P, "forward_prefetch", forward_prefetch, 0, 64, NULL,
+          "FSDP: units gathered ahead of the running one (behind it in backward)."),
 };
 #undef P
 
@@ -241,7 +243,7 @@ static const struct key job_keys[] = {
            "sums). false leaves them out: what a recording on PyTorch's meta device sees (the conformance "
            "scenarios set it)."),
     K_TABLE(J, "robust", robust, robust_table, false, "What the script does on an out-of-memory error."),
-    K_TABLE(J, "parallel", parallel, parallel_table, false, "DDP or ZeRO: the memory of one rank."),
+    K_TABLE(J, "parallel", parallel, parallel_table, false, "DDP, ZeRO or FSDP: the memory of one rank."),
 };
 #undef J
 

@@ -187,10 +187,14 @@ static int run_backward(struct gen *g, int32_t base)
         tref gy = g->t[n.out].grad;
         g->t[n.out].grad = TNONE;
         if (gy != TNONE) {
-            if (n.kind == N_CKPT)
+            if (n.kind == N_CKPT) {
                 checkpoint_backward(g, &n, gy);
-            else
+            } else {
+                for (int k = 0; g->par && k < 2; k++) /* FSDP/ZeRO-3: the unit gathered for its backward */
+                    if (n.param[k] >= 0)
+                        parallel_param_use(g, n.param[k]);
                 nn_backward(g, &n, &gy);
+            }
             t_release(g, gy);
         }
         node_release(g, &n);

@@ -31,10 +31,11 @@ struct tensor {
     int64_t dims[TMAX_DIMS];
     uint8_t ndim, dtype, category;
     bool requires_grad;
+    bool unbacked;        /* storage freed while references remain (a resharded parameter) */
     int32_t refs;         /* storage references; FREE at zero */
     int32_t holds;        /* tape nodes naming this tensor */
     tref grad;            /* gradient accumulated during backward */
-    int32_t param;        /* parameter index, or -1 */
+    int32_t param;        /* parameter index of a sharded parameter's gathered copy, or -1 */
     int32_t next_free;
 };
 
@@ -163,6 +164,10 @@ tref t_new(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, enum cat
 tref t_new2(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category cat, const char *tag);
 tref t_like(struct gen *g, tref x, enum dtype dt, enum category cat, const char *tag);
 tref t_ref(struct gen *g, tref x);
+/* x's storage freed, or allocated again (bytes, a new id), while references to x remain: a sharded
+ * parameter's gathered copy, freed after use and gathered again (FSDP, ZeRO-3). */
+void t_storage_free(struct gen *g, tref x);
+void t_storage_alloc(struct gen *g, tref x, uint64_t bytes);
 void t_release(struct gen *g, tref x);
 int64_t t_numel(const struct gen *g, tref x);
 static inline struct tensor *T(struct gen *g, tref x) { return &g->t[x]; }
@@ -322,6 +327,10 @@ void parallel_grad_ready(struct gen *g, int32_t p);
 void parallel_backward_end(struct gen *g);
 bool parallel_optimizer_step(struct gen *g);
 bool parallel_zero_grad(struct gen *g);
+/* Sharded parameters (parallel_shard.c): a loaded parameter replaced by this rank's shard; a use of a
+ * parameter's gathered copy by a kernel, or by a node's backward, gathers its unit first. */
+void parallel_shard_loaded(struct gen *g, int32_t p);
+void parallel_param_use(struct gen *g, int32_t p);
 
 /* dtype of an op's output from its inputs (promotion; autocast handled by each op) */
 enum dtype gen_promote(enum dtype a, enum dtype b);

@@ -204,13 +204,16 @@ static void load_module(struct workload *w, const struct module *md)
     struct gen *g = &w->g;
     const struct job_spec *s = &g->spec;
     bool main = md->role < 0;
-    bool convert = main && s->load_dtype != s->param_dtype && !spec_has_fix(s, FIX_CONVERT_ONCE);
+    bool convert = main && s->load_dtype != s->param_dtype && !spec_has_fix(s, FIX_CONVERT_ONCE) &&
+                   !parallel_shards_params(s); /* shards are made in param_dtype */
     bool dup = main && spec_has_fault(s, FAULT_DUPLICATE_DTYPE_CONVERSION) && !spec_has_fix(s, FIX_CONVERT_ONCE);
     enum dtype first = convert ? s->load_dtype : md->dtype;
     for (int32_t i = md->first; i < md->first + md->count; i++) {
         struct param *p = &g->params[i];
         p->data = param_tensor(g, p, first, CAT_PARAM);
         param_values(g, p, p->data);
+        if (main)
+            parallel_shard_loaded(g, i);
     }
     if (convert) { /* model.to(dtype): each parameter swapped in place, the old storage freed at once */
         for (int32_t i = md->first; i < md->first + md->count; i++) {
@@ -248,7 +251,7 @@ static void load(struct workload *w)
         struct param *p = &g->params[i];
         if (!p->trainable)
             continue;
-        if (s->master_weights && !parallel_zero(s) && g->t[p->data].dtype != DT_F32) {
+        if (s->master_weights && !parallel_zero(s) && g->t[p->data].dtype != DT_F32) { /* ZeRO: its own */
             p->master = param_tensor(g, p, DT_F32, CAT_OPTIMIZER_STATE);
             kern_cast(g, p->data, p->master, p->module);
         }

@@ -23,13 +23,18 @@
  * master, frees the fp32 gradient and writes the partition back into the 16-bit parameters, which
  * all-gather in place.
  *
+ * ZeRO-3 shares this file's partition, bucket and step code (its sharded parameters are parallel_shard.c's):
+ * the partition is the sum of each parameter's ceil(numel / N), the gradient partitions and the one
+ * bucket are kept from construction, and the step runs sub_group_size elements at a time.
+ *
  * Modelled differently: DeepSpeed's flat bit16 buffer is the per-parameter tensors it views (the same
  * bytes up to the 2 * world_size padding); the all-gathers and reductions are not kernels in the op
- * program (their time is not modelled). NCCL's own buffers (NCCL_BUFFSIZE, 4 MiB per channel and peer)
+ * program (their time is not modelled). NCCL's own buffers
  * are outside the caching allocator and are not modelled.
  */
 #include "workload/gen.h"
 #include "workload/parallel.h"
+#include "workload/parallel_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,19 +42,6 @@
 #define DDP_FIRST_BUCKET_BYTES (1024 * 1024) /* dist._DEFAULT_FIRST_BUCKET_BYTES */
 #define NCCL_ALIGN 2                          /* nccl_start_alignment_factor */
 
-struct parallel {
-    /* ZeRO-1/2 */
-    int64_t part;            /* elements of this rank's partition */
-    int64_t in_part;         /* summed numel of the parameters touching it (grads_in_partition) */
-    tref master, m, v;
-    tref ipg[2];
-    int64_t ipg_fill;
-    tref grads_part;
-    /* DDP */
-    tref *buckets;
-    int nbuckets;
-    bool rebuilt;
-};
 
 void parallel_spec_init(struct parallel_spec *p)
 {
@@ -73,11 +65,12 @@ int parallel_spec_check(const struct job_spec *s, struct err *e)
         return 0;
     if (p->world_size < 1)
         return err_set(e, ERR_INPUT, "parallel.world_size: must be at least 1 (got %d)", p->world_size);
-    if (p->strategy == PAR_ZERO3 || p->strategy == PAR_FSDP)
-        return err_set(e, ERR_INPUT, "parallel.strategy: %s is not built yet (parameter sharding); ddp, zero1 and "
-                                     "zero2 are",
-                       parallel_strategy_name(p->strategy));
-    bool zero = p->strategy == PAR_ZERO1 || p->strategy == PAR_ZERO2;
+    bool zero = parallel_zero(s);
+    if (p->strategy == PAR_FSDP && s->master_weights)
+        return err_set(e, ERR_INPUT, "parallel.strategy: fsdp keeps its sharded parameters in param_dtype; "
+                                     "master_weights is not modelled with it");
+    if (parallel_shards_params(s) && s->nextras > 0)
+        return err_set(e, ERR_INPUT, "parallel.strategy: %s is modelled without extras", parallel_strategy_name(p->strategy));
     if (zero && s->optimizer != OPT_ADAMW)
         return err_set(e, ERR_INPUT, "parallel.strategy: %s is modelled with DeepSpeed's Adam (optimizer adamw), not %s",
                        parallel_strategy_name(p->strategy), optimizer_name(s->optimizer));
@@ -91,7 +84,18 @@ int parallel_spec_check(const struct job_spec *s, struct err *e)
 
 bool parallel_zero(const struct job_spec *s)
 {
-    return s->parallel.strategy == PAR_ZERO1 || s->parallel.strategy == PAR_ZERO2;
+    enum parallel_strategy st = s->parallel.strategy;
+    return st == PAR_ZERO1 || st == PAR_ZERO2 || st == PAR_ZERO3;
+}
+
+bool parallel_shards_params(const struct job_spec *s)
+{
+    return s->parallel.strategy == PAR_ZERO3 || s->parallel.strategy == PAR_FSDP;
+}
+
+static bool zero3(const struct gen *g)
+{
+    return g->spec.parallel.strategy == PAR_ZERO3;
 }
 
 static int64_t round_up(int64_t x, int64_t m)
@@ -138,8 +142,10 @@ int64_t ds_zero3_gpu_bytes(int64_t total_params, int64_t largest_layer_params, i
     return largest + (int64_t)(18.0 * (double)total_params / gpus);
 }
 
-static struct parallel *par_new(struct gen *g)
+struct parallel *parallel_get(struct gen *g)
 {
+    if (g->par)
+        return g->par;
     struct parallel *p = calloc(1, sizeof *p);
     if (!p) {
         if (!g->failed)
@@ -149,13 +155,16 @@ static struct parallel *par_new(struct gen *g)
     }
     p->master = p->m = p->v = p->grads_part = TNONE;
     p->ipg[0] = p->ipg[1] = TNONE;
+    g->par = p;
     return p;
 }
 
 void parallel_free(struct gen *g)
 {
-    if (g->par)
+    if (g->par) {
         free(g->par->buckets);
+        shard_free(g->par);
+    }
     free(g->par);
     g->par = NULL;
 }
@@ -235,7 +244,10 @@ static void ddp_rebuild(struct gen *g)
         ddp_add_bucket(g, elems);
 }
 
-/* ---- ZeRO-1/2 ---- */
+/* ---- ZeRO ---- */
+
+static void zero_flush(struct gen *g);
+static void zero_backward_begin(struct gen *g);
 
 static int zero_setup(struct gen *g)
 {
@@ -244,31 +256,41 @@ static int zero_setup(struct gen *g)
     if (!numel)
         return err_set(g->e, ERR_INTERNAL, "workload: out of host memory for job.parallel");
     int32_t n = 0;
+    int world = g->spec.parallel.world_size;
+    int64_t s3 = 0; /* ZeRO-3: each parameter's own ds_tensor, ceil(numel / world) (partition_parameters.py) */
     for (int32_t i = 0; i < g->nparams; i++)
-        if (g->params[i].trainable)
+        if (g->params[i].trainable) {
             numel[n++] = g->params[i].numel;
-    struct zero_sizes z = zero_partition(numel, n, g->spec.parallel.world_size);
+            s3 += (g->params[i].numel + world - 1) / world;
+        }
+    struct zero_sizes z = zero_partition(numel, n, world);
     free(numel);
-    p->part = z.part;
-    p->in_part = z.in_part;
+    p->part = zero3(g) ? s3 : z.part;
+    p->in_part = zero3(g) ? s3 : z.in_part;
     const char *tag = gen_intern(g, "zero.partition");
     p->master = t_new2(g, p->part, 1, DT_F32, CAT_OPTIMIZER_STATE, tag);
     kern_init_uniform(g, p->master, -0.02f, 0.02f, tag); /* the partition's weights, cloned to fp32 */
-    /* initialize_optimizer_states: a zero fp32 gradient of the partition, one step, the gradient freed */
-    tref grad = t_new2(g, p->part, 1, DT_F32, CAT_TEMP, tag);
+    /* initialize_optimizer_states: a zero fp32 gradient of the partition (of the largest sub-group with
+     * ZeRO-3), one step, the gradient freed */
+    int64_t sub = zero3(g) && g->spec.parallel.sub_group_size < p->part ? g->spec.parallel.sub_group_size : p->part;
+    tref grad = t_new2(g, sub, 1, DT_F32, CAT_TEMP, tag);
     kern_fill(g, grad, 0.0f, tag);
     p->m = t_new2(g, p->part, 1, DT_F32, CAT_OPTIMIZER_STATE, tag);
     kern_fill(g, p->m, 0.0f, tag);
     p->v = t_new2(g, p->part, 1, DT_F32, CAT_OPTIMIZER_STATE, tag);
     kern_fill(g, p->v, 0.0f, tag);
     t_release(g, grad);
+    if (zero3(g)) { /* stage3.py: the gradient partitions' flat buffer and the one bucket, both kept */
+        zero_flush(g);
+        zero_backward_begin(g);
+    }
     return 0;
 }
 
 static void zero_flush(struct gen *g)
 {
     struct parallel *p = g->par;
-    if (p->ipg_fill > 0 && p->grads_part == TNONE) { /* copy_grads_in_partition, first use */
+    if ((p->ipg_fill > 0 || zero3(g)) && p->grads_part == TNONE) { /* copy_grads_in_partition, first use */
         p->grads_part = t_new2(g, p->in_part, 1, grad_dtype(g), CAT_GRAD, gen_intern(g, "zero.grads_in_partition"));
         kern_fill(g, p->grads_part, 0.0f, gen_intern(g, "zero.grads_in_partition"));
     }
@@ -291,7 +313,7 @@ static void zero_take_grad(struct gen *g, int32_t i)
 
 static bool zero_hooks(const struct gen *g)
 {
-    return g->spec.parallel.strategy == PAR_ZERO2 || g->spec.parallel.overlap_comm;
+    return g->spec.parallel.strategy != PAR_ZERO1 || g->spec.parallel.overlap_comm;
 }
 
 static void zero_backward_begin(struct gen *g)
@@ -312,33 +334,46 @@ static void zero_backward_end(struct gen *g)
             if (g->params[i].trainable)
                 zero_take_grad(g, i);
     zero_flush(g);
+    if (zero3(g))
+        return;
     for (int k = 0; k < 2; k++) { /* _release_ipg_buffers */
         t_release(g, p->ipg[k]);
         p->ipg[k] = TNONE;
     }
 }
 
-static void zero_step(struct gen *g)
+/* One optimizer (sub-)group of n elements: its gradients flattened (16-bit), cast to fp32, the update. */
+static void zero_step_group(struct gen *g, int64_t n)
 {
     struct parallel *p = g->par;
-    gen_phase(g, gen_intern(g, "optimizer"));
-    g->opt_steps++;
     const char *tag = gen_intern(g, "zero.partition");
-    tref flat = t_new2(g, p->part, 1, grad_dtype(g), CAT_TEMP, tag); /* flatten_dense_tensors_aligned */
+    tref flat = t_new2(g, n, 1, grad_dtype(g), CAT_TEMP, tag); /* flatten_dense_tensors_aligned */
     kern_fill(g, flat, 0.0f, tag);
     tref g32 = flat;
     if (grad_dtype(g) != DT_F32) {
-        g32 = t_new2(g, p->part, 1, DT_F32, CAT_TEMP, tag);
+        g32 = t_new2(g, n, 1, DT_F32, CAT_TEMP, tag);
         kern_cast(g, flat, g32, tag);
         t_release(g, flat);
     }
-    t_release(g, p->grads_part); /* averaged_gradients = None */
-    p->grads_part = TNONE;
+    if (!zero3(g)) { /* averaged_gradients = None (ZeRO-3 keeps its gradient buffer) */
+        t_release(g, p->grads_part);
+        p->grads_part = TNONE;
+    }
+    /* the update of the group's share of the master weights and state (the first n elements stand for it) */
     float adam[4] = {1e-3f, 0.9f, 0.999f, 0.01f};
-    int64_t d[4] = {p->part, g->opt_steps, 0, 1};
+    int64_t d[4] = {n, g->opt_steps, 0, 1};
     tref ts[4] = {p->master, g32, p->m, p->v};
     kern(g, K_ADAMW, DT_F32, d, 4, ts, 4, adam, 4, tag);
     t_release(g, g32);
+}
+
+static void zero_step(struct gen *g)
+{
+    gen_phase(g, gen_intern(g, "optimizer"));
+    g->opt_steps++;
+    int64_t sub = zero3(g) ? g->spec.parallel.sub_group_size : g->par->part;
+    for (int64_t at = 0; at < g->par->part && !g->failed; at += sub) /* stage3.py: one sub-group at a time */
+        zero_step_group(g, g->par->part - at < sub ? g->par->part - at : sub);
 }
 
 /* ---- hooks ---- */
@@ -347,9 +382,10 @@ int parallel_setup(struct gen *g)
 {
     if (g->spec.parallel.strategy == PAR_NONE)
         return 0;
-    g->par = par_new(g);
-    if (!g->par)
+    if (!parallel_get(g))
         return -1;
+    if (g->spec.parallel.strategy == PAR_FSDP)
+        return 0;
     if (g->spec.parallel.strategy == PAR_DDP) {
         ddp_setup(g);
         return g->failed ? -1 : 0;
@@ -369,7 +405,10 @@ void parallel_forward_begin(struct gen *g)
 
 void parallel_backward_begin(struct gen *g)
 {
-    if (g->par && parallel_zero(&g->spec))
+    if (!g->par)
+        return;
+    shard_backward_begin(g);
+    if (parallel_zero(&g->spec) && !zero3(g))
         zero_backward_begin(g);
 }
 
@@ -381,20 +420,32 @@ void parallel_grad_ready(struct gen *g, int32_t p)
 
 void parallel_backward_end(struct gen *g)
 {
-    if (g->par && parallel_zero(&g->spec))
+    if (!g->par)
+        return;
+    shard_backward_end(g);
+    if (parallel_zero(&g->spec))
         zero_backward_end(g);
 }
 
 bool parallel_optimizer_step(struct gen *g)
 {
-    if (!g->par || !parallel_zero(&g->spec))
+    if (!g->par)
         return false;
-    zero_step(g);
+    if (parallel_zero(&g->spec))
+        zero_step(g);
+    else if (g->spec.parallel.strategy == PAR_FSDP)
+        shard_optimizer_step(g);
+    else
+        return false;
     return true;
 }
 
 bool parallel_zero_grad(struct gen *g)
 {
+    if (!g->par)
+        return false;
+    if (g->spec.parallel.strategy == PAR_FSDP)
+        shard_zero_grad(g);
     /* ZeRO freed every .grad into its buckets; DDP's bucket views are never freed */
-    return g->par && (parallel_zero(&g->spec) || (g->spec.parallel.strategy == PAR_DDP && ddp_view(g)));
+    return g->spec.parallel.strategy != PAR_DDP || ddp_view(g);
 }

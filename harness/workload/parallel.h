@@ -8,8 +8,9 @@
 
 #include "workload/spec.h"
 
-/* ZeRO-1/2 partitions the job's strategy makes (the optimizer owns the master weights). */
+/* ZeRO-1/2/3: the optimizer owns fp32 master weights of its partition; FSDP and ZeRO-3 shard the parameters. */
 bool parallel_zero(const struct job_spec *s);
+bool parallel_shards_params(const struct job_spec *s);
 
 /* DeepSpeedZeroOptimizer's partition of trainable tensors of these sizes, in order, over world ranks:
  * the flat size padded to 2 * world, this rank's share, and rank 0's grads_in_partition (the summed
