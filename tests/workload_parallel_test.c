@@ -180,6 +180,26 @@ static void test_zero3_gpt2(void)
     live_sink_fini(&k);
 }
 
+/* Checkpointed blocks gather their unit again for the recompute, inside its backward. */
+static void test_checkpointing(void)
+{
+    struct job_spec s;
+    struct live_sink k;
+    gpt2_job(&s, PAR_FSDP, 4);
+    s.fixes |= 1u << FIX_GRADIENT_CHECKPOINTING;
+    s.autocast = true;
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "FSDP with checkpointing under autocast: consistent");
+    is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 2 * ((GPT2_P + 3 * 768) / 4), "every gradient reduce-scattered");
+    live_sink_fini(&k);
+    gpt2_job(&s, PAR_ZERO3, 2);
+    s.fixes |= 1u << FIX_GRADIENT_CHECKPOINTING;
+    s.steps = 3;
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "ZeRO-3 with checkpointing and prefetch (steps 2, 3): consistent");
+    is_int(cat_at(&k, "forward", 2, CAT_PARAM), cat_at(&k, "forward", 0, CAT_PARAM),
+           "nothing left gathered between steps");
+    live_sink_fini(&k);
+}
+
 static void test_checks(void)
 {
     struct job_spec s;
@@ -203,6 +223,7 @@ int main(void)
     test_ddp_gpt2();
     test_fsdp_gpt2();
     test_zero3_gpt2();
+    test_checkpointing();
     test_checks();
     workload_destroy(last);
     done_testing();
