@@ -2,6 +2,8 @@
  * size (see fit.h). */
 #include "run/fit.h"
 
+#include <stdlib.h>
+
 static int *field(struct job_spec *job, enum fit_param p)
 {
     switch (p) {
@@ -42,26 +44,16 @@ static int probe(const struct scenario *sc, const struct variant *v, const struc
     return fits;
 }
 
-/* The smallest world size that fits: doubling from 1 until one fits, then bisection below it (fewer
- * ranks never take less memory per rank). */
-static int fit_smallest(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
-                        const struct fit_options *fo, struct fit_result *out, struct err *e)
+/* Narrows good (fits) and bad (does not; either may be the larger) down to neighbours `step` apart,
+ * then runs the value that fits again, so the figures kept are its own (the last probe may have
+ * failed). */
+static int bisect(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
+                  const struct fit_options *fo, int good, int bad, int step, struct fit_result *out, struct err *e)
 {
-    int bad = 0, good = 0;
-    for (int x = 1; x <= fo->limit; x = x * 2 > fo->limit && x < fo->limit ? fo->limit : x * 2) {
-        int rc = probe(sc, v, opt, fo, x, out, e);
-        if (rc < 0)
-            return -1;
-        if (rc) {
-            good = x;
+    while (abs(bad - good) > step) {
+        int mid = (good + bad) / 2 / step * step;
+        if (mid == good || mid == bad)
             break;
-        }
-        bad = x;
-        if (x == fo->limit)
-            break;
-    }
-    while (good && good - bad > 1) {
-        int mid = (good + bad) / 2;
         int rc = probe(sc, v, opt, fo, mid, out, e);
         if (rc < 0)
             return -1;
@@ -71,9 +63,28 @@ static int fit_smallest(const struct scenario *sc, const struct variant *v, cons
             bad = mid;
     }
     out->largest = good;
-    if (good) /* the last probe may have been a failure: keep the figures of the smallest that fits */
+    if (good)
         probe(sc, v, opt, fo, good, out, e);
     return 0;
+}
+
+/* The smallest world size that fits: doubling from 1 until one fits, then bisection below it (fewer
+ * ranks never take less memory per rank). */
+static int fit_smallest(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
+                        const struct fit_options *fo, struct fit_result *out, struct err *e)
+{
+    int bad = 0;
+    for (int x = 1; x <= fo->limit; x = x * 2 > fo->limit && x < fo->limit ? fo->limit : x * 2) {
+        int rc = probe(sc, v, opt, fo, x, out, e);
+        if (rc < 0)
+            return -1;
+        if (rc)
+            return bisect(sc, v, opt, fo, x, bad, 1, out, e);
+        bad = x;
+        if (x == fo->limit)
+            break;
+    }
+    return 0; /* none up to the limit */
 }
 
 int fit_variant(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
@@ -102,20 +113,5 @@ int fit_variant(const struct scenario *sc, const struct variant *v, const struct
         out->hit_limit = good > 0;
         return 0;
     }
-    while (bad - good > step) {
-        int mid = (good + bad) / 2 / step * step;
-        if (mid <= good)
-            break;
-        int rc = probe(sc, v, opt, fo, mid, out, e);
-        if (rc < 0)
-            return -1;
-        if (rc)
-            good = mid;
-        else
-            bad = mid;
-    }
-    out->largest = good;
-    if (good) /* the last probe may have been a failure: keep the figures of the largest that fit */
-        probe(sc, v, opt, fo, good, out, e);
-    return 0;
+    return bisect(sc, v, opt, fo, good, bad, step, out, e);
 }
