@@ -168,6 +168,34 @@ static void test_zero3_gpt2(void)
     live_sink_fini(&k);
 }
 
+/* cpu_offload: what stays on the device is what DeepSpeed's estimators count there. */
+static void test_offload(void)
+{
+    struct job_spec s;
+    struct live_sink k;
+    gpt2_job(&s, PAR_ZERO2, 4);
+    s.parallel.offload_optimizer = true;
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "ZeRO-2 with offload_optimizer runs");
+    const struct live_mark *m = live_sink_mark(&k, "optimizer", 0);
+    ok(m && m->cat[CAT_OPTIMIZER_STATE] == 0 && m->cat[CAT_GRAD] == 0, "no optimizer state or gradient partition on the device");
+    is_int(m ? m->cat[CAT_PARAM] : -1, ds_zero2_gpu_bytes(GPT2_P, 4, true),
+           "model states on the device = the estimator's 2P with cpu_offload (248,879,616 B)");
+    live_sink_fini(&k);
+    gpt2_job(&s, PAR_ZERO3, 4);
+    s.parallel.offload_optimizer = s.parallel.offload_param = true;
+    const int64_t persistent = 12 * (4 * 768 + 2304 + 768 + 3072 + 768) + 2 * 768;
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "ZeRO-3 with both offloads runs");
+    is_int(cat_at(&k, "forward", 0, CAT_PARAM), 2 * persistent, "only the persistent parameters stay on the device");
+    is_int(cat_at(&k, "forward", 0, CAT_GRAD), 2 * 500000000LL, "and the gradient bucket");
+    diag("ZeRO-3, both offloaded: DeepSpeed's estimator %lld B (4 x largest layer: wte gathered and its gradient, "
+         "2 + 2 bytes each)", (long long)ds_zero3_gpu_bytes(GPT2_P, GPT2_WTE, 4, true, true));
+    live_sink_fini(&k);
+    gpt2_job(&s, PAR_ZERO2, 4);
+    s.parallel.offload_param = true;
+    struct err e = {0};
+    ok(job_spec_validate(&s, &e) < 0 && strstr(e.msg, "offload_param: only with zero3"), "offload_param needs zero3");
+}
+
 /* Checkpointed blocks gather their unit again for the recompute, inside its backward. */
 static void test_checkpointing(void)
 {
@@ -212,6 +240,7 @@ int main(void)
     test_fsdp_gpt2();
     test_zero3_gpt2();
     test_checkpointing();
+    test_offload();
     test_checks();
     workload_destroy(last);
     done_testing();

@@ -144,6 +144,11 @@ static const struct key parallel_keys[] = {
           "ZeRO-3: parameters of at most this many elements are never partitioned."),
     K_INT(P, "sub_group_size", sub_group_size, 1, 1LL << 40, NULL,
           "ZeRO-3: elements per optimizer sub-group (the step's fp32 gradient is one sub-group's)."),
+    K_BOOL(P, "offload_optimizer", offload_optimizer,
+           "ZeRO: fp32 master weights, Adam state, gradient partitions and the step in host memory "
+           "(DeepSpeedCPUAdam); the device keeps the 16-bit parameters and the buckets."),
+    K_BOOL(P, "offload_param", offload_param, "ZeRO-3: parameter partitions in host memory, gathered to the device "
+                                             "per module."),
     K_BOOL(P, "reshard_after_forward", reshard_after_forward,
            "FSDP: free a unit's gathered parameters after its forward (gathered again for its backward)."),
     K_INT(P, "forward_prefetch", forward_prefetch, 0, 64, NULL,

@@ -27,6 +27,9 @@
  * the partition is the sum of each parameter's ceil(numel / N), the gradient partitions and the one
  * bucket are kept from construction, and the step runs sub_group_size elements at a time.
  *
+ * offload_optimizer (cpu_offload): master weights, Adam state, the gradient partitions and the step
+ * live in host memory (DeepSpeedCPUAdam); the device keeps the 16-bit parameters and the buckets.
+ *
  * Modelled differently: DeepSpeed's flat bit16 buffer is the per-parameter tensors it views (the same
  * bytes up to the 2 * world_size padding); the all-gathers and reductions are not kernels in the op
  * program (their time is not modelled). NCCL's own buffers
@@ -77,6 +80,10 @@ int parallel_spec_check(const struct job_spec *s, struct err *e)
     if (zero && s->trainable != TRAIN_FULL)
         return err_set(e, ERR_INPUT, "parallel.strategy: %s is modelled for full training (trainable full)",
                        parallel_strategy_name(p->strategy));
+    if (p->offload_optimizer && !zero)
+        return err_set(e, ERR_INPUT, "parallel.offload_optimizer: only with zero1, zero2 or zero3");
+    if (p->offload_param && p->strategy != PAR_ZERO3)
+        return err_set(e, ERR_INPUT, "parallel.offload_param: only with zero3");
     if (zero && p->reduce_bucket_size < 1)
         return err_set(e, ERR_INPUT, "parallel.reduce_bucket_size: must be at least 1");
     return 0;
@@ -268,6 +275,11 @@ static int zero_setup(struct gen *g)
     p->part = zero3(g) ? s3 : z.part;
     p->in_part = zero3(g) ? s3 : z.in_part;
     const char *tag = gen_intern(g, "zero.partition");
+    if (g->spec.parallel.offload_optimizer) { /* DeepSpeedCPUAdam: all of it in host memory */
+        if (zero3(g))
+            zero_backward_begin(g);
+        return 0;
+    }
     p->master = t_new2(g, p->part, 1, DT_F32, CAT_OPTIMIZER_STATE, tag);
     kern_init_uniform(g, p->master, -0.02f, 0.02f, tag); /* the partition's weights, cloned to fp32 */
     /* initialize_optimizer_states: a zero fp32 gradient of the partition (of the largest sub-group with
@@ -290,7 +302,7 @@ static int zero_setup(struct gen *g)
 static void zero_flush(struct gen *g)
 {
     struct parallel *p = g->par;
-    if ((p->ipg_fill > 0 || zero3(g)) && p->grads_part == TNONE) { /* copy_grads_in_partition, first use */
+    if ((p->ipg_fill > 0 || zero3(g)) && p->grads_part == TNONE && !g->spec.parallel.offload_optimizer) { /* copy_grads_in_partition, first use */
         p->grads_part = t_new2(g, p->in_part, 1, grad_dtype(g), CAT_GRAD, gen_intern(g, "zero.grads_in_partition"));
         kern_fill(g, p->grads_part, 0.0f, gen_intern(g, "zero.grads_in_partition"));
     }
@@ -322,7 +334,7 @@ static void zero_backward_begin(struct gen *g)
     if (!g->spec.parallel.contiguous_gradients)
         return;
     const char *tag = gen_intern(g, "zero.ipg_buffer");
-    for (int k = 0; k < (g->spec.parallel.overlap_comm ? 2 : 1); k++)
+    for (int k = 0; k < (g->spec.parallel.overlap_comm && !zero3(g) ? 2 : 1); k++)
         p->ipg[k] = t_new2(g, g->spec.parallel.reduce_bucket_size, 1, grad_dtype(g), CAT_GRAD, tag);
 }
 
@@ -371,6 +383,8 @@ static void zero_step(struct gen *g)
 {
     gen_phase(g, gen_intern(g, "optimizer"));
     g->opt_steps++;
+    if (g->spec.parallel.offload_optimizer) /* the step runs on the CPU; the copy back is in place */
+        return;
     int64_t sub = zero3(g) ? g->spec.parallel.sub_group_size : g->par->part;
     for (int64_t at = 0; at < g->par->part && !g->failed; at += sub) /* stage3.py: one sub-group at a time */
         zero_step_group(g, g->par->part - at < sub ? g->par->part - at : sub);

@@ -124,8 +124,10 @@ void parallel_shard_loaded(struct gen *g, int32_t i)
     if (par->sp[i].unit < 0)
         return;
     tref x = p->data;
-    par->sp[i].shard = t_new2(g, shard_numel(g, p), 1, (enum dtype)g->t[x].dtype, CAT_PARAM, p->tag);
-    kern_init_uniform(g, par->sp[i].shard, -0.02f, 0.02f, p->module);
+    if (!g->spec.parallel.offload_param) { /* offload_param: the partitions live in host memory */
+        par->sp[i].shard = t_new2(g, shard_numel(g, p), 1, (enum dtype)g->t[x].dtype, CAT_PARAM, p->tag);
+        kern_init_uniform(g, par->sp[i].shard, -0.02f, 0.02f, p->module);
+    }
     g->t[x].param = i;
     t_storage_free(g, x);
 }

@@ -175,6 +175,8 @@ struct parallel_spec {
     int64_t max_live_parameters;    /* ZeRO-3: gathered elements kept live (1e9) */
     int64_t param_persistence_threshold; /* ZeRO-3: parameters this small are never partitioned (1e5) */
     int64_t sub_group_size;         /* ZeRO-3: elements per optimizer sub-group (1e9) */
+    bool offload_optimizer;         /* ZeRO: master weights, optimizer state and the step on the CPU */
+    bool offload_param;             /* ZeRO-3: parameter partitions on the CPU */
     bool reshard_after_forward;     /* FSDP: free a unit's gathered parameters after its forward */
     int forward_prefetch;           /* FSDP: units gathered ahead of the one running (1) */
 };
