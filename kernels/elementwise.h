@@ -431,4 +431,52 @@ OOM_HD uint8_t oom_qmap_encode(const float *map, float x)
     return (uint8_t)(fabsf(map[lo + 1] - x) < fabsf(map[lo] - x) ? lo + 1 : lo);
 }
 
+/* ---- bitsandbytes blockwise dequantization (K_DEQUANT) ---- */
+
+enum oom_dequant_kind { OOM_DQ_NF4, OOM_DQ_FP4, OOM_DQ_DYNAMIC8, OOM_DQ_INT8_ROW, OOM_DQ_KINDS };
+
+/* The 16 code values of a 4-bit type, as bitsandbytes' get_4bit_type (functional.py) lists them:
+ * NF4's normal-float quantiles, and FP4's e2m1 values divided by their largest magnitude (12). */
+OOM_HD float oom_code4(int kind, unsigned idx)
+{
+    const float nf4[16] = {-1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f,
+                           -0.28444138169288635f, -0.18477343022823334f, -0.09105003625154495f, 0.0f,
+                           0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f, 0.33791524171829224f,
+                           0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f};
+    const float fp4[16] = {0.0f, 0.0625f, 8.0f, 12.0f, 4.0f, 6.0f, 2.0f, 3.0f,
+                           -0.0f, -0.0625f, -8.0f, -12.0f, -4.0f, -6.0f, -2.0f, -3.0f};
+    return kind == OOM_DQ_NF4 ? nf4[idx & 15] : fp4[idx & 15] / 12.0f;
+}
+
+/* Element i of a dequantized tensor: 4-bit codes two to a byte (element 2j in byte j's high nibble),
+ * or one byte each (the signed dynamic map for a nested absmax; signed int8 over 127 for LLM.int8's
+ * row-wise CB * SCB / 127, whose block is a row); times the absmax of i's block. */
+OOM_HD float oom_dequant_elem(int kind, const uint8_t *q, const float *absmax, int64_t block, size_t i,
+                              const float *dynmap)
+{
+    float scale = absmax[i / (size_t)block];
+    switch (kind) {
+    case OOM_DQ_NF4:
+    case OOM_DQ_FP4:
+        return oom_code4(kind, (i & 1) ? q[i / 2] & 15u : q[i / 2] >> 4) * scale;
+    case OOM_DQ_DYNAMIC8:
+        return dynmap[q[i]] * scale;
+    default:
+        return (float)(int8_t)q[i] * (scale / 127.0f);
+    }
+}
+
+/* LLM.int8's row-wise quantization of an activation (int8_vectorwise_quant without outliers):
+ * round(x * 127 / absmax of its row), as a signed byte. */
+OOM_HD uint8_t oom_int8_quantize(float x, float absmax)
+{
+    return absmax > 0.0f ? (uint8_t)(int8_t)rintf(x * (127.0f / absmax)) : 0;
+}
+
+/* int8_mm_dequant: an int32 product of two int8 rows scaled back by both rows' absmax / 127. */
+OOM_HD float oom_int8_dequant(float acc, float row_absmax, float col_absmax)
+{
+    return acc * (row_absmax * col_absmax) * (1.0f / (127.0f * 127.0f));
+}
+
 #endif

@@ -7,6 +7,7 @@
 
 #include "cpu/blas.h"
 #include "cpu/cpu_kernels.h"
+#include "elementwise.h"
 
 #define D(i) ((uint64_t)k->dims[i])
 #define MAX1(x) ((x) > 0 ? (x) : 1)
@@ -144,6 +145,30 @@ static uint64_t bias_elems(const struct kernel_call *k, unsigned i)
 static uint64_t adamw8_elems(const struct kernel_call *k, unsigned i)
 {
     return i < 4 ? D(0) : (D(0) + D(3) - 1) / D(3);
+}
+
+/* K_DEQUANT: 4-bit codes two to a byte, 8-bit ones one each; one absmax per block. */
+static uint64_t dequant_elems(const struct kernel_call *k, unsigned i)
+{
+    int four = k->dims[2] == OOM_DQ_NF4 || k->dims[2] == OOM_DQ_FP4;
+    if (i == 0)
+        return four ? (D(0) + 1) / 2 : D(0);
+    return i == 1 ? (D(0) + D(1) - 1) / D(1) : D(0);
+}
+
+/* K_INT8_QUANT_ROWS: x and q [rows, cols], one absmax a row. */
+static uint64_t int8_quant_elems(const struct kernel_call *k, unsigned i)
+{
+    return i == 2 ? D(0) : D(0) * D(1);
+}
+
+/* K_INT8_GEMM: a [M, K], b [N, K], their row absmax [M] and [N], acc and y [M, N]. */
+static uint64_t int8_gemm_elems(const struct kernel_call *k, unsigned i)
+{
+    static const int dims[4][2] = {{0, 2}, {1, 2}, {0, -1}, {1, -1}};
+    if (i >= 4)
+        return D(0) * D(1);
+    return D(dims[i][0]) * (dims[i][1] < 0 ? 1 : D(dims[i][1]));
 }
 
 static uint64_t upsample_elems(const struct kernel_call *k, unsigned i)
@@ -419,6 +444,14 @@ static int randint_check(const struct kernel_call *k, struct err *e)
 {
     if (k->dims[2] > (int64_t)1 << 53)
         return err_set(e, ERR_INPUT, "randint: high = %lld is above 2^53", (long long)k->dims[2]);
+    return 0;
+}
+
+static int dequant_check(const struct kernel_call *k, struct err *e)
+{
+    if (k->dims[2] < 0 || k->dims[2] >= OOM_DQ_KINDS)
+        return err_set(e, ERR_INPUT, "dequant: kind %lld is not 0 (nf4), 1 (fp4), 2 (dynamic 8-bit) or 3 (int8 rows)",
+                       (long long)k->dims[2]);
     return 0;
 }
 

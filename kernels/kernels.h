@@ -187,6 +187,19 @@
  *     dims {n}; tensors{param: T [n], shadow: T [n] (in place)}; fparam {decay}
  *
  * ---- random: seeded fills ----
+ * K_DEQUANT         bitsandbytes' blockwise dequantization: y[i] = code(q, i) * absmax[i / block]
+ *     dims {n, block, kind}; tensors{q: u8 [(n+1)/2 for 4-bit kinds, else n], absmax: f32 [ceil(n / block)],
+ *     y: T [n]}; kind 0 NF4, 1 FP4 (two codes a byte, element 2j in byte j's high nibble), 2 the signed
+ *     dynamic 8-bit map (a nested absmax), 3 signed int8 times absmax / 127 (LLM.int8's CB * SCB / 127,
+ *     block = a row)
+ * K_INT8_QUANT_ROWS LLM.int8's activation quantization (bitsandbytes int8_vectorwise_quant, no outliers):
+ *     absmax[r] = max |x[r, :]|, q[r, c] = round(x[r, c] * 127 / absmax[r]) as a signed byte (0 when
+ *     absmax is 0); dims {rows, cols}; tensors{x: T [rows, cols], q: u8 [rows, cols], absmax: f32 [rows]}
+ * K_INT8_GEMM       LLM.int8's matmul (int8_scaled_mm: int8_linear_matmul, then int8_mm_dequant):
+ *     acc[m, n] = sum over k of a[m, k] b[n, k] (signed bytes), y = acc a_absmax[m] b_absmax[n] / 127^2;
+ *     dims {M, N, K}; tensors{a: u8 [M, K], b: u8 [N, K], a_absmax: f32 [M], b_absmax: f32 [N],
+ *     acc: f32 [M, N], y: T [M, N]}; acc stands for bitsandbytes' int32 product (the same 4 bytes a
+ *     value; held as fp32, exact below 2^24)
  * K_RAND_UNIFORM    y[i] = lo + (hi - lo) * u, u in [0, 1) from splitmix64 of seed and i, rounded
  *     to T; a value that rounds to hi becomes lo, as in PyTorch's uniform_, so y stays in [lo, hi)
  *     (parameter and input initialisation); dims {n, seed}; tensors{y: T [n]}; fparam {lo, hi}

@@ -111,7 +111,7 @@ bad() { # NAME SED-EXPR MESSAGE
     ok $(contains "$(cat "$T/$1.err")" "$3") "$1: says '$3' $(head -c 200 "$T/$1.err")"
 }
 bad unknown-type 's/"model_type": "llama"/"model_type": "falcon"/' \
-    "model_type 'falcon' is not supported (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, gpt_neox, gpt2, bert, roberta, t5)"
+    "model_type 'falcon' is not supported (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, gpt_neox, gpt2, bert, roberta, t5, vit, clip, clip_vision_model)"
 bad mixtral 's/"model_type": "llama"/"model_type": "mixtral"/' "model_type 'mixtral' (mixture of experts"
 bad experts 's/"vocab_size"/"num_local_experts": 8, "vocab_size"/' "num_local_experts is not modelled for model_type llama"
 bad no-hidden '/"hidden_size"/d' "missing required field 'hidden_size'"
@@ -167,4 +167,19 @@ ok $(contains "$(cat "$T/s.err")" "model.hf_config cannot be combined") "and say
 scen '{ hf_config: nope.json }'; rc=$?
 ok $([ $rc = 2 ] && echo 0 || echo 1) "hf_config naming no file: exit 2 (got $rc)"
 ok $(contains "$(cat "$T/s.err")" "s.yaml:4:10: model.hf_config: unable to open") "and names the key $(cat "$T/s.err")"
+
+# sequence classification by architectures (encoder.c's head): BertForSequenceClassification 109,483,778
+# and RobertaForSequenceClassification 124,647,170 with two labels; three from id2label; one refused
+seqcls() { # NAME CONFIG SED-EXPR COUNT
+    sed "$3" "$D/$2.json" > "$T/$1.json"
+    out=$("$BIN" fit --hf-config "$T/$1.json" --batch-size 2 2>&1)
+    ok $(contains "$out" "encoder, $4 parameters") "$1: $4 parameters $(echo "$out" | head -c 160)"
+}
+seqcls bert-sc bert-base-uncased 's/"BertForMaskedLM"/"BertForSequenceClassification"/' 109483778
+seqcls roberta-sc roberta-base 's/"RobertaForMaskedLM"/"RobertaForSequenceClassification"/' 124647170
+seqcls roberta-sc3 roberta-base 's/"RobertaForMaskedLM"/"RobertaForSequenceClassification"], "id2label": {"0": "neg", "1": "neu", "2": "pos"}, "x": [0/' $((124647170 + 769))
+sed 's/"RobertaForMaskedLM"/"RobertaForSequenceClassification"], "num_labels": 1, "x": [0/' "$D/roberta-base.json" > "$T/reg.json"
+"$BIN" fit --hf-config "$T/reg.json" > "$T/reg.out" 2> "$T/reg.err"; rc=$?
+ok $([ $rc = 2 ] && [ ! -s "$T/reg.out" ] && echo 0 || echo 1) "num_labels 1: exit 2 (got $rc)"
+ok $(contains "$(cat "$T/reg.err")" "num_labels 1 is regression (MSELoss), not modelled") "and says why $(cat "$T/reg.err")"
 done_testing

@@ -42,7 +42,7 @@ p2=$("$BIN" program scenarios/vit_lora_linear_probe.yaml | md5sum)
 ok $([ "$p1" = "$p2" ] && echo 0 || echo 1) "program output is deterministic"
 out=$("$BIN" program scenarios/vit_lora_linear_probe.yaml | head -4)
 ok $(contains "$out" "phase load") "program starts with the load phase"
-ok $(contains "$out" "alloc t1 2359296 s0 param embeddings.word_embeddings.weight") "ALLOC with bytes, stream, category and tag"
+ok $(contains "$out" "alloc t1 3072 s0 param vit.embeddings.cls_token") "ALLOC with bytes, stream, category and tag"
 out=$("$BIN" program scenarios/duplicate_dtype_conversion.yaml | grep -m1 '^step ')
 ok $([ "$out" = "step 1 samples 128" ] && echo 0 || echo 1) "STEP carries the step's samples: batch 8 x 16 micro-batches ($out)"
 "$BIN" program --variant nosuch scenarios/vit_lora_linear_probe.yaml > /dev/null 2>&1

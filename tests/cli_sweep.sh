@@ -95,10 +95,15 @@ out=$("$BIN" merge --json "$T/m.json" --csv "$T/m.csv" "$T/b" 2>&1); rc=$?
 ok $([ $rc = 2 ] && [ ! -e "$T/m.json" ] && [ ! -e "$T/m.csv" ] && echo 0 || echo 1) \
     "merge with a missing task exits 2 and writes no file (exit $rc)"
 ok $(contains "$out" "task 3 (") "  naming task 3"
-ok $(contains "$out" "1 of 13 tasks have no results") "  and how many ($out)"
+ok $(contains "$out" "1 of $(ls scenarios/*.yaml | wc -l) tasks have no results") "  and how many ($out)"
 "$BIN" sweep --task 3 "$T/b" > /dev/null 2>&1
 "$BIN" merge "$T/b" > "$T/b3.txt" 2>/dev/null
 ok $(cmp -s "$T/b3.txt" "$T/r.txt" && echo 0 || echo 1) "the task run again by hand completes the merge"
+
+# a job with paged optimizer state (unified memory, outside reserved) merges back to run's table
+"$BIN" sweep -j 2 --out "$T/q" scenarios/qlora_llama3_8b_rtx5090.yaml > "$T/q.txt" 2>/dev/null
+"$BIN" run scenarios/qlora_llama3_8b_rtx5090.yaml > "$T/qr.txt" 2>/dev/null
+ok $(cmp -s "$T/q.txt" "$T/qr.txt" && grep -q "paged: " "$T/q.txt" && echo 0 || echo 1) "a merged job with paged optimizer state prints as run does"
 
 # --slurm without --submit: the job array script, one array task per task
 "$BIN" sweep --slurm -j 4 --sbatch --partition=debug --out "$T/s" --set job.seq_len=256,512,1024 "$S" 2> "$T/s.err"; rc=$?

@@ -113,6 +113,12 @@ static struct kernel_call sample_call(unsigned id, int dt)
         return k;
     case K_RANDINT:
         return KCALL(id, dt, 1000, 7, 50257);
+    case K_DEQUANT: /* NF4 in blocks of 64, an odd count (a half-filled last byte) */
+        return KCALL(id, dt, 1001, 64, 0);
+    case K_INT8_QUANT_ROWS:
+        return KCALL(id, dt, 37, 300);
+    case K_INT8_GEMM:
+        return KCALL(id, dt, 17, 23, 300);
     default: /* gelu, silu, relu, quick gelu, add, scale, fill, ema: dims {n, approx} */
         k = KCALL(id, dt, 1000, 1);
         k.fparam[0] = 0.99f;
@@ -158,6 +164,13 @@ static unsigned variant_calls(unsigned id, int dt, struct kernel_call *v)
         k.dims[1] = 1;
         v[0] = k;
         return 1;
+    case K_DEQUANT: /* FP4, the dynamic 8-bit map in blocks of 256, int8 rows of 77 */
+        for (int kind = 1; kind < 4; kind++) {
+            v[kind - 1] = k;
+            v[kind - 1].dims[1] = kind == 2 ? 256 : kind == 3 ? 77 : 64;
+            v[kind - 1].dims[2] = kind;
+        }
+        return 3;
     case K_SGD:
         k.dims[1] = 1;
         v[0] = k;

@@ -101,6 +101,19 @@ static void cases(struct family_case *c)
                                  "in_channels: 3", "out_channels: 10"},
                                 "{ batch_size: 2, image_size: 32 }",
                                 conv3(3, 16, false) + 2 * 16 + conv3(16, 32, false) + 2 * 32 + linear(32, 10, true)};
+    /* 8x8 patches of 32 pixels: 16 + the class token; ViT's patch conv has a bias, CLIP's none; ViT's final
+     * layernorm, CLIP's pre_layrnorm and post_layernorm */
+    const int64_t patch = 3 * 8 * 8 * h, pos = 17 * h;
+    c[8] = (struct family_case){"vit",
+                                {"family: vit", "layers: 2", "hidden: 64", "heads: 4", "ffn: 256", "max_positions: 17",
+                                 "patch_size: 8", "in_channels: 3"},
+                                "{ batch_size: 2, image_size: 32 }",
+                                patch + h + h + pos + 2 * plain_layer(h, f) + h};
+    c[9] = (struct family_case){"clip_vision",
+                                {"family: clip_vision", "layers: 2", "hidden: 64", "heads: 4", "ffn: 256",
+                                 "max_positions: 17", "patch_size: 8", "in_channels: 3"},
+                                "{ batch_size: 2, image_size: 32 }",
+                                h + patch + pos + h + 2 * plain_layer(h, f) + h};
 }
 
 /* Writes a scenario with the model keys (all but `skip`, when given) and loads it. */

@@ -2,7 +2,8 @@
  * kernel_validate() accepts it, and each tensor it names is live with an ALLOC of exactly
  * kernel_tensor_bytes() bytes (the one exception: memory-efficient attention's padded log-sum-exp). Covers every model family (tiny presets and a small configured model
  * each), eager and SDPA attention, fp32, bf16 and autocast, every optimizer, checkpointing, LoRA,
- * EMA with eval, diffusion sampling with a VAE decode, and every fault. */
+ * EMA with eval, diffusion sampling with a VAE decode, every fault, the generate and eval job kinds, the
+ * fused linear cross-entropy and compiled activations. */
 #include <uthash.h>
 
 #include "kernels.h"
@@ -76,6 +77,7 @@ static int emit(struct op_sink *base, const struct op *op, struct err *e)
     struct live *t;
     switch (op->kind) {
     case OP_ALLOC:
+    case OP_MANAGED_ALLOC:
         if (!(t = malloc(sizeof *t)))
             return err_set(e, ERR_INTERNAL, "out of memory");
         t->id = op->id;
@@ -165,6 +167,7 @@ static void configured(struct job_spec *s, enum model_family f)
         m->norm_place = NORM_POST;
         m->type_vocab = 2;
         m->pooler = true;
+        m->num_labels = 3; /* BertForSequenceClassification's head */
         m->lm_head = false;
         break;
     case FAMILY_T5: /* PyTorch's fused RMSNorm and transformers' composite gelu_new */
@@ -184,6 +187,16 @@ static void configured(struct job_spec *s, enum model_family f)
         m->max_positions = 16;
         m->causal = true;
         m->projection_dim = 32;
+        m->lm_head = false;
+        break;
+    case FAMILY_VIT: /* 4x4 patches of the 16-pixel image: 16 + the class token */
+    case FAMILY_CLIP_VISION:
+        m->in_channels = 3;
+        m->patch_size = 4;
+        m->max_positions = 17;
+        m->num_labels = f == FAMILY_VIT ? 10 : 0;
+        m->projection_dim = f == FAMILY_VIT ? 0 : 32;
+        m->act = f == FAMILY_VIT ? ACT_GELU : ACT_QUICK_GELU;
         m->lm_head = false;
         break;
     case FAMILY_MLP:
@@ -227,7 +240,8 @@ static void test_families(void)
     static const char *const tiny[] = {"tiny-transformer", "tiny-mlp", "tiny-cnn", "tiny-unet", "tiny-vae"};
     static const struct { enum model_family f; const char *name; } conf[] = {
         {FAMILY_COUNT, "gpt2-style"}, {FAMILY_DECODER, "llama-style"}, {FAMILY_ENCODER, "bert-style"},
-        {FAMILY_T5, "t5"}, {FAMILY_CLIP_TEXT, "clip-text"}, {FAMILY_MLP, "mlp"},
+        {FAMILY_T5, "t5"}, {FAMILY_CLIP_TEXT, "clip-text"}, {FAMILY_MLP, "mlp"}, {FAMILY_VIT, "vit"},
+        {FAMILY_CLIP_VISION, "clip-vision"},
     };
     int run = 0;
     for (int attn = 0; attn < ATTN_COUNT; attn++)
@@ -295,6 +309,31 @@ static void test_training_modes(void)
         }
 }
 
+/* QLoRA: a llama-style decoder with NF4 or FP4 base weights (with and without double quantization)
+ * or LLM.int8 ones, all-linear adapters with dropout, bf16 and autocast, checkpointed or not. */
+static void test_qlora(void)
+{
+    for (int v = 0; v < 10; v++) {
+        struct job_spec s;
+        char what[128];
+        base(&s);
+        configured(&s, FAMILY_DECODER);
+        s.load_dtype = s.param_dtype = DT_BF16;
+        s.autocast = v & 1;
+        s.trainable = TRAIN_LORA;
+        s.lora.all_linear = true;
+        s.lora.dropout = 0.05f;
+        s.quant.type = v >= 8 ? QUANT_INT8 : v & 2 ? QUANT_FP4 : QUANT_NF4;
+        s.quant.double_quant = !(v & 4);
+        s.quant.prepare_kbit = v & 4;
+        if (v & 2)
+            fix_enable(&s, "gradient_checkpointing", &(struct err){0});
+        snprintf(what, sizeof what, "QLoRA %s%s%s%s", quant_name(s.quant.type), s.autocast ? ", autocast" : "",
+                 s.quant.double_quant ? ", double quant" : ", prepare_kbit", v & 2 ? ", checkpointed" : "");
+        check(&s, what);
+    }
+}
+
 /* A UNet with a frozen text encoder and VAE on the device: EMA, eval inside the EMA context with
  * sampling and a VAE decode (whole and chunked), every fault. */
 static void test_diffusion(void)
@@ -327,6 +366,48 @@ static void test_diffusion(void)
     }
 }
 
+/* job.kind generate (dynamic and static caches, sampling) and eval (with on-device logits), and the
+ * fused linear cross-entropy at every precision. */
+static void test_job_kinds(void)
+{
+    char what[160];
+    for (int p = 0; p < 4; p++) {
+        struct job_spec s;
+        base(&s);
+        configured(&s, FAMILY_DECODER);
+        precision(&s, p);
+        s.eval.every = 0;
+        fix_enable(&s, "fused_linear_cross_entropy", &(struct err){0});
+        fix_enable(&s, "compiled_activations", &(struct err){0});
+        s.model.act = p % 2 ? ACT_SILU : ACT_GELU_TANH; /* SwiGLU and GEGLU, fused */
+        snprintf(what, sizeof what, "llama-style %s, %s, fused linear cross-entropy, compiled activations",
+                 precisions[p], p % 2 ? "SwiGLU" : "GEGLU");
+        check(&s, what);
+    }
+    for (int run = 0; run < 8; run++) { /* llama / gpt2 style x dynamic / static x sdpa / eager */
+        int c = run & 1, gpt = run >> 1 & 1, eager = run >> 2;
+        struct job_spec s;
+        base(&s);
+        configured(&s, gpt ? FAMILY_COUNT : FAMILY_DECODER);
+        s.model.attn = eager ? ATTN_EAGER : ATTN_SDPA;
+        s.load_dtype = c ? DT_BF16 : DT_F32;
+        s.kind = JOB_GENERATE;
+        s.eval.every = 0;
+        s.generate = (struct generate_spec){.prompt_len = 5, .new_tokens = 4, .cache = (enum cache_kind)c,
+                                            .max_cache_len = c ? 12 : 0, .do_sample = c};
+        snprintf(what, sizeof what, "%s generate, %s cache, %s", gpt ? "gpt2-style" : "llama-style",
+                 cache_kind_name((enum cache_kind)c), attn_name(s.model.attn));
+        check(&s, what);
+    }
+    struct job_spec s;
+    base(&s);
+    s.kind = JOB_EVAL;
+    s.eval.every = 0;
+    s.eval.batches = 3;
+    fault_enable(&s, "eval_samples_on_device", &(struct err){0});
+    check(&s, "tiny-transformer eval job, logits kept on the device");
+}
+
 static void test_coverage(void)
 {
     static const unsigned expected[] = {
@@ -338,7 +419,7 @@ static void test_coverage(void)
         K_CROSS_ENTROPY_FWD, K_CROSS_ENTROPY_BWD, K_EMBEDDING_FWD, K_EMBEDDING_BWD, K_MUL_BCAST, K_ADD_BCAST,
         K_EXPAND, K_REDUCE_SUM, K_TRANSPOSE, K_COPY_BLOCKS, K_RELU_FWD, K_RELU_BWD, K_QUICK_GELU_FWD,
         K_QUICK_GELU_BWD, K_ROPE, K_ATTN_BIAS_FWD, K_ATTN_DSCORES, K_SGD, K_ADAMW_T, K_ADAFACTOR, K_RAND_UNIFORM,
-        K_RANDINT,
+        K_RANDINT, K_DEQUANT, K_INT8_QUANT_ROWS, K_INT8_GEMM,
     };
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
         ok(coverage[expected[i]] > 0, "the generator launches %s (%llu times)", kernel_get(expected[i])->name,
@@ -351,6 +432,8 @@ int main(void)
     test_optimizers();
     test_training_modes();
     test_diffusion();
+    test_job_kinds();
+    test_qlora();
     test_coverage();
     return done_testing();
 }

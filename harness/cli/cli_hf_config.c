@@ -114,9 +114,11 @@ static int job_options(const struct cli_hf_args *a, const struct hf_config_info 
 static void print_job(const struct cli_hf_args *a, const struct job_spec *job, const struct hf_config_info *info,
                       int64_t n, FILE *out)
 {
+    bool image = model_image_size(&job->model) > 0; /* a vision transformer: its shape is the image's */
     fprintf(out, "%s: %s, %lld parameters (modelled: as the generator builds them from the config); job: batch %d, "
-                 "seq_len %d, %s, %s, %s\n",
-            a->config, family_name(job->model.family), (long long)n, job->batch, job->seq_len,
+                 "%s %d, %s, %s, %s\n",
+            a->config, family_name(job->model.family), (long long)n, job->batch, image ? "image_size" : "seq_len",
+            image ? job->image_size : job->seq_len,
             a->precision ? a->precision : dtype_name(job->param_dtype), optimizer_name(job->optimizer),
             trainable_name(job->trainable));
     fprintf(out, "%s: assumed: ", a->config);
@@ -138,6 +140,8 @@ int cli_hf_scenario(const struct cli_hf_args *a, struct scenario *sc, FILE *info
     struct hf_config_info hf;
     if (hf_config_read(a->config, &job.model, &hf, stderr, e) || job_options(a, &hf, &job, e))
         return -1;
+    if (model_image_size(&job.model)) /* a vision transformer: at the image size of its config */
+        job.image_size = model_image_size(&job.model);
     int64_t n = model_param_count(&job.model, e);
     if (n < 0 || job_spec_validate(&job, e))
         return err_prefix(e, "%s: ", a->config), -1;

@@ -239,6 +239,10 @@ int kernel_time_model(const struct kernel_call *k, const struct gpu_profile *p, 
         add_gemm_like(&m, dt, kd->flops(k), kd->bytes(k), k->dims[5] > 1 ? (double)k->dims[5] : 1, (double)k->dims[0],
                       (double)k->dims[1], (double)k->dims[2]);
         break;
+    case K_INT8_GEMM: /* at the fp16 rate: the profiles have no measured int8 rate */
+        add_gemm_like(&m, DT_F16, kd->flops(k), kd->bytes(k), 1, (double)k->dims[0], (double)k->dims[1],
+                      (double)k->dims[2]);
+        break;
     case K_CONV2D_FWD:
     case K_CONV2D_BWD_DATA:
     case K_CONV2D_BWD_FILTER:

@@ -18,6 +18,7 @@ static const char *const op_kind_names[OP_KIND_COUNT] = {
     [OP_SEGMENT_MAP] = "segment_map",
     [OP_SEGMENT_UNMAP] = "segment_unmap",
     [OP_RECORDED_OOM] = "oom",
+    [OP_MANAGED_ALLOC] = "managed_alloc",
 };
 
 const char *op_kind_name(enum op_kind k)

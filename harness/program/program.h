@@ -34,6 +34,10 @@ enum op_kind {
      * the block is freed at once and memory mapped or allocated for it is given back, so the rest of the
      * trace runs on the recorded state. */
     OP_RECORDED_OOM,
+    /* cudaMallocManaged outside the caching allocator (bitsandbytes' paged optimizer state: id, bytes,
+     * stream, category, name as OP_ALLOC; freed by OP_FREE): device memory while resident, never part
+     * of the allocator's reserved memory. */
+    OP_MANAGED_ALLOC,
     OP_KIND_COUNT
 };
 

@@ -289,7 +289,8 @@ static int parse_line(struct reader *r, char *line, struct op *op, struct err *e
     int kind = op_kind_from_name(w[0]);
     *op = (struct op){.kind = (enum op_kind)kind, .where = r->lineno};
     switch (kind) {
-    case OP_ALLOC: return parse_alloc(r, w, col, n, op, e);
+    case OP_ALLOC:
+    case OP_MANAGED_ALLOC: return parse_alloc(r, w, col, n, op, e);
     case OP_KERNEL: return parse_kernel(r, w, col, n, op, e);
     case OP_SEGMENT_ALLOC:
     case OP_SEGMENT_FREE:
@@ -321,8 +322,8 @@ static int parse_line(struct reader *r, char *line, struct op *op, struct err *e
     }
     return line_error(r, col[0], e,
                       "unknown verb '%s' (expected alloc, free, kernel, phase, step, mark, empty_cache, "
-                      "reset_peak_memory_stats, reset_accumulated_memory_stats, segment_alloc, segment_free, segment_map or "
-                      "segment_unmap)",
+                      "reset_peak_memory_stats, reset_accumulated_memory_stats, segment_alloc, segment_free, segment_map, "
+                      "segment_unmap or managed_alloc)",
                       w[0]);
 }
 

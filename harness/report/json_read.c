@@ -292,6 +292,17 @@ static int read_robust(const json_t *o, struct robust_result *rb, bool measured,
     return 0;
 }
 
+/* Paged optimizer state in unified memory, outside the caching allocator. */
+static int read_unified(const json_t *o, struct run_result *run, struct err *e)
+{
+    json_error_t je;
+    json_int_t peak, on_host;
+    if (json_unpack_ex((json_t *)o, &je, 0, "{s:I, s:I}", "peak_resident", &peak, "on_host", &on_host))
+        return unpack_error(&je, "unified_memory", e);
+    run->managed_peak = (uint64_t)peak, run->managed_on_host = (uint64_t)on_host;
+    return 0;
+}
+
 static int read_job(const json_t *job, struct job_result *r, struct err *e)
 {
     json_error_t je;
@@ -326,7 +337,8 @@ static int read_job(const json_t *job, struct job_result *r, struct err *e)
         read_phases(phases, run, e) || read_points(points, run, e) || read_assumptions(assumptions, r, e) ||
         (!json_is_null(oom) && read_oom(oom, &run->oom, e)) || read_events(events, run, e) ||
         read_holders(holders, &r->holders, e) || read_throughput(throughput, r, e) || read_expect(expect, r, e) ||
-        read_robust(json_object_get(job, "robust"), &r->robust, run->measured, e))
+        read_robust(json_object_get(job, "robust"), &r->robust, run->measured, e) ||
+        read_unified(json_object_get(job, "unified_memory"), run, e))
         return -1;
     return 0;
 }

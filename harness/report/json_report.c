@@ -153,6 +153,9 @@ static json_t *job_json(const struct report_group *g, size_t i)
     json_object_set_new(v, "figures", json_string(figures(r)));
     json_object_set_new(v, "stats", json_memory_stats(&r->run.stats));
     json_object_set_new(v, "unallocated_at_peak_reserved", json_integer((json_int_t)r->run.unallocated_at_peak));
+    json_object_set_new(v, "unified_memory",
+                        json_pack("{s:I, s:I}", "peak_resident", (json_int_t)r->run.managed_peak, "on_host",
+                                  (json_int_t)r->run.managed_on_host));
     json_object_set_new(v, "breakdown_at_peak_allocated", category_bytes(r->run.category_at_peak));
     json_object_set_new(v, "peaks",
                         json_pack("{s:I, s:I, s:s, s:I, s:I, s:s}", "allocated", (json_int_t)r->run.peak_allocated,

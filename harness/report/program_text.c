@@ -37,8 +37,9 @@ void op_print(FILE *f, const struct op *op)
     const char *verb = op_kind_name(op->kind);
     switch (op->kind) {
     case OP_ALLOC:
-        fprintf(f, "alloc t%llu %llu s%d %s %s\n", (unsigned long long)op->id, (unsigned long long)op->bytes,
-                op->stream, category_name((enum category)op->category), tag(op));
+    case OP_MANAGED_ALLOC:
+        fprintf(f, "%s t%llu %llu s%d %s %s\n", verb, (unsigned long long)op->id,
+                (unsigned long long)op->bytes, op->stream, category_name((enum category)op->category), tag(op));
         return;
     case OP_FREE: fprintf(f, "free t%llu\n", (unsigned long long)op->id); return;
     case OP_KERNEL: print_kernel(f, op); return;

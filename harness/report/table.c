@@ -176,6 +176,17 @@ static void print_rows(FILE *f, const struct report_group *g)
                 outcome);
         if (strcmp(r->fixes, "-"))
             wrap_print(f, "     fixes: ", 12, r->fixes);
+        if (r->run.managed_peak || r->run.managed_on_host) {
+            char m[32], h[32], text[320];
+            size_format_pytorch(r->run.managed_peak, m, sizeof m);
+            size_format_pytorch(r->run.managed_on_host, h, sizeof h);
+            int n = snprintf(text, sizeof text,
+                             "%s in unified memory (cudaMallocManaged), outside PyTorch's allocator and its reserved "
+                             "memory; modelled resident on the device", m);
+            if (r->run.managed_on_host && n > 0 && (size_t)n < sizeof text)
+                snprintf(text + n, sizeof text - (size_t)n, "; %s kept on the host for want of room", h);
+            wrap_print(f, "     paged: ", 12, text);
+        }
         if (r->has_expect && !r->expect_ok)
             wrap_print(f, "     expectation failed: ", 7, r->expect_why);
     }
@@ -185,12 +196,30 @@ static void print_throughput(FILE *f, const struct job_result *r)
 {
     char first[96], text[512];
     snprintf(first, sizeof first, "    %-*s ", NAME_W, r->name);
-    double eval = 0;
-    for (size_t k = 0; k < r->run.nphases; k++)
-        if (phase_is_eval(r->run.phases[k].name))
-            eval += r->run.phases[k].seconds;
-    if (eval > 0 && !r->run.oom.happened) {
-        snprintf(text, sizeof text, "eval (sampling and decode) %.3f s in kernels (%s)", eval, figures(r));
+    double eval = 0, prefill = 0;
+    uint64_t peak[2] = {0, 0}; /* allocated peaks of prefill and decode */
+    bool generates = false; /* job.kind generate: its decode is the text's, not a VAE's */
+    for (size_t k = 0; k < r->run.nphases; k++) {
+        const struct phase_peak *ph = &r->run.phases[k];
+        if (!strcmp(ph->name, "prefill")) {
+            generates = true;
+            prefill += ph->seconds;
+            peak[0] = ph->peak_allocated;
+        } else if (phase_is_eval(ph->name)) {
+            eval += ph->seconds;
+            peak[1] = ph->peak_allocated > peak[1] ? ph->peak_allocated : peak[1];
+        }
+    }
+    if (eval + prefill > 0 && !r->run.oom.happened) {
+        char pa[32], pd[32];
+        gib(peak[0], pa, sizeof pa);
+        gib(peak[1], pd, sizeof pd);
+        if (generates)
+            snprintf(text, sizeof text,
+                     "generate: prefill %.3f s in kernels, peak allocated %s; decode %.3f s, peak allocated %s (%s)",
+                     prefill, pa, eval, pd, figures(r));
+        else
+            snprintf(text, sizeof text, "eval (sampling and decode) %.3f s in kernels (%s)", eval, figures(r));
         wrap_print(f, first, TEXT_COL, text);
     }
     if (r->run.oom.happened)

@@ -92,11 +92,16 @@ static int write_pictures(struct timeline *tl, const struct harness_options *opt
     return perfetto_write(path, tl, r, e);
 }
 
-/* Forward passes the job runs: its micro-steps and its eval forwards (each denoising step is one). */
+/* Forward passes the job runs: its micro-steps and its eval forwards (each denoising step is one); a
+ * generate job's prefill and decode steps, new_tokens per call; an eval job's one evaluation. */
 static uint64_t forward_passes(const struct job_spec *j)
 {
-    uint64_t train = (uint64_t)j->steps * (uint64_t)j->grad_accum;
-    uint64_t evals = (j->eval.every > 0 ? (uint64_t)(j->steps / j->eval.every) : 0) + j->eval.before_training;
+    if (j->kind == JOB_GENERATE)
+        return (uint64_t)j->steps * (uint64_t)j->generate.new_tokens;
+    uint64_t train = j->kind == JOB_EVAL ? 0 : (uint64_t)j->steps * (uint64_t)j->grad_accum;
+    uint64_t evals = j->kind == JOB_EVAL ? 1
+                                         : (j->eval.every > 0 ? (uint64_t)(j->steps / j->eval.every) : 0) +
+                                               j->eval.before_training;
     uint64_t per_eval = (uint64_t)(j->eval.batches > 0 ? j->eval.batches : 1) *
                         (uint64_t)(j->eval.sampling_steps > 0 ? j->eval.sampling_steps : 1);
     return train + evals * per_eval;
@@ -108,7 +113,8 @@ static int check_work(const struct job_spec *job, const struct harness_options *
     if (n <= limit)
         return 0;
     return err_set(e, ERR_INPUT,
-                   "the job runs %llu forward passes (steps x grad_accum, plus eval batches x sampling steps), more "
+                   "the job runs %llu forward passes (steps x grad_accum, plus eval batches x sampling steps; "
+                   "generate: steps x new_tokens), more "
                    "than the %llu oomlab runs without --max-forwards; give --max-forwards %llu to run it",
                    (unsigned long long)n, (unsigned long long)limit, (unsigned long long)n);
 }

@@ -14,6 +14,7 @@
 struct live_tensor {
     uint64_t id;
     struct alloc_block *block;
+    uint64_t managed_addr, managed_bytes; /* OP_MANAGED_ALLOC: its pages on the device (0 bytes: on the host) */
     const char *tag; /* the ALLOC op's name (a module tag, a recorded site), or a restored block's */
     uint8_t category;
     UT_hash_handle hh;
@@ -49,6 +50,7 @@ struct runner {
     struct live_tensor *live;
     struct live_tensor *spare; /* recycled entries */
     uint64_t category_live[CAT_COUNT];
+    uint64_t managed_current; /* resident bytes of OP_MANAGED_ALLOC tensors */
     struct run_result res;
     size_t phase; /* index into res.phases of the current phase */
     char phase_name[32];
@@ -254,6 +256,10 @@ static int remember_failed(struct runner *r, uint64_t id, struct err *e)
 
 static void release_tensor(struct runner *r, struct live_tensor *t)
 {
+    if (t->managed_bytes) {
+        r->dev->ops->seg_free(r->dev, t->managed_addr, t->managed_bytes);
+        r->managed_current -= t->managed_bytes;
+    }
     if (t->block)
         r->category_live[t->category] -= alloc_block_size(t->block);
     allocator_free(r->a, t->block);
@@ -273,6 +279,7 @@ static int add_live(struct runner *r, uint64_t id, struct alloc_block *b, uint8_
         return err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
     t->id = id;
     t->block = b;
+    t->managed_addr = t->managed_bytes = 0;
     t->tag = tag;
     t->category = category < CAT_COUNT ? category : CAT_OTHER;
     HASH_ADD(hh, r->live, id, sizeof t->id, t);
@@ -318,6 +325,42 @@ static int do_alloc(struct runner *r, const struct op *op, struct alloc_block **
     }
     *out = b;
     track_peaks(r);
+    return 0;
+}
+
+/* cudaMallocManaged (OP_MANAGED_ALLOC, bitsandbytes' paged optimizer state): memory from the device
+ * beside the allocator's segments, never in its reserved bytes. Modelled resident: the pages take
+ * device memory while the device has room; without room they stay on the host (unified memory
+ * oversubscribes instead of failing), which a device that runs kernels cannot follow. */
+static int do_managed_alloc(struct runner *r, const struct op *op, struct err *e)
+{
+    if (find_live(r, op->id))
+        return err_set(e, ERR_INTERNAL, "op program allocates tensor %llu, which is still live",
+                       (unsigned long long)op->id);
+    uint64_t addr = 0;
+    enum dev_status st = op->bytes ? r->dev->ops->seg_alloc(r->dev, op->bytes, op->stream, &addr, e) : DEV_OK;
+    if (st == DEV_ERROR)
+        return -1;
+    if (st == DEV_OOM && device_has(r->dev, DEVICE_RUNS_KERNELS))
+        return err_set(e, ERR_INTERNAL,
+                       "%s: %llu bytes of unified memory (paged state) do not fit on the device, and oomlab "
+                       "cannot keep them on the host for a device that runs kernels",
+                       op->name ? op->name : "-", (unsigned long long)op->bytes);
+    if (add_live(r, op->id, NULL, op->category, op->name, e)) {
+        if (st == DEV_OK && op->bytes)
+            r->dev->ops->seg_free(r->dev, addr, op->bytes);
+        return -1;
+    }
+    if (st == DEV_OOM) {
+        r->res.managed_on_host += op->bytes;
+        return 0;
+    }
+    struct live_tensor *t = find_live(r, op->id);
+    t->managed_addr = addr;
+    t->managed_bytes = op->bytes;
+    r->managed_current += op->bytes;
+    if (r->managed_current > r->res.managed_peak)
+        r->res.managed_peak = r->managed_current;
     return 0;
 }
 
@@ -398,7 +441,7 @@ static int do_kernel(struct runner *r, const struct op *op, struct err *e)
         if (!t)
             return err_set(e, ERR_INTERNAL, "kernel %s names tensor %llu, which is not live", k->name,
                            (unsigned long long)op->kernel.tensors[i]);
-        addrs[i] = t->block ? alloc_block_addr(t->block) : 0;
+        addrs[i] = t->block ? alloc_block_addr(t->block) : t->managed_addr;
     }
     int rc = r->dev->ops->launch(r->dev, &op->kernel, runs ? addrs : NULL, e);
     if (!device_has(r->dev, DEVICE_ASYNC_KERNELS)) /* its time is known now: into this phase and step */
@@ -474,6 +517,7 @@ static int execute(struct runner *r, const struct op *op, struct alloc_block **b
     case OP_SEGMENT_MAP: r->recorded_fresh = r->recorded_release; return 0;
     case OP_RECORDED_OOM: return do_recorded_oom(r, op, e);
     case OP_MARK: return 0;
+    case OP_MANAGED_ALLOC: return do_managed_alloc(r, op, e);
     case OP_KIND_COUNT: break;
     }
     return err_set(e, ERR_INTERNAL, "op program has an op of unknown kind %d", (int)op->kind);

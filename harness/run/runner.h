@@ -58,6 +58,9 @@ struct run_result {
     int64_t peak_allocated_step, peak_reserved_step;
     char peak_allocated_phase[32], peak_reserved_phase[32];
     uint64_t unallocated_at_peak;          /* reserved - allocated when reserved peaked */
+    /* Unified memory outside the allocator (OP_MANAGED_ALLOC, paged optimizer state): the most resident
+     * on the device at once, and the bytes that found no room there and stayed on the host. */
+    uint64_t managed_peak, managed_on_host;
     uint64_t category_at_peak[CAT_COUNT];  /* allocated block bytes per category when allocated peaked */
     struct phase_peak phases[RUN_MAX_PHASES];
     size_t nphases;

@@ -11,6 +11,8 @@ static const char *optimizer_at(int i) { return optimizer_name((enum optimizer_k
 static const char *trainable_at(int i) { return trainable_name((enum trainable_kind)i); }
 static const char *ema_place_at(int i) { return ema_place_name((enum ema_place)i); }
 static const char *extra_role_at(int i) { return extra_role_name((enum extra_role)i); }
+static const char *job_kind_at(int i) { return job_kind_name((enum job_kind)i); }
+static const char *cache_kind_at(int i) { return cache_kind_name((enum cache_kind)i); }
 static const char *on_oom_at(int i) { return on_oom_name((enum on_oom_policy)i); }
 static const char *strategy_at(int i) { return parallel_strategy_name((enum parallel_strategy)i); }
 
@@ -26,6 +28,13 @@ static void eval_defaults(void *obj)
     struct job_spec j;
     job_spec_init(&j);
     *(struct eval_spec *)obj = j.eval;
+}
+
+static void generate_defaults(void *obj)
+{
+    struct job_spec j;
+    job_spec_init(&j);
+    *(struct generate_spec *)obj = j.generate;
 }
 
 static void robust_defaults(void *obj)
@@ -59,6 +68,31 @@ static const struct key_table eval_table = {
     .name = "job.eval",
     .help = "What an evaluation does and when it runs.",
     .keys = eval_keys, .nkeys = COUNT(eval_keys), .obj_size = sizeof(struct eval_spec), .init = eval_defaults,
+};
+
+#define GS struct generate_spec
+static const struct key generate_keys[] = {
+    K_INT(GS, "prompt_len", prompt_len, 1, BIG, NULL, "Tokens per prompt: the prefill forward's length."),
+    K_INT(GS, "new_tokens", new_tokens, 1, BIG, NULL,
+          "max_new_tokens: the prefill makes the first, each decode step one more."),
+    K_ENUM(GS, "cache", cache, cache_kind_at, CACHE_COUNT,
+           "transformers' KV cache: `dynamic` (DynamicCache, the default: torch.cat per decode step allocates "
+           "each layer's keys and values one token longer and frees the old ones) or `static` (StaticCache: "
+           "[batch, kv_heads, max_cache_len, head_dim] per layer allocated at the prefill, written in place)."),
+    K_INT(GS, "max_cache_len", max_cache_len, 0, BIG, "prompt_len + new_tokens",
+          "Static cache: tokens preallocated per layer (at least prompt_len + new_tokens)."),
+    K_BOOL(GS, "do_sample", do_sample,
+           "Sample the next token (fp32 softmax over the vocabulary, then multinomial) instead of greedy argmax."),
+};
+#undef GS
+
+static const struct key_table generate_table = {
+    .name = "job.generate",
+    .help = "What a text generation does (`job.kind: generate`): model.generate() on `batch_size` prompts under "
+            "torch.no_grad, weights in `load_dtype`, for decoders with rotary positions (Llama, Mistral, Qwen2) "
+            "or learned ones (GPT-2).",
+    .keys = generate_keys, .nkeys = COUNT(generate_keys), .obj_size = sizeof(struct generate_spec),
+    .init = generate_defaults,
 };
 
 /* robust.fallback: device specs, each checked by the one device-spec parser. */
@@ -205,6 +239,10 @@ static int parse_extras(const struct key_ctx *c, const struct key *k, yaml_node_
 
 #define J struct job_spec
 static const struct key job_keys[] = {
+    K_ENUM(J, "kind", kind, job_kind_at, JOB_KIND_COUNT,
+           "What the job does: `train` (training steps, the default), `eval` (one evaluation: `eval.batches` "
+           "no_grad forwards of `eval.batch_size`), `generate` (text generation, see "
+           "[`job.generate`](#jobgenerate)) or `diffusion` (not built yet: refused)."),
     K_INT(J, "batch_size", batch, 1, 1 << 20, NULL, "Samples per optimizer step, before gradient accumulation."),
     K_INT(J, "seq_len", seq_len, 1, BIG, NULL, "Tokens per sample (T5: encoder input)."),
     K_INT(J, "target_len", target_len, 0, BIG, "seq_len", "T5: decoder tokens."),
@@ -219,15 +257,36 @@ static const struct key job_keys[] = {
     K_ENUM(J, "autocast_dtype", autocast_dtype, float_dtype_at, SPEC_FLOAT_DTYPES, "The autocast dtype."),
     K_BOOL(J, "master_weights", master_weights, "The optimizer keeps an fp32 master copy of 16-bit weights."),
     K_BOOL(J, "loss_scaling", loss_scaling, "fp16 GradScaler: scaled loss, unscale before the step."),
-    K_ENUM(J, "optimizer", optimizer, optimizer_at, OPT_COUNT, "The optimizer."),
+    K_ENUM(J, "optimizer", optimizer, optimizer_at, OPT_COUNT,
+           "The optimizer. paged_adamw_8bit and paged_adamw_32bit are bitsandbytes' paged AdamW: the state of "
+           "tensors from 1e5 elements in CUDA unified memory, outside the caching allocator (reported apart "
+           "from reserved memory, modelled resident on the device while it has room)."),
     K_BOOL(J, "foreach", foreach, "Multi-tensor (foreach) optimizer step, with parameter-sized temporaries."),
     K_BOOL(J, "set_to_none", set_to_none, "zero_grad(set_to_none=True), PyTorch's default since 2.0."),
     K_INT(J, "grad_accum", grad_accum, 1, 1 << 20, NULL, "Micro-batches per optimizer step (1 = none)."),
     K_INT(J, "steps", steps, 1, 1 << 20, NULL, "Optimizer steps to run."),
     K_ENUM(J, "ema", ema, ema_place_at, EMA_COUNT, "Exponential moving average of the weights, and where it lives."),
     K_TABLE(J, "eval", eval, eval_table, false, "Evaluation cadence and contents."),
+    K_TABLE(J, "generate", generate, generate_table, false, "Text generation (`kind: generate`)."),
     K_ENUM(J, "trainable", trainable, trainable_at, TRAIN_COUNT, "Which weights train."),
-    K_INT(J, "lora_rank", lora_rank, 0, 65536, NULL, "LoRA rank r on every attention projection."),
+    K_INT(J, "lora_rank", lora_rank, 0, 65536, NULL, "LoRA rank r."),
+    {.name = "lora_targets", .type = KEY_CUSTOM, FIELD(J, lora), .parse = parse_lora_targets,
+     .doc_type = "`all-linear` or a list of module names", .zero_means = "the attention's query and value projections",
+     .help = "Linear modules that get a LoRA adapter (PEFT's target_modules: a module whose full name is the "
+             "target or ends in '.' + target, as the family names them: q_proj, k_proj, v_proj, o_proj, gate_proj, "
+             "up_proj, down_proj for Llama; c_attn, c_proj, c_fc for GPT-2; query, key, value, dense for BERT; q, "
+             "k, v, o, wi_0, wi_1, wo for T5 v1.1). all-linear: every linear but the output head. A name that matches no module "
+             "is an error."},
+    {.name = "lora_alpha", .type = KEY_FLOAT, FIELD(J, lora.alpha), .fmin = 0, .fmax = 1e6,
+     .help = "lora_alpha: the adapter output is scaled by alpha / r (a multiply; no other memory effect)."},
+    {.name = "lora_dropout", .type = KEY_FLOAT, FIELD(J, lora.dropout), .fmin = 0, .fmax = 1, .fopen = false,
+     .zero_means = "nn.Identity",
+     .help = "Dropout on each adapter's input: its output and mask are saved for backward."},
+    K_BOOL(J, "use_dora", lora.dora, "DoRA adapters (refused: not modelled yet)."),
+    K_ENUM(J, "lora_dtype", lora.dtype, lora_dtype_at, SPEC_FLOAT_DTYPES + 1,
+           "Adapter weights' dtype. auto: fp32 on a quantized base (as PEFT creates them there), else the "
+           "model's param dtype; PEFT's autocast_adapter_dtype=True makes them fp32 on a 16-bit base too."),
+    K_TABLE(J, "quantization", quant, scenario_quant_table, false, "Quantized base weights (bitsandbytes)."),
     {.name = "extras", .type = KEY_CUSTOM, .offset = 0, .size = sizeof(J), .parse = parse_extras, .sub = &extra_table,
      .doc_type = "list of mappings, see [`job.extras[]`](#jobextras)", .zero_means = "none",
      .help = "Frozen modules resident beside the model (text encoder, VAE)."},

@@ -99,8 +99,9 @@ static const struct key model_keys[] = {
              "override those (for instance `attn: eager`)."},
     {.name = "hf_config", .type = KEY_STRING, FIELD(M, hf_config), .zero_means = "none",
      .help = "A Hugging Face config.json, relative to the scenario file (model_type llama, mistral, qwen2, "
-             "qwen3, phi3, gemma, gemma2, gemma3_text, gpt_neox, gpt2, bert, roberta or t5; mixtral is refused "
-             "as not built yet): it sets the family and every dimension, as a preset does; other model keys "
+             "qwen3, phi3, gemma, gemma2, gemma3_text, gpt_neox, gpt2, bert, roberta, t5, vit, clip (its vision "
+             "tower) or clip_vision_model; mixtral is refused as not built yet; a vision model needs the job's "
+             "`image_size` to be its config's): it sets the family and every dimension, as a preset does; other model keys "
              "override those. Its torch_dtype becomes the job's `load_dtype` and `param_dtype` unless the job "
              "sets either. A field that changes memory but is not modelled is an error naming it, or a "
              "warning (sliding_window, fused qkv projections)."},
@@ -133,14 +134,24 @@ static const struct key model_keys[] = {
     K_ENUM(M, "pos", spec.pos, pos_at, POS_COUNT, "Position encoding."),
     K_INT(M, "rel_buckets", spec.rel_buckets, 0, 4096, "32 for T5", "T5: relative-position buckets."),
     K_BOOL(M, "causal", spec.causal, "Causal attention mask (decoder, CLIP text)."),
-    K_BOOL(M, "pooler", spec.pooler, "BERT pooler (dense + tanh)."),
-    K_INT(M, "projection_dim", spec.projection_dim, 0, BIG, "none", "CLIP text projection width."),
+    K_BOOL(M, "pooler", spec.pooler, "BERT pooler, ViTModel's pooler (dense + tanh on the first token)."),
+    K_INT(M, "projection_dim", spec.projection_dim, 0, BIG, "none",
+          "CLIP text_projection, or CLIP vision's visual_projection (CLIPVisionModelWithProjection), width."),
+    K_INT(M, "patch_size", spec.patch_size, 0, 65536, "unset",
+          "ViT, CLIP vision: pixels per patch side (the patch embedding's Conv2d kernel and stride)."),
+    K_INT(M, "num_labels", spec.num_labels, 0, BIG, "no classifier",
+          "Classes of a classification head, trained with cross-entropy (at least 2): ViT's "
+          "ViTForImageClassification classifier on the class token (0: ViTModel); the encoder's sequence "
+          "classification head, BertForSequenceClassification's (dropout + classifier on the pooled output) with "
+          "`pooler`, RobertaForSequenceClassification's (dense + tanh + out_proj on the first token) without "
+          "(0: the base model with a parameter-free loss)."),
     K_BOOL(M, "lm_head", spec.lm_head, "Produce vocabulary logits and a cross-entropy loss."),
     K_ENUM(M, "attn", spec.attn, attn_at, ATTN_COUNT,
            "Attention kernel: unfused matmuls with a materialised score matrix, or fused SDPA."),
     {.name = "dropout", .type = KEY_FLOAT, FIELD(M, spec.dropout), .fmin = 0, .fmax = 1, .zero_means = "no masks",
      .help = "Dropout probability."},
-    K_INT(M, "in_channels", spec.in_channels, 0, 65536, "unset", "Image channels (VAE, CNN; a UNet reads latent_channels)."),
+    K_INT(M, "in_channels", spec.in_channels, 0, 65536, "unset",
+          "Image channels (VAE, CNN; ViT and CLIP vision: the config's num_channels; a UNet reads latent_channels)."),
     K_INT(M, "out_channels", spec.out_channels, 0, BIG, "unset", "Output channels (CNN: classes)."),
     K_LIST(M, "channels", spec.channels, spec.nlevels, 1, 65536,
            "Channels per resolution level (block_out_channels); their number is the number of levels."),

@@ -45,6 +45,11 @@ int parse_preset(const struct key_ctx *c, const struct key *k, yaml_node_t *v, v
 /* overrides.c: writes each override's value into the document at its key's path (mappings made as needed). */
 int scenario_overrides_apply(struct yaml_doc *d, const struct scenario_override *ov, size_t n, struct err *e);
 
+/* adapter_keys.c: quantization and the LoRA keys beyond plain rows. */
+extern const struct key_table scenario_quant_table;
+int parse_lora_targets(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field, struct err *e);
+const char *lora_dtype_at(int i);
+
 /* variants.c: the top-level check that builds every variant from the base job (root is a scenario_file). */
 int build_variants(const struct key_ctx *c, yaml_node_t *top, void *obj, struct err *e);
 

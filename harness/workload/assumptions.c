@@ -4,10 +4,12 @@
 #include "workload/switches.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static bool transformer(enum model_family f)
 {
-    return f == FAMILY_DECODER || f == FAMILY_ENCODER || f == FAMILY_T5 || f == FAMILY_CLIP_TEXT;
+    return f == FAMILY_DECODER || f == FAMILY_ENCODER || f == FAMILY_T5 || f == FAMILY_CLIP_TEXT || f == FAMILY_VIT ||
+           f == FAMILY_CLIP_VISION;
 }
 
 static void attention_text(const struct job_spec *s, enum dtype cd, char *buf, size_t len)
@@ -48,6 +50,12 @@ static void precision_text(const struct job_spec *s, char *buf, size_t len)
         snprintf(buf, len, "pure %s%s%s", dtype_name(s->param_dtype), master, scaled);
     else
         snprintf(buf, len, "fp32%s", scaled);
+    if (s->quant.type != QUANT_NONE) {
+        size_t n = strlen(buf);
+        bool nested = s->quant.double_quant && s->quant.type != QUANT_INT8;
+        snprintf(buf + n, len - n, ", %s base weights%s%s", quant_name(s->quant.type), nested ? " (double quant)" : "",
+                 s->quant.prepare_kbit ? ", prepare_kbit" : "");
+    }
 }
 
 static void optimizer_text(const struct job_spec *s, char *buf, size_t len)
@@ -58,6 +66,11 @@ static void optimizer_text(const struct job_spec *s, char *buf, size_t len)
         break;
     case OPT_ADAFACTOR:
         snprintf(buf, len, "adafactor (transformers)");
+        break;
+    case OPT_PAGED_ADAMW_8BIT:
+    case OPT_PAGED_ADAMW_32BIT:
+        snprintf(buf, len, "%s (bitsandbytes; paged state in unified memory, modelled resident)",
+                 optimizer_name(s->optimizer));
         break;
     default:
         snprintf(buf, len, "%s %s", optimizer_name(s->optimizer), s->foreach ? "foreach" : "for-loop");
@@ -71,6 +84,8 @@ int workload_assumptions(const struct job_spec *spec, struct job_assumptions *a,
     if (job_spec_validate(&s, e) < 0)
         return -1;
     switches_apply_settings(&s);
+    if (s.kind == JOB_GENERATE) /* as workload_create: the weights as loaded */
+        s.param_dtype = s.load_dtype;
     enum dtype cd = s.autocast ? s.autocast_dtype : s.param_dtype;
     *a = (struct job_assumptions){.steps = s.steps, .kernel_scratch = s.kernel_scratch};
     a->use_cache = s.use_cache && !spec_has_fix(&s, FIX_GRADIENT_CHECKPOINTING) &&
@@ -79,6 +94,11 @@ int workload_assumptions(const struct job_spec *spec, struct job_assumptions *a,
     activation_text(&s.model, a->activation, sizeof a->activation);
     precision_text(&s, a->precision, sizeof a->precision);
     optimizer_text(&s, a->optimizer, sizeof a->optimizer);
+    if (s.kind == JOB_GENERATE)
+        snprintf(a->optimizer, sizeof a->optimizer, "generate with a %s cache, no optimizer",
+                 cache_kind_name(s.generate.cache));
+    else if (s.kind != JOB_TRAIN)
+        snprintf(a->optimizer, sizeof a->optimizer, "%s job, no optimizer", job_kind_name(s.kind));
     return 0;
 }
 

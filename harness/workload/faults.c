@@ -75,7 +75,8 @@ static const struct switch_info faults[FAULT_COUNT] = {
      .help = "a debugging hook keeps each analysis forward's output, with its graph, outside no_grad",
      .params = &capture_params},
     {.id = FAULT_EVAL_SAMPLES_ON_DEVICE, .name = "eval_samples_on_device",
-     .help = "generated samples are kept in a list on the device"},
+     .help = "generated samples (diffusion) or each eval batch's logits (Trainer without "
+             "eval_accumulation_steps) are kept on the device"},
     {.id = FAULT_RESIDENT_TEXT_ENCODER, .name = "resident_text_encoder",
      .help = "the frozen text encoder stays on the device for the whole run", .settings = text_encoder_on_device},
     {.id = FAULT_VARIABLE_LENGTH_FRAGMENTATION, .name = "variable_length_fragmentation",

@@ -27,6 +27,17 @@ static const struct key decode_keys[] = {
 #undef P
 static const struct key_table decode_params = FIX_TABLE(chunked_decode, decode_keys);
 
+/* ---- fused_linear_cross_entropy ---- */
+SWITCH_PARAMS_DEFINE(fix_params, FIX_FUSED_LINEAR_CROSS_ENTROPY, fused_linear_cross_entropy)
+SWITCH_PARAMS_DEFAULTS(fused_linear_cross_entropy, .chunk = 0)
+#define P struct fused_linear_cross_entropy_params
+static const struct key flce_keys[] = {
+    K_INT(P, "chunk", chunk, 0, 1 << 24, "Liger's rule: next_power_of_2(ceil(tokens / ceil(vocab / hidden)))",
+          "Token rows per chunk of logits."),
+};
+#undef P
+static const struct key_table flce_params = FIX_TABLE(fused_linear_cross_entropy, flce_keys);
+
 /* ---- max_split_size_mb ---- */
 SWITCH_PARAMS_DEFINE(fix_params, FIX_MAX_SPLIT_SIZE_MB, max_split_size_mb)
 SWITCH_PARAMS_DEFAULTS(max_split_size_mb, .mb = 128)
@@ -151,8 +162,13 @@ static const char *no_gpu_ema(const struct job_spec *s)
 
 static const char *not_adamw(const struct job_spec *s)
 {
-    return s->optimizer == OPT_ADAMW ? NULL : s->optimizer == OPT_ADAMW_8BIT ? "AdamW is already 8-bit"
-                                                                            : "the optimizer is not AdamW";
+    switch (s->optimizer) {
+    case OPT_ADAMW: return NULL;
+    case OPT_ADAMW_8BIT:
+    case OPT_PAGED_ADAMW_8BIT: return "AdamW is already 8-bit";
+    case OPT_PAGED_ADAMW_32BIT: return "the optimizer is bitsandbytes' paged AdamW";
+    default: return "the optimizer is not AdamW";
+    }
 }
 
 static const char *already_16bit(const struct job_spec *s)
@@ -183,6 +199,30 @@ static const char *no_text_encoder(const struct job_spec *s)
         if (s->extras[i].role == EXTRA_TEXT_ENCODER && s->extras[i].on_device)
             return NULL;
     return "no text encoder stays on the device";
+}
+
+static const char *no_lm_loss(const struct job_spec *s)
+{
+    return s->model.family == FAMILY_DECODER && s->model.lm_head && s->kind != JOB_GENERATE
+               ? NULL
+               : "the job computes no decoder LM loss";
+}
+
+/* torch.compile fuses gelu_new's composite into one kernel saving its input: the tanh GELU */
+static void compile_activations(struct job_spec *s)
+{
+    if (s->model.act == ACT_GELU_NEW)
+        s->model.act = ACT_GELU_TANH;
+}
+
+static const char *nothing_to_compile(const struct job_spec *s)
+{
+    const struct model_spec *m = &s->model;
+    bool gated = m->ffn_kind == FFN_GATED && (m->act == ACT_SILU || m->act == ACT_GELU || m->act == ACT_GELU_TANH);
+    bool composite = m->act == ACT_GELU_NEW;
+    bool transformer = m->family == FAMILY_DECODER || m->family == FAMILY_ENCODER || m->family == FAMILY_T5 ||
+                       m->family == FAMILY_CLIP_TEXT;
+    return transformer && (gated || composite) ? NULL : "no gated MLP or composite activation to fuse";
 }
 
 static const char *not_padded(const struct job_spec *s)
@@ -246,13 +286,20 @@ static const struct switch_info fixes[FIX_COUNT] = {
     {.id = FIX_SDPA_ATTENTION, .name = "sdpa_attention",
      .help = "fused scaled_dot_product_attention: no score matrix kept", .settings = sdpa,
      .inert = already_sdpa},
-    {.id = FIX_SAMPLES_TO_CPU, .name = "samples_to_cpu", .help = "move each generated sample batch to the CPU",
+    {.id = FIX_SAMPLES_TO_CPU, .name = "samples_to_cpu",
+     .help = "move each generated sample batch, or each eval batch's logits (eval_accumulation_steps=1), to the CPU",
      .inert = no_samples},
     {.id = FIX_OFFLOAD_TEXT_ENCODER, .name = "offload_text_encoder",
      .help = "keep the frozen text encoder on the CPU", .settings = text_encoder_off_device,
      .inert = no_text_encoder},
     {.id = FIX_PAD_TO_LONGEST, .name = "pad_to_longest",
      .help = "pad each batch to its longest sequence, not max_length", .inert = not_padded},
+    {.id = FIX_FUSED_LINEAR_CROSS_ENTROPY, .name = "fused_linear_cross_entropy",
+     .help = "LM head and loss in chunks of rows (Liger-Kernel, cut-cross-entropy): the logits are never whole",
+     .params = &flce_params, .inert = no_lm_loss},
+    {.id = FIX_COMPILED_ACTIVATIONS, .name = "compiled_activations",
+     .help = "torch.compile's fused activations: act(gate) * up saves only gate and up; gelu_new saves its input",
+     .settings = compile_activations, .inert = nothing_to_compile},
 };
 
 const struct switch_info *fix_table(int *count)

@@ -30,6 +30,8 @@ enum fix_id {
     FIX_SAMPLES_TO_CPU,
     FIX_OFFLOAD_TEXT_ENCODER,
     FIX_PAD_TO_LONGEST,
+    FIX_FUSED_LINEAR_CROSS_ENTROPY,
+    FIX_COMPILED_ACTIVATIONS,
     FIX_COUNT
 };
 
@@ -62,6 +64,11 @@ struct gradient_accumulation_params {
     int micro_batch;  /* 0 = batch / 4, at least 1 */
 };
 SWITCH_PARAMS_ACCESSORS(gradient_accumulation);
+
+struct fused_linear_cross_entropy_params {
+    int chunk;        /* rows per chunk (0 = Liger's rule: about batch x seq x hidden / vocab, a power of 2) */
+};
+SWITCH_PARAMS_ACCESSORS(fused_linear_cross_entropy);
 
 const struct switch_info *fix_table(int *count); /* indexed by enum fix_id */
 const struct switch_info *fix_find(const char *name); /* NULL if unknown */

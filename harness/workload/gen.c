@@ -171,7 +171,8 @@ static void refuse_size(struct gen *g, struct tensor *t, const int64_t *dims, in
         t->dims[i] = 1;
 }
 
-tref t_new(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, enum category cat, const char *tag)
+static tref t_make(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, enum category cat, const char *tag,
+                   enum op_kind kind)
 {
     tref x = slab_get(g);
     if (x == TNONE)
@@ -194,10 +195,21 @@ tref t_new(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, enum cat
     t->next_free = -1;
     t->id = ++g->next_id;
     g->live_bytes += (int64_t)t->bytes;
-    struct op op = {.kind = OP_ALLOC, .category = (uint8_t)cat, .stream = g->stream, .id = t->id,
+    struct op op = {.kind = kind, .category = (uint8_t)cat, .stream = g->stream, .id = t->id,
                     .bytes = t->bytes, .name = tag};
     gen_emit(g, &op);
     return x;
+}
+
+tref t_new(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, enum category cat, const char *tag)
+{
+    return t_make(g, dims, ndim, dt, cat, tag, OP_ALLOC);
+}
+
+tref t_new_managed(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category cat, const char *tag)
+{
+    int64_t d[2] = {a, b};
+    return t_make(g, d, 2, dt, cat, tag, OP_MANAGED_ALLOC);
 }
 
 tref t_new2(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category cat, const char *tag)

@@ -47,6 +47,7 @@ struct param {
     bool trainable;
     bool head;            /* trained under a linear probe */
     bool lora;            /* a LoRA adapter */
+    bool quant;           /* a bitsandbytes-quantized weight (quant.c): data holds its packed codes */
     int32_t module_id;    /* which module (main model or an extra) */
     tref data;            /* weight on the device */
     tref grad;            /* .grad */
@@ -55,6 +56,7 @@ struct param {
     tref ema;             /* EMA shadow */
     tref cast;            /* autocast cache for the current forward */
     tref stale;           /* a reference kept to an old copy (duplicate_dtype_conversion) */
+    tref qstate[5];       /* quantized: absmax (f32, or u8 codes), nested absmax, offset, code table, nested code */
 };
 
 struct gen;
@@ -76,7 +78,10 @@ struct ckpt {
 
 enum node_kind {
     N_LINEAR, N_EMBED, N_NORM, N_ACT, N_DROPOUT, N_ADD, N_MUL, N_CAST, N_ATTN, N_CONV, N_UPSAMPLE,
-    N_CE, N_MEAN, N_SCALE, N_GLU, N_CKPT, N_TRANSPOSE, N_EXPAND, N_SLICE, N_CONCAT, N_ROPE
+    N_CE, N_MEAN, N_SCALE, N_GLU, N_CKPT, N_TRANSPOSE, N_EXPAND, N_SLICE, N_CONCAT, N_ROPE,
+    N_PARAM_CAT, N_PARAM_ADD,
+    N_FUSED_CE, /* fused_ce.c */
+    N_GATED     /* compiled_act.c */
 };
 
 #define NODE_MAX_SAVED 8
@@ -125,6 +130,7 @@ struct gen {
     int32_t module_id;         /* module being registered or run */
     bool in_head;              /* registering the head (linear probe) */
     enum lora_target lora;     /* the attention projection being registered or run gets a LoRA adapter */
+    uint32_t lora_matched;     /* bit i: job lora.targets[i] matched a linear module */
 
     struct tensor *t;
     int32_t nt, cap_t, free_t;
@@ -162,6 +168,8 @@ void gen_hold(struct gen *g, struct tref_list *list, tref x);
 void gen_release_held(struct gen *g, struct tref_list *list);
 tref t_new(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, enum category cat, const char *tag);
 tref t_new2(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category cat, const char *tag);
+/* An [a, b] tensor in unified memory (cudaMallocManaged), outside the caching allocator. */
+tref t_new_managed(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category cat, const char *tag);
 tref t_like(struct gen *g, tref x, enum dtype dt, enum category cat, const char *tag);
 tref t_ref(struct gen *g, tref x);
 /* x's storage freed, or allocated again (bytes, a new id), while references to x remain: a sharded
@@ -218,6 +226,7 @@ tref nn_input(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, const
 tref nn_ids(struct gen *g, const int64_t *dims, int ndim, int64_t high, const char *leaf);
 tref nn_linear(struct gen *g, const char *name, tref x, int64_t in, int64_t out, bool bias);
 tref nn_linear_tied(struct gen *g, const char *name, tref x, int32_t weight); /* weight shared, no bias */
+tref nn_linear_param(struct gen *g, const char *tag, tref x, int32_t weight);  /* a taken weight, no bias */
 tref nn_embedding(struct gen *g, const char *name, tref ids, int64_t rows, int64_t dim, int32_t shared);
 /* An embedding's weight registered (or taken) ahead of its lookup, for modules whose parameters are in
  * another order than their forward uses them; pass it to nn_embedding as `shared`. */
@@ -231,6 +240,9 @@ tref nn_sub(struct gen *g, const char *name, tref x, tref y);
 tref nn_mul(struct gen *g, const char *name, tref x, tref y);
 tref nn_cast(struct gen *g, const char *name, tref x, enum dtype dt);
 tref nn_conv(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout, int k, int stride, bool bias);
+/* The same with an explicit zero padding (nn_conv pads k / 2: "same" for odd kernels). */
+tref nn_conv_pad(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout, int k, int stride, int pad,
+                 bool bias);
 tref nn_upsample(struct gen *g, const char *name, tref x);
 tref nn_cross_entropy(struct gen *g, const char *name, tref logits, tref labels);
 tref nn_scale(struct gen *g, const char *name, tref x, float alpha);
@@ -294,10 +306,42 @@ void nn_rotary_backward(struct gen *g, struct node *n, tref *gy);
 void nn_norm_backward(struct gen *g, struct node *n, tref *gy);      /* nn_norm.c */
 void nn_act_backward(struct gen *g, struct node *n, tref *gy);       /* nn.c */
 void nn_layout_backward(struct gen *g, const struct node *n, tref gy);    /* nn_layout.c */
+/* Parameters used as tensors (nn_param.c). x [B, N, dim] after a parameter `name` [1, dim] broadcast over
+ * the batch: torch.cat((param.expand(B, -1, -1), x), dim=1), a new [B, 1 + N, dim] tensor (ViT's cls_token).
+ * And x [B, rows, cols] + a parameter `name` [1, rows, cols] (ViT's position_embeddings). Both register the
+ * parameter in GEN_PARAMS mode; the output's dtype is the promotion of x's and the parameter's. */
+tref nn_param_prepend(struct gen *g, const char *name, tref x, int64_t dim);
+tref nn_param_add(struct gen *g, const char *name, tref x, int64_t rows, int64_t cols);
+void nn_param_backward(struct gen *g, const struct node *n, tref gy);
+void nn_fused_ce_backward(struct gen *g, struct node *n, tref gy);       /* fused_ce.c */
+void nn_gated_compiled_backward(struct gen *g, const struct node *n, tref gy); /* compiled_act.c */
 /* Runs `count` layers from `layer` through fn, checkpointed (inputs kept, recomputed in backward). */
 tref nn_checkpoint(struct gen *g, const struct ckpt *c, tref x);
 /* Leaving an autocast region: its cached 16-bit weight casts are released. */
 void nn_end_autocast(struct gen *g);
+
+/* quant.c: bitsandbytes 4-bit weights. quant_applies: the linear being registered is quantized (a
+ * decoder layer's linear in the trained model, not the head). quant_load puts a weight on the device
+ * as Linear4bit holds it; quant_weight dequantizes it to a new tensor of dtype dt (freed by the caller
+ * after its matmul), as dequantize_4bit does in MatMul4Bit's forward and again in its backward. */
+bool quant_applies(const struct gen *g);
+void quant_load(struct gen *g, struct param *p, enum dtype load_dtype);
+tref quant_weight(struct gen *g, int32_t p, enum dtype dt, const char *tag);
+/* LLM.int8's MatMul8bitLt forward of x through weight p: y in x's dtype; *saved is what autograd keeps. */
+tref quant_int8_forward(struct gen *g, const char *tag, tref x, int32_t p, tref *saved);
+/* peft's prepare_model_for_kbit_training (job quantization.prepare_kbit): the module's parameters that
+ * are neither quantized nor yet on the device as fp32 are cast to fp32 in place. */
+void quant_prepare_kbit(struct gen *g, int32_t first, int32_t count);
+
+/* lora.c: PEFT's LoRA. lora_wanted: the linear module in scope gets an adapter; lora_register
+ * adds its parameters; lora_forward adds lora_B(lora_A(dropout(x))) * scaling to y (consumes y). */
+bool lora_wanted(struct gen *g);
+void lora_register(struct gen *g, int64_t in, int64_t out);
+tref lora_forward(struct gen *g, tref x, tref y, bool quantized_base);
+/* get_peft_model after from_pretrained: the module's adapters land on the device in their dtype. */
+void lora_load(struct gen *g, int32_t first, int32_t count, enum dtype model_dtype);
+/* After enumeration: every lora_targets name matched a linear module (else ERR_INPUT naming it). */
+int lora_check_targets(const struct gen *g, struct err *e);
 
 /* scratch.c: kernels' own temporaries from the caching allocator (job kernel_scratch), allocated before
  * an op's kernel and freed with scratch_free after it. */

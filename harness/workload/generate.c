@@ -5,6 +5,7 @@
  * have changed the job (switches_apply_settings). */
 #include "workload/generate.h"
 #include "workload/gen.h"
+#include "workload/job_kinds.h"
 #include "workload/models/models.h"
 #include "workload/optimizer.h"
 #include "workload/parallel.h"
@@ -126,6 +127,8 @@ struct workload *workload_create(const struct job_spec *spec, struct err *e)
     if (job_spec_validate(&s, e) < 0)
         return NULL;
     switches_apply_settings(&s);
+    if (s.kind == JOB_GENERATE) /* inference on the weights as from_pretrained loads them */
+        s.param_dtype = s.load_dtype;
     struct workload *w = calloc(1, sizeof *w);
     if (!w) {
         err_set(e, ERR_INTERNAL, "workload: out of host memory");
@@ -150,6 +153,10 @@ struct workload *workload_create(const struct job_spec *spec, struct err *e)
     }
     for (int i = 0; i < w->nmod; i++)
         enumerate(w, &w->mod[i]);
+    if (!w->g.failed && lora_check_targets(&w->g, e)) {
+        workload_destroy(w);
+        return NULL;
+    }
     if (w->g.failed) {
         workload_destroy(w);
         return NULL;
@@ -210,6 +217,12 @@ static void load_module(struct workload *w, const struct module *md)
     enum dtype first = convert ? s->load_dtype : md->dtype;
     for (int32_t i = md->first; i < md->first + md->count; i++) {
         struct param *p = &g->params[i];
+        if (p->lora) /* get_peft_model adds them after loading (lora_load) */
+            continue;
+        if (p->quant) {
+            quant_load(g, p, s->load_dtype);
+            continue;
+        }
         p->data = param_tensor(g, p, first, CAT_PARAM);
         param_values(g, p, p->data);
         if (main)
@@ -218,6 +231,8 @@ static void load_module(struct workload *w, const struct module *md)
     if (convert) { /* model.to(dtype): each parameter swapped in place, the old storage freed at once */
         for (int32_t i = md->first; i < md->first + md->count; i++) {
             struct param *p = &g->params[i];
+            if (p->lora || p->quant)
+                continue;
             tref nw = param_tensor(g, p, s->param_dtype, CAT_PARAM);
             kern_cast(g, p->data, nw, p->module);
             if (dup)
@@ -235,6 +250,10 @@ static void load_module(struct workload *w, const struct module *md)
             if (w->nkept < MAX_KEPT)
                 w->kept[w->nkept++] = sd;
         }
+    }
+    if (main) {
+        quant_prepare_kbit(g, md->first, md->count);
+        lora_load(g, md->first, md->count, md->dtype);
     }
 }
 
@@ -530,6 +549,23 @@ static void decode_samples(struct workload *w, tref latents, const struct batch 
     }
 }
 
+/* torch.cat((acc, x), dim=0): a new tensor of both (x itself when acc is TNONE), acc freed. */
+static tref concat_rows(struct gen *g, tref acc, tref x)
+{
+    if (acc == TNONE) /* the first batch's tensor itself */
+        return t_ref(g, x);
+    const char *tag = gen_intern(g, "eval.all_preds");
+    int64_t na = t_numel(g, acc), nx = t_numel(g, x), d[TMAX_DIMS];
+    memcpy(d, T(g, acc)->dims, sizeof d);
+    d[0] += T(g, x)->dims[0];
+    tref c = t_new(g, d, T(g, acc)->ndim, (enum dtype)T(g, acc)->dtype, CAT_OUTPUT, tag);
+    int64_t ba[6] = {1, na, na, 0, na + nx, 0}, bx[6] = {1, nx, nx, 0, na + nx, na};
+    kern_copy_blocks(g, acc, c, ba, false, tag);
+    kern_copy_blocks(g, x, c, bx, false, tag);
+    t_release(g, acc);
+    return c;
+}
+
 static void eval(struct workload *w)
 {
     struct gen *g = &w->g;
@@ -546,6 +582,12 @@ static void eval(struct workload *w)
         bt.b = s->eval.batch;
     g->grad_enabled = false;
     g->training = false;
+    /* Trainer's evaluation_loop without eval_accumulation_steps: each batch's logits concatenated on the
+     * device (EvalLoopContainer.add, nested_concat); the model outputs are what is kept (its loss
+     * with labels is not modelled on this path) */
+    bool outputs_on_device = w->mod[0].m.family != FAMILY_UNET && spec_has_fault(s, FAULT_EVAL_SAMPLES_ON_DEVICE) &&
+                             !spec_has_fix(s, FIX_SAMPLES_TO_CPU);
+    tref preds = TNONE;
     for (int b = 0; b < (s->eval.batches ? s->eval.batches : 1) && !g->failed; b++) {
         if (w->mod[0].m.family == FAMILY_UNET && s->eval.sampling_steps > 0) {
             int64_t lat = bt.image / w->mod[0].m.vae_scale;
@@ -562,6 +604,10 @@ static void eval(struct workload *w)
             release_conditioning(g);
             decode_samples(w, latents, &bt);
             t_release(g, latents);
+        } else if (outputs_on_device) {
+            tref out = main_forward(w, &bt, false);
+            preds = concat_rows(g, preds, out);
+            t_release(g, out);
         } else {
             conditioning(w, &bt);
             tref out = main_forward(w, &bt, true);
@@ -569,12 +615,21 @@ static void eval(struct workload *w)
             t_release(g, out);
         }
     }
+    t_release(g, preds); /* nested_numpify at the end of the loop */
     gen_release_held(g, &g->step_held);
     if (stored) {
         ema_restore(w, stored);
         free(stored);
     }
     g->stream = stream;
+}
+
+int eval_job_check(const struct job_spec *s, struct err *e)
+{
+    if (s->eval.every || s->eval.before_training)
+        return err_set(e, ERR_INPUT, "job.eval.every and job.eval.before_training: eval cadence within training; "
+                                     "job.kind eval runs one evaluation of job.eval.batches batches");
+    return 0;
 }
 
 int workload_run(struct workload *w, struct op_sink *sink, struct err *e)
@@ -585,6 +640,14 @@ int workload_run(struct workload *w, struct op_sink *sink, struct err *e)
     g->e = e;
     g->mode = GEN_RUN;
     load(w);
+    if (s->kind == JOB_GENERATE)
+        generation_run(g, &w->mod[0].m, w->mod[0].first);
+    if (s->kind == JOB_EVAL)
+        eval(w);
+    if (s->kind != JOB_TRAIN) {
+        gen_mark(g, "end");
+        return g->failed ? -1 : 0;
+    }
     if (s->eval.before_training)
         eval(w);
     for (int step = 1; step <= s->steps && !g->failed; step++) {

@@ -31,8 +31,8 @@ int workload_generate(const struct job_spec *spec, struct op_sink *sink, struct 
 struct job_assumptions {
     char attention[48];   /* "eager", "sdpa (flash)", "sdpa (memory-efficient)", "none" */
     char activation[48];  /* "gelu_new (composite)", "silu (fused)" */
-    char precision[80];   /* "fp32", "pure bf16", "autocast bf16 over fp32 weights", ... */
-    char optimizer[48];   /* "adamw foreach", "adamw for-loop", "adamw_8bit (bitsandbytes)" */
+    char precision[128];   /* "fp32", "pure bf16", "autocast bf16 over fp32 weights", ... */
+    char optimizer[128];  /* "adamw foreach", "adamw for-loop", "adamw_8bit (bitsandbytes)", ... */
     int steps;
     bool use_cache, kernel_scratch;
 };

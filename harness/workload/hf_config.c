@@ -87,6 +87,33 @@ int hf_act(struct hf_reader *r, const char *key, enum act_kind *out, struct err 
                    "quick_gelu)", r->path, key, s);
 }
 
+int hf_architecture(struct hf_reader *r, const char **out, struct err *e)
+{
+    json_t *v = get(r, "architectures");
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_array(v) || json_array_size(v) < 1 || !json_is_string(json_array_get(v, 0)))
+        return err_set(e, ERR_INPUT, "%s: field 'architectures' must be a list of class names", r->path);
+    *out = json_string_value(json_array_get(v, 0));
+    return 0;
+}
+
+int hf_num_labels(struct hf_reader *r, int *out, struct err *e)
+{
+    json_t *ids = get(r, "id2label");
+    *out = 2; /* PretrainedConfig: num_labels 2 unless id2label says otherwise */
+    if (ids && !json_is_null(ids)) {
+        if (!json_is_object(ids) || json_object_size(ids) < 1)
+            return err_set(e, ERR_INPUT, "%s: field 'id2label' must be an object of labels", r->path);
+        *out = (int)json_object_size(ids);
+    }
+    if (hf_int(r, "num_labels", false, out, e))
+        return -1;
+    if (*out == 1)
+        return err_set(e, ERR_INPUT, "%s: num_labels 1 is regression (MSELoss), not modelled", r->path);
+    return 0;
+}
+
 void hf_warn(struct hf_reader *r, const char *fmt, ...)
 {
     if (!r->warn)
@@ -427,6 +454,21 @@ static int read_bert(struct hf_reader *r, struct err *e)
         return err_set(e, ERR_INPUT, "%s: attention_probs_dropout_prob %g differing from hidden_dropout_prob %g is "
                        "not modelled", r->path, adrop, drop);
     m->dropout = (float)drop;
+    /* BertForSequenceClassification: dropout + classifier on the pooled output; RobertaForSequence-
+     * Classification: no pooler (add_pooling_layer=False), its RobertaClassificationHead (encoder.c).
+     * classifier_dropout null means hidden_dropout_prob. */
+    const char *arch = NULL;
+    double cdrop = drop;
+    if (hf_architecture(r, &arch, e) || hf_number(r, "classifier_dropout", &cdrop, e))
+        return -1;
+    if (arch && strstr(arch, "ForSequenceClassification")) {
+        if (hf_num_labels(r, &m->num_labels, e))
+            return -1;
+        if (cdrop != drop)
+            return err_set(e, ERR_INPUT, "%s: classifier_dropout %g differing from hidden_dropout_prob %g is not "
+                           "modelled", r->path, cdrop, drop);
+        m->pooler = strcmp(r->type, "roberta") != 0;
+    }
     if (!strcmp(r->type, "roberta"))
         hf_note(r, "roberta: %d positions hold %d tokens (ids start after padding_idx); tags are BertModel's",
                 m->max_positions, m->max_positions - 2);
@@ -493,6 +535,8 @@ static const struct hf_type types[] = {
     {"gpt_neox", "llama-3-8b", read_gpt_neox},   {"gpt2", "gpt2", read_gpt2},
     {"bert", "bert-large-uncased", read_bert},   {"roberta", "bert-large-uncased", read_bert},
     {"t5", "flan-t5-base", read_t5},             {"mixtral", NULL, read_mixtral},
+    {"vit", "vit-base-patch16-224", hf_read_vit}, {"clip", "clip-vit-l14-vision", hf_read_clip},
+    {"clip_vision_model", "clip-vit-l14-vision", hf_read_clip_vision},
 };
 
 void hf_config_types_text(char *buf, size_t len)

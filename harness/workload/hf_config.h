@@ -42,9 +42,19 @@ int hf_number(struct hf_reader *r, const char *key, double *out, struct err *e);
 bool hf_has(struct hf_reader *r, const char *key);                                  /* present and not null */
 /* An activation named as transformers' ACT2FN names it (activations.py), read from key. */
 int hf_act(struct hf_reader *r, const char *key, enum act_kind *out, struct err *e);
+/* architectures[0], *out unchanged when absent. */
+int hf_architecture(struct hf_reader *r, const char **out, struct err *e);
+/* A classifier's classes: num_labels, else the entries of id2label, else PretrainedConfig's 2; 1
+ * (regression) is an error. */
+int hf_num_labels(struct hf_reader *r, int *out, struct err *e);
 /* A warning about a field that changes memory but is not modelled (to r->warn). */
 void hf_warn(struct hf_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* An assumption made reading the config (appended to info->notes). */
 void hf_note(struct hf_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Readers in other files, rows of the table: hf_config_vision.c (vit, clip, clip_vision_model). */
+int hf_read_vit(struct hf_reader *r, struct err *e);
+int hf_read_clip(struct hf_reader *r, struct err *e);
+int hf_read_clip_vision(struct hf_reader *r, struct err *e);
 
 #endif

@@ -97,7 +97,13 @@ void kern_copy_blocks(struct gen *g, tref x, tref y, const int64_t *blocks, bool
     memcpy(d, blocks, 6 * sizeof *d);
     d[6] = accumulate;
     tref ts[2] = {x, y};
-    kern(g, K_COPY_BLOCKS, (enum dtype)g->t[y].dtype, d, 7, ts, 2, NULL, 0, tag);
+    enum dtype dt = (enum dtype)g->t[y].dtype;
+    if (dt == DT_I64 && !accumulate) { /* token ids: the same bytes copied as pairs of 4-byte words */
+        for (int i = 1; i < 6; i++)
+            d[i] *= 2;
+        dt = DT_F32;
+    }
+    kern(g, K_COPY_BLOCKS, dt, d, 7, ts, 2, NULL, 0, tag);
 }
 
 void kern_init_uniform(struct gen *g, tref y, float lo, float hi, const char *tag)

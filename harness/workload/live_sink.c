@@ -52,7 +52,8 @@ static int emit(struct op_sink *base, const struct op *op, struct err *e)
     struct live_sink *s = (struct live_sink *)base;
     s->ops++;
     switch (op->kind) {
-    case OP_ALLOC: {
+    case OP_ALLOC:
+    case OP_MANAGED_ALLOC: {
         if (2 * (s->nused + 1) > s->nslots && grow(s) < 0)
             return err_set(e, ERR_INTERNAL, "live sink: out of host memory");
         struct live_entry *x = slot(s->tab, s->nslots, op->id, 1);

@@ -113,58 +113,92 @@ tref nn_as_dtype(struct gen *g, const char *name, tref x, enum dtype dt)
 
 /* ---- linear ---- */
 
+/* y [m, out] += the bias in dtype dt (its cast made once per forward). */
+static void bias_add(struct gen *g, const char *tag, tref y, int32_t pb, enum dtype dt, int64_t m, int64_t out_f)
+{
+    if (pb < 0)
+        return;
+    tref b = weight_for(g, pb, dt);
+    int64_t d[3] = {m, out_f, 1};
+    tref ts[3] = {y, b, y};
+    kern(g, K_BIAS_ADD, dt, d, 3, ts, 3, NULL, 0, tag);
+}
+
+/* The tape node of a linear layer y = x W^T (+ b), when autograd records it; the caller saves tensors. */
+static struct node *linear_node(struct gen *g, const char *tag, tref y, tref x, int32_t pw, int32_t pb, int64_t m)
+{
+    if (!nn_records(g, t_rg(g, x) || param_trains(g, pw) || param_trains(g, pb)))
+        return NULL;
+    struct node *n = tape_push(g, N_LINEAR, y, tag);
+    if (n) {
+        node_input(g, n, 0, x);
+        n->param[0] = pw;
+        n->param[1] = pb;
+        n->a[0] = m;
+        n->a[1] = g->params[pw].dims[0];
+        n->a[2] = g->params[pw].dims[1];
+    }
+    return n;
+}
+
+/* Linear8bitLt: bnb.matmul is a custom autograd Function, so autocast leaves its input alone. */
+static tref int8_linear_apply(struct gen *g, const char *tag, tref x, int32_t pw, int32_t pb)
+{
+    tref saved = TNONE;
+    tref y = quant_int8_forward(g, tag, x, pw, &saved);
+    int64_t m = t_numel(g, x) / g->params[pw].dims[1];
+    bias_add(g, tag, y, pb, (enum dtype)g->t[y].dtype, m, g->params[pw].dims[0]); /* int8_scaled_mm's bias */
+    struct node *n = linear_node(g, tag, y, x, pw, pb, m);
+    if (n)
+        node_save(g, n, 2, saved); /* ctx.tensors = (CAt, subA, A) */
+    return y;
+}
+
+/* A 4-bit weight (quant.c) is dequantized for this matmul only; MatMul4Bit saves the quantized
+ * weight, already resident, and not the input (ctx.tensors = (None, B)); Linear4bit casts the input
+ * to its compute dtype and the output back. */
 static tref linear_apply(struct gen *g, const char *tag, tref x, int32_t pw, int32_t pb)
 {
-    enum dtype cd = nn_compute_dtype(g, x);
+    bool quant = g->params[pw].quant;
+    if (quant && g->spec.quant.type == QUANT_INT8)
+        return int8_linear_apply(g, tag, x, pw, pb);
+    enum dtype cd = quant && !g->autocast ? g->spec.quant.compute_dtype : nn_compute_dtype(g, x);
     tref xin = nn_as_dtype(g, "autocast", x, cd);
-    tref w = weight_for(g, pw, cd);
+    tref w = quant ? quant_weight(g, pw, cd, tag) : weight_for(g, pw, cd);
     int64_t out_f = g->params[pw].dims[0], in_f = g->params[pw].dims[1];
     tref y = new_act(g, xin, out_f, cd, tag);
     int64_t m = t_numel(g, xin) / in_f;
     kern_gemm(g, m, out_f, in_f, false, true, xin, w, y, tag);
-    if (pb >= 0) {
-        tref b = weight_for(g, pb, cd);
-        int64_t d[3] = {m, out_f, 1};
-        tref ts[3] = {y, b, y};
-        kern(g, K_BIAS_ADD, cd, d, 3, ts, 3, NULL, 0, tag);
-    }
-    bool wt = param_trains(g, pw), bt = param_trains(g, pb);
-    if (nn_records(g, t_rg(g, xin) || wt || bt)) {
-        struct node *n = tape_push(g, N_LINEAR, y, tag);
-        if (n) {
-            node_input(g, n, 0, xin);
-            n->param[0] = pw;
-            n->param[1] = pb;
-            n->a[0] = m;
-            n->a[1] = out_f;
-            n->a[2] = in_f;
-            if (wt)
-                node_save(g, n, 0, xin);      /* for dW */
-            if (t_rg(g, xin))
-                node_save(g, n, 1, w);        /* for dX (a param, or its autocast cast) */
-        }
+    if (quant)
+        t_release(g, w);
+    bias_add(g, tag, y, pb, cd, m, out_f);
+    struct node *n = linear_node(g, tag, y, xin, pw, pb, m);
+    if (n) {
+        if (param_trains(g, pw))
+            node_save(g, n, 0, xin); /* for dW */
+        if (t_rg(g, xin) && !quant)
+            node_save(g, n, 1, w);   /* for dX (a param, or its autocast cast) */
     }
     t_release(g, xin);
+    /* Linear4bit: out.to(inp_dtype). Not under autocast: the attention core reads a KV cache in the
+     * dtype it was written in, so the projections stay in the autocast dtype there (an fp32 input, as
+     * prepare_kbit's fp32 norms give, would make them fp32 tensors autocast casts back) */
+    if (quant && !g->autocast && g->t[y].dtype != g->t[x].dtype) {
+        tref c = nn_cast(g, "to_input_dtype", y, (enum dtype)g->t[x].dtype);
+        t_release(g, y);
+        y = c;
+    }
     return y;
-}
-
-static void lora_register(struct gen *g, int64_t in, int64_t out)
-{
-    int r = g->spec.lora_rank;
-    int32_t a = param_add(g, "lora_A.weight", r, in);
-    int32_t b = param_add(g, "lora_B.weight", out, r);
-    if (a >= 0)
-        g->params[a].lora = true;
-    if (b >= 0)
-        g->params[b].lora = true;
 }
 
 tref nn_linear(struct gen *g, const char *name, tref x, int64_t in, int64_t out, bool bias)
 {
     gen_push(g, "%s", name);
-    bool lora = g->lora != LORA_NONE && g->spec.trainable == TRAIN_LORA;
+    bool lora = lora_wanted(g);
     if (g->mode == GEN_PARAMS) {
-        param_add(g, "weight", out, in);
+        int32_t w = param_add(g, "weight", out, in);
+        if (w >= 0 && quant_applies(g))
+            g->params[w].quant = true;
         if (bias)
             param_add(g, "bias", out, 1);
         if (lora)
@@ -175,18 +209,15 @@ tref nn_linear(struct gen *g, const char *name, tref x, int64_t in, int64_t out,
     int32_t pw = param_take(g, "weight"), pb = bias ? param_take(g, "bias") : -1;
     const char *tag = g->params[pw].module;
     tref y = linear_apply(g, tag, x, pw, pb);
-    if (lora) {
-        int32_t pa = param_take(g, "lora_A.weight"), pB = param_take(g, "lora_B.weight");
-        tref h = linear_apply(g, g->params[pa].module, x, pa, -1);
-        tref l = linear_apply(g, g->params[pB].module, h, pB, -1);
-        t_release(g, h);
-        tref s = nn_add(g, "lora", y, l);
-        t_release(g, y);
-        y = s;
-        t_release(g, l);
-    }
+    if (lora)
+        y = lora_forward(g, x, y, g->params[pw].quant);
     gen_pop(g);
     return y;
+}
+
+tref nn_linear_param(struct gen *g, const char *tag, tref x, int32_t weight)
+{
+    return linear_apply(g, tag, x, weight, -1);
 }
 
 tref nn_linear_tied(struct gen *g, const char *name, tref x, int32_t weight)
@@ -204,8 +235,12 @@ static void linear_backward(struct gen *g, const struct node *n, tref gy)
     enum dtype cd = act_dt(&g->t[gy]);
     int64_t m = n->a[0], out_f = n->a[1], in_f = n->a[2];
     if (n->in[0] != TNONE) {
+        bool quant = g->params[n->param[0]].quant; /* MatMul4Bit.backward dequantizes again */
+        tref w = quant ? quant_weight(g, n->param[0], cd, n->tag) : n->saved[1];
         tref dx = t_like(g, n->in[0], cd, CAT_TEMP, n->tag);
-        kern_gemm(g, m, in_f, out_f, false, false, gy, n->saved[1], dx, n->tag);
+        kern_gemm(g, m, in_f, out_f, false, false, gy, w, dx, n->tag);
+        if (quant)
+            t_release(g, w);
         grad_accumulate(g, n->in[0], dx);
     }
     if (param_trains(g, n->param[0])) {
@@ -642,6 +677,12 @@ static void elementwise_backward(struct gen *g, const struct node *n, tref gy)
 
 tref nn_conv(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout, int k, int stride, bool bias)
 {
+    return nn_conv_pad(g, name, x, cin, cout, k, stride, k / 2, bias);
+}
+
+tref nn_conv_pad(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout, int k, int stride, int pad,
+                 bool bias)
+{
     gen_push(g, "%s", name);
     if (g->mode == GEN_PARAMS) {
         param_add(g, "weight", cout, cin * k * k);
@@ -657,7 +698,7 @@ tref nn_conv(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout,
     tref xin = nn_as_dtype(g, "autocast", x, cd);
     tref w = weight_for(g, pw, cd);
     const struct tensor *xt = &g->t[xin];
-    int64_t pad = k / 2, p = (xt->dims[2] + 2 * pad - k) / stride + 1, q = (xt->dims[3] + 2 * pad - k) / stride + 1;
+    int64_t p = (xt->dims[2] + 2 * pad - k) / stride + 1, q = (xt->dims[3] + 2 * pad - k) / stride + 1;
     int64_t dims[4] = {xt->dims[0], cout, p, q};
     int64_t d[8] = {xt->dims[0], cin, xt->dims[2], xt->dims[3], cout, k, stride, pad};
     tref y = t_new(g, dims, 4, cd, CAT_ACTIVATION, tag); /* may move the slab: xt is stale after this */
@@ -903,6 +944,12 @@ void nn_backward(struct gen *g, struct node *n, tref *gy)
     case N_CE:
         ce_backward(g, n, *gy);
         break;
+    case N_FUSED_CE:
+        nn_fused_ce_backward(g, n, *gy);
+        break;
+    case N_GATED:
+        nn_gated_compiled_backward(g, n, *gy);
+        break;
     case N_UPSAMPLE:
         upsample_backward(g, n, *gy);
         break;
@@ -925,6 +972,10 @@ void nn_backward(struct gen *g, struct node *n, tref *gy)
         break;
     case N_GLU:
         glu_backward(g, n, *gy);
+        break;
+    case N_PARAM_CAT:
+    case N_PARAM_ADD:
+        nn_param_backward(g, n, *gy);
         break;
     case N_CKPT:
         break;

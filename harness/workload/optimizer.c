@@ -1,12 +1,15 @@
 /* optimizer.c: the optimizer step and zero_grad as PyTorch runs them: state created lazily at the
  * first step (SGD momentum; AdamW exp_avg/exp_avg_sq; bitsandbytes 8-bit AdamW with blockwise
- * absmax and 32-bit state for tensors under 4096 elements; Adafactor factored row/column state),
+ * absmax and 32-bit state for tensors under 4096 elements; Adafactor factored row/column state;
+ * bitsandbytes' paged AdamW, 8-bit or 32-bit, whose state1/state2 of tensors from 1e5 elements are
+ * unified memory outside the caching allocator: Optimizer8bit.get_state_buffer, optim/optimizer.py),
  * foreach temporaries the size of the parameters (or one parameter at a time without foreach), fp32
  * master weights, GradScaler unscaling. Each step is a kernels.h optimizer kernel on real state. */
 #include "workload/optimizer.h"
 
 #define BNB_BLOCK 256        /* bitsandbytes blockwise quantization block */
 #define BNB_MIN_8BIT 4096    /* min_8bit_size */
+#define BNB_MIN_PAGED 100000 /* get_state_buffer: p.numel() < 1e5 stays in torch.zeros_like */
 
 static enum dtype state_dtype(const struct gen *g, const struct param *p)
 {
@@ -28,6 +31,28 @@ static tref new_state(struct gen *g, int64_t r, int64_t c, enum dtype dt, const 
     return s;
 }
 
+static bool paged(const struct gen *g)
+{
+    return g->spec.optimizer == OPT_PAGED_ADAMW_8BIT || g->spec.optimizer == OPT_PAGED_ADAMW_32BIT;
+}
+
+static bool eight_bit(const struct gen *g)
+{
+    return g->spec.optimizer == OPT_ADAMW_8BIT || g->spec.optimizer == OPT_PAGED_ADAMW_8BIT;
+}
+
+/* bitsandbytes' get_state_buffer: F.get_paged (cudaMallocManaged) + F.fill(buff, 0) for a large
+ * tensor of a paged optimizer, else torch.zeros_like. */
+static tref state_buffer(struct gen *g, struct param *p, enum dtype dt)
+{
+    if (!paged(g) || p->numel < BNB_MIN_PAGED)
+        return new_state(g, p->dims[0], p->dims[1], dt, p->tag, p->module);
+    tref s = t_new_managed(g, p->dims[0], p->dims[1], dt, CAT_OPTIMIZER_STATE, p->tag);
+    if (dt != DT_U8)
+        kern_fill(g, s, 0.0f, p->module);
+    return s;
+}
+
 static void create_state(struct gen *g, struct param *p)
 {
     enum dtype sd = state_dtype(g, p);
@@ -42,12 +67,14 @@ static void create_state(struct gen *g, struct param *p)
         p->state[1] = new_state(g, r, c, sd, tag, mod);
         break;
     case OPT_ADAMW_8BIT:
-        if (p->numel < BNB_MIN_8BIT) {
-            p->state[0] = new_state(g, r, c, DT_F32, tag, mod);
-            p->state[1] = new_state(g, r, c, DT_F32, tag, mod);
+    case OPT_PAGED_ADAMW_8BIT:
+    case OPT_PAGED_ADAMW_32BIT:
+        if (p->numel < BNB_MIN_8BIT || !eight_bit(g)) {
+            p->state[0] = state_buffer(g, p, DT_F32);
+            p->state[1] = state_buffer(g, p, DT_F32);
         } else {
-            p->state[0] = new_state(g, r, c, DT_U8, tag, mod);
-            p->state[1] = new_state(g, r, c, DT_U8, tag, mod);
+            p->state[0] = state_buffer(g, p, DT_U8);
+            p->state[1] = state_buffer(g, p, DT_U8);
             p->state[2] = new_state(g, blocks, 1, DT_F32, tag, mod);
             p->state[3] = new_state(g, blocks, 1, DT_F32, tag, mod);
         }
@@ -79,7 +106,7 @@ static int temps_per_param(const struct gen *g)
  * updates its 32-bit-state tensors with one fused kernel each; torch.optim loops or uses foreach. */
 static int64_t update_impl(const struct gen *g)
 {
-    if (g->spec.optimizer == OPT_ADAMW_8BIT)
+    if (g->spec.optimizer == OPT_ADAMW_8BIT || paged(g))
         return 2;
     return g->spec.foreach ? 1 : 0;
 }
@@ -99,6 +126,8 @@ static void update(struct gen *g, struct param *p, tref grad, tref target)
     }
     case OPT_ADAMW:
     case OPT_ADAMW_8BIT:
+    case OPT_PAGED_ADAMW_8BIT:
+    case OPT_PAGED_ADAMW_32BIT:
         if (p->state[2] != TNONE) {
             int64_t d[4] = {p->numel, step, 0, BNB_BLOCK};
             tref ts[6] = {target, grad, p->state[0], p->state[1], p->state[2], p->state[3]};

@@ -69,6 +69,12 @@ int parallel_spec_check(const struct job_spec *s, struct err *e)
     if (p->world_size < 1)
         return err_set(e, ERR_INPUT, "parallel.world_size: must be at least 1 (got %d)", p->world_size);
     bool zero = parallel_zero(s);
+    if (s->kind != JOB_TRAIN)
+        return err_set(e, ERR_INPUT, "parallel.strategy: %s is modelled for training jobs (job.kind train)",
+                       parallel_strategy_name(p->strategy));
+    if (s->quant.type != QUANT_NONE && p->strategy != PAR_DDP)
+        return err_set(e, ERR_INPUT, "parallel.strategy: %s is not modelled with quantized weights (quantization)",
+                       parallel_strategy_name(p->strategy));
     if (p->strategy == PAR_FSDP && s->master_weights)
         return err_set(e, ERR_INPUT, "parallel.strategy: fsdp keeps its sharded parameters in param_dtype; "
                                      "master_weights is not modelled with it");

@@ -42,6 +42,8 @@ int32_t param_add(struct gen *g, const char *leaf, int64_t rows, int64_t cols)
     p->data = p->grad = p->master = p->ema = p->cast = p->stale = TNONE;
     for (int i = 0; i < 4; i++)
         p->state[i] = TNONE;
+    for (int i = 0; i < 5; i++)
+        p->qstate[i] = TNONE;
     return g->nparams++;
 }
 

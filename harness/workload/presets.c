@@ -118,6 +118,27 @@ static void clip_l(struct model_spec *m, int v)
     m->lm_head = false;
 }
 
+/* google/vit-{base,large}-patch16-224 (ViTForImageClassification, ImageNet-1k's 1000 labels) and the vision
+ * tower of openai/clip-vit-large-patch14 (CLIPVisionModel): their config.json dimensions; dropout 0.0 in
+ * all three. */
+static void vit(struct model_spec *m, int v)
+{
+    m->family = v == 2 ? FAMILY_CLIP_VISION : FAMILY_VIT;
+    transformer_defaults(m);
+    m->lm_head = false;
+    m->in_channels = 3;
+    m->hidden = v ? 1024 : 768;
+    m->layers = v ? 24 : 12;
+    m->heads = v ? 16 : 12;
+    m->ffn = 4 * m->hidden;
+    m->patch_size = v == 2 ? 14 : 16;
+    m->max_positions = 1 + (224 / m->patch_size) * (224 / m->patch_size);
+    if (v == 2)
+        m->act = ACT_QUICK_GELU;
+    else
+        m->num_labels = 1000;
+}
+
 static void unet(struct model_spec *m, int xl)
 {
     m->family = FAMILY_UNET;
@@ -313,6 +334,9 @@ static const struct preset presets[] = {
     {"phi-3-mini", hf_decoder, 8, "microsoft/Phi-3-mini-4k-instruct (fused qkv as q, k, v)"},
     {"roberta-base", roberta, 0, "FacebookAI/roberta-base (RobertaModel)"},
     {"roberta-large", roberta, 1, "FacebookAI/roberta-large (RobertaModel)"},
+    {"vit-base-patch16-224", vit, 0, "google/vit-base-patch16-224 (ViTForImageClassification)"},
+    {"vit-large-patch16-224", vit, 1, "google/vit-large-patch16-224 (ViTForImageClassification)"},
+    {"clip-vit-l14-vision", vit, 2, "openai/clip-vit-large-patch14 vision tower (CLIPVisionModel)"},
     {"tiny-mlp", tiny, 0, "2 hidden layers of 512"},
     {"tiny-cnn", tiny, 1, "3 levels of 32/64/128 channels"},
     {"tiny-transformer", tiny, 2, "GPT-2 style, 4 layers, hidden 256"},
@@ -358,6 +382,6 @@ void presets_print(FILE *out)
         struct err e = {0};
         preset_apply(&m, presets[i].name, &e);
         long long n = (long long)model_param_count(&m, &e);
-        fprintf(out, "%-20s %-10s %15lld params  %s\n", presets[i].name, family_name(m.family), n, presets[i].about);
+        fprintf(out, "%-22s %-11s %15lld params  %s\n", presets[i].name, family_name(m.family), n, presets[i].about);
     }
 }

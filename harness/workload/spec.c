@@ -1,5 +1,6 @@
 /* spec.c: job_spec defaults, validation, and the name <-> enum tables the scenario loader uses. */
 #include "workload/spec.h"
+#include "workload/job_kinds.h"
 
 #include <string.h>
 
@@ -24,12 +25,16 @@ NAME_TABLE(act, enum act_kind, ACT_COUNT, "gelu", "gelu_tanh", "quick_gelu", "si
            "gelu_new")
 NAME_TABLE(pos, enum pos_kind, POS_COUNT, "learned", "rotary", "relative_bias", "none")
 NAME_TABLE(attn, enum attn_impl, ATTN_COUNT, "eager", "sdpa")
-NAME_TABLE(optimizer, enum optimizer_kind, OPT_COUNT, "sgd", "adamw", "adamw_8bit", "adafactor")
+NAME_TABLE(optimizer, enum optimizer_kind, OPT_COUNT, "sgd", "adamw", "adamw_8bit", "adafactor", "paged_adamw_8bit",
+           "paged_adamw_32bit")
 NAME_TABLE(trainable, enum trainable_kind, TRAIN_COUNT, "full", "lora", "linear_probe")
 NAME_TABLE(ema_place, enum ema_place, EMA_COUNT, "off", "gpu", "cpu")
 NAME_TABLE(on_oom, enum on_oom_policy, ON_OOM_COUNT, "fail", "halve_batch")
 NAME_TABLE(extra_role, enum extra_role, EXTRA_ROLE_COUNT, "text_encoder", "vae")
 NAME_TABLE(parallel_strategy, enum parallel_strategy, PAR_COUNT, "none", "ddp", "zero1", "zero2", "zero3", "fsdp")
+NAME_TABLE(job_kind, enum job_kind, JOB_KIND_COUNT, "train", "eval", "generate", "diffusion")
+NAME_TABLE(cache_kind, enum cache_kind, CACHE_COUNT, "dynamic", "static")
+NAME_TABLE(quant, enum quant_kind, QUANT_COUNT, "none", "nf4", "fp4", "int8")
 
 const char *float_dtype_at(int i)
 {
@@ -54,7 +59,13 @@ void job_spec_init(struct job_spec *s)
     s->grad_accum = 1;
     s->steps = 1;
     s->eval.batches = 1;
+    s->generate.prompt_len = 128;
+    s->generate.new_tokens = 128;
     s->lora_rank = 8;
+    s->lora.alpha = 16.0f;
+    s->quant.blocksize = 64;
+    s->quant.double_quant = true;
+    s->quant.compute_dtype = DT_BF16;
     switches_init(s);
     s->cublas_workspace_bytes = CUBLAS_WORKSPACE_DEFAULT_BYTES;
     s->streams = 1;
@@ -101,6 +112,8 @@ int job_spec_validate(struct job_spec *s, struct err *e)
                        s->batch);
     if (s->trainable == TRAIN_LORA && s->lora_rank < 1)
         return err_set(e, ERR_INPUT, "lora_rank: must be at least 1");
+    if (quant_spec_check(s, e) || lora_spec_check(s, e))
+        return -1;
     if (s->nextras < 0 || s->nextras > SPEC_MAX_EXTRAS)
         return err_set(e, ERR_INPUT, "extras: at most %d", SPEC_MAX_EXTRAS);
     for (int i = 0; i < s->nextras; i++) {
@@ -112,6 +125,12 @@ int job_spec_validate(struct job_spec *s, struct err *e)
         return err_set(e, ERR_INPUT, "streams: 1..8 (got %d)", s->streams);
     if (s->eval.every < 0 || s->eval.batches < 0 || s->eval.sampling_steps < 0)
         return err_set(e, ERR_INPUT, "eval: every, batches and sampling_steps must be >= 0");
+    if (s->kind < 0 || s->kind >= JOB_KIND_COUNT || s->kind == JOB_DIFFUSION)
+        return err_set(e, ERR_INPUT, "job.kind '%s' is not built yet", job_kind_name(s->kind));
+    if (s->kind == JOB_GENERATE && generation_check(s, e))
+        return -1;
+    if (s->kind == JOB_EVAL && eval_job_check(s, e))
+        return -1;
     if (parallel_spec_check(s, e) < 0)
         return -1;
     return switches_check(s, e);

@@ -38,6 +38,8 @@ enum model_family {
     FAMILY_CLIP_TEXT,  /* CLIPTextModel(WithProjection) */
     FAMILY_MLP,        /* stack of Linear + activation */
     FAMILY_CNN,        /* conv + BatchNorm-free GroupNorm + ReLU stages, global pool, linear head */
+    FAMILY_VIT,        /* ViTModel / ViTForImageClassification */
+    FAMILY_CLIP_VISION,/* CLIPVisionModel(WithProjection) */
     FAMILY_COUNT
 };
 
@@ -84,7 +86,9 @@ struct model_spec {
     int rel_buckets;        /* relative-position buckets (T5: 32) */
     bool causal;            /* causal mask (decoder, CLIP text) */
     bool pooler;            /* BERT pooler dense + tanh */
-    int projection_dim;     /* CLIP text_projection output (0 = none) */
+    int projection_dim;     /* CLIP text_projection / visual_projection output (0 = none) */
+    int patch_size;         /* ViT, CLIP vision: pixels per patch side (the patch conv's kernel and stride) */
+    int num_labels;         /* classifier outputs (ViTForImageClassification; 0 = no classifier) */
     bool lm_head;           /* decoder / T5: produce vocabulary logits and a cross-entropy loss */
     enum attn_impl attn;
     float dropout;          /* dropout probability (0 = no dropout masks) */
@@ -97,7 +101,7 @@ struct model_spec {
     float attn_softcap;     /* eager attention scores become cap * tanh(scores / cap) (Gemma2; 0 = none) */
 
     /* convolutional families (UNet, VAE, CNN) */
-    int in_channels;
+    int in_channels;        /* image channels (also ViT's and CLIP vision's num_channels) */
     int out_channels;       /* CNN: classes */
     int nlevels;
     int channels[SPEC_MAX_LEVELS];          /* block_out_channels */
@@ -121,9 +125,20 @@ struct model_spec {
     int mlp_out;
 };
 
-enum optimizer_kind { OPT_SGD, OPT_ADAMW, OPT_ADAMW_8BIT, OPT_ADAFACTOR, OPT_COUNT };
+/* The paged kinds are bitsandbytes' PagedAdamW8bit and PagedAdamW32bit (state in unified memory). */
+enum optimizer_kind {
+    OPT_SGD, OPT_ADAMW, OPT_ADAMW_8BIT, OPT_ADAFACTOR, OPT_PAGED_ADAMW_8BIT, OPT_PAGED_ADAMW_32BIT, OPT_COUNT
+};
+/* bitsandbytes weight quantization (quant.c): none, 4-bit NormalFloat or FP4 (Linear4bit), LLM.int8. */
+enum quant_kind { QUANT_NONE, QUANT_NF4, QUANT_FP4, QUANT_INT8, QUANT_COUNT };
 enum trainable_kind { TRAIN_FULL, TRAIN_LORA, TRAIN_LINEAR_PROBE, TRAIN_COUNT };
 enum ema_place { EMA_OFF, EMA_GPU, EMA_CPU, EMA_COUNT };
+/* What the job does with the model: train it, evaluate it, generate text with it, or run diffusion
+ * inference. */
+enum job_kind { JOB_TRAIN, JOB_EVAL, JOB_GENERATE, JOB_DIFFUSION, JOB_KIND_COUNT };
+/* transformers' KV caches (cache_utils.py): DynamicCache grows by torch.cat per step, StaticCache is
+ * preallocated to max_cache_len and written in place. */
+enum cache_kind { CACHE_DYNAMIC, CACHE_STATIC, CACHE_COUNT };
 enum extra_role { EXTRA_TEXT_ENCODER, EXTRA_VAE, EXTRA_ROLE_COUNT };
 
 /* What an eval does. */
@@ -134,6 +149,15 @@ struct eval_spec {
     int batches;            /* eval batches per eval (default 1) */
     int sampling_steps;     /* diffusion: denoising steps per sample batch (0 = one no_grad forward) */
     bool vae_decode;        /* decode the generated latents with the VAE extra */
+};
+
+/* What a text generation (job.kind generate) does: model.generate() on batch_size prompts. */
+struct generate_spec {
+    int prompt_len;         /* tokens per prompt (prefill) */
+    int new_tokens;         /* max_new_tokens: decode steps (the prefill makes the first) */
+    enum cache_kind cache;
+    int max_cache_len;      /* static cache length (0 = prompt_len + new_tokens) */
+    bool do_sample;         /* softmax + multinomial over the vocabulary (false: greedy argmax) */
 };
 
 /* What the training script does when a step runs out of memory (run/robust.c): ON_OOM_FAIL lets the error
@@ -181,15 +205,38 @@ struct parallel_spec {
     int forward_prefetch;           /* FSDP: units gathered ahead of the one running (1) */
 };
 
+/* Weight quantization of the decoder's linear layers (transformers' BitsAndBytesConfig). */
+struct quant_spec {
+    enum quant_kind type;
+    int blocksize;              /* bnb_4bit blocksize (64) */
+    bool double_quant;          /* bnb_4bit_use_double_quant: absmax quantized to 8 bits */
+    enum dtype compute_dtype;   /* bnb_4bit_compute_dtype: the GEMM's dtype */
+    bool prepare_kbit;          /* peft's prepare_model_for_kbit_training: other 16-bit weights to fp32 */
+};
+
+#define SPEC_LORA_TARGETS 8
+/* Where LoRA adapters go (PEFT's LoraConfig; lora.c). */
+struct lora_spec {
+    char targets[SPEC_LORA_TARGETS][32]; /* module names (target_modules), matched as PEFT does: by the last name */
+    int ntargets;               /* 0 = the family's default (q and v projections) */
+    bool all_linear;            /* "all-linear": every linear layer but the output head */
+    float alpha;                /* lora_alpha: a scale, no memory effect */
+    float dropout;              /* lora_dropout on the adapter's input */
+    bool dora;                  /* use_dora: weight-decomposed adapters (magnitude vector, weight norm) */
+    int dtype;                  /* adapter weights' dtype: 0 = auto (fp32 on a quantized base, as peft
+                                 * creates them; else the model's param dtype), else 1 + enum dtype */
+};
+
 /* The training job. */
 struct job_spec {
     char name[SPEC_NAME_MAX];   /* scenario or variant name (for tags and reports) */
+    enum job_kind kind;         /* default JOB_TRAIN */
     struct model_spec model;
 
     int batch;                  /* per optimizer step (before gradient accumulation) */
     int seq_len;                /* transformers: tokens per sample (T5: encoder input) */
     int target_len;             /* T5: decoder tokens (0 = seq_len) */
-    int image_size;             /* UNet / VAE / CNN: pixels per side (UNet latent = image_size / vae_scale) */
+    int image_size;             /* UNet / VAE / CNN / ViT: pixels per side (UNet latent = image_size / vae_scale) */
     int context_len;            /* UNet: text tokens for cross-attention (77) */
 
     enum dtype load_dtype;      /* from_pretrained torch_dtype */
@@ -208,9 +255,12 @@ struct job_spec {
 
     enum ema_place ema;
     struct eval_spec eval;
+    struct generate_spec generate; /* JOB_GENERATE */
 
     enum trainable_kind trainable;
-    int lora_rank;              /* TRAIN_LORA: rank r on every attention projection */
+    int lora_rank;              /* TRAIN_LORA: rank r */
+    struct lora_spec lora;      /* TRAIN_LORA: targets, dropout, DoRA, adapter dtype */
+    struct quant_spec quant;    /* quantized base weights (frozen) */
 
     int nextras;
     struct extra_spec extras[SPEC_MAX_EXTRAS];
@@ -277,6 +327,15 @@ int parallel_strategy_from_name(const char *s);
 /* job.parallel's defaults (DeepSpeed's and PyTorch's) and its checks (workload/parallel.c). */
 void parallel_spec_init(struct parallel_spec *p);
 int parallel_spec_check(const struct job_spec *s, struct err *e);
+const char *job_kind_name(enum job_kind k);
+int job_kind_from_name(const char *s);
+const char *cache_kind_name(enum cache_kind c);
+int cache_kind_from_name(const char *s);
+const char *quant_name(enum quant_kind q);
+int quant_from_name(const char *s);
+/* Checks of the quantization and LoRA settings (quant.c, lora.c), messages naming the key. */
+int quant_spec_check(const struct job_spec *s, struct err *e);
+int lora_spec_check(const struct job_spec *s, struct err *e);
 /* The dtypes of weights and compute: fp32, bf16 and fp16, the first SPEC_FLOAT_DTYPES of enum dtype;
  * float_dtype_at(i) names the i-th (for key rows). */
 #define SPEC_FLOAT_DTYPES (DT_F16 + 1)
@@ -296,6 +355,9 @@ int64_t model_param_count(const struct model_spec *m, struct err *e);
  * also checks the job's shapes against the model (seq_len within learned positions, an image side the
  * levels can halve). Errors name the key ("model.groups ...", "seq_len ..."); m is unchanged then. */
 int model_spec_resolve(struct model_spec *m, const struct job_spec *job, struct err *e);
+/* The image side a ViT or CLIP vision model's position table was made for (patch_size times the patches
+ * per side), or 0 for other families. */
+int model_image_size(const struct model_spec *m);
 /* The keys a family needs, for the docs ("`layers`, `hidden`, ...; `max_positions` with ..."). */
 void family_needs_text(enum model_family family, char *buf, size_t len);
 

@@ -1,8 +1,9 @@
-/* blocks.c: transformer pieces shared by the decoder, encoder, T5 and CLIP families, as transformers
+/* blocks.c: transformer pieces shared by the decoder, encoder, T5, CLIP and ViT families, as transformers
  * writes them: the attention module (projections, rotary embedding, KV cache, core, output
- * projection) and the feed-forward module (plain or gated), token inputs, masks and the causal LM
- * loss. The families compose them into layers with their own norms, residuals and lifetimes. */
+ * projection), the feed-forward module (plain or gated), the pre-LayerNorm layer of CLIP and ViT,
+ * token inputs, masks and the causal LM loss. The families compose them into layers with their own norms, residuals and lifetimes. */
 #include "workload/models/models.h"
+#include "workload/compiled_act.h"
 
 /* A projection output whose storage the module frees while autograd still names it (the attention
  * reads its shape, and routes its gradient to it): keep its identity, drop the reference. */
@@ -113,7 +114,13 @@ tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref h)
     if (nm->ffn)
         gen_push(g, "%s", nm->ffn);
     tref act;
-    if (m->ffn_kind == FFN_GATED) { /* act(gate(x)) * up(x) */
+    if (m->ffn_kind == FFN_GATED && spec_has_fix(&g->spec, FIX_COMPILED_ACTIVATIONS) && compiled_gate_fuses(m->act)) {
+        tref gate = nn_linear(g, nm->gate, h, hid, f, c->ffn_bias);
+        tref up = nn_linear(g, nm->up, h, hid, f, c->ffn_bias);
+        act = nn_gated_compiled(g, nm->act, gate, up, m->act);
+        t_release(g, gate);
+        t_release(g, up);
+    } else if (m->ffn_kind == FFN_GATED) { /* act(gate(x)) * up(x) */
         tref gate = nn_linear(g, nm->gate, h, hid, f, c->ffn_bias);
         tref ga = nn_act(g, nm->act, gate, m->act);
         t_release(g, gate);
@@ -141,6 +148,33 @@ tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref h)
     if (nm->ffn)
         gen_pop(g);
     return o;
+}
+
+tref tf_pre_ln_layer(struct gen *g, const struct tf_cfg *c, const struct tf_ctx *x, tref h)
+{
+    const struct model_spec *m = c->m;
+    tref n1 = nn_norm(g, c->nm->attn_norm, h, m->hidden, m->norm, m->norm_bias, 0);
+    tref a = tf_attention(g, c, x, n1, TNONE);
+    t_release(g, n1);
+    tref r1 = nn_add(g, NULL, h, a);
+    t_release(g, h);
+    t_release(g, a);
+    tref n2 = nn_norm(g, c->nm->ffn_norm, r1, m->hidden, m->norm, m->norm_bias, 0);
+    tref f = tf_ffn(g, c, n2);
+    t_release(g, n2);
+    tref out = nn_add(g, NULL, r1, f);
+    t_release(g, r1);
+    t_release(g, f);
+    return out;
+}
+
+tref tf_first_token(struct gen *g, const char *name, tref x)
+{
+    if (g->mode != GEN_RUN)
+        return TNONE;
+    const struct tensor *t = &g->t[x];
+    int64_t b = t->dims[0], s = t->dims[1], h = t->dims[2], d[2] = {b, h};
+    return nn_slice(g, name, x, d, 2, b, h, s * h, 0);
 }
 
 int tf_checkpoint_every(const struct gen *g, int layers)

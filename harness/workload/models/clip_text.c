@@ -3,7 +3,7 @@
  * optional text projection. Used mostly as a frozen extra beside a UNet. */
 #include "workload/models/models.h"
 
-static const struct tf_names clip_names = {
+const struct tf_names tf_clip_names = {
     .attn = "self_attn", .q = "q_proj", .k = "k_proj", .v = "v_proj", .o = "out_proj",
     .attn_norm = "layer_norm1", .ffn = "mlp", .up = "fc1", .act = "activation_fn", .down = "fc2",
     .ffn_norm = "layer_norm2",
@@ -13,24 +13,13 @@ static const struct tf_names clip_names = {
 static tref clip_layers(struct gen *g, const struct ckpt *c, tref x)
 {
     const struct model_spec *m = c->model;
-    struct tf_cfg cfg = {.m = m, .nm = &clip_names, .causal = true, .scale_op = true, .ffn_bias = m->bias,
+    struct tf_cfg cfg = {.m = m, .nm = &tf_clip_names, .causal = true, .scale_op = true, .ffn_bias = m->bias,
                          .attn_dropout = m->dropout};
     struct tf_ctx ctx = {.mask = c->extra[0], .bias = TNONE, .cos = TNONE, .sin = TNONE};
     tref h = t_ref(g, x);
     for (int i = c->layer; i < c->layer + c->count; i++) {
         gen_push(g, "layers.%d", i);
-        tref n1 = nn_norm(g, clip_names.attn_norm, h, m->hidden, m->norm, m->norm_bias, 0);
-        tref a = tf_attention(g, &cfg, &ctx, n1, TNONE);
-        t_release(g, n1);
-        tref r1 = nn_add(g, NULL, h, a);
-        t_release(g, h);
-        t_release(g, a);
-        tref n2 = nn_norm(g, clip_names.ffn_norm, r1, m->hidden, m->norm, m->norm_bias, 0);
-        tref f = tf_ffn(g, &cfg, n2);
-        t_release(g, n2);
-        h = nn_add(g, NULL, r1, f);
-        t_release(g, r1);
-        t_release(g, f);
+        h = tf_pre_ln_layer(g, &cfg, &ctx, h);
         gen_pop(g);
     }
     return h;

@@ -7,6 +7,7 @@
  * embedding scale, Gemma2/3's norms after the attention and the MLP, Gemma2's final logit
  * soft-capping and GPT-NeoX's parallel residual. */
 #include "workload/models/models.h"
+#include "workload/fused_ce.h"
 
 #include <math.h>
 
@@ -171,6 +172,13 @@ tref decoder_forward(struct gen *g, const struct model_spec *m, const struct bat
     gen_pop(g);
     bool head = g->in_head;
     g->in_head = true;
+    if (loss && g->mode == GEN_RUN && spec_has_fix(&g->spec, FIX_FUSED_LINEAR_CROSS_ENTROPY)) {
+        tref fl = nn_fused_lm_loss(g, f, m->tied_embeddings ? wte : -1, ids);
+        g->in_head = head;
+        t_release(g, f);
+        t_release(g, ids);
+        return fl;
+    }
     tref logits = m->tied_embeddings ? nn_linear_tied(g, "lm_head", f, wte)
                                      : nn_linear(g, "lm_head", f, m->hidden, m->vocab, false);
     g->in_head = head;

@@ -1,8 +1,10 @@
 /* encoder.c: encoder-only transformers as transformers writes BertModel: word + token-type +
  * learned position embeddings, embedding LayerNorm and dropout, post-LayerNorm layers with separate
- * query, key and value projections (BertSelfAttention), biases and GELU, and the pooler. The
- * training loss is a parameter-free cross-entropy on the pooled output, so the model keeps BertModel's
- * exact count; module tags are BertModel's (no `bert.` prefix). */
+ * query, key and value projections (BertSelfAttention), biases and GELU, and the pooler. With
+ * num_labels, the sequence-classification head of BertForSequenceClassification (with the pooler) or
+ * RobertaForSequenceClassification (without) and its cross-entropy; without, the training loss is a
+ * parameter-free cross-entropy on the pooled output, so the model keeps BertModel's exact count.
+ * Module tags are the base model's (no `bert.` / `roberta.` prefix). */
 #include "workload/models/models.h"
 
 static const struct tf_names bert_names = {
@@ -44,12 +46,38 @@ static tref encoder_layers(struct gen *g, const struct ckpt *c, tref x)
     return h;
 }
 
+/* The sequence-classification head on out (the pooled output with a pooler, else the last hidden
+ * states): BertForSequenceClassification's dropout + classifier on the pooled output
+ * (modeling_bert.py), or RobertaForSequenceClassification's RobertaClassificationHead on the first
+ * token: dropout, dense, tanh, dropout, out_proj (modeling_roberta.py). Dropout: classifier_dropout,
+ * which defaults to hidden_dropout_prob. A linear probe trains it. */
+static tref classifier(struct gen *g, const struct model_spec *m, tref out)
+{
+    bool head = g->in_head;
+    g->in_head = true;
+    tref x = m->pooler ? t_ref(g, out) : tf_first_token(g, "classifier.first_token", out);
+    tref d = nn_dropout(g, m->pooler ? "dropout" : "classifier.dropout", x, m->dropout);
+    t_release(g, x);
+    if (!m->pooler) {
+        tref h = nn_linear(g, "classifier.dense", d, m->hidden, m->hidden, true);
+        t_release(g, d);
+        tref a = nn_act(g, "classifier.tanh", h, ACT_GELU_TANH); /* tanh's cost: a fused saved-input kernel */
+        t_release(g, h);
+        d = nn_dropout(g, "classifier.dropout", a, m->dropout);
+        t_release(g, a);
+    }
+    tref logits = nn_linear(g, m->pooler ? "classifier" : "classifier.out_proj", d, m->hidden, m->num_labels, true);
+    t_release(g, d);
+    g->in_head = head;
+    return logits;
+}
+
 tref encoder_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
 {
     tref ids = tf_ids(g, bt->b, bt->s, m->vocab, "input_ids");
     tref types = m->type_vocab ? tf_ids(g, bt->b, bt->s, m->type_vocab, "token_type_ids") : TNONE;
     int64_t d1[1] = {bt->b};
-    tref labels = loss && g->mode == GEN_RUN ? nn_ids(g, d1, 1, m->hidden, "labels") : TNONE;
+    tref labels = loss ? nn_ids(g, d1, 1, m->num_labels ? m->num_labels : m->hidden, "labels") : TNONE;
     gen_hold(g, &g->step_held, t_ref(g, labels));
     gen_push(g, "embeddings");
     /* BertEmbeddings' parameters in module order; its forward takes them in another */
@@ -91,12 +119,9 @@ tref encoder_forward(struct gen *g, const struct model_spec *m, const struct bat
     gen_pop(g);
     tref out = x;
     if (m->pooler) {
-        int64_t d[2] = {bt->b, m->hidden};
-        tref first = g->mode == GEN_RUN ? nn_slice(g, "pooler.first_token", x, d, 2, bt->b, m->hidden,
-                                                    bt->s * m->hidden, 0)
-                                        : TNONE;
+        tref first = tf_first_token(g, "pooler.first_token", x);
         bool head = g->in_head;
-        g->in_head = true;
+        g->in_head = !m->num_labels; /* the head of a BertModel; a classifier's body */
         tref p = nn_linear(g, "pooler.dense", first, m->hidden, m->hidden, true);
         g->in_head = head;
         out = nn_act(g, "pooler.activation", p, ACT_GELU_TANH);
@@ -107,6 +132,11 @@ tref encoder_forward(struct gen *g, const struct model_spec *m, const struct bat
     t_release(g, mask);
     t_release(g, ids);
     t_release(g, types);
+    if (m->num_labels) {
+        tref logits = classifier(g, m, out);
+        t_release(g, out);
+        out = logits;
+    }
     if (!loss) {
         t_release(g, labels);
         return out;

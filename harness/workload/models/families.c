@@ -32,7 +32,7 @@ struct family {
     int (*check)(const struct resolving *x, struct err *e); /* beyond the needed dimensions (NULL: none) */
 };
 
-/* ---- transformers: decoder, encoder, T5, CLIP text ---- */
+/* ---- transformers: decoder, encoder, T5, CLIP text (vision transformers below) ---- */
 
 static int transformer_check(const struct resolving *x, struct err *e)
 {
@@ -64,9 +64,17 @@ static int decoder_check(const struct resolving *x, struct err *e)
     return positions_check(x, e);
 }
 
+/* One label is transformers' regression (MSELoss), not modelled. */
+static int labels_check(const struct model_spec *m, struct err *e)
+{
+    if (m->num_labels == 1)
+        return err_set(e, ERR_INPUT, "model.num_labels 1 is regression (MSELoss), not modelled: at least 2 classes");
+    return 0;
+}
+
 static int encoder_check(const struct resolving *x, struct err *e)
 {
-    return transformer_check(x, e) || positions_check(x, e) ? -1 : 0;
+    return transformer_check(x, e) || positions_check(x, e) || labels_check(x->m, e) ? -1 : 0;
 }
 
 /* CLIP reads job.context_len tokens, each with a learned position. */
@@ -178,10 +186,36 @@ static int mlp_check(const struct resolving *x, struct err *e)
     return 0;
 }
 
+/* ---- vision transformers: ViT, CLIP vision ---- */
+
+/* The position table holds the class token and one row per patch of the job's image: another size would
+ * need interpolate_pos_encoding (not modelled). */
+static int vit_check(const struct resolving *x, struct err *e)
+{
+    const struct model_spec *m = x->m;
+    if (transformer_check(x, e) || labels_check(m, e))
+        return -1;
+    if (!x->job)
+        return 0;
+    int side = x->job->image_size;
+    if (side % m->patch_size)
+        return err_set(e, ERR_INPUT, "image_size %d does not divide by model.patch_size %d", side, m->patch_size);
+    int64_t patches = (int64_t)(side / m->patch_size) * (side / m->patch_size);
+    if (patches + 1 != m->max_positions)
+        return err_set(e, ERR_INPUT, "image_size %d makes %lld patches + the class token, but the model has %d learned "
+                       "positions (model.max_positions = 1 + (image_size / patch_size)^2 of its config; "
+                       "interpolate_pos_encoding is not modelled)", side, (long long)patches, m->max_positions);
+    return 0;
+}
+
 /* ---- the table ---- */
 
 #define TRANSFORMER_NEEDS \
     NEED("layers", layers), NEED("hidden", hidden), NEED("heads", heads), NEED("vocab", vocab), NEED("ffn", ffn)
+#define VIT_NEEDS                                                                                            \
+    NEED("layers", layers), NEED("hidden", hidden), NEED("heads", heads), NEED("ffn", ffn),                 \
+        NEED("max_positions", max_positions), NEED("patch_size", patch_size), NEED("in_channels", in_channels)
+#define VIT_ALSO "`max_positions` = 1 + (`image_size` / `patch_size`)^2"
 #define CONV_NEEDS NEED("channels", nlevels), NEED("groups", groups), NEED("layers_per_block", layers_per_block)
 
 static const struct family families[FAMILY_COUNT] = {
@@ -205,6 +239,8 @@ static const struct family families[FAMILY_COUNT] = {
     [FAMILY_CNN] = {"cnn", cnn_forward,
                     {CONV_NEEDS, NEED("in_channels", in_channels), NEED("out_channels", out_channels)}, NULL, NULL,
                     conv_check},
+    [FAMILY_VIT] = {"vit", vit_forward, {VIT_NEEDS}, VIT_ALSO, transformer_defaults, vit_check},
+    [FAMILY_CLIP_VISION] = {"clip_vision", vit_forward, {VIT_NEEDS}, VIT_ALSO, transformer_defaults, vit_check},
 };
 
 const char *family_name(enum model_family f)
@@ -250,6 +286,16 @@ int model_spec_resolve(struct model_spec *m, const struct job_spec *job, struct 
         return -1;
     *m = r;
     return 0;
+}
+
+int model_image_size(const struct model_spec *m)
+{
+    if ((m->family != FAMILY_VIT && m->family != FAMILY_CLIP_VISION) || m->max_positions < 2)
+        return 0;
+    int side = 1;
+    while ((int64_t)side * side < m->max_positions - 1)
+        side++;
+    return (int64_t)side * side == m->max_positions - 1 ? side * m->patch_size : 0;
 }
 
 tref model_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)

@@ -26,6 +26,7 @@ tref unet_forward(struct gen *g, const struct model_spec *m, const struct batch 
 tref vae_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss);
 tref mlp_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss);
 tref cnn_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss);
+tref vit_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss); /* ViT, CLIP vision */
 
 /* VAE halves for a frozen VAE extra: images [B,3,H,W] -> latents, latents -> images. */
 tref vae_encode(struct gen *g, const struct model_spec *m, tref images);
@@ -74,6 +75,14 @@ tref tf_attention(struct gen *g, const struct tf_cfg *c, const struct tf_ctx *x,
 /* The feed-forward module: up (gate, act, up, product) or up-act, inner dropout, down (and its
  * dropout when the module has one). */
 tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref h);
+/* A pre-LayerNorm encoder layer (CLIPEncoderLayer, ViTLayer): h + attention(attn_norm(h)), then that
+ * + ffn(ffn_norm(.)). Takes over the caller's reference to h. */
+tref tf_pre_ln_layer(struct gen *g, const struct tf_cfg *c, const struct tf_ctx *x, tref h);
+/* x[:, 0] of hidden states x [B, S, hidden] (the class / first token) as its own [B, hidden] tensor: a view
+ * that the op reading it copies (LayerNorm's contiguous input) or reads with its leading stride (a GEMM). */
+tref tf_first_token(struct gen *g, const char *name, tref x);
+/* CLIPEncoderLayer's module names (clip_text.c), shared by the CLIP text and vision towers. */
+extern const struct tf_names tf_clip_names;
 /* Layers per checkpointed segment of a stack of `layers`: gradient_checkpointing's `every`, or the
  * whole stack as one plain segment when the model is not checkpointed. */
 int tf_checkpoint_every(const struct gen *g, int layers);
