@@ -114,6 +114,18 @@ static void cases(struct family_case *c)
                                  "max_positions: 17", "patch_size: 8", "in_channels: 3"},
                                 "{ batch_size: 2, image_size: 32 }",
                                 h + patch + pos + h + 2 * plain_layer(h, f) + h};
+    /* Flux: x and context embedders, timestep and pooled-text embedders, one double block (two 6-way
+     * modulations, q/k/v/out on each stream, RMSNorm(head_dim) on four of them, two feed-forwards),
+     * norm_out's 2-way modulation, proj_out */
+    /* (no q/k norms: qk_norm is off unless written) */
+    c[10] = (struct family_case){"mmdit",
+                                {"family: mmdit", "layers: 1", "hidden: 64", "heads: 4", "ffn: 256", "in_channels: 16",
+                                 "cross_attention_dim: 32", "pooled_dim: 16"},
+                                "{ batch_size: 2, image_size: 64 }",
+                                linear(16, h, true) + linear(32, h, true) + linear(256, h, true) + linear(h, h, true) +
+                                    linear(16, h, true) + linear(h, h, true) + 2 * linear(h, 6 * h, true) +
+                                    8 * linear(h, h, true) + 2 * (linear(h, f, true) + linear(f, h, true)) +
+                                    linear(h, 2 * h, true) + linear(h, 16, true)};
 }
 
 /* Writes a scenario with the model keys (all but `skip`, when given) and loads it. */
@@ -209,6 +221,13 @@ int main(void)
                            "transformer_depth: [0, 2, 10], attn_heads: [5, 10, 20], layers_per_block: 2, groups: 32, "
                            "mid_transformer_depth: 10, cross_attention_dim: 2048, linear_projection: true, "
                            "add_time_embed_dim: 256, add_embed_input: 2816 }");
+    /* head_dim (hidden / heads) and vae_scale (8) left out */
+    as_preset("flux.1-dev", "{ family: mmdit, attn: sdpa, layers: 19, single_layers: 38, hidden: 3072, heads: 24, "
+                            "ffn: 12288, in_channels: 64, latent_channels: 16, cross_attention_dim: 4096, "
+                            "pooled_dim: 768, guidance_embed: true, qk_norm: true }");
+    as_preset("sd3-medium", "{ family: mmdit, attn: sdpa, layers: 24, hidden: 1536, heads: 24, ffn: 6144, "
+                            "patch_size: 2, pos_embed_max: 192, in_channels: 16, cross_attention_dim: 4096, "
+                            "pooled_dim: 2048 }");
     /* decoder_layers (layers), rel_buckets (32) and head_dim (hidden / heads) left out */
     as_preset("flan-t5-base", "{ family: t5, norm: rmsnorm, ffn_kind: gated, act: gelu_tanh, pos: relative_bias, "
                               "attn: eager, hidden: 768, ffn: 2048, layers: 12, heads: 12, vocab: 32128, "

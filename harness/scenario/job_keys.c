@@ -203,7 +203,12 @@ static const struct key extra_keys[] = {
     {.name = "preset", .type = KEY_CUSTOM, FIELD(X, preset), .parse = parse_preset, .required = true,
      .doc_type = "preset name, see [Presets](#presets)", .help = "The frozen module (`clip-l-text`, `sd-vae`, ...)."},
     {.name = "role", .type = KEY_ENUM, FIELD(X, role), .name_of = extra_role_at, .nnames = EXTRA_ROLE_COUNT,
-     .required = true, .help = "What the training loop uses it for."},
+     .required = true,
+     .help = "What the training loop uses it for. A UNet reads its first text encoder's states. Flux runs every "
+             "text encoder on the device, taking its token states from the one `model.cross_attention_dim` wide (T5) "
+             "and its pooled embedding from the one `model.pooled_dim` wide (CLIP's last token); SD3 joins its CLIP "
+             "encoders' states (padded to `cross_attention_dim`) and T5's, and their pooled outputs. A VAE encodes "
+             "each batch's images for a UNet or an MMDiT."},
     K_ENUM(X, "dtype", dtype, float_dtype_at, SPEC_FLOAT_DTYPES, "Dtype of its weights."),
     K_BOOL(X, "on_device", on_device, "Resident on the device (false: kept on the CPU)."),
 };
@@ -248,7 +253,10 @@ static const struct key job_keys[] = {
     K_INT(J, "target_len", target_len, 0, BIG, "seq_len", "T5: decoder tokens."),
     K_INT(J, "image_size", image_size, 0, 65536, NULL,
           "Pixels per side (UNet, VAE, CNN; the UNet latent is image_size / vae_scale)."),
-    K_INT(J, "context_len", context_len, 0, BIG, NULL, "UNet: text tokens for cross-attention."),
+    K_INT(J, "context_len", context_len, 0, BIG, NULL,
+          "UNet: text tokens for cross-attention; MMDiT: T5's tokens (max_sequence_length; a CLIP encoder reads its "
+          "77 learned positions, and SD3 puts CLIP's tokens before T5's), or the text tokens of precomputed "
+          "embeddings."),
     K_ENUM(J, "load_dtype", load_dtype, float_dtype_at, SPEC_FLOAT_DTYPES, "torch_dtype given to from_pretrained."),
     K_BOOL(J, "load_on_device", load_on_device, "Weights land on the device at load (device_map=\"cuda\")."),
     K_ENUM(J, "param_dtype", param_dtype, float_dtype_at, SPEC_FLOAT_DTYPES,

@@ -15,7 +15,7 @@ static bool transformer(enum model_family f)
 static void attention_text(const struct job_spec *s, enum dtype cd, char *buf, size_t len)
 {
     const struct model_spec *m = &s->model;
-    if (!transformer(m->family) && m->family != FAMILY_UNET && m->family != FAMILY_VAE) {
+    if (!transformer(m->family) && m->family != FAMILY_UNET && m->family != FAMILY_VAE && m->family != FAMILY_MMDIT) {
         snprintf(buf, len, "none");
         return;
     }
@@ -36,6 +36,8 @@ static void activation_text(const struct model_spec *m, char *buf, size_t len)
         act = ACT_SILU;
     else if (m->family == FAMILY_CNN)
         act = ACT_RELU;
+    else if (m->family == FAMILY_MMDIT)
+        act = ACT_GELU_TANH; /* FeedForward "gelu-approximate", act_mlp GELU(approximate="tanh") */
     snprintf(buf, len, "%s (%s)", act_name(act), act == ACT_GELU_NEW ? "composite" : "fused");
 }
 

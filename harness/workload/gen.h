@@ -48,6 +48,7 @@ struct param {
     bool head;            /* trained under a linear probe */
     bool lora;            /* a LoRA adapter */
     bool quant;           /* a bitsandbytes-quantized weight (quant.c): data holds its packed codes */
+    bool buffer;          /* a persistent buffer (register_buffer): loaded with the weights, not a parameter */
     int32_t module_id;    /* which module (main model or an extra) */
     tref data;            /* weight on the device */
     tref grad;            /* .grad */
@@ -145,7 +146,8 @@ struct gen {
     bool checkpointing;        /* gradient checkpointing on for the model being run */
     bool autocast;             /* inside an autocast region */
     enum dtype act_dtype;      /* dtype of the model's inputs (its parameter dtype) */
-    tref ctx_override;         /* UNet: text-encoder output to use as encoder_hidden_states */
+    tref ctx_override;         /* UNet, MMDiT: text-encoder output to use as encoder_hidden_states */
+    tref pooled_override;      /* MMDiT: pooled text embedding from a text encoder (pooled_projections) */
     int stream;
     bool workspace_done[8];
     int64_t live_bytes;        /* sum of live tensor bytes (for diagnostics) */
@@ -201,6 +203,8 @@ void kern_init_ids(struct gen *g, tref y, int64_t high, const char *tag);
 
 /* params.c: registration and the parameter cursor */
 int32_t param_add(struct gen *g, const char *leaf, int64_t rows, int64_t cols);
+/* A persistent buffer: on the device with the weights (cast with them), never trained or counted. */
+int32_t param_add_buffer(struct gen *g, const char *leaf, int64_t rows, int64_t cols);
 /* GEN_RUN: the parameter registered as scope + "." + leaf (the cursor's, when it is next in order). */
 int32_t param_take(struct gen *g, const char *leaf);
 void param_index_free(struct gen *g);
@@ -232,6 +236,11 @@ tref nn_embedding(struct gen *g, const char *name, tref ids, int64_t rows, int64
  * another order than their forward uses them; pass it to nn_embedding as `shared`. */
 int32_t nn_embedding_param(struct gen *g, const char *name, int64_t rows, int64_t dim);
 tref nn_norm(struct gen *g, const char *name, tref x, int64_t channels, enum norm_kind kind, bool bias, int64_t groups);
+/* diffusers' RMSNorm (models/normalization.py): transformers' composite whose product multiplies the
+ * input itself by the fp32 rsqrt, so autograd keeps the input too. */
+tref nn_rmsnorm_diffusers(struct gen *g, const char *name, tref x, int64_t channels);
+/* LayerNorm without weight or bias (elementwise_affine=False): no parameters to register. */
+tref nn_layernorm_plain(struct gen *g, const char *name, tref x, int64_t channels);
 tref nn_act(struct gen *g, const char *name, tref x, enum act_kind act);
 tref nn_dropout(struct gen *g, const char *name, tref x, float p);
 /* x + y, x - y, x * y; the smaller operand broadcasts (its dims aligned to the left or the right). */
@@ -251,7 +260,8 @@ tref nn_glu(struct gen *g, const char *name, tref p, enum act_kind act);
 /* Layout ops, each a new tensor of shape dims (ndim): x [batch, rows, cols] transposed; x [outer, inner]
  * broadcast to [outer, repeat, inner]; the mean of x [outer, repeat, inner] over repeat; blocks of
  * `len` elements of x (every src_stride from src_off, `outer` times) gathered; and the concatenation
- * of two [B, C, H, W] tensors along C. */
+ * of two tensors of the same rank along dimension 1 ([B, C, H, W] along C, [B, S, D] along S), or
+ * (nn_concat_last) along their last dimension. */
 tref nn_transpose(struct gen *g, const char *name, tref x, int64_t batch, int64_t rows, int64_t cols,
                   const int64_t *dims, int ndim);
 tref nn_expand(struct gen *g, const char *name, tref x, const int64_t *ori, const int64_t *dims, int ndim);
@@ -259,6 +269,7 @@ tref nn_mean(struct gen *g, const char *name, tref x, const int64_t *ori, const 
 tref nn_slice(struct gen *g, const char *name, tref x, const int64_t *dims, int ndim, int64_t outer, int64_t len,
               int64_t src_stride, int64_t src_off);
 tref nn_concat(struct gen *g, const char *name, tref x, tref y);
+tref nn_concat_last(struct gen *g, const char *name, tref x, tref y);
 /* Attention (nn_attention.c). q is the query projection [B, S, heads*head_dim], or GPT-2's fused
  * qkv [B, S, (heads + 2 kv_heads) head_dim] when k and v are TNONE; k and v are the key and value
  * projections [B, Sk, kv_heads*head_dim], or one fused k/v projection [B, Sk, 2 kv_heads head_dim]
@@ -288,6 +299,9 @@ tref nn_kv_cache(struct gen *g, const char *name, tref k, tref v, int64_t q_head
 void nn_rotary_tables(struct gen *g, int64_t s, int64_t head_dim, enum dtype dt, tref *cos, tref *sin);
 /* x [B, S, heads*head_dim] rotated (apply_rotary_pos_emb's x * cos + rotate_half(x) * sin). */
 tref nn_rotary(struct gen *g, const char *name, tref x, int64_t heads, int64_t head_dim, tref cos, tref sin);
+/* The same rotation as diffusers' apply_rotary_emb (embeddings.py, use_real): pairs of x negated and
+ * stacked, then (x.float() * cos + x_rotated.float() * sin).to(x.dtype), its temporaries in fp32. */
+tref nn_rotary_fp32(struct gen *g, const char *name, tref x, int64_t heads, int64_t head_dim, tref cos, tref sin);
 /* Helpers the layer files share (nn.c). */
 bool nn_records(const struct gen *g, bool any_input_grad);
 enum dtype nn_compute_dtype(const struct gen *g, tref x);

@@ -43,7 +43,7 @@ static void mark_trainable(struct gen *g, const struct module *md)
 {
     for (int32_t i = md->first; i < md->first + md->count; i++) {
         struct param *p = &g->params[i];
-        if (md->role >= 0)
+        if (md->role >= 0 || p->buffer)
             p->trainable = false;
         else if (g->spec.trainable == TRAIN_LORA)
             p->trainable = p->lora;
@@ -76,7 +76,7 @@ static int gen_init(struct gen *g, const struct job_spec *spec, struct err *e)
     g->spec = *spec;
     g->e = e;
     g->free_t = -1;
-    g->ctx_override = TNONE;
+    g->ctx_override = g->pooled_override = TNONE;
     g->pool = strpool_create();
     if (!g->pool)
         return err_set(e, ERR_INTERNAL, "workload: out of host memory");
@@ -112,13 +112,51 @@ int64_t model_param_count(const struct model_spec *m, struct err *e)
         enumerate(w, &w->mod[0]);
         n = 0;
         for (int32_t i = 0; i < w->g.nparams; i++)
-            n += w->g.params[i].numel;
+            n += w->g.params[i].buffer ? 0 : w->g.params[i].numel;
         if (w->g.failed)
             n = -1;
     }
     gen_fini(&w->g);
     free(w);
     return n;
+}
+
+static int64_t text_width(const struct model_spec *m);
+
+/* An MMDiT takes token states cross_attention_dim wide and a pooled embedding pooled_dim wide: Flux gets
+ * each from one text encoder; SD3 its states from T5 and the CLIP encoders joined (sd3_clip_check). */
+static int text_encoder_check(const struct model_spec *m, const struct module *md, int i, struct err *e)
+{
+    if (m->family != FAMILY_MMDIT || md->role != EXTRA_TEXT_ENCODER)
+        return 0;
+    if (!(md->m.family == FAMILY_T5 && md->m.encoder_only) && md->m.family != FAMILY_CLIP_TEXT)
+        return err_set(e, ERR_INPUT, "extras[%d]: %s is not a text encoder (an encoder-only t5, or clip_text)", i,
+                       md->m.preset);
+    int64_t wd = text_width(&md->m);
+    if (m->patch_size && md->m.family == FAMILY_T5 && wd != m->cross_attention_dim)
+        return err_set(e, ERR_INPUT, "extras[%d]: T5 encoder %s is %lld wide, not model.cross_attention_dim (%d)", i,
+                       md->m.preset, (long long)wd, m->cross_attention_dim);
+    if (!m->patch_size && wd != m->cross_attention_dim && wd != m->pooled_dim)
+        return err_set(e, ERR_INPUT, "extras[%d]: text encoder %s is %lld wide: neither model.cross_attention_dim "
+                       "(%d) nor model.pooled_dim (%d)", i, md->m.preset, (long long)wd, m->cross_attention_dim,
+                       m->pooled_dim);
+    return 0;
+}
+
+/* SD3 joins the pooled outputs of its CLIP encoders on the device into pooled_dim, and their states,
+ * padded, into cross_attention_dim. */
+static int sd3_clip_check(const struct workload *w, struct err *e)
+{
+    const struct model_spec *m = &w->mod[0].m;
+    int64_t sum = 0;
+    for (int i = 1; i < w->nmod; i++)
+        if (w->mod[i].role == EXTRA_TEXT_ENCODER && w->mod[i].on_device && w->mod[i].m.family == FAMILY_CLIP_TEXT)
+            sum += text_width(&w->mod[i].m);
+    if (m->family != FAMILY_MMDIT || !m->patch_size || !sum || (sum == m->pooled_dim && sum <= m->cross_attention_dim))
+        return 0;
+    return err_set(e, ERR_INPUT, "extras: the CLIP text encoders on the device are %lld wide together; SD3 joins "
+                   "their pooled outputs into model.pooled_dim (%d) and pads their states to model.cross_attention_dim "
+                   "(%d)", (long long)sum, m->pooled_dim, m->cross_attention_dim);
 }
 
 struct workload *workload_create(const struct job_spec *spec, struct err *e)
@@ -146,13 +184,19 @@ struct workload *workload_create(const struct job_spec *spec, struct err *e)
         md->on_device = s.extras[i].on_device;
         md->dtype = s.extras[i].dtype;
         md->role = s.extras[i].role;
-        if (preset_apply(&md->m, s.extras[i].preset, e) || model_spec_resolve(&md->m, NULL, e)) {
+        if (preset_apply(&md->m, s.extras[i].preset, e) || model_spec_resolve(&md->m, NULL, e) ||
+            text_encoder_check(&s.model, md, i, e)) {
             workload_destroy(w);
             return NULL;
         }
     }
+    if (sd3_clip_check(w, e)) {
+        workload_destroy(w);
+        return NULL;
+    }
     for (int i = 0; i < w->nmod; i++)
         enumerate(w, &w->mod[i]);
+    w->g.module_id = 0; /* the trained model runs, unless run_extra says otherwise */
     if (!w->g.failed && lora_check_targets(&w->g, e)) {
         workload_destroy(w);
         return NULL;
@@ -297,11 +341,12 @@ static tref run_extra(struct workload *w, const struct module *md, const struct 
 {
     struct gen *g = &w->g;
     bool grad = g->grad_enabled, train = g->training;
-    int32_t cursor = g->cursor;
+    int32_t cursor = g->cursor, module = g->module_id;
     enum dtype act = g->act_dtype;
     g->grad_enabled = false;
     g->training = false;
     g->cursor = md->first;
+    g->module_id = (int32_t)(md - w->mod); /* an extra: no adapters, no quantization */
     g->act_dtype = md->dtype;
     gen_push(g, "%s", md->prefix);
     tref out;
@@ -315,34 +360,142 @@ static tref run_extra(struct workload *w, const struct module *md, const struct 
     }
     gen_pop(g);
     g->cursor = cursor;
+    g->module_id = module;
     g->grad_enabled = grad;
     g->training = train;
     g->act_dtype = act;
     return out;
 }
 
-/* The text-conditioning tensor for a UNet step: the text encoder's output when it is on the device. */
+/* A text encoder's output over `tokens` tokens, in the trained model's dtype. */
+static tref encode_text(struct workload *w, const struct module *te, int64_t b, int64_t tokens, const char *name)
+{
+    struct gen *g = &w->g;
+    struct batch tb = {b, tokens, 0, 0, tokens};
+    tref hs = run_extra(w, te, &tb, false);
+    if (g->t[hs].dtype != g->spec.param_dtype) { /* the dtype main_forward gives the model's inputs */
+        tref c = nn_cast(g, name, hs, g->spec.param_dtype);
+        t_release(g, hs);
+        hs = c;
+    }
+    return hs;
+}
+
+/* The tokens an MMDiT's text encoder reads: T5 the job's context_len (max_sequence_length), CLIP its
+ * tokenizer's max_length (padding="max_length"), its learned positions. */
+static int64_t mmdit_tokens(const struct module *te, const struct batch *bt)
+{
+    return te->m.family == FAMILY_CLIP_TEXT ? te->m.max_positions : bt->context;
+}
+
+static int64_t text_width(const struct model_spec *m)
+{
+    return m->projection_dim ? m->projection_dim : m->hidden;
+}
+
+/* CLIPTextModel's pooler_output, or the text_embeds of the projection: the last token's state gathered. */
+static tref pooled_of(struct gen *g, tref hs, const char *name)
+{
+    int64_t b = T(g, hs)->dims[0], s = T(g, hs)->dims[1], d = T(g, hs)->dims[2], pd[2] = {b, d};
+    return nn_slice(g, name, hs, pd, 2, b, d, s * d, (s - 1) * d);
+}
+
+/* a, then b after it along the last dimension (either may be TNONE); takes over both references */
+static tref join_last(struct gen *g, const char *name, tref a, tref b)
+{
+    if (a == TNONE || b == TNONE)
+        return a == TNONE ? b : a;
+    tref j = nn_concat_last(g, name, a, b);
+    t_release(g, a);
+    t_release(g, b);
+    return j;
+}
+
+/* Flux: every text encoder on the device runs; the one as wide as cross_attention_dim gives the token
+ * states (T5), the one as wide as pooled_dim the pooled embedding (CLIP). workload_create checks each
+ * matches one of them. */
+static void flux_conditioning(struct workload *w, const struct batch *bt)
+{
+    struct gen *g = &w->g;
+    const struct model_spec *m = &w->mod[0].m;
+    for (int i = 1; i < w->nmod; i++) {
+        const struct module *te = &w->mod[i];
+        if (te->role != EXTRA_TEXT_ENCODER || !te->on_device)
+            continue;
+        if (text_width(&te->m) == m->cross_attention_dim && g->ctx_override == TNONE) {
+            g->ctx_override = encode_text(w, te, bt->b, mmdit_tokens(te, bt), "encoder_hidden_states");
+            continue;
+        }
+        tref hs = encode_text(w, te, bt->b, mmdit_tokens(te, bt), "pooled_projections");
+        t_release(g, g->pooled_override);
+        g->pooled_override = pooled_of(g, hs, "pooled_projections");
+        t_release(g, hs);
+    }
+}
+
+/* SD3 (StableDiffusion3Pipeline.encode_prompt): the CLIP encoders' states joined along the width and
+ * padded to cross_attention_dim, then T5's tokens after them (an input when T5 is not on the device);
+ * their pooled outputs joined. Without a CLIP encoder on the device the embeddings are inputs, but
+ * T5's states when it runs. */
+static void sd3_conditioning(struct workload *w, const struct batch *bt)
+{
+    struct gen *g = &w->g;
+    const struct model_spec *m = &w->mod[0].m;
+    tref clip = TNONE, pooled = TNONE, t5 = TNONE;
+    for (int i = 1; i < w->nmod; i++) {
+        const struct module *te = &w->mod[i];
+        if (te->role != EXTRA_TEXT_ENCODER || !te->on_device)
+            continue;
+        if (te->m.family == FAMILY_T5) {
+            t5 = encode_text(w, te, bt->b, mmdit_tokens(te, bt), "t5_prompt_embeds");
+            continue;
+        }
+        tref hs = encode_text(w, te, bt->b, mmdit_tokens(te, bt), "prompt_embeds");
+        pooled = join_last(g, "pooled_prompt_embeds", pooled, pooled_of(g, hs, "pooled_prompt_embeds"));
+        clip = join_last(g, "clip_prompt_embeds", clip, hs);
+    }
+    if (clip == TNONE) {
+        g->ctx_override = t5;
+        return;
+    }
+    int64_t b = T(g, clip)->dims[0], s = T(g, clip)->dims[1];
+    int64_t zd[3] = {b, s, m->cross_attention_dim - T(g, clip)->dims[2]}, td[3] = {b, bt->context, m->cross_attention_dim};
+    if (zd[2] > 0) { /* F.pad: the zeros, then the padded copy */
+        tref z = t_new(g, zd, 3, (enum dtype)T(g, clip)->dtype, CAT_ACTIVATION, gen_intern(g, "clip_prompt_embeds"));
+        kern_fill(g, z, 0.0f, gen_intern(g, "clip_prompt_embeds"));
+        clip = join_last(g, "clip_prompt_embeds", clip, z);
+    }
+    if (t5 == TNONE)
+        t5 = nn_input(g, td, 3, g->spec.param_dtype, "t5_prompt_embeds");
+    g->ctx_override = nn_concat(g, "prompt_embeds", clip, t5);
+    t_release(g, clip);
+    t_release(g, t5);
+    g->pooled_override = pooled;
+}
+
+/* The text conditioning of a UNet or MMDiT step: the text encoders' outputs when they are on the device. */
 static void conditioning(struct workload *w, const struct batch *bt)
 {
     struct gen *g = &w->g;
     const struct module *te = extra(w, EXTRA_TEXT_ENCODER);
-    g->ctx_override = TNONE;
+    g->ctx_override = g->pooled_override = TNONE;
+    if (w->mod[0].m.family == FAMILY_MMDIT) {
+        if (w->mod[0].m.patch_size)
+            sd3_conditioning(w, bt);
+        else
+            flux_conditioning(w, bt);
+        return;
+    }
     if (w->mod[0].m.family != FAMILY_UNET || !te || !te->on_device)
         return;
-    struct batch tb = {bt->b, bt->context, 0, 0, bt->context};
-    tref hs = run_extra(w, te, &tb, false);
-    if (g->t[hs].dtype != g->act_dtype) {
-        tref c = nn_cast(g, "encoder_hidden_states", hs, g->act_dtype);
-        t_release(g, hs);
-        hs = c;
-    }
-    g->ctx_override = hs;
+    g->ctx_override = encode_text(w, te, bt->b, bt->context, "encoder_hidden_states");
 }
 
 static void release_conditioning(struct gen *g)
 {
     t_release(g, g->ctx_override);
-    g->ctx_override = TNONE;
+    t_release(g, g->pooled_override);
+    g->ctx_override = g->pooled_override = TNONE;
 }
 
 static tref main_forward(struct workload *w, const struct batch *bt, bool loss)
@@ -414,7 +567,8 @@ static void train_micro_batch(struct workload *w, const struct batch *bt)
     g->training = true;
     g->checkpointing = spec_has_fix(&g->spec, FIX_GRADIENT_CHECKPOINTING);
     const struct module *vae = extra(w, EXTRA_VAE);
-    if (w->mod[0].m.family == FAMILY_UNET && vae && vae->on_device) { /* latents of the batch, no_grad */
+    bool diffusion = w->mod[0].m.family == FAMILY_UNET || w->mod[0].m.family == FAMILY_MMDIT;
+    if (diffusion && vae && vae->on_device) { /* latents of the batch, no_grad */
         tref lat = run_extra(w, vae, bt, true);
         t_release(g, lat);
     }
@@ -501,11 +655,12 @@ static void ema_restore(struct workload *w, tref *stored)
     }
 }
 
-/* The VAE's first decoder parameter (post_quant_conv; the encoder's come first). */
+/* The VAE's first decoder parameter (post_quant_conv, or without one the decoder's conv_in; the
+ * encoder's come first). */
 static int32_t decoder_first(const struct gen *g, const struct module *vae)
 {
     for (int32_t i = vae->first; i < vae->first + vae->count; i++)
-        if (ends_with(g->params[i].module, "post_quant_conv"))
+        if (ends_with(g->params[i].module, "post_quant_conv") || ends_with(g->params[i].module, "decoder.conv_in"))
             return i;
     return vae->first;
 }

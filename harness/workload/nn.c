@@ -675,9 +675,10 @@ static void elementwise_backward(struct gen *g, const struct node *n, tref gy)
 
 /* ---- convolution and upsampling ---- */
 
+/* "same" padding for odd kernels; none for even ones (a patch embedding: kernel = stride) */
 tref nn_conv(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout, int k, int stride, bool bias)
 {
-    return nn_conv_pad(g, name, x, cin, cout, k, stride, k / 2, bias);
+    return nn_conv_pad(g, name, x, cin, cout, k, stride, k % 2 ? k / 2 : 0, bias);
 }
 
 tref nn_conv_pad(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout, int k, int stride, int pad,

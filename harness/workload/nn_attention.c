@@ -1,5 +1,6 @@
 /* nn_attention.c: the attention core, rotary embeddings and the KV cache, forward and backward, with
- * the tensors PyTorch's autograd allocates and saves for transformers' attention functions.
+ * the tensors PyTorch's autograd allocates and saves for transformers' attention functions (and
+ * diffusers' fp32 rotary embedding).
  *
  * Layouts: projections are token-major [B, S, heads * head_dim], as linear layers produce them;
  * kernels.h's attention kernels take q [B, S, H, D] and k and v packed in one [B, Sk, 2, Hkv, D]
@@ -119,6 +120,23 @@ static void rope(struct gen *g, tref x, tref y, int64_t heads, int64_t head_dim,
     kern(g, K_ROPE, (enum dtype)t->dtype, d, 6, ts, 2, NULL, 0, tag);
 }
 
+/* The node of either rotation: the muls save cos and sin (x's gradient needs them), not x. */
+static void record_rope(struct gen *g, const char *tag, tref x, tref y, int64_t heads, int64_t head_dim, tref cos,
+                        tref sin, bool fp32)
+{
+    if (!nn_records(g, t_rg(g, x)))
+        return;
+    struct node *n = tape_push(g, N_ROPE, y, tag);
+    if (!n)
+        return;
+    node_input(g, n, 0, x);
+    node_save(g, n, 0, cos);
+    node_save(g, n, 1, sin);
+    n->a[0] = heads;
+    n->a[1] = head_dim;
+    n->a[2] = fp32;
+}
+
 tref nn_rotary(struct gen *g, const char *name, tref x, int64_t heads, int64_t head_dim, tref cos, tref sin)
 {
     if (g->mode != GEN_RUN)
@@ -138,17 +156,71 @@ tref nn_rotary(struct gen *g, const char *name, tref x, int64_t heads, int64_t h
     rope(g, x, y, heads, head_dim, false, tag);
     t_release(g, xc);
     t_release(g, xs);
-    if (nn_records(g, t_rg(g, x))) {
-        struct node *n = tape_push(g, N_ROPE, y, tag);
-        if (n) {
-            node_input(g, n, 0, x);
-            node_save(g, n, 0, cos);
-            node_save(g, n, 1, sin);
-            n->a[0] = heads;
-            n->a[1] = head_dim;
-        }
-    }
+    record_rope(g, tag, x, y, heads, head_dim, cos, sin, false);
     return y;
+}
+
+tref nn_rotary_fp32(struct gen *g, const char *name, tref x, int64_t heads, int64_t head_dim, tref cos, tref sin)
+{
+    if (g->mode != GEN_RUN)
+        return TNONE;
+    const char *tag = gen_tag(g, name);
+    enum dtype dt = (enum dtype)g->t[x].dtype;
+    int64_t B = g->t[x].dims[0], S = g->t[x].dims[1], w = row_width(g, x);
+    /* x_rotated = stack([-x_imag, x_real], -1).flatten(3) (the halves are views of x); then
+     * (x.float() * cos + x_rotated.float() * sin).to(x.dtype), each operand a temporary */
+    tref neg = tokens(g, B, S, w / 2, dt, CAT_ACTIVATION, tag);
+    tref xr = tokens(g, B, S, w, dt, CAT_ACTIVATION, tag);
+    t_release(g, neg);
+    tref xf = tokens(g, B, S, w, DT_F32, CAT_ACTIVATION, tag);
+    tref m1 = tokens(g, B, S, w, DT_F32, CAT_ACTIVATION, tag);
+    t_release(g, xf);
+    tref xrf = tokens(g, B, S, w, DT_F32, CAT_ACTIVATION, tag);
+    tref m2 = tokens(g, B, S, w, DT_F32, CAT_ACTIVATION, tag);
+    t_release(g, xrf);
+    tref sum = tokens(g, B, S, w, DT_F32, CAT_ACTIVATION, tag);
+    t_release(g, m1);
+    t_release(g, m2);
+    tref y = tokens(g, B, S, w, dt, CAT_ACTIVATION, tag);
+    rope(g, x, y, heads, head_dim, false, tag);
+    t_release(g, sum);
+    t_release(g, xr); /* the function's local, until it returns */
+    record_rope(g, tag, x, y, heads, head_dim, cos, sin, true);
+    return y;
+}
+
+/* diffusers' apply_rotary_emb backward: the gradient to fp32 (.to's backward), times sin (x_rotated's
+ * path, back to its dtype, the negated half, the halves stacked back into x's layout), times cos (x's
+ * path, back to its dtype), and the sum of both paths. */
+static void rotary_fp32_backward(struct gen *g, struct node *n, tref *gy)
+{
+    tref x = n->in[0];
+    enum dtype dt = (enum dtype)g->t[*gy].dtype;
+    int64_t B = g->t[*gy].dims[0], S = g->t[*gy].dims[1], w = row_width(g, *gy);
+    const char *tag = n->tag;
+    tref g32 = tokens(g, B, S, w, DT_F32, CAT_TEMP, tag);
+    kern_cast(g, *gy, g32, tag);
+    t_release(g, *gy);
+    *gy = TNONE;
+    tref gs = tokens(g, B, S, w, DT_F32, CAT_TEMP, tag); /* the rotation undone: the values of dx */
+    rope(g, g32, gs, n->a[0], n->a[1], true, tag);
+    tref gsc = tokens(g, B, S, w, dt, CAT_TEMP, tag);
+    kern_cast(g, gs, gsc, tag);
+    t_release(g, gs);
+    tref neg = tokens(g, B, S, w / 2, dt, CAT_TEMP, tag);
+    tref stacked = tokens(g, B, S, w, dt, CAT_TEMP, tag);
+    kern_scale(g, gsc, stacked, 1.0f, tag);
+    t_release(g, neg);
+    t_release(g, gsc);
+    tref gc = tokens(g, B, S, w, DT_F32, CAT_TEMP, tag);
+    t_release(g, g32);
+    tref gcd = tokens(g, B, S, w, dt, CAT_TEMP, tag);
+    t_release(g, gc);
+    tref dx = tokens(g, B, S, w, dt, CAT_TEMP, tag);
+    kern_scale(g, stacked, dx, 1.0f, tag);
+    t_release(g, stacked);
+    t_release(g, gcd);
+    grad_accumulate(g, x, dx);
 }
 
 void nn_rotary_backward(struct gen *g, struct node *n, tref *gy)
@@ -157,6 +229,10 @@ void nn_rotary_backward(struct gen *g, struct node *n, tref *gy)
     enum dtype dt = (enum dtype)g->t[*gy].dtype;
     int64_t B = g->t[*gy].dims[0], S = g->t[*gy].dims[1], w = row_width(g, *gy);
     const char *tag = n->tag;
+    if (n->a[2]) {
+        rotary_fp32_backward(g, n, gy);
+        return;
+    }
     /* rotate_half's backward: g * sin, then -(.) of one half, each half scattered into a zeroed full
      * tensor (SliceBackward), summed out of place; then g * cos and the sum of both paths */
     tref gs = tokens(g, B, S, w, dt, CAT_TEMP, tag);

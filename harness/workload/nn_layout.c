@@ -1,6 +1,6 @@
 /* nn_layout.c: layout ops, each a new tensor as PyTorch's .permute().contiguous(), .expand() + add,
  * .mean(), slicing and torch.cat allocate it, with their backward: transpose, broadcast, mean over
- * a middle dim, strided slices and concatenation along channels. */
+ * a middle dim, strided slices and concatenation along dimension 1 or the last. */
 #include "workload/gen.h"
 
 #include <string.h>
@@ -71,16 +71,21 @@ tref nn_slice(struct gen *g, const char *name, tref x, const int64_t *dims, int 
     return y;
 }
 
-tref nn_concat(struct gen *g, const char *name, tref x, tref y)
+/* torch.cat along dimension `dim`: per index of the dimensions before it, x's block then y's. */
+static tref concat_at(struct gen *g, const char *name, tref x, tref y, int dim)
 {
     if (g->mode != GEN_RUN)
         return TNONE;
     const char *tag = gen_tag(g, name);
     const struct tensor *a = &g->t[x], *b = &g->t[y];
-    int64_t d[4] = {a->dims[0], a->dims[1] + b->dims[1], a->dims[2], a->dims[3]};
-    int64_t B = d[0], la = t_numel(g, x) / B, lb = t_numel(g, y) / B;
+    int64_t d[TMAX_DIMS], B = 1;
+    memcpy(d, a->dims, sizeof d);
+    d[dim] += b->dims[dim];
+    for (int i = 0; i < dim; i++)
+        B *= d[i];
+    int64_t la = t_numel(g, x) / B, lb = t_numel(g, y) / B;
     enum dtype dt = (enum dtype)a->dtype;
-    tref z = t_new(g, d, 4, dt, CAT_ACTIVATION, tag);
+    tref z = t_new(g, d, a->ndim, dt, CAT_ACTIVATION, tag);
     tref yc = nn_as_dtype(g, "cast", y, dt);
     int64_t bx[6] = {B, la, la, 0, la + lb, 0}, by[6] = {B, lb, lb, 0, la + lb, la};
     kern_copy_blocks(g, x, z, bx, false, tag);
@@ -97,6 +102,16 @@ tref nn_concat(struct gen *g, const char *name, tref x, tref y)
         }
     }
     return z;
+}
+
+tref nn_concat(struct gen *g, const char *name, tref x, tref y)
+{
+    return concat_at(g, name, x, y, 1);
+}
+
+tref nn_concat_last(struct gen *g, const char *name, tref x, tref y)
+{
+    return g->mode == GEN_RUN ? concat_at(g, name, x, y, g->t[x].ndim - 1) : TNONE;
 }
 
 /* A new tensor shaped like x holding the given blocks of gy (zeros elsewhere when `clear`). */

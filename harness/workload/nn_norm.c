@@ -10,7 +10,7 @@
 #define NORM_EPS 1e-5f
 
 enum { NS_X, NS_MEAN, NS_RSTD, NS_GAMMA, NS_BETA };  /* fused norms (RMSNorm: no mean, no beta) */
-enum { RS_A, RS_RSTD, RS_C, RS_W };                 /* RMSNorm: fp32 input, rsqrt, normalised, weight */
+enum { RS_A, RS_RSTD, RS_C, RS_W, RS_X };           /* RMSNorm: fp32 input, rsqrt, normalised, weight, input */
 
 static enum dtype dtype_of(const struct gen *g, tref x)
 {
@@ -23,6 +23,14 @@ static tref zero_vector(struct gen *g, int64_t c, enum dtype dt, const char *tag
     tref z = t_new2(g, c, 1, dt, CAT_TEMP, tag);
     kern_fill(g, z, 0.0f, tag);
     return z;
+}
+
+/* A [C] tensor of ones standing in for the weight of a norm without one, for the kernel that reads it. */
+static tref unit_vector(struct gen *g, int64_t c, enum dtype dt, const char *tag)
+{
+    tref u = t_new2(g, c, 1, dt, CAT_TEMP, tag);
+    kern_fill(g, u, 1.0f, tag);
+    return u;
 }
 
 static tref full_like(struct gen *g, tref x, enum dtype dt, enum category cat, const char *tag)
@@ -88,32 +96,20 @@ static tref rmsnorm(struct gen *g, const char *tag, tref x, int32_t pw, int64_t 
     return y;
 }
 
-tref nn_norm(struct gen *g, const char *name, tref x, int64_t channels, enum norm_kind kind, bool bias,
-             int64_t groups)
+/* The fused norms (LayerNorm, GroupNorm, torch.nn.RMSNorm); pw < 0: no weight (elementwise_affine=False). */
+static tref fused_norm(struct gen *g, const char *tag, tref x, int64_t channels, enum norm_kind kind, int32_t pw,
+                       int32_t pb, int64_t groups)
 {
-    gen_push(g, "%s", name);
-    if (g->mode == GEN_PARAMS) {
-        param_add(g, "weight", channels, 1);
-        if (bias && kind != NORM_RMSNORM && kind != NORM_RMSNORM_FUSED)
-            param_add(g, "bias", channels, 1);
-        gen_pop(g);
-        return TNONE;
-    }
-    bool rms = kind == NORM_RMSNORM || kind == NORM_RMSNORM_FUSED;
-    int32_t pw = param_take(g, "weight"), pb = bias && !rms ? param_take(g, "bias") : -1;
-    const char *tag = g->params[pw].module;
-    gen_pop(g);
+    bool rms = kind == NORM_RMSNORM_FUSED;
     int64_t numel = t_numel(g, x);
     int64_t rows = kind == NORM_GROUPNORM ? g->t[x].dims[0] * groups : numel / channels;
-    if (kind == NORM_RMSNORM)
-        return rmsnorm(g, tag, x, pw, rows, channels);
     /* autocast runs norms in fp32 */
     enum dtype dt = g->autocast ? DT_F32 : dtype_of(g, x);
     tref xin = nn_as_dtype(g, "upcast", x, dt);
     tref y = full_like(g, xin, dt, CAT_ACTIVATION, tag);
     tref mean = rms ? TNONE : t_new2(g, rows, 1, DT_F32, CAT_ACTIVATION, tag);
     tref rstd = t_new2(g, rows, 1, DT_F32, CAT_ACTIVATION, tag);
-    tref gamma = nn_param_as(g, pw, dt);
+    tref gamma = pw >= 0 ? nn_param_as(g, pw, dt) : unit_vector(g, channels, dt, tag);
     tref beta = rms ? TNONE : pb >= 0 ? nn_param_as(g, pb, dt) : zero_vector(g, channels, dt, tag);
     tref ts[6] = {xin, gamma, beta, y, mean, rstd};
     float eps = NORM_EPS;
@@ -141,7 +137,7 @@ tref nn_norm(struct gen *g, const char *name, tref x, int64_t channels, enum nor
             node_save(g, n, NS_X, xin);
             node_save(g, n, NS_MEAN, mean);
             node_save(g, n, NS_RSTD, rstd);
-            node_save(g, n, NS_GAMMA, gamma);
+            node_save(g, n, NS_GAMMA, pw >= 0 ? gamma : TNONE);
             node_save(g, n, NS_BETA, pb >= 0 ? beta : TNONE);
         }
     }
@@ -151,6 +147,41 @@ tref nn_norm(struct gen *g, const char *name, tref x, int64_t channels, enum nor
     t_release(g, gamma);
     t_release(g, beta);
     return y;
+}
+
+tref nn_norm(struct gen *g, const char *name, tref x, int64_t channels, enum norm_kind kind, bool bias,
+             int64_t groups)
+{
+    gen_push(g, "%s", name);
+    if (g->mode == GEN_PARAMS) {
+        param_add(g, "weight", channels, 1);
+        if (bias && kind != NORM_RMSNORM && kind != NORM_RMSNORM_FUSED)
+            param_add(g, "bias", channels, 1);
+        gen_pop(g);
+        return TNONE;
+    }
+    bool rms = kind == NORM_RMSNORM || kind == NORM_RMSNORM_FUSED;
+    int32_t pw = param_take(g, "weight"), pb = bias && !rms ? param_take(g, "bias") : -1;
+    const char *tag = g->params[pw].module;
+    gen_pop(g);
+    if (kind == NORM_RMSNORM)
+        return rmsnorm(g, tag, x, pw, t_numel(g, x) / channels, channels);
+    return fused_norm(g, tag, x, channels, kind, pw, pb, groups);
+}
+
+tref nn_rmsnorm_diffusers(struct gen *g, const char *name, tref x, int64_t channels)
+{
+    int32_t before = g->ntape;
+    tref y = nn_norm(g, name, x, channels, NORM_RMSNORM, false, 0);
+    struct node *n = g->ntape > before ? &g->tape[g->ntape - 1] : NULL;
+    if (n && n->kind == N_NORM && n->out == y) /* hidden_states * rsqrt(...) keeps the input itself */
+        node_save(g, n, RS_X, x);
+    return y;
+}
+
+tref nn_layernorm_plain(struct gen *g, const char *name, tref x, int64_t channels)
+{
+    return g->mode == GEN_RUN ? fused_norm(g, gen_tag(g, name), x, channels, NORM_LAYERNORM, -1, -1, 0) : TNONE;
 }
 
 /* Where a norm's parameter gradient goes: the parameter's gradient, or a throwaway [C] tensor when the
@@ -315,8 +346,10 @@ void nn_norm_backward(struct gen *g, struct node *n, tref *gy)
     if (params && kind == NORM_LAYERNORM)
         scratch_layernorm_backward(g, rows, c, n->param[1] >= 0, dt, n->tag, &sl);
     if (dx != TNONE) {
-        tref ts[6] = {dy, x, n->saved[NS_GAMMA], n->saved[NS_MEAN], n->saved[NS_RSTD], dx};
+        tref gamma = n->param[0] >= 0 ? t_ref(g, n->saved[NS_GAMMA]) : unit_vector(g, c, dt, n->tag);
+        tref ts[6] = {dy, x, gamma, n->saved[NS_MEAN], n->saved[NS_RSTD], dx};
         kern(g, kdx, dt, d, nd, ts, 6, NULL, 0, n->tag);
+        t_release(g, gamma);
     }
     if (params) {
         tref ts[6] = {dy, x, n->saved[NS_MEAN], n->saved[NS_RSTD], dw, db};

@@ -47,6 +47,14 @@ int32_t param_add(struct gen *g, const char *leaf, int64_t rows, int64_t cols)
     return g->nparams++;
 }
 
+int32_t param_add_buffer(struct gen *g, const char *leaf, int64_t rows, int64_t cols)
+{
+    int32_t p = param_add(g, leaf, rows, cols);
+    if (p >= 0)
+        g->params[p].buffer = true;
+    return p;
+}
+
 static int index_params(struct gen *g)
 {
     for (int32_t i = 0; i < g->nparams; i++) {

@@ -61,9 +61,11 @@ static void llama(struct model_spec *m, int v)
     m->causal = true;
 }
 
+/* Variants 0-2: FLAN-T5 base, large, XL; 3: T5 v1.1 XXL's encoder (T5EncoderModel), Flux's and SD3's
+ * text encoder (google/t5-v1_1-xxl config.json: d_model 4096, d_ff 10240, 24 layers, 64 heads of 64). */
 static void t5(struct model_spec *m, int v)
 {
-    static const int dims[3][4] = {{768, 2048, 12, 12}, {1024, 2816, 24, 16}, {2048, 5120, 24, 32}};
+    static const int dims[4][4] = {{768, 2048, 12, 12}, {1024, 2816, 24, 16}, {2048, 5120, 24, 32}, {4096, 10240, 24, 64}};
     m->family = FAMILY_T5;
     transformer_defaults(m);
     m->norm = NORM_RMSNORM;
@@ -82,6 +84,7 @@ static void t5(struct model_spec *m, int v)
     m->vocab = 32128;
     m->max_positions = 512;
     m->dropout = 0.1f;
+    m->encoder_only = v == 3;
 }
 
 static void bert_large(struct model_spec *m, int v)
@@ -102,16 +105,21 @@ static void bert_large(struct model_spec *m, int v)
     m->dropout = 0.1f;
 }
 
+/* Variant 0: openai/clip-vit-large-patch14's CLIPTextModel; 1: OpenCLIP ViT-bigG/14's text tower as
+ * SDXL's text_encoder_2 (CLIPTextModelWithProjection, config.json: hidden 1280, 32 layers, 20 heads,
+ * intermediate 5120, hidden_act gelu, projection_dim 1280); 2: CLIP-L with its projection (768), SD3's
+ * text_encoder. */
 static void clip_l(struct model_spec *m, int v)
 {
-    (void)v;
     m->family = FAMILY_CLIP_TEXT;
     transformer_defaults(m);
-    m->act = ACT_QUICK_GELU;
-    m->hidden = 768;
-    m->layers = 12;
-    m->heads = 12;
-    m->ffn = 3072;
+    bool big = v == 1;
+    m->act = big ? ACT_GELU : ACT_QUICK_GELU;
+    m->hidden = big ? 1280 : 768;
+    m->layers = big ? 32 : 12;
+    m->heads = big ? 20 : 12;
+    m->ffn = big ? 5120 : 3072;
+    m->projection_dim = v ? m->hidden : 0;
     m->vocab = 49408;
     m->max_positions = 77;
     m->causal = true;
@@ -173,14 +181,61 @@ static void unet(struct model_spec *m, int xl)
     }
 }
 
+/* diffusers FluxTransformer2DModel of black-forest-labs/FLUX.1-dev (transformer/config.json: 19 double
+ * and 38 single blocks, 24 heads of 128, joint_attention_dim 4096, pooled_projection_dim 768,
+ * guidance_embeds true, in_channels 64 = 16 latent channels in 2x2 patches). */
+static void flux(struct model_spec *m, int v)
+{
+    (void)v;
+    m->family = FAMILY_MMDIT;
+    m->attn = ATTN_SDPA;
+    m->layers = 19;
+    m->single_layers = 38;
+    m->hidden = 3072;
+    m->heads = 24;
+    m->head_dim = 128;
+    m->ffn = 4 * 3072; /* mlp_ratio 4 */
+    m->in_channels = 64;
+    m->latent_channels = 16;
+    m->vae_scale = 8;
+    m->cross_attention_dim = 4096;
+    m->pooled_dim = 768;
+    m->guidance_embed = true;
+    m->qk_norm = true;
+}
+
+/* diffusers SD3Transformer2DModel of stabilityai/stable-diffusion-3-medium-diffusers
+ * (transformer/config.json: 24 layers, 24 heads of 64, patch_size 2, in_channels 16,
+ * joint_attention_dim 4096, caption_projection_dim 1536, pooled_projection_dim 2048,
+ * pos_embed_max_size 192; no qk_norm). */
+static void sd3(struct model_spec *m, int v)
+{
+    (void)v;
+    m->family = FAMILY_MMDIT;
+    m->attn = ATTN_SDPA;
+    m->layers = 24;
+    m->hidden = 1536;
+    m->heads = 24;
+    m->head_dim = 64;
+    m->ffn = 4 * 1536;
+    m->patch_size = 2;
+    m->pos_embed_max = 192;
+    m->in_channels = m->latent_channels = 16;
+    m->vae_scale = 8;
+    m->cross_attention_dim = 4096;
+    m->pooled_dim = 2048;
+}
+
+/* Variant 0: the SD 1.x/2.x/XL AutoencoderKL; 1: FLUX.1-dev's (vae/config.json: latent_channels 16,
+ * use_quant_conv and use_post_quant_conv false). */
 static void sd_vae(struct model_spec *m, int v)
 {
     static const int ch[4] = {128, 256, 512, 512};
-    (void)v;
     m->family = FAMILY_VAE;
     m->attn = ATTN_SDPA;
     m->in_channels = m->out_channels = 3;
-    m->latent_channels = 4;
+    m->latent_channels = v ? 16 : 4;
+    m->no_quant_conv = v == 1;
     m->nlevels = 4;
     for (int i = 0; i < 4; i++)
         m->channels[i] = ch[i];
@@ -322,6 +377,7 @@ static const struct preset presets[] = {
     {"sd15-unet", unet, 0, "runwayml/stable-diffusion-v1-5 unet"},
     {"sdxl-unet", unet, 1, "stabilityai/stable-diffusion-xl-base-1.0 unet"},
     {"sd-vae", sd_vae, 0, "AutoencoderKL of SD 1.x/2.x/XL"},
+    {"flux-vae", sd_vae, 1, "black-forest-labs/FLUX.1-dev vae (AutoencoderKL, 16 latent channels)"},
     {"clip-l-text", clip_l, 0, "openai/clip-vit-large-patch14 text encoder"},
     {"mistral-7b", hf_decoder, 0, "mistralai/Mistral-7B-v0.1 (sliding window as full attention)"},
     {"llama-3.1-8b", hf_decoder, 1, "meta-llama/Llama-3.1-8B"},
@@ -337,6 +393,11 @@ static const struct preset presets[] = {
     {"vit-base-patch16-224", vit, 0, "google/vit-base-patch16-224 (ViTForImageClassification)"},
     {"vit-large-patch16-224", vit, 1, "google/vit-large-patch16-224 (ViTForImageClassification)"},
     {"clip-vit-l14-vision", vit, 2, "openai/clip-vit-large-patch14 vision tower (CLIPVisionModel)"},
+    {"clip-l-text-proj", clip_l, 2, "CLIP-L text encoder with its projection (SD3 text_encoder)"},
+    {"openclip-bigg-text", clip_l, 1, "SDXL text_encoder_2 (OpenCLIP ViT-bigG/14 text, with projection)"},
+    {"t5-v1.1-xxl", t5, 3, "google/t5-v1_1-xxl encoder (T5EncoderModel; Flux, SD3 text_encoder)"},
+    {"flux.1-dev", flux, 0, "black-forest-labs/FLUX.1-dev transformer"},
+    {"sd3-medium", sd3, 0, "stabilityai/stable-diffusion-3-medium transformer (MMDiT)"},
     {"tiny-mlp", tiny, 0, "2 hidden layers of 512"},
     {"tiny-cnn", tiny, 1, "3 levels of 32/64/128 channels"},
     {"tiny-transformer", tiny, 2, "GPT-2 style, 4 layers, hidden 256"},

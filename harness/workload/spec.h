@@ -40,6 +40,7 @@ enum model_family {
     FAMILY_CNN,        /* conv + BatchNorm-free GroupNorm + ReLU stages, global pool, linear head */
     FAMILY_VIT,        /* ViTModel / ViTForImageClassification */
     FAMILY_CLIP_VISION,/* CLIPVisionModel(WithProjection) */
+    FAMILY_MMDIT,      /* diffusers FluxTransformer2DModel (double- and single-stream blocks), SD3Transformer2DModel */
     FAMILY_COUNT
 };
 
@@ -66,6 +67,7 @@ struct model_spec {
     /* transformers (decoder, encoder, T5, CLIP text) */
     int layers;             /* blocks; T5: encoder layers */
     int decoder_layers;     /* T5 decoder layers (0 = same as layers) */
+    bool encoder_only;      /* T5: the encoder alone (T5EncoderModel) */
     int hidden;             /* d_model */
     int heads;
     int kv_heads;           /* GQA key/value heads (0 = heads) */
@@ -87,13 +89,14 @@ struct model_spec {
     bool causal;            /* causal mask (decoder, CLIP text) */
     bool pooler;            /* BERT pooler dense + tanh */
     int projection_dim;     /* CLIP text_projection / visual_projection output (0 = none) */
-    int patch_size;         /* ViT, CLIP vision: pixels per patch side (the patch conv's kernel and stride) */
+    int patch_size;         /* ViT, CLIP vision: pixels per patch side (the patch conv's kernel and stride);
+                             * SD3: PatchEmbed conv stride (0: Flux's 2x2 packing, rotary) */
     int num_labels;         /* classifier outputs (ViTForImageClassification; 0 = no classifier) */
     bool lm_head;           /* decoder / T5: produce vocabulary logits and a cross-entropy loss */
     enum attn_impl attn;
     float dropout;          /* dropout probability (0 = no dropout masks) */
     /* decoder variants read from Hugging Face configs (hf_config.c) */
-    bool qk_norm;           /* RMSNorm over each head of the query and key before rotary (Qwen3, Gemma3) */
+    bool qk_norm;           /* RMSNorm over each head of the query and key (Qwen3, Gemma3: before rotary; Flux, SD3.5) */
     bool sandwich_norm;     /* norms after the attention and the MLP as well (Gemma2, Gemma3) */
     bool embed_scale;       /* embeddings multiplied by sqrt(hidden) (Gemma's normalizer) */
     bool parallel_residual; /* x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX) */
@@ -117,6 +120,14 @@ struct model_spec {
     int add_embed_input;                    /* SDXL: projection_class_embeddings_input_dim */
     int latent_channels;                    /* VAE latent channels; UNet in/out channels */
     int vae_scale;                          /* pixels per latent (8) */
+    bool no_quant_conv;                     /* VAE without quant_conv / post_quant_conv (Flux, SD3) */
+
+    /* MMDiT (Flux): `layers` double-stream blocks, `in_channels` packed latent channels (2x2 patches of
+     * latent_channels), cross_attention_dim the text encoder's width (joint_attention_dim) */
+    int single_layers;                      /* single-stream blocks */
+    int pos_embed_max;                      /* SD3: side of the learned position table (pos_embed_max_size) */
+    int pooled_dim;                         /* pooled text embedding width (pooled_projection_dim) */
+    bool guidance_embed;                    /* guidance embedder (guidance-distilled Flux.1-dev) */
 
     /* MLP */
     int mlp_in;

@@ -32,7 +32,7 @@ struct family {
     int (*check)(const struct resolving *x, struct err *e); /* beyond the needed dimensions (NULL: none) */
 };
 
-/* ---- transformers: decoder, encoder, T5, CLIP text (vision transformers below) ---- */
+/* ---- transformers: decoder, encoder, T5, CLIP text, MMDiT's heads (vision transformers below) ---- */
 
 static int transformer_check(const struct resolving *x, struct err *e)
 {
@@ -173,6 +173,47 @@ static int vae_check(const struct resolving *x, struct err *e)
     return x->job ? halvings_check(x->m, x->job->image_size, "image_size", e) : 0;
 }
 
+/* ---- MMDiT (Flux) ---- */
+
+/* The latents are cut in 2x2 (Flux) or patch_size (SD3) patches: the side must divide by that times
+ * vae_scale, and SD3's fit its position table; the text encoder's tokens are job.context_len. */
+static int mmdit_check(const struct resolving *x, struct err *e)
+{
+    const struct model_spec *m = x->m;
+    if (transformer_check(x, e))
+        return -1;
+    if (m->patch_size > 16)
+        return err_set(e, ERR_INPUT, "model.patch_size must be from 0 to 16 for family mmdit, got %d", m->patch_size);
+    if (m->patch_size && m->single_layers)
+        return err_set(e, ERR_INPUT, "model.single_layers: single-stream blocks are Flux's (model.patch_size 0); "
+                       "SD3 (model.patch_size %d) has none", m->patch_size);
+    if (m->patch_size && m->pos_embed_max < 1)
+        return err_set(e, ERR_INPUT, "model.pos_embed_max is needed by family mmdit with model.patch_size");
+    if (!x->job)
+        return 0;
+    if (x->job->eval.sampling_steps > 0) /* generate.c's eval samples a UNet's latents only */
+        return err_set(e, ERR_INPUT, "eval.sampling_steps: sampling during eval is modelled for family unet, not "
+                       "mmdit (use a no_grad eval forward: sampling_steps 0)");
+    int p = m->patch_size ? m->patch_size : 2;
+    int64_t step = (int64_t)p * x->r->vae_scale;
+    if (x->job->image_size < step || x->job->image_size % step)
+        return err_set(e, ERR_INPUT, "image_size %d does not divide by %lld (%dx%d patches of model.vae_scale %d)",
+                       x->job->image_size, (long long)step, p, p, x->r->vae_scale);
+    if (m->patch_size && x->job->image_size / step > m->pos_embed_max)
+        return err_set(e, ERR_INPUT, "image_size %d: %lld patches a side exceed model.pos_embed_max %d",
+                       x->job->image_size, (long long)(x->job->image_size / step), m->pos_embed_max);
+    if (x->job->context_len < 1)
+        return err_set(e, ERR_INPUT, "context_len must be at least 1 for family mmdit (the text tokens)");
+    return 0;
+}
+
+static void mmdit_defaults(struct model_spec *m)
+{
+    transformer_defaults(m);
+    if (!m->vae_scale)
+        m->vae_scale = 8;
+}
+
 /* ---- MLP ---- */
 
 static int mlp_check(const struct resolving *x, struct err *e)
@@ -236,6 +277,15 @@ static const struct family families[FAMILY_COUNT] = {
     [FAMILY_CLIP_TEXT] = {"clip_text", clip_text_forward, {TRANSFORMER_NEEDS, NEED("max_positions", max_positions)},
                           "`max_positions` at least `job.context_len`", transformer_defaults, clip_check},
     [FAMILY_MLP] = {"mlp", mlp_forward, {NEED("mlp_in", mlp_in), NEED("mlp_out", mlp_out)}, NULL, NULL, mlp_check},
+    [FAMILY_MMDIT] = {"mmdit", mmdit_forward,
+                      {NEED("layers", layers), NEED("hidden", hidden), NEED("heads", heads), NEED("ffn", ffn),
+                       NEED("in_channels", in_channels), NEED("cross_attention_dim", cross_attention_dim),
+                       NEED("pooled_dim", pooled_dim)},
+                      "`image_size` divisible by `vae_scale` times 2 (Flux) or `patch_size` (SD3, with "
+                      "`pos_embed_max` patches a side at most); `context_len` text tokens; no `single_layers` with "
+                      "`patch_size`; no `eval.sampling_steps`",
+                      mmdit_defaults,
+                      mmdit_check},
     [FAMILY_CNN] = {"cnn", cnn_forward,
                     {CONV_NEEDS, NEED("in_channels", in_channels), NEED("out_channels", out_channels)}, NULL, NULL,
                     conv_check},

@@ -27,6 +27,10 @@ tref vae_forward(struct gen *g, const struct model_spec *m, const struct batch *
 tref mlp_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss);
 tref cnn_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss);
 tref vit_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss); /* ViT, CLIP vision */
+tref mmdit_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss);
+
+/* mean((pred - target)^2) (mse_loss.c); takes over the references to pred and target. */
+tref mse_loss(struct gen *g, tref pred, tref target);
 
 /* VAE halves for a frozen VAE extra: images [B,3,H,W] -> latents, latents -> images. */
 tref vae_encode(struct gen *g, const struct model_spec *m, tref images);

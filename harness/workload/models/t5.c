@@ -5,7 +5,8 @@
  * and zeros [1, heads, T, S] for the cross-attention; the decoder's causal mask; the decoder's KV cache
  * (an EncoderDecoderCache: self- and cross-attention copies); gated-GELU feed-forward (or the
  * original T5's ReLU one); an untied lm_head (or, tied, the shared embedding after a d_model**-0.5
- * scale); decoder_input_ids made from the labels (_shift_right); cross-entropy on the logits. */
+ * scale); decoder_input_ids made from the labels (_shift_right); cross-entropy on the logits. With
+ * model.encoder_only, T5EncoderModel: the shared embedding and the encoder stack, returning its states. */
 #include "workload/models/models.h"
 
 #include <math.h>
@@ -169,16 +170,35 @@ static tref t5_stack(struct gen *g, const struct model_spec *m, tref ids, int32_
     return out;
 }
 
+/* T5EncoderModel has no loss of its own (it is a frozen text encoder beside a diffusion model): trained
+ * alone, a cross-entropy of its last hidden states over labels in [0, d_model), as CLIP text's. */
+static tref encoder_loss(struct gen *g, tref enc, int64_t b, int64_t s)
+{
+    if (g->mode != GEN_RUN)
+        return TNONE;
+    int64_t d[2] = {b, s};
+    tref labels = nn_ids(g, d, 2, T(g, enc)->dims[2], "labels");
+    tref l = nn_cross_entropy(g, "loss", enc, labels);
+    t_release(g, enc);
+    t_release(g, labels);
+    return l;
+}
+
 tref t5_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
 {
     int64_t s = bt->s, t = bt->t ? bt->t : bt->s;
     tref ids = tf_ids(g, bt->b, s, m->vocab, "input_ids");
-    tref labels = tf_ids(g, bt->b, t, m->vocab, "labels");
+    tref labels = m->encoder_only ? TNONE : tf_ids(g, bt->b, t, m->vocab, "labels");
     int32_t shared = nn_embedding_param(g, "shared", m->vocab, m->hidden);
 
     gen_push(g, "encoder");
     tref enc = t5_stack(g, m, ids, shared, m->layers, bt->b, s, false, TNONE, 0);
     gen_pop(g);
+    if (m->encoder_only) {
+        t_release(g, labels);
+        t_release(g, ids);
+        return loss ? encoder_loss(g, enc, bt->b, s) : enc;
+    }
 
     /* _shift_right(labels): new_zeros, a clone of labels[..., :-1] shifted in, freed */
     tref dec_ids = TNONE;

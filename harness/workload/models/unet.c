@@ -144,13 +144,5 @@ tref unet_forward(struct gen *g, const struct model_spec *m, const struct batch 
     t_release(g, x);
     if (!loss)
         return out;
-    tref diff = nn_sub(g, "loss.diff", out, noise);
-    t_release(g, out);
-    t_release(g, noise);
-    tref sq = nn_mul(g, "loss.square", diff, diff);
-    t_release(g, diff);
-    int64_t one[1] = {1}, all[3] = {1, g->mode == GEN_RUN ? t_numel(g, sq) : 1, 1};
-    tref l = nn_mean(g, "loss", sq, all, one, 1);
-    t_release(g, sq);
-    return l;
+    return mse_loss(g, out, noise);
 }

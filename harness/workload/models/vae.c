@@ -1,5 +1,6 @@
 /* vae.c: diffusers AutoencoderKL: encoder (conv_in, DownEncoderBlock2D x levels, mid block with one
- * attention, GN + conv_out to 2x latent channels), quant_conv, post_quant_conv, decoder (conv_in,
+ * attention, GN + conv_out to 2x latent channels), quant_conv, post_quant_conv (both absent with
+ * model.no_quant_conv: diffusers' use_quant_conv / use_post_quant_conv false, Flux's VAE), decoder (conv_in,
  * mid block, UpDecoderBlock2D x levels with nearest upsampling, GN + conv_out). Training: encode,
  * decode, MSE reconstruction loss. */
 #include "workload/models/conv_blocks.h"
@@ -55,8 +56,11 @@ tref vae_encode(struct gen *g, const struct model_spec *m, tref images)
     tref moments = norm_out(g, m, mid, cl, 2 * m->latent_channels);
     t_release(g, mid);
     gen_pop(g);
-    tref q = nn_conv(g, "quant_conv", moments, 2 * m->latent_channels, 2 * m->latent_channels, 1, 1, true);
-    t_release(g, moments);
+    tref q = moments;
+    if (!m->no_quant_conv) {
+        q = nn_conv(g, "quant_conv", moments, 2 * m->latent_channels, 2 * m->latent_channels, 1, 1, true);
+        t_release(g, moments);
+    }
     if (g->mode != GEN_RUN)
         return TNONE;
     int64_t d[4] = {T(g, q)->dims[0], m->latent_channels, T(g, q)->dims[2], T(g, q)->dims[3]};
@@ -68,7 +72,8 @@ tref vae_encode(struct gen *g, const struct model_spec *m, tref images)
 
 tref vae_decode(struct gen *g, const struct model_spec *m, tref latents)
 {
-    tref z = nn_conv(g, "post_quant_conv", latents, m->latent_channels, m->latent_channels, 1, 1, true);
+    tref z = m->no_quant_conv ? t_ref(g, latents)
+                              : nn_conv(g, "post_quant_conv", latents, m->latent_channels, m->latent_channels, 1, 1, true);
     gen_push(g, "decoder");
     int64_t cl = m->channels[m->nlevels - 1];
     tref h = nn_conv(g, "conv_in", z, m->latent_channels, cl, 3, 1, true);
@@ -115,13 +120,5 @@ tref vae_forward(struct gen *g, const struct model_spec *m, const struct batch *
         t_release(g, img);
         return out;
     }
-    tref diff = nn_sub(g, "loss.diff", out, img);
-    t_release(g, out);
-    t_release(g, img);
-    tref sq = nn_mul(g, "loss.square", diff, diff);
-    t_release(g, diff);
-    int64_t one[1] = {1}, all[3] = {1, g->mode == GEN_RUN ? t_numel(g, sq) : 1, 1};
-    tref l = nn_mean(g, "loss", sq, all, one, 1);
-    t_release(g, sq);
-    return l;
+    return mse_loss(g, out, img);
 }
