@@ -53,6 +53,15 @@ ok $rc "oomlab fit --capacity 50% exits 0"
 bh=$(largest before)
 ok $([ -n "$bh" ] && [ "$bh" -ge 1 ] && [ "$bh" -lt "$bm" ] && echo 0 || echo 1) "fit --capacity 50%: a smaller batch ($bh < $bm)"
 ok $(contains "$fit" "modelled on sim:t4@50% with capacity 50%") "fit names the device and the capacity it ran under"
+# --param world_size: Llama-3-8B under FSDP needs 4 RTX 5090s (3 OOM: probes 1, 2, 4, then 3 and 4 again)
+fit=$("$BIN" fit --param world_size --json "$T/ws.json" scenarios/fsdp_too_few_ranks.yaml 2>&1); rc=$?
+ok $rc "oomlab fit --param world_size exits 0"
+ok $(contains "$fit" "smallest world_size that fits") "and says it searched for the smallest"
+ok $([ "$(largest before)" = 4 ] && echo 0 || echo 1) "FSDP Llama-3-8B: 4 ranks ($(largest before))"
+ok $(grep -q '"smallest": 4' "$T/ws.json" && echo 0 || echo 1) "the JSON names it smallest"
+out=$("$BIN" fit --param world_size scenarios/activation_growth.yaml 2>&1); rc=$?
+ok $([ $rc = 2 ] && echo 0 || echo 1) "fit --param world_size of a job without job.parallel exits 2"
+ok $(contains "$out" "--param world_size: variant before has no job.parallel.strategy") "and says why ($out)"
 "$BIN" fit --margin 100 scenarios/vit_lora_linear_probe.yaml > /dev/null 2>&1
 ok $([ $? = 2 ] && echo 0 || echo 1) "fit --margin 100 is refused (exit 2)"
 

@@ -9,20 +9,8 @@
 #include "kernels.h"
 #include "workload/generate.h"
 #include "workload/live_sink.h"
+#include "workload_run.h"
 
-static struct workload *last; /* kept until the next run: the sink's mark names are its strings */
-
-static int run(const struct job_spec *s, struct live_sink *k)
-{
-    struct err e = {0};
-    live_sink_init(k, &e);
-    workload_destroy(last);
-    last = workload_create(s, &e);
-    int rc = last ? workload_run(last, &k->base, &e) : -1;
-    if (rc < 0)
-        diag("generate failed: %s", e.msg);
-    return rc;
-}
 
 /* A GPT-2 style model configured like Korthikanti et al.: 16-bit, dropout, unfused attention,
  * GELU MLP of 4h, LayerNorm, biases. */

@@ -19,7 +19,8 @@ void cmd_fit_usage(FILE *f)
                "  and, with --margin, with PCT of the device's capacity still free at the reserved\n"
                "  peak; with the samples/s at that value\n"
                "options:\n" CLI_HF_HELP
-               "  --param P        batch_size (default), seq_len or image_size\n"
+               "  --param P        batch_size (default), seq_len, image_size, or world_size: the\n"
+               "                   smallest data-parallel world size of the variant's job.parallel\n"
                "  --limit N        largest value tried (default 4096, at most 1048576)\n"
                "  --max-forwards N run jobs of up to N forward passes (default 100000)\n"
                "  --device DEV     run on DEV instead of the scenario's device\n"
@@ -28,7 +29,8 @@ void cmd_fit_usage(FILE *f)
                "exit: 0 every variant fits at some value, 1 one fits at none, 2 bad input, 3 internal error\n");
 }
 
-static const char *const param_names[] = {"batch_size", "seq_len", "image_size"};
+static const char *const param_names[] = {"batch_size", "seq_len", "image_size", "world_size"};
+#define NPARAMS (int)(sizeof param_names / sizeof param_names[0])
 
 static int fit_all(const struct scenario *sc, const struct harness_options *opt, const struct fit_options *fo,
                    const char *capacity_s, struct report_outputs *out, struct err *e)
@@ -47,6 +49,7 @@ static int fit_all(const struct scenario *sc, const struct harness_options *opt,
         struct report_group g = {.kind = REPORT_FIT, .name = sc->name, .title = sc->title, .source = sc->source,
                                  .file = sc->path, .jobs = jobs, .njobs = sc->nvariants, .fits = rows,
                                  .fit_param = param_names[fo->param], .fit_margin = fo->margin,
+                                 .fit_smallest = fo->param == FIT_WORLD_SIZE,
                                  .capacity_text = capacity_s};
         report_outputs_add(out, &g);
     }
@@ -83,10 +86,10 @@ int cmd_fit(int argc, char **argv)
             continue;
         switch (c) {
         case 'p':
-            for (fo.param = 0; fo.param < 3 && strcmp(optarg, param_names[fo.param]); fo.param++)
+            for (fo.param = 0; (int)fo.param < NPARAMS && strcmp(optarg, param_names[fo.param]); fo.param++)
                 ;
-            if (fo.param == 3) {
-                fprintf(stderr, "oomlab fit: --param must be batch_size, seq_len or image_size\n");
+            if ((int)fo.param == NPARAMS) {
+                fprintf(stderr, "oomlab fit: --param must be batch_size, seq_len, image_size or world_size\n");
                 return 2;
             }
             break;

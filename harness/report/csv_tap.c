@@ -91,7 +91,8 @@ int report_tap(FILE *f, const struct report_group *g, int *counter)
                      r->expect_oom ? "an OOM" : "to fit", outcome, failed ? ": " : "", r->expect_why);
             break;
         case REPORT_FIT:
-            tap_line(f, failed, counter, "%s/%s: largest %s that fits: %d%s", g->name, r->name, g->fit_param,
+            tap_line(f, failed, counter, "%s/%s: %s %s that fits: %d%s", g->name, r->name,
+                     g->fit_smallest ? "smallest" : "largest", g->fit_param,
                      g->fits[i].largest, g->fits[i].hit_limit ? " (the search limit)" : "");
             break;
         case REPORT_REPLAY:

@@ -184,7 +184,8 @@ static json_t *job_json(const struct report_group *g, size_t i)
                                       : json_null());
     if (g->kind == REPORT_FIT)
         json_object_set_new(v, "fit",
-                            json_pack("{s:s, s:i, s:i, s:b, s:f}", "param", g->fit_param, "largest", g->fits[i].largest,
+                            json_pack("{s:s, s:i, s:i, s:b, s:f}", "param", g->fit_param,
+                                      g->fit_smallest ? "smallest" : "largest", g->fits[i].largest,
                                       "probes", g->fits[i].probes, "hit_limit", g->fits[i].hit_limit, "margin",
                                       g->fit_margin));
     json_object_set_new(v, "replay", g->kind == REPORT_REPLAY ? replay_json(r) : json_null());

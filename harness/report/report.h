@@ -34,6 +34,7 @@ struct report_group {
     /* fit only: a row per job, the parameter searched and the margin kept free */
     const struct fit_row *fits;
     const char *fit_param;
+    bool fit_smallest;                /* fit: the smallest value that fits (world_size), not the largest */
     double fit_margin;
     const char *capacity_text;        /* fit: the --capacity it ran under, or NULL */
     const struct stress_result *stress; /* stress only: a result per job (report/stress_out.c) */

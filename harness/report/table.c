@@ -379,7 +379,8 @@ static void print_fit(FILE *f, const struct report_group *g)
     char head[512], margin[64] = "";
     if (g->fit_margin > 0)
         snprintf(margin, sizeof margin, " with %g%% of the device free", g->fit_margin * 100.0);
-    snprintf(head, sizeof head, "largest %s that fits%s (%s on %s%s%s)", g->fit_param, margin,
+    snprintf(head, sizeof head, "%s %s that fits%s (%s on %s%s%s)", g->fit_smallest ? "smallest" : "largest",
+             g->fit_param, margin,
              first && first->run.measured ? "measured" : "modelled", first ? first->device : "-",
              g->capacity_text ? " with capacity " : "", g->capacity_text ? g->capacity_text : "");
     char line[320];

@@ -1,11 +1,15 @@
-/* fit.c: batch-size and sequence-length search (see fit.h). */
+/* fit.c: the search for the largest batch size, sequence length or image size, or the smallest world
+ * size (see fit.h). */
 #include "run/fit.h"
+
+#include <stdlib.h>
 
 static int *field(struct job_spec *job, enum fit_param p)
 {
     switch (p) {
     case FIT_SEQ_LEN: return &job->seq_len;
     case FIT_IMAGE_SIZE: return &job->image_size;
+    case FIT_WORLD_SIZE: return &job->parallel.world_size;
     case FIT_BATCH: break;
     }
     return &job->batch;
@@ -17,6 +21,8 @@ static int probe(const struct scenario *sc, const struct variant *v, const struc
                  const struct fit_options *fo, int value, struct fit_result *out, struct err *e)
 {
     struct job_spec job = v->job;
+    if (fo->param == FIT_WORLD_SIZE && job.parallel.strategy == PAR_NONE)
+        return err_set(e, ERR_INPUT, "--param world_size: variant %s has no job.parallel.strategy", v->name);
     *field(&job, fo->param) = value;
     job.robust.on_oom = ON_OOM_FAIL; /* what fits a fresh process, without retries */
     /* the worst step: the first step's optimizer creates the optimizer state, so only the second runs
@@ -38,10 +44,55 @@ static int probe(const struct scenario *sc, const struct variant *v, const struc
     return fits;
 }
 
+/* Narrows good (fits) and bad (does not; either may be the larger) down to neighbours `step` apart,
+ * then runs the value that fits again, so the figures kept are its own (the last probe may have
+ * failed). */
+static int bisect(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
+                  const struct fit_options *fo, int good, int bad, int step, struct fit_result *out, struct err *e)
+{
+    while (abs(bad - good) > step) {
+        int mid = (good + bad) / 2 / step * step;
+        if (mid == good || mid == bad)
+            break;
+        int rc = probe(sc, v, opt, fo, mid, out, e);
+        if (rc < 0)
+            return -1;
+        if (rc)
+            good = mid;
+        else
+            bad = mid;
+    }
+    out->largest = good;
+    if (good)
+        probe(sc, v, opt, fo, good, out, e);
+    return 0;
+}
+
+/* The smallest world size that fits: doubling from 1 until one fits, then bisection below it (fewer
+ * ranks never take less memory per rank). */
+static int fit_smallest(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
+                        const struct fit_options *fo, struct fit_result *out, struct err *e)
+{
+    int bad = 0;
+    for (int x = 1; x <= fo->limit; x = x * 2 > fo->limit && x < fo->limit ? fo->limit : x * 2) {
+        int rc = probe(sc, v, opt, fo, x, out, e);
+        if (rc < 0)
+            return -1;
+        if (rc)
+            return bisect(sc, v, opt, fo, x, bad, 1, out, e);
+        bad = x;
+        if (x == fo->limit)
+            break;
+    }
+    return 0; /* none up to the limit */
+}
+
 int fit_variant(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
                 const struct fit_options *fo, struct fit_result *out, struct err *e)
 {
     *out = (struct fit_result){0};
+    if (fo->param == FIT_WORLD_SIZE)
+        return fit_smallest(sc, v, opt, fo, out, e);
     int good = 0, bad = 0, step = fo->param == FIT_IMAGE_SIZE ? 64 : 1, x = step;
     const int limit = fo->limit / step * step; /* the largest value the job takes */
     while (x <= limit) {
@@ -62,20 +113,5 @@ int fit_variant(const struct scenario *sc, const struct variant *v, const struct
         out->hit_limit = good > 0;
         return 0;
     }
-    while (bad - good > step) {
-        int mid = (good + bad) / 2 / step * step;
-        if (mid <= good)
-            break;
-        int rc = probe(sc, v, opt, fo, mid, out, e);
-        if (rc < 0)
-            return -1;
-        if (rc)
-            good = mid;
-        else
-            bad = mid;
-    }
-    out->largest = good;
-    if (good) /* the last probe may have been a failure: keep the figures of the largest that fit */
-        probe(sc, v, opt, fo, good, out, e);
-    return 0;
+    return bisect(sc, v, opt, fo, good, bad, step, out, e);
 }

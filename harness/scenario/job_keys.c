@@ -14,6 +14,7 @@ static const char *extra_role_at(int i) { return extra_role_name((enum extra_rol
 static const char *job_kind_at(int i) { return job_kind_name((enum job_kind)i); }
 static const char *cache_kind_at(int i) { return cache_kind_name((enum cache_kind)i); }
 static const char *on_oom_at(int i) { return on_oom_name((enum on_oom_policy)i); }
+static const char *strategy_at(int i) { return parallel_strategy_name((enum parallel_strategy)i); }
 
 /* A scenario's job leaves the cuBLAS workspace to its device unless it sets one. */
 static void job_defaults(void *obj)
@@ -145,6 +146,58 @@ static const struct key_table robust_table = {
     .keys = robust_keys, .nkeys = COUNT(robust_keys), .obj_size = sizeof(struct robust_spec), .init = robust_defaults,
 };
 
+static void parallel_defaults(void *obj)
+{
+    parallel_spec_init(obj);
+}
+
+#define P struct parallel_spec
+static const struct key parallel_keys[] = {
+    K_ENUM(P, "strategy", strategy, strategy_at, PAR_COUNT,
+           "`ddp` (full replicas, gradient buckets), `zero1` (DeepSpeed: fp32 master weights and Adam state "
+           "partitioned), `zero2` (also gradients), `zero3` (also parameters, gathered per module), `fsdp` (FSDP2: "
+           "every transformer block a unit, parameters sharded on dim 0 and gathered per unit). The run simulates "
+           "rank 0; NCCL's own buffers are outside the caching allocator and not modelled."),
+    K_INT(P, "world_size", world_size, 1, 1 << 20, NULL, "Data-parallel ranks."),
+    {.name = "bucket_cap", .type = KEY_SIZE, FIELD(P, bucket_cap_bytes), .imin = 1,
+     .help = "DDP bucket_cap_mb: gradient buckets after the first iteration's rebuild (the first is 1 MiB)."},
+    K_BOOL(P, "gradient_as_bucket_view", gradient_as_bucket_view,
+           "DDP: .grad are views of the buckets, allocated when DDP wraps the model and never freed; false keeps "
+           "the gradients twice (in .grad and in the buckets)."),
+    K_INT(P, "reduce_bucket_size", reduce_bucket_size, 1, 1LL << 40, NULL,
+          "ZeRO: elements of the contiguous-gradient bucket (DeepSpeed's 5e8: 1 GB of 16-bit gradients); ZeRO-1/2 "
+          "allocate it in every backward, ZeRO-3 keeps one."),
+    K_BOOL(P, "contiguous_gradients", contiguous_gradients, "ZeRO-1/2: gradients copied into the bucket as they arrive."),
+    K_BOOL(P, "overlap_comm", overlap_comm, "ZeRO-1/2: two buckets, one reducing while the other fills."),
+    K_INT(P, "stage3_prefetch_bucket_size", prefetch_bucket_size, 0, 1LL << 40, NULL,
+          "ZeRO-3: parameter elements gathered ahead of the running module (from the second step, once the trace "
+          "is recorded)."),
+    K_INT(P, "stage3_max_live_parameters", max_live_parameters, 0, 1LL << 40, NULL,
+          "ZeRO-3: gathered parameter elements the prefetch stays within."),
+    K_INT(P, "stage3_param_persistence_threshold", param_persistence_threshold, 0, 1LL << 40, NULL,
+          "ZeRO-3: parameters of at most this many elements are never partitioned."),
+    K_INT(P, "sub_group_size", sub_group_size, 1, 1LL << 40, NULL,
+          "ZeRO-3: elements per optimizer sub-group (the step's fp32 gradient is one sub-group's)."),
+    K_BOOL(P, "offload_optimizer", offload_optimizer,
+           "ZeRO: fp32 master weights, Adam state, gradient partitions and the step in host memory "
+           "(DeepSpeedCPUAdam); the device keeps the 16-bit parameters and the buckets."),
+    K_BOOL(P, "offload_param", offload_param, "ZeRO-3: parameter partitions in host memory, gathered to the device "
+                                             "per module."),
+    K_BOOL(P, "reshard_after_forward", reshard_after_forward,
+           "FSDP: free a unit's gathered parameters after its forward (gathered again for its backward)."),
+    K_INT(P, "forward_prefetch", forward_prefetch, 0, 64, NULL,
+          "FSDP: units gathered ahead of the running one (behind it in backward)."),
+};
+#undef P
+
+static const struct key_table parallel_table = {
+    .name = "job.parallel",
+    .help = "Data-parallel training: the job is one rank of `world_size`, and oomlab runs that rank's allocations "
+            "through the allocator model.",
+    .keys = parallel_keys, .nkeys = COUNT(parallel_keys), .obj_size = sizeof(struct parallel_spec),
+    .init = parallel_defaults,
+};
+
 #define X struct extra_spec
 static const struct key extra_keys[] = {
     {.name = "preset", .type = KEY_CUSTOM, FIELD(X, preset), .parse = parse_preset, .required = true,
@@ -262,6 +315,7 @@ static const struct key job_keys[] = {
            "sums). false leaves them out: what a recording on PyTorch's meta device sees (the conformance "
            "scenarios set it)."),
     K_TABLE(J, "robust", robust, robust_table, false, "What the script does on an out-of-memory error."),
+    K_TABLE(J, "parallel", parallel, parallel_table, false, "DDP, ZeRO or FSDP: the memory of one rank."),
 };
 #undef J
 

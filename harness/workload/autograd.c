@@ -112,7 +112,7 @@ tref pgrad_begin(struct gen *g, int32_t p, enum dtype computed)
     return t_new2(g, pp->dims[0], pp->dims[1], computed, CAT_TEMP, pp->tag);
 }
 
-void pgrad_end(struct gen *g, int32_t p, tref dst)
+static void pgrad_accumulate(struct gen *g, int32_t p, tref dst)
 {
     struct param *pp = &g->params[p];
     if (dst == pp->grad)
@@ -132,6 +132,12 @@ void pgrad_end(struct gen *g, int32_t p, tref dst)
             t_release(g, src);
     }
     t_release(g, dst);
+}
+
+void pgrad_end(struct gen *g, int32_t p, tref dst)
+{
+    pgrad_accumulate(g, p, dst);
+    parallel_grad_ready(g, p); /* the gradient hook of ZeRO (parallel.c) */
 }
 
 static int run_backward(struct gen *g, int32_t base);
@@ -181,10 +187,14 @@ static int run_backward(struct gen *g, int32_t base)
         tref gy = g->t[n.out].grad;
         g->t[n.out].grad = TNONE;
         if (gy != TNONE) {
-            if (n.kind == N_CKPT)
+            if (n.kind == N_CKPT) {
                 checkpoint_backward(g, &n, gy);
-            else
+            } else {
+                for (int k = 0; g->par && k < 2; k++) /* FSDP/ZeRO-3: the unit gathered for its backward */
+                    if (n.param[k] >= 0)
+                        parallel_param_use(g, n.param[k]);
                 nn_backward(g, &n, &gy);
+            }
             t_release(g, gy);
         }
         node_release(g, &n);

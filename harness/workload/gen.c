@@ -246,11 +246,39 @@ void t_release(struct gen *g, tref x)
     struct tensor *t = &g->t[x];
     if (--t->refs > 0)
         return;
+    if (!t->unbacked) {
+        struct op op = {.kind = OP_FREE, .stream = g->stream, .id = t->id};
+        gen_emit(g, &op);
+        g->live_bytes -= (int64_t)t->bytes;
+    }
+    t->unbacked = false;
+    if (t->holds == 0 && t->grad == TNONE)
+        slab_put(g, x);
+}
+
+void t_storage_free(struct gen *g, tref x)
+{
+    struct tensor *t = &g->t[x];
+    if (t->unbacked)
+        return;
     struct op op = {.kind = OP_FREE, .stream = g->stream, .id = t->id};
     gen_emit(g, &op);
     g->live_bytes -= (int64_t)t->bytes;
-    if (t->holds == 0 && t->grad == TNONE)
-        slab_put(g, x);
+    t->unbacked = true;
+}
+
+void t_storage_alloc(struct gen *g, tref x, uint64_t bytes)
+{
+    struct tensor *t = &g->t[x];
+    if (!t->unbacked)
+        return;
+    t->unbacked = false;
+    t->bytes = bytes;
+    t->id = ++g->next_id;
+    g->live_bytes += (int64_t)bytes;
+    struct op op = {.kind = OP_ALLOC, .category = t->category, .stream = g->stream, .id = t->id, .bytes = bytes,
+                    .name = t->param >= 0 ? g->params[t->param].tag : NULL};
+    gen_emit(g, &op);
 }
 
 /* Called by the tape when it lets go of a tensor's identity: recycles the slot once nothing names it. */

@@ -31,10 +31,11 @@ struct tensor {
     int64_t dims[TMAX_DIMS];
     uint8_t ndim, dtype, category;
     bool requires_grad;
+    bool unbacked;        /* storage freed while references remain (a resharded parameter) */
     int32_t refs;         /* storage references; FREE at zero */
     int32_t holds;        /* tape nodes naming this tensor */
     tref grad;            /* gradient accumulated during backward */
-    int32_t param;        /* parameter index, or -1 */
+    int32_t param;        /* parameter index of a sharded parameter's gathered copy, or -1 */
     int32_t next_free;
 };
 
@@ -153,6 +154,7 @@ struct gen {
     int64_t opt_steps;         /* optimizer steps taken (the step number the optimizer kernels see) */
     struct tref_list forward_held; /* the model output's KV cache: dropped with the output after the loss */
     struct tref_list step_held;    /* the batch: lives until the step ends */
+    struct parallel *par;          /* job.parallel: this rank's buckets and partitions (parallel.c) */
 };
 
 /* gen.c: context, strings, tensors, op emission */
@@ -172,6 +174,10 @@ tref t_new2(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category ca
 tref t_new_managed(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category cat, const char *tag);
 tref t_like(struct gen *g, tref x, enum dtype dt, enum category cat, const char *tag);
 tref t_ref(struct gen *g, tref x);
+/* x's storage freed, or allocated again (bytes, a new id), while references to x remain: a sharded
+ * parameter's gathered copy, freed after use and gathered again (FSDP, ZeRO-3). */
+void t_storage_free(struct gen *g, tref x);
+void t_storage_alloc(struct gen *g, tref x, uint64_t bytes);
 void t_release(struct gen *g, tref x);
 int64_t t_numel(const struct gen *g, tref x);
 static inline struct tensor *T(struct gen *g, tref x) { return &g->t[x]; }
@@ -367,6 +373,22 @@ void scratch_efficient_backward(struct gen *g, int64_t b, int64_t h, int64_t m, 
                                 const char *tag, struct scratch_list *l);
 void scratch_layernorm_backward(struct gen *g, int64_t rows, int64_t n, bool beta, enum dtype dt, const char *tag,
                                 struct scratch_list *l);
+
+/* parallel.c: one rank of DDP or ZeRO, hooked where the training loop's library acts. parallel_setup
+ * runs after the load (DDP's Reducer, ZeRO's optimizer); parallel_optimizer_step and
+ * parallel_zero_grad return false when the plain optimizer's step or zero_grad runs instead. */
+int parallel_setup(struct gen *g);
+void parallel_free(struct gen *g);
+void parallel_forward_begin(struct gen *g);
+void parallel_backward_begin(struct gen *g);
+void parallel_grad_ready(struct gen *g, int32_t p);
+void parallel_backward_end(struct gen *g);
+bool parallel_optimizer_step(struct gen *g);
+bool parallel_zero_grad(struct gen *g);
+/* Sharded parameters (parallel_shard.c): a loaded parameter replaced by this rank's shard; a use of a
+ * parameter's gathered copy by a kernel, or by a node's backward, gathers its unit first. */
+void parallel_shard_loaded(struct gen *g, int32_t p);
+void parallel_param_use(struct gen *g, int32_t p);
 
 /* dtype of an op's output from its inputs (promotion; autocast handled by each op) */
 enum dtype gen_promote(enum dtype a, enum dtype b);

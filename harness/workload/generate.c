@@ -8,6 +8,7 @@
 #include "workload/job_kinds.h"
 #include "workload/models/models.h"
 #include "workload/optimizer.h"
+#include "workload/parallel.h"
 #include "workload/strpool.h"
 
 #include <math.h>
@@ -91,6 +92,7 @@ static void gen_fini(struct gen *g)
     param_index_free(g);
     free(g->forward_held.v);
     free(g->step_held.v);
+    parallel_free(g);
 }
 
 int64_t model_param_count(const struct model_spec *m, struct err *e)
@@ -253,7 +255,8 @@ static void load_module(struct workload *w, const struct module *md)
     struct gen *g = &w->g;
     const struct job_spec *s = &g->spec;
     bool main = md->role < 0;
-    bool convert = main && s->load_dtype != s->param_dtype && !spec_has_fix(s, FIX_CONVERT_ONCE);
+    bool convert = main && s->load_dtype != s->param_dtype && !spec_has_fix(s, FIX_CONVERT_ONCE) &&
+                   !parallel_shards_params(s); /* shards are made in param_dtype */
     bool dup = main && spec_has_fault(s, FAULT_DUPLICATE_DTYPE_CONVERSION) && !spec_has_fix(s, FIX_CONVERT_ONCE);
     enum dtype first = convert ? s->load_dtype : md->dtype;
     for (int32_t i = md->first; i < md->first + md->count; i++) {
@@ -266,6 +269,8 @@ static void load_module(struct workload *w, const struct module *md)
         }
         p->data = param_tensor(g, p, first, CAT_PARAM);
         param_values(g, p, p->data);
+        if (main)
+            parallel_shard_loaded(g, i);
     }
     if (convert) { /* model.to(dtype): each parameter swapped in place, the old storage freed at once */
         for (int32_t i = md->first; i < md->first + md->count; i++) {
@@ -309,7 +314,7 @@ static void load(struct workload *w)
         struct param *p = &g->params[i];
         if (!p->trainable)
             continue;
-        if (s->master_weights && g->t[p->data].dtype != DT_F32) {
+        if (s->master_weights && !parallel_zero(s) && g->t[p->data].dtype != DT_F32) { /* ZeRO: its own */
             p->master = param_tensor(g, p, DT_F32, CAT_OPTIMIZER_STATE);
             kern_cast(g, p->data, p->master, p->module);
         }
@@ -318,6 +323,7 @@ static void load(struct workload *w)
             kern_cast(g, p->data, p->ema, p->module);
         }
     }
+    parallel_setup(g);
 }
 
 /* ---- forward helpers ---- */
@@ -567,13 +573,16 @@ static void train_micro_batch(struct workload *w, const struct batch *bt)
         t_release(g, lat);
     }
     conditioning(w, bt);
+    parallel_forward_begin(g);
     int32_t base = g->ntape;
     tref loss = main_forward(w, bt, true), scaled = TNONE;
     release_conditioning(g);
     if (g->spec.loss_scaling) /* scaler.scale(loss).backward(): the scaled loss is a temporary */
         scaled = nn_scale(g, "grad_scaler.scale", loss, nn_loss_scale());
     gen_phase(g, gen_intern(g, "backward"));
+    parallel_backward_begin(g);
     backward(g, scaled != TNONE ? scaled : loss, base);
+    parallel_backward_end(g);
     if (scaled != TNONE)
         t_release(g, scaled);
     if (spec_has_fault(&g->spec, FAULT_UNRELEASED_GRADIENTS))
@@ -802,9 +811,11 @@ int workload_run(struct workload *w, struct op_sink *sink, struct err *e)
         gen_emit(g, &op);
         for (int k = 0; k < s->grad_accum && !g->failed; k++)
             train_micro_batch(w, &bt);
-        optimizer_step(g);
+        if (!parallel_optimizer_step(g))
+            optimizer_step(g);
         gen_phase(g, gen_intern(g, "zero_grad")); /* a point of its own: what set_to_none frees shows there */
-        optimizer_zero_grad(g, s->set_to_none);
+        if (!parallel_zero_grad(g))
+            optimizer_zero_grad(g, s->set_to_none);
         gen_release_held(g, &g->step_held); /* the batch */
         ema_update(w);
         if (spec_has_fault(s, FAULT_DEBUG_ACTIVATION_CAPTURE))

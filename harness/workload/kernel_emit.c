@@ -25,6 +25,9 @@ void kern(struct gen *g, enum kernel_id k, enum dtype dt, const int64_t *dims, i
         return;
     if (k == K_GEMM)
         workspace_for_stream(g);
+    for (int i = 0; g->par && i < nts; i++) /* a sharded parameter's unit is gathered before its kernels */
+        if (g->t[ts[i]].param >= 0)
+            parallel_param_use(g, g->t[ts[i]].param);
     struct op op = {.kind = OP_KERNEL, .stream = g->stream, .name = tag};
     op.kernel.kernel = (uint16_t)k;
     op.kernel.dtype = (uint8_t)dt;

@@ -31,6 +31,7 @@ NAME_TABLE(trainable, enum trainable_kind, TRAIN_COUNT, "full", "lora", "linear_
 NAME_TABLE(ema_place, enum ema_place, EMA_COUNT, "off", "gpu", "cpu")
 NAME_TABLE(on_oom, enum on_oom_policy, ON_OOM_COUNT, "fail", "halve_batch")
 NAME_TABLE(extra_role, enum extra_role, EXTRA_ROLE_COUNT, "text_encoder", "vae")
+NAME_TABLE(parallel_strategy, enum parallel_strategy, PAR_COUNT, "none", "ddp", "zero1", "zero2", "zero3", "fsdp")
 NAME_TABLE(job_kind, enum job_kind, JOB_KIND_COUNT, "train", "eval", "generate", "diffusion")
 NAME_TABLE(cache_kind, enum cache_kind, CACHE_COUNT, "dynamic", "static")
 NAME_TABLE(quant, enum quant_kind, QUANT_COUNT, "none", "nf4", "fp4", "int8")
@@ -73,6 +74,7 @@ void job_spec_init(struct job_spec *s)
     s->robust.min_batch_size = 1;
     s->robust.max_retries = 8;
     s->robust.keep_effective_batch = true;
+    parallel_spec_init(&s->parallel);
 }
 
 void job_spec_place_extras(struct job_spec *s, enum extra_role role, bool on_device)
@@ -128,6 +130,8 @@ int job_spec_validate(struct job_spec *s, struct err *e)
     if (s->kind == JOB_GENERATE && generation_check(s, e))
         return -1;
     if (s->kind == JOB_EVAL && eval_job_check(s, e))
+        return -1;
+    if (parallel_spec_check(s, e) < 0)
         return -1;
     return switches_check(s, e);
 }

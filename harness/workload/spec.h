@@ -194,6 +194,28 @@ struct extra_spec {
     bool on_device;              /* false: kept on the CPU (its outputs still reach the device) */
 };
 
+/* Data-parallel sharding (workload/parallel.c): the job is one rank of world_size, and the generator
+ * emits that rank's allocations. */
+enum parallel_strategy { PAR_NONE, PAR_DDP, PAR_ZERO1, PAR_ZERO2, PAR_ZERO3, PAR_FSDP, PAR_COUNT };
+
+struct parallel_spec {
+    enum parallel_strategy strategy;
+    int world_size;
+    uint64_t bucket_cap_bytes;      /* DDP bucket_cap_mb (25 MiB) */
+    bool gradient_as_bucket_view;   /* DDP: .grad are views of the buckets */
+    int64_t reduce_bucket_size;     /* ZeRO: elements of the gradient bucket (5e8) */
+    bool contiguous_gradients;      /* ZeRO-2/3: gradients copied into the bucket as they arrive */
+    bool overlap_comm;              /* ZeRO-1/2: two buckets, one reducing while the other fills */
+    int64_t prefetch_bucket_size;   /* ZeRO-3: elements gathered ahead (5e7) */
+    int64_t max_live_parameters;    /* ZeRO-3: gathered elements kept live (1e9) */
+    int64_t param_persistence_threshold; /* ZeRO-3: parameters this small are never partitioned (1e5) */
+    int64_t sub_group_size;         /* ZeRO-3: elements per optimizer sub-group (1e9) */
+    bool offload_optimizer;         /* ZeRO: master weights, optimizer state and the step on the CPU */
+    bool offload_param;             /* ZeRO-3: parameter partitions on the CPU */
+    bool reshard_after_forward;     /* FSDP: free a unit's gathered parameters after its forward */
+    int forward_prefetch;           /* FSDP: units gathered ahead of the one running (1) */
+};
+
 /* Weight quantization of the decoder's linear layers (transformers' BitsAndBytesConfig). */
 struct quant_spec {
     enum quant_kind type;
@@ -270,6 +292,7 @@ struct job_spec {
                                  * what a meta-device recording sees, for the conformance test) */
 
     struct robust_spec robust;  /* on an OOM: fail, or halve the batch and retry */
+    struct parallel_spec parallel; /* DDP, ZeRO or FSDP: one rank's share */
 };
 
 #define CUBLAS_WORKSPACE_HOPPER_BYTES (32ULL * 1024 * 1024) /* sm_90, sm_100, sm_120 (RTX 5090) */
@@ -310,6 +333,11 @@ const char *on_oom_name(enum on_oom_policy p);
 int on_oom_from_name(const char *s);
 const char *extra_role_name(enum extra_role r);
 int extra_role_from_name(const char *s);
+const char *parallel_strategy_name(enum parallel_strategy p);
+int parallel_strategy_from_name(const char *s);
+/* job.parallel's defaults (DeepSpeed's and PyTorch's) and its checks (workload/parallel.c). */
+void parallel_spec_init(struct parallel_spec *p);
+int parallel_spec_check(const struct job_spec *s, struct err *e);
 const char *job_kind_name(enum job_kind k);
 int job_kind_from_name(const char *s);
 const char *cache_kind_name(enum cache_kind c);

@@ -1,0 +1,30 @@
+/* parallel.h: the sizes one rank of ZeRO keeps, and DeepSpeed's own estimators of them, for reports
+ * and tests (the generator's hooks are in gen.h). */
+#ifndef OOMLAB_WORKLOAD_PARALLEL_H
+#define OOMLAB_WORKLOAD_PARALLEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "workload/spec.h"
+
+/* ZeRO-1/2/3: the optimizer owns fp32 master weights of its partition; FSDP and ZeRO-3 shard the parameters. */
+bool parallel_zero(const struct job_spec *s);
+bool parallel_shards_params(const struct job_spec *s);
+
+/* DeepSpeedZeroOptimizer's partition of trainable tensors of these sizes, in order, over world ranks:
+ * the flat size padded to 2 * world, this rank's share, and rank 0's grads_in_partition (the summed
+ * numel of every tensor touching its share). */
+struct zero_sizes {
+    int64_t total, padded, part, in_part;
+};
+struct zero_sizes zero_partition(const int64_t *numel, int32_t n, int world);
+
+/* DeepSpeed's estimators, as written (stage_1_and_2.py estimate_zero2_model_states_mem_needs, stage3.py
+ * estimate_zero3_model_states_mem_needs with zero_init): GPU and CPU bytes of model states. */
+int64_t ds_zero2_gpu_bytes(int64_t total_params, int gpus, bool cpu_offload);
+int64_t ds_zero2_cpu_bytes(int64_t total_params, int gpus_per_node, int nodes, bool cpu_offload, double factor);
+int64_t ds_zero3_gpu_bytes(int64_t total_params, int64_t largest_layer_params, int gpus, bool offload_optimizer,
+                           bool offload_params);
+
+#endif
