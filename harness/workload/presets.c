@@ -102,20 +102,22 @@ static void bert_large(struct model_spec *m, int v)
     m->dropout = 0.1f;
 }
 
+/* v 0: CLIP ViT-L/14's text encoder (SD 1.x, SDXL's first); v 1: OpenCLIP ViT-bigG/14's with its
+ * projection (SDXL's text_encoder_2, CLIPTextModelWithProjection: gelu, 1280 wide, 32 layers). */
 static void clip_l(struct model_spec *m, int v)
 {
-    (void)v;
     m->family = FAMILY_CLIP_TEXT;
     transformer_defaults(m);
-    m->act = ACT_QUICK_GELU;
-    m->hidden = 768;
-    m->layers = 12;
-    m->heads = 12;
-    m->ffn = 3072;
+    m->act = v ? ACT_GELU : ACT_QUICK_GELU;
+    m->hidden = v ? 1280 : 768;
+    m->layers = v ? 32 : 12;
+    m->heads = v ? 20 : 12;
+    m->ffn = 4 * m->hidden;
     m->vocab = 49408;
     m->max_positions = 77;
     m->causal = true;
     m->lm_head = false;
+    m->projection_dim = v ? 1280 : 0;
 }
 
 static void unet(struct model_spec *m, int xl)
@@ -302,6 +304,7 @@ static const struct preset presets[] = {
     {"sdxl-unet", unet, 1, "stabilityai/stable-diffusion-xl-base-1.0 unet"},
     {"sd-vae", sd_vae, 0, "AutoencoderKL of SD 1.x/2.x/XL"},
     {"clip-l-text", clip_l, 0, "openai/clip-vit-large-patch14 text encoder"},
+    {"openclip-bigg-text", clip_l, 1, "stabilityai/stable-diffusion-xl-base-1.0 text_encoder_2 (OpenCLIP bigG/14)"},
     {"mistral-7b", hf_decoder, 0, "mistralai/Mistral-7B-v0.1 (sliding window as full attention)"},
     {"llama-3.1-8b", hf_decoder, 1, "meta-llama/Llama-3.1-8B"},
     {"qwen2.5-0.5b", hf_decoder, 2, "Qwen/Qwen2.5-0.5B"},

@@ -1,5 +1,6 @@
 /* spec.c: job_spec defaults, validation, and the name <-> enum tables the scenario loader uses. */
 #include "workload/spec.h"
+#include "workload/diffusion_job.h"
 
 #include <string.h>
 
@@ -29,6 +30,9 @@ NAME_TABLE(trainable, enum trainable_kind, TRAIN_COUNT, "full", "lora", "linear_
 NAME_TABLE(ema_place, enum ema_place, EMA_COUNT, "off", "gpu", "cpu")
 NAME_TABLE(on_oom, enum on_oom_policy, ON_OOM_COUNT, "fail", "halve_batch")
 NAME_TABLE(extra_role, enum extra_role, EXTRA_ROLE_COUNT, "text_encoder", "vae")
+NAME_TABLE(job_kind, enum job_kind, JOB_KIND_COUNT, "train", "eval", "generate", "diffusion")
+NAME_TABLE(offload, enum offload_kind, OFFLOAD_COUNT, "none", "model", "sequential")
+NAME_TABLE(vae_upcast, enum vae_upcast_kind, VAE_UPCAST_COUNT, "auto", "true", "false")
 
 const char *float_dtype_at(int i)
 {
@@ -53,6 +57,10 @@ void job_spec_init(struct job_spec *s)
     s->grad_accum = 1;
     s->steps = 1;
     s->eval.batches = 1;
+    s->diffusion.steps = 50;
+    s->diffusion.guidance = true;
+    s->diffusion.images_per_prompt = 1;
+    s->diffusion.tile_overlap = 0.25;
     s->lora_rank = 8;
     switches_init(s);
     s->cublas_workspace_bytes = CUBLAS_WORKSPACE_DEFAULT_BYTES;
@@ -110,5 +118,9 @@ int job_spec_validate(struct job_spec *s, struct err *e)
         return err_set(e, ERR_INPUT, "streams: 1..8 (got %d)", s->streams);
     if (s->eval.every < 0 || s->eval.batches < 0 || s->eval.sampling_steps < 0)
         return err_set(e, ERR_INPUT, "eval: every, batches and sampling_steps must be >= 0");
+    if (s->kind < 0 || s->kind >= JOB_KIND_COUNT || s->kind == JOB_EVAL || s->kind == JOB_GENERATE)
+        return err_set(e, ERR_INPUT, "job.kind '%s' is not built yet", job_kind_name(s->kind));
+    if (s->kind == JOB_DIFFUSION && diffusion_check(s, e))
+        return -1;
     return switches_check(s, e);
 }
