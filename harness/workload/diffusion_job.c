@@ -313,6 +313,7 @@ static tref encode(struct pipe *P, int64_t b)
         gen_push(g, "%s", te->prefix);
         out[i] = as_dtype(g, model_forward(g, te->m, &tb, false), P->unet->dtype, "prompt_embeds.to");
         gen_pop(g);
+        stream_release(P); /* its last module's post_forward */
     }
     if (P->nte == 1)
         return out[0];
@@ -423,6 +424,7 @@ static tref denoise(struct pipe *P, tref embeds)
         g->ctx_override = embeds;
         tref eps = model_forward(g, m, &bt, false); /* its noisy_latents input is torch.cat([latents] * 2) */
         g->ctx_override = TNONE;
+        stream_release(P);
         if (s->diffusion.guidance)
             eps = guide(g, eps);
         latents = scheduler_step(g, latents, eps);
@@ -451,6 +453,7 @@ static tref decode_whole(struct pipe *P, tref z)
     gen_push(g, "vae");
     tref img = P->tiny ? taesd_decode(g, z) : vae_decode(g, P->vae->m, z);
     gen_pop(g);
+    stream_release(P);
     return img;
 }
 
