@@ -42,4 +42,9 @@ bad "tile_overlap: 0.9" "job.diffusion.tile_overlap"
 bad "attention_slicing: 5" "job.diffusion.attention_slicing: 5 is more than the 4 heads"
 bad "width: 64" "job.diffusion.width: 64 differs from the height 32: non-square images are not built yet"
 bad "steps: 1" "job.kind 'generate' is not built yet" generate
+scenario sim "steps: 1000" diffusion
+sed -i 's/batch_size: 2,/batch_size: 2, steps: 200,/' "$T/s.yaml"
+"$BIN" run "$T/s.yaml" > "$T/out.txt" 2>&1; rc=$?
+ok $([ $rc = 2 ] && echo 0 || echo 1) "200 pipeline calls of 1000 steps are refused without --max-forwards (exit $rc)"
+ok $(contains "$(cat "$T/out.txt")" "the job runs 200200 forward passes") "  counting each call's steps and decode"
 done_testing

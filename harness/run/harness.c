@@ -95,6 +95,8 @@ static int write_pictures(struct timeline *tl, const struct harness_options *opt
 /* Forward passes the job runs: its micro-steps and its eval forwards (each denoising step is one). */
 static uint64_t forward_passes(const struct job_spec *j)
 {
+    if (j->kind == JOB_DIFFUSION) /* per pipeline call: its UNet steps and a decode */
+        return (uint64_t)j->steps * ((uint64_t)j->diffusion.steps + 1);
     uint64_t train = (uint64_t)j->steps * (uint64_t)j->grad_accum;
     uint64_t evals = (j->eval.every > 0 ? (uint64_t)(j->steps / j->eval.every) : 0) + j->eval.before_training;
     uint64_t per_eval = (uint64_t)(j->eval.batches > 0 ? j->eval.batches : 1) *
@@ -108,7 +110,8 @@ static int check_work(const struct job_spec *job, const struct harness_options *
     if (n <= limit)
         return 0;
     return err_set(e, ERR_INPUT,
-                   "the job runs %llu forward passes (steps x grad_accum, plus eval batches x sampling steps), more "
+                   "the job runs %llu forward passes (steps x grad_accum, plus eval batches x sampling steps; a "
+                   "diffusion job steps x (diffusion.steps + 1)), more "
                    "than the %llu oomlab runs without --max-forwards; give --max-forwards %llu to run it",
                    (unsigned long long)n, (unsigned long long)limit, (unsigned long long)n);
 }

@@ -25,10 +25,17 @@ int diffusion_check(const struct job_spec *s, struct err *e);
  * job asks for it. */
 void diffusion_run(struct gen *g, const struct diffusion_part *parts, int nparts);
 
-/* The UNet's batch: prompts x images_per_prompt, twice that with classifier-free guidance. */
+/* diffusion_check.c: sizes of a validated job. The UNet's batch: prompts x images_per_prompt, twice that
+ * with classifier-free guidance; the image side (height, else image_size). */
 int64_t diffusion_unet_batch(const struct job_spec *s);
-/* tiled_decode's tiles along one latent side of `latent` (tiles start every tile_latent x (1 - overlap));
- * 1 when tiling is off or the latents fit one tile. */
+int64_t diffusion_image_side(const struct job_spec *s);
+/* AutoencoderKL's tiles: tile_sample_min_size (pixels), tile_latent_min_size, the latents between tile
+ * starts (int(tile_latent x (1 - overlap))), and the tiles along one latent side of `latent` (1 when
+ * tiling is off or the latents fit one tile; at most DIFFUSION_MAX_TILES, as diffusion_check ensures). */
+#define DIFFUSION_MAX_TILES 64
+int diffusion_tile_sample(const struct job_spec *s);
+int64_t diffusion_tile_latent(const struct job_spec *s);
+int64_t diffusion_tile_stride(const struct job_spec *s);
 int diffusion_tiles_per_side(const struct job_spec *s, int64_t latent);
 
 /* sliced_attention.c: SlicedAttnProcessor over q [B, S, heads*D] and a fused k/v [B, Sk, 2*heads*D],
