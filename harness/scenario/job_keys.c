@@ -258,7 +258,7 @@ static const struct key job_keys[] = {
     K_BOOL(J, "foreach", foreach, "Multi-tensor (foreach) optimizer step, with parameter-sized temporaries."),
     K_BOOL(J, "set_to_none", set_to_none, "zero_grad(set_to_none=True), PyTorch's default since 2.0."),
     K_INT(J, "grad_accum", grad_accum, 1, 1 << 20, NULL, "Micro-batches per optimizer step (1 = none)."),
-    K_INT(J, "steps", steps, 1, 1 << 20, NULL, "Optimizer steps to run."),
+    K_INT(J, "steps", steps, 1, 1 << 20, NULL, "Optimizer steps to run (a diffusion job: pipeline calls)."),
     K_ENUM(J, "ema", ema, ema_place_at, EMA_COUNT, "Exponential moving average of the weights, and where it lives."),
     K_TABLE(J, "eval", eval, eval_table, false, "Evaluation cadence and contents."),
     K_TABLE(J, "diffusion", diffusion, diffusion_table, false, "Diffusion inference (`kind: diffusion`)."),
