@@ -143,6 +143,39 @@ static void test_vae_tiling(void)
     ok(tiled1024 < whole512, "tiled, 4x the pixels decode in less than 512 px whole: %lld B", (long long)tiled1024);
 }
 
+/* The denoising phase's peak with attention_slicing `slice` (SD 1.5 at 512 pixels, one prompt, guidance). */
+static int64_t denoise_peak(int slice)
+{
+    struct job_spec s;
+    struct probe p;
+    sd15(&s, 1, 512);
+    s.load_dtype = DT_F16;
+    s.diffusion.attention_slicing = slice;
+    int64_t v = -1;
+    if (run(&s, &p) == 0 && live_sink_consistent(&p.live)) {
+        const struct live_mark *m = live_sink_mark(&p.live, "denoise", 0);
+        v = m ? m->peak_after : -1;
+    }
+    live_sink_fini(&p.live);
+    return v;
+}
+
+static void test_attention_slicing(void)
+{
+    /* the first level's self-attention: 64 x 64 = 4,096 tokens; a slice of n rows of (2 images x 8 heads)
+     * holds two [n, 4096, 4096] fp16 tensors at once (the baddbmm input and the scores, then the scores and
+     * the probabilities): 2 x n x 4096^2 x 2 B, and the row's q (4096 x 40 head dims) and k/v (4096 x 80),
+     * gathered for the kernel (views in PyTorch): 983,040 B a row */
+    int64_t one = denoise_peak(ATTN_SLICE_MAX), four = denoise_peak(4), auto_ = denoise_peak(ATTN_SLICE_AUTO);
+    int64_t eight = denoise_peak(8), sdpa = denoise_peak(0);
+    int64_t per_row = 2LL * 4096 * 4096 * 2 + 4096 * 40 * 2 + 4096 * 80 * 2;
+    is_int(four - one, 3 * per_row, "slice 4 against max: 3 more rows, 204,275,712 B");
+    is_int(eight - four, 4 * per_row, "slice 8 against 4: 4 more rows, 272,367,616 B");
+    is_int(auto_, four, "auto is half of SD 1.5's 8 heads: 4");
+    ok(sdpa < one, "SDPA (no score matrix) peaks below even one row at a time: %lld B against %lld B", (long long)sdpa,
+       (long long)one);
+}
+
 static void test_tiny_autoencoder(void)
 {
     struct job_spec s;
@@ -243,6 +276,7 @@ int main(void)
     test_guidance();
     test_vae_slicing();
     test_vae_tiling();
+    test_attention_slicing();
     test_tiny_autoencoder();
     test_offload();
     test_refusals();

@@ -4,7 +4,9 @@
  * hidden_states is a zeros [B*heads, S, D]; each slice runs get_attention_scores (torch.empty as the
  * baddbmm input, the scores, then the softmax's probabilities as the scores are deleted) and a bmm
  * whose result is copied into hidden_states; batch_to_head_dim copies it back to [B, S, heads*D].
- * Inference only (no autograd record): the pipelines call it under torch.no_grad. */
+ * Inference only (no autograd record): the pipelines call it under torch.no_grad. Each slice's q and k/v
+ * rows are gathered into tensors of their own for the kernel, where PyTorch slices views: n x (S x D +
+ * Sk x 2D) elements more than PyTorch holds, beside the slice's two n x S x Sk score tensors. */
 #include "workload/diffusion_job.h"
 
 /* [B, S, heads*D] (token-major) to [B*heads, S, width*D]: two batched transposes (PyTorch's
