@@ -2,7 +2,8 @@
  * weights, EMA shadow, frozen extras), then per step forward / backward per micro-batch, optimizer,
  * zero_grad, EMA update, and eval (no_grad forward, or diffusion sampling and VAE decode, optionally
  * inside the EMA context). Faults and fixes act here by their ids, after their rows' settings hooks
- * have changed the job (switches_apply_settings). */
+ * have changed the job (switches_apply_settings). A diffusion job (job.kind diffusion) is run by
+ * diffusion_job.c on the modules enumerated here. */
 #include "workload/generate.h"
 #include "workload/diffusion_job.h"
 #include "workload/gen.h"
