@@ -84,6 +84,10 @@ static void test_guidance(void)
     ok(run(&s, &p) == 0, "without guidance");
     is_int((int64_t)p.noisy, 2 * 3 * 4 * 8 * 8 * 2, "the UNet's input is the latents' size: 1,536 B");
     live_sink_fini(&p.live);
+    s.diffusion.height = 128; /* 128 x 64 pixels: 16 x 8 latents */
+    ok(run(&s, &p) == 0 && live_sink_consistent(&p.live), "a 128 x 64 image: consistent");
+    is_int((int64_t)p.noisy, 2 * 3 * 4 * 16 * 8 * 2, "the UNet's input is 16 x 8 latents: 3,072 B");
+    live_sink_fini(&p.live);
 }
 
 static void test_vae_slicing(void)
@@ -113,7 +117,8 @@ static void test_vae_tiling(void)
     struct err e = {0};
     ok(job_spec_validate(&s, &e) == 0, "SD 1.5 at 512 with 128-pixel tiles validates (%s)", e.msg);
     is_int(diffusion_tiles_per_side(&s, 64), 6, "512 pixels, 128-pixel tiles: tiles at 0, 12, ..., 60: 6 per side");
-    is_int(diffusion_tiles_per_side(&s, 16), 1, "latents that fit one tile are not tiled");
+    ok(diffusion_tiled(&s, 64, 64) && !diffusion_tiled(&s, 16, 16), "latents that fit one tile are not tiled");
+    is_int(diffusion_tiles_per_side(&s, 16), 2, "a 16-latent side of tiled latents: tiles at 0 and 12 (range(0, 16, 12))");
     struct job_spec xl;
     job_spec_init(&xl);
     snprintf(xl.model.preset, sizeof xl.model.preset, "sdxl-unet");
@@ -123,7 +128,7 @@ static void test_vae_tiling(void)
     xl.nextras = 1;
     xl.extras[0] = (struct extra_spec){"sd-vae", EXTRA_VAE, DT_F16, true};
     ok(job_spec_validate(&xl, &e) == 0, "SDXL at 1024 with tiling validates (%s)", e.msg);
-    is_int(diffusion_tiles_per_side(&xl, 128), 1, "SDXL's VAE tiles from 1024 pixels: a 1024x1024 image is one tile");
+    ok(!diffusion_tiled(&xl, 128, 128), "SDXL's VAE tiles from 1024 pixels: a 1024x1024 image is not tiled");
 
     int64_t tiled512 = decode_extra(&s);
     s.diffusion.vae_tiling = false;
@@ -233,7 +238,7 @@ static const char *refusal(void (*edit)(struct job_spec *), struct err *e)
 }
 
 static void no_vae(struct job_spec *s) { s->nextras = 0; }
-static void non_square(struct job_spec *s) { s->diffusion.width = 768; }
+static void odd_width(struct job_spec *s) { s->diffusion.width = 520; }
 static void odd_side(struct job_spec *s) { s->diffusion.height = s->diffusion.width = 520; }
 static void slice_too_big(struct job_spec *s) { s->diffusion.attention_slicing = 9; }
 static void tiny_tiling(struct job_spec *s) { s->diffusion.tiny_autoencoder = s->diffusion.vae_tiling = true; }
@@ -254,7 +259,7 @@ static void test_refusals(void)
         const char *key;
     } cases[] = {
         {no_vae, "job.extras: job.kind diffusion decodes with a VAE extra"},
-        {non_square, "job.diffusion.width: 768 differs from the height 512: non-square images are not built yet"},
+        {odd_width, "job.diffusion.width: 520 must be a multiple of 64"},
         {odd_side, "job.diffusion.height: 520 must be a multiple of 64"},
         {slice_too_big, "job.diffusion.attention_slicing: 9 is more than the 8 heads"},
         {tiny_tiling, "job.diffusion.vae_tiling: with tiny_autoencoder is not built yet"},

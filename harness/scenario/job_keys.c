@@ -78,7 +78,7 @@ static const struct key diffusion_keys[] = {
     K_INT(DS, "images_per_prompt", images_per_prompt, 1, 1 << 16, NULL,
           "num_images_per_prompt: images per prompt (the UNet batch is batch_size x this, doubled by guidance)."),
     K_INT(DS, "height", height, 0, 65536, "job.image_size", "Image height in pixels."),
-    K_INT(DS, "width", width, 0, 65536, "job.image_size", "Image width in pixels (square images only)."),
+    K_INT(DS, "width", width, 0, 65536, "job.image_size", "Image width in pixels."),
     K_ENUM(DS, "vae_upcast", vae_upcast, vae_upcast_at, VAE_UPCAST_COUNT,
            "The VAE decode in fp32 (the SDXL pipeline's upcast_vae when the VAE is fp16 and its config has "
            "force_upcast: its weights converted to fp32 for the decode and back after, the latents cast to "

@@ -27,16 +27,23 @@ int64_t diffusion_tile_stride(const struct job_spec *s)
     return (int64_t)((double)diffusion_tile_latent(s) * (1.0 - s->diffusion.tile_overlap));
 }
 
-int diffusion_tiles_per_side(const struct job_spec *s, int64_t latent)
+bool diffusion_tiled(const struct job_spec *s, int64_t lat_h, int64_t lat_w)
 {
-    if (!s->diffusion.vae_tiling || latent <= diffusion_tile_latent(s))
-        return 1;
-    return (int)((latent + diffusion_tile_stride(s) - 1) / diffusion_tile_stride(s));
+    return s->diffusion.vae_tiling && (lat_h > diffusion_tile_latent(s) || lat_w > diffusion_tile_latent(s));
 }
 
-int64_t diffusion_image_side(const struct job_spec *s)
+int diffusion_tiles_per_side(const struct job_spec *s, int64_t latent)
+{
+    return (int)((latent + diffusion_tile_stride(s) - 1) / diffusion_tile_stride(s)); /* range(0, L, stride) */
+}
+int64_t diffusion_image_height(const struct job_spec *s)
 {
     return s->diffusion.height ? s->diffusion.height : s->image_size;
+}
+
+int64_t diffusion_image_width(const struct job_spec *s)
+{
+    return s->diffusion.width ? s->diffusion.width : s->image_size;
 }
 
 static int check_extras(const struct job_spec *s, struct err *e)
@@ -110,17 +117,19 @@ int diffusion_check(const struct job_spec *s, struct err *e)
                        "model: job.kind diffusion runs a UNet2DConditionModel (preset sd15-unet or sdxl-unet), got "
                        "a %s model",
                        family_name(s->model.family));
-    int64_t h = diffusion_image_side(s), w = d->width ? d->width : s->image_size;
-    if (h != w)
-        return err_set(e, ERR_INPUT,
-                       "job.diffusion.width: %lld differs from the height %lld: non-square images are not built yet",
-                       (long long)w, (long long)h);
     int64_t unit = (int64_t)s->model.vae_scale << (s->model.nlevels - 1);
-    if (h < unit || h % unit)
-        return err_set(e, ERR_INPUT,
-                       "job.diffusion.height: %lld must be a multiple of %lld (the VAE's %d pixels per latent, "
-                       "halved by the UNet's %d levels)",
-                       (long long)h, (long long)unit, s->model.vae_scale, s->model.nlevels);
+    int64_t side[2] = {diffusion_image_height(s), diffusion_image_width(s)};
+    for (int i = 0; i < 2; i++) {
+        if (side[i] < unit || side[i] % unit)
+            return err_set(e, ERR_INPUT,
+                           "job.diffusion.%s: %lld must be a multiple of %lld (the VAE's %d pixels per latent, "
+                           "halved by the UNet's %d levels)",
+                           i ? "width" : "height", (long long)side[i], (long long)unit, s->model.vae_scale,
+                           s->model.nlevels);
+        if (d->vae_tiling && diffusion_tiles_per_side(s, side[i] / s->model.vae_scale) > DIFFUSION_MAX_TILES)
+            return err_set(e, ERR_INPUT, "job.diffusion.tile_size: more than %d tiles across %lld pixels",
+                           DIFFUSION_MAX_TILES, (long long)side[i]);
+    }
     if (d->steps < 1 || d->images_per_prompt < 1)
         return err_set(e, ERR_INPUT, "job.diffusion.steps and images_per_prompt: at least 1");
     if (d->vae_tiling && d->tiny_autoencoder)
@@ -132,9 +141,6 @@ int diffusion_check(const struct job_spec *s, struct err *e)
                        "job.diffusion.tile_size: %d must be a multiple of the VAE's %d pixels per latent, and "
                        "tile_overlap leave tiles a stride of at least one latent",
                        diffusion_tile_sample(s), s->model.vae_scale);
-    if (diffusion_tiles_per_side(s, h / s->model.vae_scale) > DIFFUSION_MAX_TILES)
-        return err_set(e, ERR_INPUT, "job.diffusion.tile_size: more than %d tiles per side of a %lld-pixel image",
-                       DIFFUSION_MAX_TILES, (long long)h);
     if (check_slicing(s, e) || check_extras(s, e))
         return -1;
     return check_switches(s, e);

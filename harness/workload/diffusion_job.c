@@ -31,7 +31,7 @@ struct pipe {
     int32_t streamed[STREAM_MAX];           /* sequential offload: the running leaf module's weights */
     int nstreamed;
     const char *streamed_module;
-    int64_t images, side;
+    int64_t images, height, width;
     bool upcast, tiny, sdxl;
 };
 
@@ -271,13 +271,13 @@ static tref denoise(struct pipe *P, tref embeds)
     const struct model_spec *m = P->unet->m;
     gen_phase(g, gen_intern(g, "denoise"));
     resident(P, P->unet);
-    int64_t lat = P->side / m->vae_scale;
-    int64_t d[4] = {P->images, m->latent_channels, lat, lat};
+    int64_t d[4] = {P->images, m->latent_channels, P->height / m->vae_scale, P->width / m->vae_scale};
     tref noise = nn_input(g, d, 4, P->unet->dtype, "latents"); /* randn_tensor */
     tref latents = nn_scale(g, "latents.init_noise_sigma", noise, 1.0f);
     t_release(g, noise);
-    struct batch bt = {diffusion_unet_batch(s), 1, 0, P->side, s->context_len};
+    struct batch bt = {diffusion_unet_batch(s), 1, 0, P->height, s->context_len};
     g->attn_slice = s->diffusion.attention_slicing;
+    g->image_w = P->width;
     for (int k = 0; k < s->diffusion.steps && !g->failed; k++) {
         frozen(g, P->unet);
         g->ctx_override = embeds;
@@ -289,6 +289,7 @@ static tref denoise(struct pipe *P, tref embeds)
         latents = scheduler_step(g, latents, eps);
     }
     g->attn_slice = 0;
+    g->image_w = 0;
     return latents;
 }
 
@@ -316,17 +317,17 @@ static tref decode_whole(struct pipe *P, tref z)
     return img;
 }
 
-/* z[:, :, i:i+h, j:j+w] of latents [b, c, L, L]: rows, then columns (two latent-sized copies; a view in
+/* z[:, :, i:i+h, j:j+w] of latents [b, c, H, W]: rows, then columns (two latent-sized copies; a view in
  * PyTorch). */
 static tref latent_tile(struct gen *g, tref z, int64_t i, int64_t j, int64_t h, int64_t w)
 {
     const char *tag = gen_intern(g, "vae.tile");
     struct tensor *t = T(g, z);
-    int64_t bc = t->dims[0] * t->dims[1], L = t->dims[3];
-    tref rows = new4(g, t->dims[0], t->dims[1], h, L, (enum dtype)t->dtype, CAT_TEMP, tag);
-    copy(g, z, rows, bc, h * L, L * L, i * L, h * L, 0, tag);
+    int64_t bc = t->dims[0] * t->dims[1], H = t->dims[2], W = t->dims[3];
+    tref rows = new4(g, t->dims[0], t->dims[1], h, W, (enum dtype)t->dtype, CAT_TEMP, tag);
+    copy(g, z, rows, bc, h * W, H * W, i * W, h * W, 0, tag);
     tref tile = new4(g, t->dims[0], t->dims[1], h, w, (enum dtype)t->dtype, CAT_TEMP, tag);
-    copy(g, rows, tile, bc * h, w, L, j, w, 0, tag);
+    copy(g, rows, tile, bc * h, w, W, j, w, 0, tag);
     t_release(g, rows);
     return tile;
 }
@@ -355,20 +356,20 @@ static tref decode_tiled(struct pipe *P, tref z)
 {
     struct gen *g = P->g;
     const struct job_spec *s = P->s;
-    int64_t L = T(g, z)->dims[3], T_ = diffusion_tile_latent(s), step = diffusion_tile_stride(s);
+    int64_t H = T(g, z)->dims[2], W = T(g, z)->dims[3], T_ = diffusion_tile_latent(s), step = diffusion_tile_stride(s);
     int64_t limit = diffusion_tile_sample(s) - (int64_t)((double)diffusion_tile_sample(s) * s->diffusion.tile_overlap);
-    int n = diffusion_tiles_per_side(s, L);
-    tref *tiles = calloc((size_t)n * (size_t)n, sizeof *tiles);
+    int nh = diffusion_tiles_per_side(s, H), n = diffusion_tiles_per_side(s, W); /* n: tiles per row */
+    tref *tiles = calloc((size_t)nh * (size_t)n, sizeof *tiles);
     if (!tiles) {
         if (!g->failed)
-            err_set(g->e, ERR_INTERNAL, "workload: out of host memory for %d VAE tiles", n * n);
+            err_set(g->e, ERR_INTERNAL, "workload: out of host memory for %d VAE tiles", nh * n);
         g->failed = 1;
         return TNONE;
     }
-    for (int a = 0; a < n && !g->failed; a++)
+    for (int a = 0; a < nh && !g->failed; a++)
         for (int c = 0; c < n && !g->failed; c++) {
             int64_t i = a * step, j = c * step;
-            tref lt = latent_tile(g, z, i, j, L - i < T_ ? L - i : T_, L - j < T_ ? L - j : T_);
+            tref lt = latent_tile(g, z, i, j, H - i < T_ ? H - i : T_, W - j < T_ ? W - j : T_);
             tiles[a * n + c] = decode_whole(P, lt);
             t_release(g, lt);
         }
@@ -380,14 +381,14 @@ static tref decode_tiled(struct pipe *P, tref z)
             int64_t tw = T(g, tiles[c])->dims[3];
             rw += tw < limit ? tw : limit;
         }
-        for (int a = 0; a < n; a++) {
+        for (int a = 0; a < nh; a++) {
             int64_t th = T(g, tiles[a * n])->dims[2];
             ch[a] = th < limit ? th : limit;
             h += ch[a];
         }
         enum dtype dt = (enum dtype)T(g, tiles[0])->dtype;
         tref rows[DIFFUSION_MAX_TILES];
-        for (int a = 0; a < n; a++) {
+        for (int a = 0; a < nh; a++) {
             rows[a] = new4(g, b, 3, ch[a], rw, dt, CAT_ACTIVATION, tag);
             int64_t off = 0;
             for (int c = 0; c < n; c++) {
@@ -398,13 +399,13 @@ static tref decode_tiled(struct pipe *P, tref z)
         }
         out = new4(g, b, 3, h, rw, dt, CAT_OUTPUT, tag);
         int64_t at = 0;
-        for (int a = 0; a < n; a++) {
+        for (int a = 0; a < nh; a++) {
             copy(g, rows[a], out, b * 3, ch[a] * rw, ch[a] * rw, 0, h * rw, at * rw, tag);
             at += ch[a];
             t_release(g, rows[a]);
         }
     }
-    for (int k = 0; k < n * n; k++)
+    for (int k = 0; k < nh * n; k++)
         t_release(g, tiles[k]);
     free(tiles);
     return out;
@@ -412,7 +413,7 @@ static tref decode_tiled(struct pipe *P, tref z)
 
 static tref decode_one(struct pipe *P, tref z)
 {
-    if (diffusion_tiles_per_side(P->s, T(P->g, z)->dims[3]) > 1)
+    if (diffusion_tiled(P->s, T(P->g, z)->dims[2], T(P->g, z)->dims[3]))
         return decode_tiled(P, z);
     return decode_whole(P, z);
 }
@@ -519,7 +520,8 @@ static void setup(struct pipe *P, const struct diffusion_part *parts, int nparts
     enum vae_upcast_kind up = s->diffusion.vae_upcast;
     P->upcast = up == VAE_UPCAST_ON || (up == VAE_UPCAST_AUTO && P->sdxl && !P->tiny && P->vae->dtype == DT_F16);
     P->images = (int64_t)s->batch * s->diffusion.images_per_prompt;
-    P->side = diffusion_image_side(s);
+    P->height = diffusion_image_height(s);
+    P->width = diffusion_image_width(s);
 }
 
 void diffusion_run(struct gen *g, const struct diffusion_part *parts, int nparts)

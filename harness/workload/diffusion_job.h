@@ -26,16 +26,19 @@ int diffusion_check(const struct job_spec *s, struct err *e);
 void diffusion_run(struct gen *g, const struct diffusion_part *parts, int nparts);
 
 /* diffusion_check.c: sizes of a validated job. The UNet's batch: prompts x images_per_prompt, twice that
- * with classifier-free guidance; the image side (height, else image_size). */
+ * with classifier-free guidance; the image's height and width (job.image_size unless set). */
 int64_t diffusion_unet_batch(const struct job_spec *s);
-int64_t diffusion_image_side(const struct job_spec *s);
+int64_t diffusion_image_height(const struct job_spec *s);
+int64_t diffusion_image_width(const struct job_spec *s);
 /* AutoencoderKL's tiles: tile_sample_min_size (pixels), tile_latent_min_size, the latents between tile
- * starts (int(tile_latent x (1 - overlap))), and the tiles along one latent side of `latent` (1 when
- * tiling is off or the latents fit one tile; at most DIFFUSION_MAX_TILES, as diffusion_check ensures). */
+ * starts (int(tile_latent x (1 - overlap))); whether _decode tiles latents of lat_h x lat_w (tiling on
+ * and a side longer than a tile), and then the tiles along a side of `latent` latents (at most
+ * DIFFUSION_MAX_TILES, as diffusion_check ensures). */
 #define DIFFUSION_MAX_TILES 64
 int diffusion_tile_sample(const struct job_spec *s);
 int64_t diffusion_tile_latent(const struct job_spec *s);
 int64_t diffusion_tile_stride(const struct job_spec *s);
+bool diffusion_tiled(const struct job_spec *s, int64_t lat_h, int64_t lat_w);
 int diffusion_tiles_per_side(const struct job_spec *s, int64_t latent);
 
 /* sliced_attention.c: SlicedAttnProcessor over q [B, S, heads*D] and a fused k/v [B, Sk, 2*heads*D],

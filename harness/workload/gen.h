@@ -145,6 +145,8 @@ struct gen {
     int64_t opt_steps;         /* optimizer steps taken (the step number the optimizer kernels see) */
     struct tref_list forward_held; /* the model output's KV cache: dropped with the output after the loss */
     struct tref_list step_held;    /* the batch: lives until the step ends */
+    int64_t image_w;           /* UNet: pixels across when the image is not square (job.diffusion.width; 0 =
+                                * the batch's image side) */
     int attn_slice;            /* UNet attention through diffusers' SlicedAttnProcessor: rows of batch x heads
                                 * per slice, ATTN_SLICE_AUTO or ATTN_SLICE_MAX; 0 = the model's own */
     /* Called with each parameter a forward takes (sequential CPU offload, diffusion_job.c), or NULL. */
