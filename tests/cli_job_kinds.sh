@@ -37,7 +37,7 @@ gen '  generate: { prompt_len: 16, new_tokens: 4 }' '{ preset: gpt2, layers: 2 }
 out=$("$BIN" run "$T/g.yaml" 2>&1); rc=$?
 ok $rc "a GPT-2 generation runs (exit $rc)"
 sed 's/kind: generate/kind: diffusion/' "$T/g.yaml" > "$T/d.yaml" && mv "$T/d.yaml" "$T/g.yaml"
-bad "job.kind diffusion" "job.kind 'diffusion' is not built yet"
+bad "job.kind diffusion on a decoder" "job.kind diffusion runs a UNet2DConditionModel"
 sed 's/kind: diffusion/kind: sample/' "$T/g.yaml" > "$T/d.yaml" && mv "$T/d.yaml" "$T/g.yaml"
 bad "an unknown job.kind" "job.kind"
 

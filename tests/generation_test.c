@@ -163,7 +163,7 @@ static void checks(void)
     small(&s);
     s.kind = JOB_DIFFUSION;
     memset(&e, 0, sizeof e);
-    ok(job_spec_validate(&s, &e) < 0 && strstr(e.msg, "job.kind 'diffusion' is not built yet"), "%s", e.msg);
+    ok(job_spec_validate(&s, &e) < 0 && strstr(e.msg, "job.kind diffusion runs a UNet2DConditionModel"), "%s", e.msg);
     small(&s);
     s.kind = JOB_EVAL;
     s.eval.every = 1;

@@ -98,6 +98,8 @@ static uint64_t forward_passes(const struct job_spec *j)
 {
     if (j->kind == JOB_GENERATE)
         return (uint64_t)j->steps * (uint64_t)j->generate.new_tokens;
+    if (j->kind == JOB_DIFFUSION) /* per pipeline call: its UNet steps and a decode */
+        return (uint64_t)j->steps * ((uint64_t)j->diffusion.steps + 1);
     uint64_t train = j->kind == JOB_EVAL ? 0 : (uint64_t)j->steps * (uint64_t)j->grad_accum;
     uint64_t evals = j->kind == JOB_EVAL ? 1
                                          : (j->eval.every > 0 ? (uint64_t)(j->steps / j->eval.every) : 0) +
@@ -114,7 +116,7 @@ static int check_work(const struct job_spec *job, const struct harness_options *
         return 0;
     return err_set(e, ERR_INPUT,
                    "the job runs %llu forward passes (steps x grad_accum, plus eval batches x sampling steps; "
-                   "generate: steps x new_tokens), more "
+                   "generate: steps x new_tokens; diffusion: steps x (diffusion.steps + 1)), more "
                    "than the %llu oomlab runs without --max-forwards; give --max-forwards %llu to run it",
                    (unsigned long long)n, (unsigned long long)limit, (unsigned long long)n);
 }

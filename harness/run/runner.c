@@ -74,7 +74,8 @@ bool phase_is_training(const char *name)
 
 bool phase_is_eval(const char *name)
 {
-    return !strncmp(name, "eval", 4) || !strcmp(name, "decode");
+    return !strncmp(name, "eval", 4) || !strcmp(name, "decode") || !strcmp(name, "encode_prompt") ||
+           !strcmp(name, "denoise"); /* job.kind diffusion's phases are sampling and decode too */
 }
 
 static struct phase_peak *current_phase(struct runner *r)

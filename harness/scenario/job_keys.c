@@ -1,5 +1,6 @@
 /* job_keys.c: the `job:` key table (also a variant's `job:`), with its `eval:` and `extras:` tables. */
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "device/device_kind.h"
@@ -15,6 +16,8 @@ static const char *job_kind_at(int i) { return job_kind_name((enum job_kind)i); 
 static const char *cache_kind_at(int i) { return cache_kind_name((enum cache_kind)i); }
 static const char *on_oom_at(int i) { return on_oom_name((enum on_oom_policy)i); }
 static const char *strategy_at(int i) { return parallel_strategy_name((enum parallel_strategy)i); }
+static const char *offload_at(int i) { return offload_name((enum offload_kind)i); }
+static const char *vae_upcast_at(int i) { return vae_upcast_name((enum vae_upcast_kind)i); }
 
 /* A scenario's job leaves the cuBLAS workspace to its device unless it sets one. */
 static void job_defaults(void *obj)
@@ -43,6 +46,87 @@ static void robust_defaults(void *obj)
     job_spec_init(&j);
     *(struct robust_spec *)obj = j.robust;
 }
+
+static void diffusion_defaults(void *obj)
+{
+    struct job_spec j;
+    job_spec_init(&j);
+    *(struct diffusion_spec *)obj = j.diffusion;
+}
+
+/* diffusion.attention_slicing: off, auto, max or a slice size (pipeline_utils.py enable_attention_slicing). */
+static int parse_attention_slicing(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field,
+                                   struct err *e)
+{
+    (void)k;
+    char got[96], *end;
+    int *slice = field;
+    const char *s = v->type == YAML_SCALAR_NODE && !yaml_is_null(v) ? yaml_scalar_text(v) : NULL;
+    if (s && !strcmp(s, "off"))
+        *slice = 0;
+    else if (s && !strcmp(s, "auto"))
+        *slice = ATTN_SLICE_AUTO;
+    else if (s && !strcmp(s, "max"))
+        *slice = ATTN_SLICE_MAX;
+    else {
+        long n = s ? strtol(s, &end, 10) : 0;
+        if (!s || *end || end == s || n < 1 || n > 1 << 20)
+            return yaml_doc_error(c->doc, v, e, "%s must be off, auto, max or a slice size of at least 1, got %s",
+                                  c->where, yaml_node_describe(v, got, sizeof got));
+        *slice = (int)n;
+    }
+    return 0;
+}
+
+#define DS struct diffusion_spec
+static const struct key diffusion_keys[] = {
+    K_INT(DS, "steps", steps, 1, 100000, NULL, "num_inference_steps: UNet forwards per image batch."),
+    K_BOOL(DS, "guidance", guidance,
+           "Classifier-free guidance (guidance_scale > 1): the UNet runs on torch.cat([latents] * 2) against "
+           "torch.cat([negative_prompt_embeds, prompt_embeds]), twice the images per forward."),
+    K_INT(DS, "images_per_prompt", images_per_prompt, 1, 1 << 16, NULL,
+          "num_images_per_prompt: images per prompt (the UNet batch is batch_size x this, doubled by guidance)."),
+    K_INT(DS, "height", height, 0, 65536, "job.image_size", "Image height in pixels."),
+    K_INT(DS, "width", width, 0, 65536, "job.image_size", "Image width in pixels."),
+    K_ENUM(DS, "vae_upcast", vae_upcast, vae_upcast_at, VAE_UPCAST_COUNT,
+           "The VAE decode in fp32 (the SDXL pipeline's upcast_vae when the VAE is fp16 and its config has "
+           "force_upcast: its weights converted to fp32 for the decode and back after, the latents cast to "
+           "fp32). `auto`: as the SDXL pipeline does with the stock SDXL VAE (a UNet with SDXL's "
+           "add-embedding and an fp16 VAE); `true` or `false` say so."),
+    {.name = "attention_slicing", .type = KEY_CUSTOM, FIELD(DS, attention_slicing), .parse = parse_attention_slicing,
+     .doc_type = "`off`, `auto`, `max` or a slice size", .zero_means = "off",
+     .help = "pipe.enable_attention_slicing(): every UNet attention runs diffusers' SlicedAttnProcessor (eager "
+             "baddbmm and softmax over `slice_size` rows of batch x heads at a time, in place of SDPA); `auto` "
+             "is half the heads of each attention, `max` one, a number that many rows (at most the heads)."},
+    K_BOOL(DS, "vae_slicing", vae_slicing, "vae.enable_slicing(): decode the latents one image at a time."),
+    K_BOOL(DS, "vae_tiling", vae_tiling,
+           "vae.enable_tiling(): decode latents larger than a tile as overlapping tiles (tiled_decode), every "
+           "decoded tile kept until they are blended and concatenated."),
+    K_INT(DS, "tile_size", tile_size, 0, 65536, "the VAE config's sample_size: 1024 beside an SDXL UNet, else 512",
+          "tile_sample_min_size: a tile's side in pixels (its latent side is this / vae_scale)."),
+    {.name = "tile_overlap", .type = KEY_FLOAT, FIELD(DS, tile_overlap), .fmin = 0, .fmax = 0.5, .fopen = false,
+     .help = "tile_overlap_factor: the share of a tile that overlaps its neighbour (tiles start every "
+             "tile x (1 - overlap) latents)."},
+    K_ENUM(DS, "offload", offload, offload_at, OFFLOAD_COUNT,
+           "CPU offload: `none` (pipe.to(\"cuda\")), `model` (enable_model_cpu_offload: only the running component "
+           "(text encoder, UNet, VAE) on the device, the previous one moved back to the CPU when the next one "
+           "starts) or `sequential` (enable_sequential_cpu_offload: each leaf module's weights copied to the device "
+           "when it runs and dropped after)."),
+    K_BOOL(DS, "tiny_autoencoder", tiny_autoencoder,
+           "Decode with AutoencoderTiny (TAESD, or TAESDXL beside an SDXL UNet: madebyollin/taesd) instead of "
+           "the KL VAE extra, which is then not loaded."),
+};
+#undef DS
+
+static const struct key_table diffusion_table = {
+    .name = "job.diffusion",
+    .help = "A diffusers text-to-image pipeline call (`job.kind: diffusion`), once per job step on `batch_size` "
+            "prompts under torch.no_grad: the text encoder extras encode the prompts (phase encode_prompt), the "
+            "UNet (`model`, weights in `load_dtype`) denoises `steps` times (denoise), the VAE extra decodes "
+            "(decode).",
+    .keys = diffusion_keys, .nkeys = COUNT(diffusion_keys), .obj_size = sizeof(struct diffusion_spec),
+    .init = diffusion_defaults,
+};
 
 static void extra_defaults(void *obj)
 {
@@ -247,7 +331,8 @@ static const struct key job_keys[] = {
     K_ENUM(J, "kind", kind, job_kind_at, JOB_KIND_COUNT,
            "What the job does: `train` (training steps, the default), `eval` (one evaluation: `eval.batches` "
            "no_grad forwards of `eval.batch_size`), `generate` (text generation, see "
-           "[`job.generate`](#jobgenerate)) or `diffusion` (not built yet: refused)."),
+           "[`job.generate`](#jobgenerate)) or `diffusion` (text-to-image inference, see "
+           "[`job.diffusion`](#jobdiffusion))."),
     K_INT(J, "batch_size", batch, 1, 1 << 20, NULL, "Samples per optimizer step, before gradient accumulation."),
     K_INT(J, "seq_len", seq_len, 1, BIG, NULL, "Tokens per sample (T5: encoder input)."),
     K_INT(J, "target_len", target_len, 0, BIG, "seq_len", "T5: decoder tokens."),
@@ -272,10 +357,11 @@ static const struct key job_keys[] = {
     K_BOOL(J, "foreach", foreach, "Multi-tensor (foreach) optimizer step, with parameter-sized temporaries."),
     K_BOOL(J, "set_to_none", set_to_none, "zero_grad(set_to_none=True), PyTorch's default since 2.0."),
     K_INT(J, "grad_accum", grad_accum, 1, 1 << 20, NULL, "Micro-batches per optimizer step (1 = none)."),
-    K_INT(J, "steps", steps, 1, 1 << 20, NULL, "Optimizer steps to run."),
+    K_INT(J, "steps", steps, 1, 1 << 20, NULL, "Optimizer steps to run (a diffusion job: pipeline calls)."),
     K_ENUM(J, "ema", ema, ema_place_at, EMA_COUNT, "Exponential moving average of the weights, and where it lives."),
     K_TABLE(J, "eval", eval, eval_table, false, "Evaluation cadence and contents."),
     K_TABLE(J, "generate", generate, generate_table, false, "Text generation (`kind: generate`)."),
+    K_TABLE(J, "diffusion", diffusion, diffusion_table, false, "Diffusion inference (`kind: diffusion`)."),
     K_ENUM(J, "trainable", trainable, trainable_at, TRAIN_COUNT, "Which weights train."),
     K_INT(J, "lora_rank", lora_rank, 0, 65536, NULL, "LoRA rank r."),
     {.name = "lora_targets", .type = KEY_CUSTOM, FIELD(J, lora), .parse = parse_lora_targets,

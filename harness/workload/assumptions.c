@@ -86,7 +86,7 @@ int workload_assumptions(const struct job_spec *spec, struct job_assumptions *a,
     if (job_spec_validate(&s, e) < 0)
         return -1;
     switches_apply_settings(&s);
-    if (s.kind == JOB_GENERATE) /* as workload_create: the weights as loaded */
+    if (s.kind == JOB_GENERATE || s.kind == JOB_DIFFUSION) /* as workload_create: the weights as loaded */
         s.param_dtype = s.load_dtype;
     enum dtype cd = s.autocast ? s.autocast_dtype : s.param_dtype;
     *a = (struct job_assumptions){.steps = s.steps, .kernel_scratch = s.kernel_scratch};
@@ -96,11 +96,16 @@ int workload_assumptions(const struct job_spec *spec, struct job_assumptions *a,
     activation_text(&s.model, a->activation, sizeof a->activation);
     precision_text(&s, a->precision, sizeof a->precision);
     optimizer_text(&s, a->optimizer, sizeof a->optimizer);
-    if (s.kind == JOB_GENERATE)
+    if (s.kind == JOB_GENERATE) {
         snprintf(a->optimizer, sizeof a->optimizer, "generate with a %s cache, no optimizer",
                  cache_kind_name(s.generate.cache));
-    else if (s.kind != JOB_TRAIN)
+    } else if (s.kind == JOB_DIFFUSION) {
+        snprintf(a->optimizer, sizeof a->optimizer, "diffusion job, no optimizer");
+        if (s.diffusion.attention_slicing)
+            snprintf(a->attention, sizeof a->attention, "sliced eager in the UNet (SlicedAttnProcessor)");
+    } else if (s.kind != JOB_TRAIN) {
         snprintf(a->optimizer, sizeof a->optimizer, "%s job, no optimizer", job_kind_name(s.kind));
+    }
     return 0;
 }
 

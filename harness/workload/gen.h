@@ -155,6 +155,13 @@ struct gen {
     struct tref_list forward_held; /* the model output's KV cache: dropped with the output after the loss */
     struct tref_list step_held;    /* the batch: lives until the step ends */
     struct parallel *par;          /* job.parallel: this rank's buckets and partitions (parallel.c) */
+    int64_t image_w;           /* UNet: pixels across when the image is not square (job.diffusion.width; 0 =
+                                * the batch's image side) */
+    int attn_slice;            /* UNet attention through diffusers' SlicedAttnProcessor: rows of batch x heads
+                                * per slice, ATTN_SLICE_AUTO or ATTN_SLICE_MAX; 0 = the model's own */
+    /* Called with each parameter a forward takes (sequential CPU offload, diffusion_job.c), or NULL. */
+    void (*on_take)(struct gen *g, int32_t p, void *ctx);
+    void *on_take_ctx;
 };
 
 /* gen.c: context, strings, tensors, op emission */
@@ -200,6 +207,9 @@ void kern_copy_blocks(struct gen *g, tref x, tref y, const int64_t *blocks, bool
  * uniform floats in [lo, hi), or token ids in [0, high). */
 void kern_init_uniform(struct gen *g, tref y, float lo, float hi, const char *tag);
 void kern_init_ids(struct gen *g, tref y, int64_t high, const char *tag);
+
+/* generate.c: the checkpoint's values of a parameter, as the copy to the device lands them */
+void param_load_values(struct gen *g, const struct param *p, tref x);
 
 /* params.c: registration and the parameter cursor */
 int32_t param_add(struct gen *g, const char *leaf, int64_t rows, int64_t cols);

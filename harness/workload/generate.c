@@ -2,8 +2,10 @@
  * weights, EMA shadow, frozen extras), then per step forward / backward per micro-batch, optimizer,
  * zero_grad, EMA update, and eval (no_grad forward, or diffusion sampling and VAE decode, optionally
  * inside the EMA context). Faults and fixes act here by their ids, after their rows' settings hooks
- * have changed the job (switches_apply_settings). */
+ * have changed the job (switches_apply_settings). A diffusion job (job.kind diffusion) is run by
+ * diffusion_job.c on the modules enumerated here. */
 #include "workload/generate.h"
+#include "workload/diffusion_job.h"
 #include "workload/gen.h"
 #include "workload/job_kinds.h"
 #include "workload/models/models.h"
@@ -165,7 +167,7 @@ struct workload *workload_create(const struct job_spec *spec, struct err *e)
     if (job_spec_validate(&s, e) < 0)
         return NULL;
     switches_apply_settings(&s);
-    if (s.kind == JOB_GENERATE) /* inference on the weights as from_pretrained loads them */
+    if (s.kind == JOB_GENERATE || s.kind == JOB_DIFFUSION) /* inference on the weights as from_pretrained loads them */
         s.param_dtype = s.load_dtype;
     struct workload *w = calloc(1, sizeof *w);
     if (!w) {
@@ -178,9 +180,12 @@ struct workload *workload_create(const struct job_spec *spec, struct err *e)
     }
     w->mod[0] = (struct module){.m = s.model, .prefix = "", .on_device = true, .dtype = s.param_dtype, .role = -1};
     w->nmod = 1;
+    int tes = 0;
     for (int i = 0; i < s.nextras; i++) {
         struct module *md = &w->mod[w->nmod++];
         md->prefix = extra_role_name(s.extras[i].role);
+        if (s.extras[i].role == EXTRA_TEXT_ENCODER && tes++) /* SDXL's second, as diffusers names it */
+            md->prefix = "text_encoder_2";
         md->on_device = s.extras[i].on_device;
         md->dtype = s.extras[i].dtype;
         md->role = s.extras[i].role;
@@ -238,7 +243,7 @@ static bool ends_with(const char *s, const char *suffix)
 
 /* The checkpoint's values of a parameter, as the copy to the device lands them: matrices uniform in
  * +-1/sqrt(fan_in) (PyTorch's default bound), biases small, norm scales 1. */
-static void param_values(struct gen *g, const struct param *p, tref x)
+void param_load_values(struct gen *g, const struct param *p, tref x)
 {
     if (p->dims[1] > 1) {
         float bound = 1.0f / sqrtf((float)p->dims[1]);
@@ -268,7 +273,7 @@ static void load_module(struct workload *w, const struct module *md)
             continue;
         }
         p->data = param_tensor(g, p, first, CAT_PARAM);
-        param_values(g, p, p->data);
+        param_load_values(g, p, p->data);
         if (main)
             parallel_shard_loaded(g, i);
     }
@@ -290,7 +295,7 @@ static void load_module(struct workload *w, const struct module *md)
         for (int32_t i = md->first; i < md->first + md->count; i++) {
             struct param *p = &g->params[i];
             tref sd = param_tensor(g, p, s->load_dtype, CAT_OTHER);
-            param_values(g, p, sd);
+            param_load_values(g, p, sd);
             if (w->nkept < MAX_KEPT)
                 w->kept[w->nkept++] = sd;
         }
@@ -794,6 +799,15 @@ int workload_run(struct workload *w, struct op_sink *sink, struct err *e)
     g->sink = sink;
     g->e = e;
     g->mode = GEN_RUN;
+    if (s->kind == JOB_DIFFUSION) {
+        struct diffusion_part parts[MAX_MODULES];
+        for (int i = 0; i < w->nmod; i++)
+            parts[i] = (struct diffusion_part){&w->mod[i].m, w->mod[i].prefix, w->mod[i].first, w->mod[i].count,
+                                               w->mod[i].dtype, w->mod[i].role};
+        diffusion_run(g, parts, w->nmod);
+        gen_mark(g, "end");
+        return g->failed ? -1 : 0;
+    }
     load(w);
     if (s->kind == JOB_GENERATE)
         generation_run(g, &w->mod[0].m, w->mod[0].first);

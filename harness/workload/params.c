@@ -72,7 +72,7 @@ static int index_params(struct gen *g)
     return 0;
 }
 
-int32_t param_take(struct gen *g, const char *leaf)
+static int32_t param_find(struct gen *g, const char *leaf)
 {
     const char *tag = gen_tag(g, leaf);
     if (g->cursor < g->nparams && g->params[g->cursor].tag == tag)
@@ -94,6 +94,14 @@ int32_t param_take(struct gen *g, const char *leaf)
     }
     g->cursor = e->index + 1;
     return e->index;
+}
+
+int32_t param_take(struct gen *g, const char *leaf)
+{
+    int32_t p = param_find(g, leaf);
+    if (g->on_take && !g->failed)
+        g->on_take(g, p, g->on_take_ctx);
+    return p;
 }
 
 void param_index_free(struct gen *g)

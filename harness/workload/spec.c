@@ -1,6 +1,7 @@
 /* spec.c: job_spec defaults, validation, and the name <-> enum tables the scenario loader uses. */
 #include "workload/spec.h"
 #include "workload/job_kinds.h"
+#include "workload/diffusion_job.h"
 
 #include <string.h>
 
@@ -35,6 +36,8 @@ NAME_TABLE(parallel_strategy, enum parallel_strategy, PAR_COUNT, "none", "ddp", 
 NAME_TABLE(job_kind, enum job_kind, JOB_KIND_COUNT, "train", "eval", "generate", "diffusion")
 NAME_TABLE(cache_kind, enum cache_kind, CACHE_COUNT, "dynamic", "static")
 NAME_TABLE(quant, enum quant_kind, QUANT_COUNT, "none", "nf4", "fp4", "int8")
+NAME_TABLE(offload, enum offload_kind, OFFLOAD_COUNT, "none", "model", "sequential")
+NAME_TABLE(vae_upcast, enum vae_upcast_kind, VAE_UPCAST_COUNT, "auto", "true", "false")
 
 const char *float_dtype_at(int i)
 {
@@ -61,6 +64,10 @@ void job_spec_init(struct job_spec *s)
     s->eval.batches = 1;
     s->generate.prompt_len = 128;
     s->generate.new_tokens = 128;
+    s->diffusion.steps = 50;
+    s->diffusion.guidance = true;
+    s->diffusion.images_per_prompt = 1;
+    s->diffusion.tile_overlap = 0.25;
     s->lora_rank = 8;
     s->lora.alpha = 16.0f;
     s->quant.blocksize = 64;
@@ -125,11 +132,13 @@ int job_spec_validate(struct job_spec *s, struct err *e)
         return err_set(e, ERR_INPUT, "streams: 1..8 (got %d)", s->streams);
     if (s->eval.every < 0 || s->eval.batches < 0 || s->eval.sampling_steps < 0)
         return err_set(e, ERR_INPUT, "eval: every, batches and sampling_steps must be >= 0");
-    if (s->kind < 0 || s->kind >= JOB_KIND_COUNT || s->kind == JOB_DIFFUSION)
-        return err_set(e, ERR_INPUT, "job.kind '%s' is not built yet", job_kind_name(s->kind));
+    if (s->kind < 0 || s->kind >= JOB_KIND_COUNT)
+        return err_set(e, ERR_INPUT, "job.kind %d is not a job kind", (int)s->kind);
     if (s->kind == JOB_GENERATE && generation_check(s, e))
         return -1;
     if (s->kind == JOB_EVAL && eval_job_check(s, e))
+        return -1;
+    if (s->kind == JOB_DIFFUSION && diffusion_check(s, e))
         return -1;
     if (parallel_spec_check(s, e) < 0)
         return -1;

@@ -150,6 +150,13 @@ enum job_kind { JOB_TRAIN, JOB_EVAL, JOB_GENERATE, JOB_DIFFUSION, JOB_KIND_COUNT
 /* transformers' KV caches (cache_utils.py): DynamicCache grows by torch.cat per step, StaticCache is
  * preallocated to max_cache_len and written in place. */
 enum cache_kind { CACHE_DYNAMIC, CACHE_STATIC, CACHE_COUNT };
+/* diffusers' CPU offload of a pipeline (pipeline_utils.py): none (pipe.to("cuda")), model
+ * (enable_model_cpu_offload: one component on the device at a time) or sequential
+ * (enable_sequential_cpu_offload: each leaf module's weights on the device only while it runs). */
+enum offload_kind { OFFLOAD_NONE, OFFLOAD_MODEL, OFFLOAD_SEQUENTIAL, OFFLOAD_COUNT };
+/* The VAE decode's upcast to fp32 (pipeline_stable_diffusion_xl.py: an fp16 VAE whose config has
+ * force_upcast): auto = the SDXL pipeline's rule, on or off as the config says. */
+enum vae_upcast_kind { VAE_UPCAST_AUTO, VAE_UPCAST_ON, VAE_UPCAST_OFF, VAE_UPCAST_COUNT };
 enum extra_role { EXTRA_TEXT_ENCODER, EXTRA_VAE, EXTRA_ROLE_COUNT };
 
 /* What an eval does. */
@@ -184,6 +191,25 @@ struct robust_spec {
     bool keep_effective_batch;   /* double grad_accum as the batch halves (default true) */
     int nfallback;
     char fallback[SPEC_MAX_FALLBACKS][64]; /* device specs tried next, in order */
+};
+
+/* What a diffusion inference (job.kind diffusion) does: one pipeline call per job step on batch_size
+ * prompts (diffusion_job.c). */
+#define ATTN_SLICE_AUTO (-1) /* enable_attention_slicing("auto"): half the heads per slice */
+#define ATTN_SLICE_MAX (-2)  /* enable_attention_slicing("max"): one head per slice */
+struct diffusion_spec {
+    int steps;              /* num_inference_steps (50) */
+    bool guidance;          /* classifier-free guidance: the UNet runs on uncond and cond latents at once */
+    int images_per_prompt;  /* num_images_per_prompt (1) */
+    int height, width;      /* pixels (0 = job.image_size) */
+    enum vae_upcast_kind vae_upcast;
+    int attention_slicing;  /* 0 off, ATTN_SLICE_AUTO, ATTN_SLICE_MAX, or rows of batch x heads per slice */
+    bool vae_slicing;       /* vae.enable_slicing(): decode one image at a time */
+    bool vae_tiling;        /* vae.enable_tiling(): decode overlapping tiles */
+    int tile_size;          /* tile_sample_min_size in pixels (0 = the VAE config's sample_size) */
+    double tile_overlap;    /* tile_overlap_factor (0.25) */
+    enum offload_kind offload;
+    bool tiny_autoencoder;  /* AutoencoderTiny (TAESD) decodes instead of the KL VAE */
 };
 
 /* A frozen module resident on the device beside the trained model (not trained, no grads). */
@@ -267,6 +293,7 @@ struct job_spec {
     enum ema_place ema;
     struct eval_spec eval;
     struct generate_spec generate; /* JOB_GENERATE */
+    struct diffusion_spec diffusion; /* JOB_DIFFUSION */
 
     enum trainable_kind trainable;
     int lora_rank;              /* TRAIN_LORA: rank r */
@@ -347,6 +374,10 @@ int quant_from_name(const char *s);
 /* Checks of the quantization and LoRA settings (quant.c, lora.c), messages naming the key. */
 int quant_spec_check(const struct job_spec *s, struct err *e);
 int lora_spec_check(const struct job_spec *s, struct err *e);
+const char *offload_name(enum offload_kind o);
+int offload_from_name(const char *s);
+const char *vae_upcast_name(enum vae_upcast_kind v);
+int vae_upcast_from_name(const char *s);
 /* The dtypes of weights and compute: fp32, bf16 and fp16, the first SPEC_FLOAT_DTYPES of enum dtype;
  * float_dtype_at(i) names the i-th (for key rows). */
 #define SPEC_FLOAT_DTYPES (DT_F16 + 1)

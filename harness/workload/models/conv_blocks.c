@@ -1,6 +1,7 @@
 /* conv_blocks.c: diffusers ResnetBlock2D, Transformer2DModel / BasicTransformerBlock and the VAE's
  * mid-block attention, as nn_* calls; image tensors are [B, C, H, W], token tensors [B, HW, C]. */
 #include "workload/models/conv_blocks.h"
+#include "workload/diffusion_job.h"
 
 tref conv_resnet(struct gen *g, const char *name, tref x, int64_t cin, int64_t cout, tref temb, int64_t temb_dim,
                  int64_t groups)
@@ -63,7 +64,8 @@ static tref attention(struct gen *g, const char *name, tref x, tref ctx, int64_t
     tref kv = nn_linear(g, "to_kv", src, sd, 2 * c, bias); /* to_k and to_v fused */
     struct attn_args a = {.heads = heads, .kv_heads = heads, .head_dim = c / heads, .eager = eager, .bias = TNONE,
                           .mask = TNONE, .cache = TNONE, .scale_op = eager};
-    tref o = nn_attention(g, "core", q, kv, kv, &a);
+    tref o = g->attn_slice ? nn_sliced_attention(g, "core", q, kv, heads, c / heads) /* enable_attention_slicing */
+                           : nn_attention(g, "core", q, kv, kv, &a);
     t_release(g, q);
     t_release(g, kv);
     tref out = nn_linear(g, "to_out.0", o, c, c, true);

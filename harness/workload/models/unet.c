@@ -44,8 +44,9 @@ static tref level_attention(struct gen *g, struct unet_run *u, tref x, int level
 tref unet_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
 {
     struct unet_run u = {.m = m, .eager = m->attn == ATTN_EAGER};
-    int64_t lat = bt->image / m->vae_scale, c0 = m->channels[0], temb_dim = 4 * c0;
-    int64_t xd[4] = {bt->b, m->latent_channels, lat, lat}, cd[3] = {bt->b, bt->context, m->cross_attention_dim};
+    int64_t lat = bt->image / m->vae_scale, lat_w = (g->image_w ? g->image_w : bt->image) / m->vae_scale;
+    int64_t c0 = m->channels[0], temb_dim = 4 * c0;
+    int64_t xd[4] = {bt->b, m->latent_channels, lat, lat_w}, cd[3] = {bt->b, bt->context, m->cross_attention_dim};
     enum dtype dt = g->act_dtype;
     tref x = nn_input(g, xd, 4, dt, "noisy_latents");
     tref noise = loss ? nn_input(g, xd, 4, dt, "noise") : TNONE;
