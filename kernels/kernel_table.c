@@ -113,6 +113,7 @@ ROW_ELEMS(rms_fwd_elems, "xpxr")
 ROW_ELEMS(rms_bwd_elems, "xxprxp")
 ROW_ELEMS(ce_fwd_elems, "xrrr")
 ROW_ELEMS(ce_bwd_elems, "xrrx")
+ROW_ELEMS(row_norm_elems, "xr")
 
 /* GroupNorm: "x" N*C*HW, "p" C, "r" N*G. */
 static uint64_t gn_shape(const struct kernel_call *k, char s)
@@ -128,6 +129,12 @@ GN_ELEMS(gn_bwd_params_elems, "xxrrpp")
 static uint64_t flat_elems(const struct kernel_call *k, unsigned i)
 {
     return D(0);
+}
+
+/* K_EYE: y [n, n]. */
+static uint64_t eye_elems(const struct kernel_call *k, unsigned i)
+{
+    return D(0) * D(0);
 }
 
 /* Gated units: tensor 2 (y or dy) is rows x F; the others are too, or rows x 2F when packed. */

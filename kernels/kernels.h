@@ -76,6 +76,8 @@
  * K_RMSNORM_FWD     y = x * rstd * gamma, rstd = 1 / sqrt(mean(x^2) + eps)
  *     dims {rows, C}; tensors{x, gamma, y, rstd: f32 [rows]}; fparam {eps}
  * K_RMSNORM_BWD     tensors{dy, x, gamma, rstd, dx, dgamma}
+ * K_ROW_NORM        y[r] = sqrt(sum over c of x[r, c]^2)^p, accumulated in double (CPU) or fp32 (CUDA)
+ *     dims {rows, cols}; tensors{x: T [rows, cols], y: T [rows]}; fparam {p} (0 means 1: the norm)
  * K_GROUPNORM_FWD   normalises each of G channel groups of each sample, then per-channel affine
  *     dims {N, C, HW, G}; tensors{x: T [N, C, HW], gamma: T [C], beta: T [C], y,
  *     mean: f32 [N, G], rstd: f32 [N, G]}; fparam {eps}
@@ -114,6 +116,7 @@
  *     dims {n}; tensors{a: T [n], b: T [n], y: T [n]}; fparam {alpha, beta}
  * K_SCALE           y = alpha * x (y may be x); dims {n}; tensors{x, y}; fparam {alpha}
  * K_FILL            y = value (zero_grad(set_to_none=False)); dims {n}; tensors{y}; fparam {value}
+ * K_EYE             y = the n x n identity (torch.eye); dims {n}; tensors{y: T [n, n]}
  * K_BIAS_ADD        y[o, c, i] = x[o, c, i] + bias[c]  (y may be x)
  *     dims {outer, C, inner}; tensors{x: T [outer, C, inner], bias: T [C], y}
  *     a linear layer's bias: outer = rows, inner = 1; a conv's: outer = N, inner = P * Q

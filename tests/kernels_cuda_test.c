@@ -116,7 +116,10 @@ static struct kernel_call sample_call(unsigned id, int dt)
     case K_DEQUANT: /* NF4 in blocks of 64, an odd count (a half-filled last byte) */
         return KCALL(id, dt, 1001, 64, 0);
     case K_INT8_QUANT_ROWS:
+    case K_ROW_NORM:
         return KCALL(id, dt, 37, 300);
+    case K_EYE:
+        return KCALL(id, dt, 37);
     case K_INT8_GEMM:
         return KCALL(id, dt, 17, 23, 300);
     default: /* gelu, silu, relu, quick gelu, add, scale, fill, ema: dims {n, approx} */

@@ -215,8 +215,54 @@ static void norm_case(unsigned fwd, int dt, int64_t rows, int64_t C, int64_t HW,
         free(all[i]);
 }
 
+/* K_EYE (DoRA's x_eye): eye(3). K_ROW_NORM: rows (3, 4), (0, 0), (1, 2, 2 of a 3-column case) give 5, 0, 3; p = -1 gives 1/5; and
+ * a 4096-column random row in every dtype against a double reference. */
+static void test_row_norm(void)
+{
+    float x[4] = {3, 4, 0, 0}, y[2], r[1], x3[3] = {1, 2, -2}, y3[1];
+    struct kernel_call k = KCALL(K_ROW_NORM, DT_F32, 2, 2);
+    run(&k, (void *[]){x, y});
+    ok(y[0] == 5.0f && y[1] == 0.0f, "row norm: |(3, 4)| = 5, |(0, 0)| = 0");
+    k.dims[0] = 1;
+    k.fparam[0] = -1.0f;
+    run(&k, (void *[]){x, r});
+    ok(fabsf(r[0] - 0.2f) < 1e-7f, "row norm, p = -1: 1 / 5 (%g)", r[0]);
+    struct kernel_call k3 = KCALL(K_ROW_NORM, DT_F32, 1, 3);
+    run(&k3, (void *[]){x3, y3});
+    ok(y3[0] == 3.0f, "row norm: |(1, 2, -2)| = 3");
+    ok(kernel_tensor_bytes(&k, 1) == 4 && kernel_tensor_bytes(&k3, 0) == 12, "row norm: y one value a row");
+    float eye[9];
+    struct kernel_call ke = KCALL(K_EYE, DT_F32, 3);
+    run(&ke, (void *[]){eye});
+    ok(!memcmp(eye, (float[]){1, 0, 0, 0, 1, 0, 0, 0, 1}, sizeof eye) && kernel_tensor_bytes(&ke, 0) == 36,
+       "eye(3): the identity, 9 values");
+    for (unsigned d = 0; d < 3; d++) {
+        int dt = test_dtypes[d];
+        const size_t rows = 7, cols = 4096;
+        float *xf = rnd_vec(rows * cols, 1.0f);
+        round_to(xf, rows * cols, dt);
+        double ref[7];
+        for (size_t i = 0; i < rows; i++) {
+            double s2 = 0.0;
+            for (size_t c = 0; c < cols; c++)
+                s2 += (double)xf[i * cols + c] * xf[i * cols + c];
+            ref[i] = sqrt(s2);
+        }
+        float *z = zeros(rows);
+        void *tx = typed(xf, rows * cols, dt), *ty = typed(z, rows, dt);
+        struct kernel_call kd = KCALL(K_ROW_NORM, dt, (int64_t)rows, (int64_t)cols);
+        run(&kd, (void *[]){tx, ty});
+        check_close(ty, dt, ref, rows, kernel_get(K_ROW_NORM)->tol[dt], "row norm of 7 x 4096 against double");
+        free(xf);
+        free(z);
+        free(tx);
+        free(ty);
+    }
+}
+
 int main(void)
 {
+    test_row_norm();
     for (unsigned d = 0; d < 3; d++) {
         int dt = test_dtypes[d];
         norm_case(K_SOFTMAX_FWD, dt, 6, 37, 0, 0);

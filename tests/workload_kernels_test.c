@@ -334,6 +334,26 @@ static void test_qlora(void)
     }
 }
 
+/* DoRA on a bf16 decoder: adapters in bf16 or fp32 (the base weight cast for the norm), checkpointed or not. */
+static void test_dora(void)
+{
+    for (int v = 0; v < 4; v++) {
+        struct job_spec s;
+        char what[128];
+        base(&s);
+        configured(&s, FAMILY_DECODER);
+        s.load_dtype = s.param_dtype = DT_BF16;
+        s.trainable = TRAIN_LORA;
+        s.lora.all_linear = true;
+        s.lora.dora = true;
+        s.lora.dtype = v & 1 ? 1 + DT_F32 : 0;
+        if (v & 2)
+            fix_enable(&s, "gradient_checkpointing", &(struct err){0});
+        snprintf(what, sizeof what, "DoRA, %s adapters%s", v & 1 ? "fp32" : "bf16", v & 2 ? ", checkpointed" : "");
+        check(&s, what);
+    }
+}
+
 /* A UNet with a frozen text encoder and VAE on the device: EMA, eval inside the EMA context with
  * sampling and a VAE decode (whole and chunked), every fault. */
 static void test_diffusion(void)
@@ -419,7 +439,7 @@ static void test_coverage(void)
         K_CROSS_ENTROPY_FWD, K_CROSS_ENTROPY_BWD, K_EMBEDDING_FWD, K_EMBEDDING_BWD, K_MUL_BCAST, K_ADD_BCAST,
         K_EXPAND, K_REDUCE_SUM, K_TRANSPOSE, K_COPY_BLOCKS, K_RELU_FWD, K_RELU_BWD, K_QUICK_GELU_FWD,
         K_QUICK_GELU_BWD, K_ROPE, K_ATTN_BIAS_FWD, K_ATTN_DSCORES, K_SGD, K_ADAMW_T, K_ADAFACTOR, K_RAND_UNIFORM,
-        K_RANDINT, K_DEQUANT, K_INT8_QUANT_ROWS, K_INT8_GEMM,
+        K_RANDINT, K_DEQUANT, K_INT8_QUANT_ROWS, K_INT8_GEMM, K_ROW_NORM, K_EYE,
     };
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
         ok(coverage[expected[i]] > 0, "the generator launches %s (%llu times)", kernel_get(expected[i])->name,
@@ -434,6 +454,7 @@ int main(void)
     test_diffusion();
     test_job_kinds();
     test_qlora();
+    test_dora();
     test_coverage();
     return done_testing();
 }

@@ -2,7 +2,8 @@
  * numbers worked out here from bitsandbytes' and PEFT's sources: the allocations of one 4096 x 4096
  * NF4 weight with and without double quantization, its dequantized temporary in forward and again in
  * backward, LLM.int8's weights and temporaries, trainable counts of LoRA targets on Llama-3-8B, lora_dropout's mask, paged optimizer state
- * in unified memory, and bad settings refused with the key named. */
+ * in unified memory, DoRA's magnitude vectors and weight-norm temporaries, and bad settings refused with
+ * the key named. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -341,11 +342,67 @@ static void refused(void (*edit)(struct job_spec *), const char *want)
     workload_destroy(w);
 }
 
+/* DoRA (peft dora.py, DoraLinearLayer) on one bf16 Llama-3-8B layer, all-linear r=16, one step. */
+static void test_dora(void)
+{
+    struct job_spec s;
+    struct rec_sink r;
+    struct err e = {0};
+    qlora_layer(&s, false);
+    s.quant.type = QUANT_NONE;
+    s.lora.all_linear = true;
+    s.lora.dora = true;
+    s.steps = 1;
+    if (record(&s, &r, &e)) {
+        ok(0, "DoRA layer recorded");
+        return;
+    }
+    int64_t lora = 0, mag = 0;
+    int q_fwd = 0, q_load = 0;
+    const uint64_t full = 4096ull * 4096 * 2; /* a bf16 [4096, 4096]: 33,554,432 bytes */
+    for (size_t i = 0; i < r.n; i++) {
+        const struct rec_op *o = &r.ops[i];
+        if (o->kind != OP_ALLOC)
+            continue;
+        if (o->category == CAT_PARAM && strstr(o->name, ".lora_magnitude_vector."))
+            mag += (int64_t)o->bytes / 2;
+        else if (o->category == CAT_PARAM && strstr(o->name, ".lora_"))
+            lora += (int64_t)o->bytes / 2;
+        if (o->category == CAT_TEMP && o->bytes == full && !strncmp(o->name, QM, strlen(QM)))
+            *(strcmp(o->phase, "load") ? &q_fwd : &q_load) += 1;
+    }
+    /* per layer: LoRA 16 x (8192 + 5120 + 5120 + 8192 + 3 x 18432) = 1,310,720; magnitudes the out_features
+     * 4096 + 1024 + 1024 + 4096 + 14336 + 14336 + 4096 = 43,008 */
+    is_int(lora, 1310720, "DoRA layer: LoRA 1,310,720 trainable (x 32 layers: 41,943,040)");
+    is_int(mag, 43008, "DoRA layer: magnitude vectors 43,008 (x 32: 1,376,256; with LoRA 43,319,296)");
+    /* forward: x_eye [in, in], lora_B(lora_A(x_eye)) [in, out], scaling * it, W + that (W is bf16 already) */
+    is_int(q_fwd, 4, "q_proj forward: 4 temporaries of 4096 x 4096 x 2 = 33,554,432 bytes (eye, B@A, scaled, sum)");
+    /* update_layer at load: lora_B @ lora_A, scaled, sum */
+    is_int(q_load, 3, "q_proj at load: lora_B @ lora_A, scaled and summed (3 x 33,554,432 bytes)");
+    int norms = 0;
+    for (size_t i = 0; i < r.n; i++)
+        norms += r.ops[i].kind == OP_KERNEL && r.ops[i].k.kernel == K_ROW_NORM;
+    is_int(norms, 14, "one row norm per adapted linear at load and per forward: 2 x 7");
+    free(r.ops);
+}
+
 static void bad_target(struct job_spec *s) { snprintf(s->lora.targets[s->lora.ntargets++], 32, "c_attn"); }
 static void full(struct job_spec *s) { s->trainable = TRAIN_FULL; }
 static void blocksize(struct job_spec *s) { s->quant.blocksize = 100; }
 static void dropout(struct job_spec *s) { s->lora.dropout = 1.0f; }
 static void dora(struct job_spec *s) { s->lora.dora = true; }
+static void dora_dropout(struct job_spec *s)
+{
+    s->quant.type = QUANT_NONE;
+    s->lora.dora = true;
+    s->lora.dropout = 0.1f;
+}
+static void dora_autocast(struct job_spec *s)
+{
+    s->quant.type = QUANT_NONE;
+    s->lora.dora = true;
+    s->autocast = true;
+}
 static void not_decoder(struct job_spec *s) { snprintf(s->model.preset, sizeof s->model.preset, "bert-large-uncased"); }
 
 int main(void)
@@ -354,13 +411,16 @@ int main(void)
     test_dequant_temporaries();
     test_int8();
     test_trainable_counts();
+    test_dora();
     test_dropout();
     test_paged();
     refused(bad_target, "lora_targets: 'c_attn' matches no linear module");
     refused(full, "quantization: a quantized base is frozen");
     refused(blocksize, "quantization.blocksize: one of 64");
     refused(dropout, "lora_dropout: must be in [0, 1)");
-    refused(dora, "use_dora: DoRA");
+    refused(dora, "use_dora: DoRA on a quantized base (QDoRA) is not modelled yet");
+    refused(dora_dropout, "use_dora: DoRA with lora_dropout > 0");
+    refused(dora_autocast, "use_dora: DoRA under autocast");
     refused(not_decoder, "quantization: modelled for the decoder family only");
     return done_testing();
 }

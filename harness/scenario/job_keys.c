@@ -376,7 +376,11 @@ static const struct key job_keys[] = {
     {.name = "lora_dropout", .type = KEY_FLOAT, FIELD(J, lora.dropout), .fmin = 0, .fmax = 1, .fopen = false,
      .zero_means = "nn.Identity",
      .help = "Dropout on each adapter's input: its output and mask are saved for backward."},
-    K_BOOL(J, "use_dora", lora.dora, "DoRA adapters (refused: not modelled yet)."),
+    K_BOOL(J, "use_dora", lora.dora,
+           "DoRA (PEFT's DoraLinearLayer): a trainable magnitude vector per adapted linear; each forward builds "
+           "lora_B @ lora_A at the weight's full size to take the row norms of W + scaling * B @ A, and saves the "
+           "base output and lora_B's output. Refused (not modelled yet) with a quantized base, lora_dropout > 0, "
+           "autocast or sharded parameters."),
     K_ENUM(J, "lora_dtype", lora.dtype, lora_dtype_at, SPEC_FLOAT_DTYPES + 1,
            "Adapter weights' dtype. auto: fp32 on a quantized base (as PEFT creates them there), else the "
            "model's param dtype; PEFT's autocast_adapter_dtype=True makes them fp32 on a 16-bit base too."),

@@ -82,7 +82,8 @@ enum node_kind {
     N_CE, N_MEAN, N_SCALE, N_GLU, N_CKPT, N_TRANSPOSE, N_EXPAND, N_SLICE, N_CONCAT, N_ROPE,
     N_PARAM_CAT, N_PARAM_ADD,
     N_FUSED_CE, /* fused_ce.c */
-    N_GATED     /* compiled_act.c */
+    N_GATED,    /* compiled_act.c */
+    N_DORA      /* dora.c: DoRA's magnitude / weight_norm */
 };
 
 #define NODE_MAX_SAVED 8
@@ -361,11 +362,17 @@ void quant_prepare_kbit(struct gen *g, int32_t first, int32_t count);
  * adds its parameters; lora_forward adds lora_B(lora_A(dropout(x))) * scaling to y (consumes y). */
 bool lora_wanted(struct gen *g);
 void lora_register(struct gen *g, int64_t in, int64_t out);
-tref lora_forward(struct gen *g, tref x, tref y, bool quantized_base);
+tref lora_forward(struct gen *g, tref x, tref y, int32_t pw, int32_t pb);
 /* get_peft_model after from_pretrained: the module's adapters land on the device in their dtype. */
 void lora_load(struct gen *g, int32_t first, int32_t count, enum dtype model_dtype);
 /* After enumeration: every lora_targets name matched a linear module (else ERR_INPUT naming it). */
 int lora_check_targets(const struct gen *g, struct err *e);
+/* dora.c: DoRA (use_dora). dora_register adds the magnitude vector; dora_init sets it at load (update_layer);
+ * dora_forward returns y + the DoRA output (consumes y); dora_backward: the magnitude's gradient. */
+void dora_register(struct gen *g, int64_t out);
+void dora_init(struct gen *g, int32_t pw, int32_t pa, int32_t pb, int32_t pm);
+tref dora_forward(struct gen *g, tref x, tref y, int32_t pw, int32_t pbias);
+void dora_backward(struct gen *g, const struct node *n, tref gy);
 
 /* scratch.c: kernels' own temporaries from the caching allocator (job kernel_scratch), allocated before
  * an op's kernel and freed with scratch_free after it. */

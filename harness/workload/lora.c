@@ -9,6 +9,7 @@
  * keeps them in fp32, so `auto` is fp32 there; on a float base it stays the model's dtype, oomlab's
  * earlier convention (lora_dtype: fp32 gives PEFT's default). */
 #include "workload/gen.h"
+#include "workload/parallel.h"
 
 #include <string.h>
 
@@ -46,6 +47,8 @@ void lora_register(struct gen *g, int64_t in, int64_t out)
         g->params[a].lora = true;
     if (b >= 0)
         g->params[b].lora = true;
+    if (g->spec.lora.dora)
+        dora_register(g, out);
 }
 
 static enum dtype adapter_dtype(const struct gen *g, enum dtype model_dtype)
@@ -63,6 +66,13 @@ void lora_load(struct gen *g, int32_t first, int32_t count, enum dtype model_dty
         if (!p->lora)
             continue;
         p->data = t_new2(g, p->dims[0], p->dims[1], dt, CAT_PARAM, p->tag);
+        if (g->spec.lora.dora && p->dims[1] == 1) { /* the magnitude, after lora_A and lora_B */
+            int32_t pw = i - 3;
+            while (pw > first && (g->params[pw].lora || g->params[pw].dims[1] == 1)) /* skip a bias */
+                pw--;
+            dora_init(g, pw, i - 2, i - 1, i);
+            continue;
+        }
         float bound = 1.0f / (float)p->dims[1];
         kern_init_uniform(g, p->data, -bound, bound, p->module);
     }
@@ -100,8 +110,11 @@ static tref to_dtype(struct gen *g, tref x, enum dtype dt)
  * the adapter's output back to the result's before result + output; Linear4bit first takes
  * result.clone() ("defensively", for backprop through views; CloneBackward passes the gradient
  * through, modelled as a scale by 1). */
-tref lora_forward(struct gen *g, tref x, tref y, bool quantized_base)
+tref lora_forward(struct gen *g, tref x, tref y, int32_t pw, int32_t pb)
 {
+    if (g->spec.lora.dora)
+        return dora_forward(g, x, y, pw, pb);
+    bool quantized_base = g->params[pw].quant;
     enum dtype yd = (enum dtype)g->t[y].dtype;
     if (quantized_base && g->spec.quant.type != QUANT_INT8) {
         tref c = nn_scale(g, "clone", y, 1.0f);
@@ -137,9 +150,16 @@ int lora_spec_check(const struct job_spec *s, struct err *e)
         return 0;
     if (!(l->dropout >= 0.0f && l->dropout < 1.0f))
         return err_set(e, ERR_INPUT, "lora_dropout: must be in [0, 1) (got %g)", l->dropout);
-    if (l->dora)
+    if (l->dora && s->quant.type != QUANT_NONE)
+        return err_set(e, ERR_INPUT, "use_dora: DoRA on a quantized base (QDoRA) is not modelled yet");
+    if (l->dora && l->dropout > 0.0f)
         return err_set(e, ERR_INPUT,
-                       "use_dora: DoRA (the magnitude vector and the weight norm per forward) is not modelled yet");
+                       "use_dora: DoRA with lora_dropout > 0 (the base layer run again on the dropped-out input) "
+                       "is not modelled yet");
+    if (l->dora && parallel_shards_params(s))
+        return err_set(e, ERR_INPUT, "use_dora: DoRA with sharded parameters (FSDP, ZeRO-3) is not modelled yet");
+    if (l->dora && s->autocast)
+        return err_set(e, ERR_INPUT, "use_dora: DoRA under autocast is not modelled yet");
     if (l->all_linear && l->ntargets > 0)
         return err_set(e, ERR_INPUT, "lora_targets: all-linear cannot be combined with module names");
     return 0;

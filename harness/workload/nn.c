@@ -210,7 +210,7 @@ tref nn_linear(struct gen *g, const char *name, tref x, int64_t in, int64_t out,
     const char *tag = g->params[pw].module;
     tref y = linear_apply(g, tag, x, pw, pb);
     if (lora)
-        y = lora_forward(g, x, y, g->params[pw].quant);
+        y = lora_forward(g, x, y, pw, pb);
     gen_pop(g);
     return y;
 }
@@ -977,6 +977,9 @@ void nn_backward(struct gen *g, struct node *n, tref *gy)
     case N_PARAM_CAT:
     case N_PARAM_ADD:
         nn_param_backward(g, n, *gy);
+        break;
+    case N_DORA:
+        dora_backward(g, n, *gy);
         break;
     case N_CKPT:
         break;

@@ -1,5 +1,5 @@
-/* norm.c: CPU row-wise softmax and the normalisations (LayerNorm, RMSNorm, GroupNorm) with their
- * backward kernels; statistics are kept in fp32 and saved for the backward. */
+/* norm.c: CPU row-wise softmax, the normalisations (LayerNorm, RMSNorm, GroupNorm) with their
+ * backward kernels (statistics kept in fp32 and saved for the backward), and the row L2 norm (DoRA). */
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
@@ -241,6 +241,21 @@ int cpu_groupnorm_bwd_params(const struct kernel_call *k, void *const *t, struct
         }
         st(t[4], k->dtype, (size_t)c, (float)dg);
         st(t[5], k->dtype, (size_t)c, (float)db);
+    }
+    return 0;
+}
+
+int cpu_row_norm(const struct kernel_call *k, void *const *t, struct err *e)
+{
+    const int64_t rows = k->dims[0], C = k->dims[1];
+    const double p = k->fparam[0] != 0.0f ? k->fparam[0] : 1.0;
+    for (int64_t r = 0; r < rows; r++) {
+        double s2 = 0.0;
+        for (int64_t c = 0; c < C; c++) {
+            double v = ld(t[0], k->dtype, (size_t)(r * C + c));
+            s2 += v * v;
+        }
+        st(t[1], k->dtype, (size_t)r, (float)pow(sqrt(s2), p));
     }
     return 0;
 }

@@ -1,4 +1,4 @@
-/* pointwise.c: CPU casts, add, scale, fill and per-channel bias (+ backward); casts, add, scale
+/* pointwise.c: CPU casts, add, scale, fill, eye and per-channel bias (+ backward); casts, add, scale
  * and bias as vectorized loops over fp32 chunks (a bf16 bias add in one pass over its bf16 data). */
 #include <string.h>
 
@@ -151,6 +151,14 @@ static void scale_chunk(const struct kernel_call *k, void *const *t, size_t i0, 
 int cpu_scale(const struct kernel_call *k, void *const *t, struct err *e)
 {
     cpu_for_chunks(k, t, (size_t)k->dims[0], CPU_CHUNK, scale_chunk);
+    return 0;
+}
+
+int cpu_eye(const struct kernel_call *k, void *const *t, struct err *e)
+{
+    const size_t n = (size_t)k->dims[0];
+    for (size_t i = 0; i < n * n; i++)
+        st(t[0], k->dtype, i, i % (n + 1) == 0 ? 1.0f : 0.0f);
     return 0;
 }
 

@@ -1,5 +1,5 @@
-// norm.cu: CUDA softmax along rows and the normalisations (LayerNorm, RMSNorm, GroupNorm) with
-// their backward kernels: one thread block per row (or group) with block reductions; parameter
+// norm.cu: CUDA softmax along rows, the normalisations (LayerNorm, RMSNorm, GroupNorm) with their
+// backward kernels, and the row L2 norm (DoRA): one thread block per row (or group) with block reductions; parameter
 // gradients one block per channel, so nothing needs atomics.
 #include "cuda/cuda_kernels.h"
 #include "cuda/device_common.cuh"
@@ -179,5 +179,26 @@ CUDA_KERNEL(cuda_groupnorm_bwd_params)
     const int64_t *d = k->dims, C = d[1], HW = d[2], G = d[3];
     norm_bwd_params<<<(unsigned)C, THREADS, 0, c->stream>>>(k->dtype, C, d[0], HW, G, C / G, t[0], t[1],
                                                             (const float *)t[2], (const float *)t[3], t[4], t[5]);
+    return cudaGetLastError();
+}
+
+__global__ void row_norm(int dt, int64_t cols, float p, const void *x, void *y)
+{
+    size_t base = blockIdx.x * (size_t)cols;
+    float s2 = 0.0f;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+        float v = ldt(x, dt, base + c);
+        s2 += v * v;
+    }
+    s2 = block_reduce(s2, false);
+    if (threadIdx.x == 0)
+        stt(y, dt, blockIdx.x, powf(sqrtf(s2), p));
+}
+
+CUDA_KERNEL(cuda_row_norm)
+{
+    const int64_t *d = k->dims;
+    row_norm<<<(unsigned)d[0], THREADS, 0, c->stream>>>(k->dtype, d[1], k->fparam[0] != 0.0f ? k->fparam[0] : 1.0f,
+                                                        t[0], t[1]);
     return cudaGetLastError();
 }

@@ -1,4 +1,4 @@
-// pointwise.cu: CUDA casts, add, scale, fill and per-channel bias add (one thread per element,
+// pointwise.cu: CUDA casts, add, scale, fill, eye and per-channel bias add (one thread per element,
 // grid-stride, math from elementwise.h), and the bias gradient (one block per channel).
 #include "cuda/cuda_kernels.h"
 #include "cuda/device_common.cuh"
@@ -62,6 +62,19 @@ CUDA_KERNEL(cuda_scale)
 {
     const size_t n = (size_t)k->dims[0];
     scale_kernel<<<grid_for(n), THREADS, 0, c->stream>>>(k->dtype, n, k->fparam[0], t[0], t[1]);
+    return cudaGetLastError();
+}
+
+__global__ void eye_kernel(int dt, size_t n, void *y)
+{
+    GRID_LOOP(i, n * n)
+    stt(y, dt, i, i % (n + 1) == 0 ? 1.0f : 0.0f);
+}
+
+CUDA_KERNEL(cuda_eye)
+{
+    const size_t n = (size_t)k->dims[0];
+    eye_kernel<<<grid_for(n * n), THREADS, 0, c->stream>>>(k->dtype, n, t[0]);
     return cudaGetLastError();
 }
 
