@@ -105,6 +105,14 @@ b=$(echo "$out" | awk '$1 == "hf-config" { print $2 }')
 ok $([ -n "$b" ] && [ "$b" -ge 1 ] && echo 0 || echo 1) "mixtral-8x7b LoRA bf16 on sim:h200: fits at batch $b"
 ok $(contains "$(echo "$out" | tr -s ' \n' '  ')" "MoE routing assumed balanced (tokens x 2 / 8 experts each,") \
     "mixtral: the balanced routing is among the printed assumptions"
+# the JSON report names the routing assumed for a MoE model, and only for one
+printf 'name: p\ntitle: t\nsource: s\nmodel: { hf_config: moe3.json, layers: 1, hidden: 64, heads: 4, kv_heads: 2, ffn: 128, vocab: 100 }\njob: { batch_size: 1, seq_len: 16 }\nvariants:\n  before:\n    expect: { oom: false }\n' > "$T/moe.yaml"
+"$BIN" run --json "$T/moe.json" "$T/moe.yaml" > /dev/null 2>&1
+ok $(grep -q '"routing": *"MoE routing assumed balanced (tokens x 2 / 3 experts each' "$T/moe.json" && echo 0 || echo 1) \
+    "mixtral: assumptions.routing in the JSON report"
+"$BIN" run --json "$T/dense.json" --hf-config "$D/qwen2.5-0.5b.json" --batch-size 1 --seq-len 16 > /dev/null 2>&1
+ok $(grep -q '"kernel_scratch"' "$T/dense.json" && ! grep -q '"routing"' "$T/dense.json" && echo 0 || echo 1) \
+    "a dense model's JSON assumptions have no routing key"
 sed 's/"output_router_logits": false/"output_router_logits": true/' "$D/mixtral-8x7b.json" > "$T/aux.json"
 ok $(contains "$("$BIN" fit --hf-config "$T/aux.json" --limit 1 2>&1)" "output_router_logits true is not modelled") \
     "mixtral: output_router_logits true warned about"
