@@ -18,7 +18,7 @@ for c in mistral-7b:decoder:7241732096 llama-3.1-8b:decoder:8030261248 llama-2-1
          gemma-2b:decoder:2506172416 gemma-2-9b:decoder:9241705984 gemma-3-1b:decoder:999885952 \
          pythia-160m:decoder:162322944 gpt2:decoder:124439808 bert-base-uncased:encoder:109482240 \
          roberta-base:encoder:124645632 roberta-large:encoder:355359744 t5-small:t5:60506624 \
-         flan-t5-base:t5:247577856; do
+         flan-t5-base:t5:247577856 mixtral-8x7b:decoder:46702792704; do
     name=${c%%:*} rest=${c#*:}
     f=$D/$name.json
     out=$("$BIN" fit --hf-config "$f" --precision bf16 --seq-len 512 2>&1); rc=$?
@@ -78,6 +78,45 @@ sed 's/"use_parallel_residual": true/"use_parallel_residual": false/' "$D/pythia
 ok $([ "$(progof "$D/pythia-160m.json" | md5sum)" != "$(progof "$T/seq.json" | md5sum)" ] && echo 0 || echo 1) \
     "gpt_neox: use_parallel_residual changes the program"
 
+# Mixtral's sparse MoE block (models/moe.c), one layer of 3 experts, 16 tokens, top 2: 32 routed token
+# slots, assumed balanced: 11, 11 and 10 tokens through each expert's w1, w3 and w2, index_add_'ed back
+sed 's/"num_local_experts": 8/"num_local_experts": 3/' "$D/mixtral-8x7b.json" > "$T/moe3.json"
+p=$(progof "$T/moe3.json")
+for e in 0:11 1:11 2:10; do
+    for w in w1:14336 w3:14336 w2:4096; do
+        ok $(echo "$p" | grep -q "^kernel gemm bf16 M=${e#*:} N=${w#*:} .* model.layers.0.block_sparse_moe.experts.${e%%:*}.${w%%:*}$" \
+             && echo 0 || echo 1) "mixtral: expert ${e%%:*}'s ${w%%:*} runs on its ${e#*:} tokens"
+    done
+done
+ok $(echo "$p" | grep -q "^kernel gemm bf16 M=16 N=3 K=4096 .* model.layers.0.block_sparse_moe.gate$" && echo 0 || echo 1) \
+    "mixtral: the router gate runs on every token"
+ok $(echo "$p" | grep -q "^kernel softmax_fwd fp32 rows=16 cols=3 .* model.layers.0.block_sparse_moe.softmax$" && echo 0 || echo 1) \
+    "mixtral: routing softmax in fp32"
+ok $(echo "$p" | grep -q "^kernel softmax_bwd fp32 rows=16 cols=3 .* model.layers.0.block_sparse_moe.softmax$" && echo 0 || echo 1) \
+    "mixtral: the router trains (softmax backward)"
+adds=$(echo "$p" | grep -c "^kernel copy_blocks .* accumulate=1 .* model.layers.0.block_sparse_moe.index_add_$")
+ok $([ "$adds" = 3 ] && echo 0 || echo 1) "mixtral: one index_add_ per expert hit (got $adds)"
+ok $(echo "$p" | grep "block_sparse_moe.experts.0.w[123].weight$" | grep "param" | awk '{ print $NF }' | tr '\n' ' ' | \
+     grep -q "experts.0.w1.weight .*experts.0.w2.weight .*experts.0.w3.weight" && echo 0 || echo 1) \
+    "mixtral: w1, w2, w3 registered in MixtralBlockSparseTop2MLP's order"
+# a batch answer for LoRA on an H200, with the routing assumption printed
+out=$("$BIN" fit --hf-config "$D/mixtral-8x7b.json" --precision bf16 --trainable lora --seq-len 512 --device sim:h200 2>&1)
+b=$(echo "$out" | awk '$1 == "hf-config" { print $2 }')
+ok $([ -n "$b" ] && [ "$b" -ge 1 ] && echo 0 || echo 1) "mixtral-8x7b LoRA bf16 on sim:h200: fits at batch $b"
+ok $(contains "$(echo "$out" | tr -s ' \n' '  ')" "MoE routing assumed balanced (tokens x 2 / 8 experts each,") \
+    "mixtral: the balanced routing is among the printed assumptions"
+# the JSON report names the routing assumed for a MoE model, and only for one
+printf 'name: p\ntitle: t\nsource: s\nmodel: { hf_config: moe3.json, layers: 1, hidden: 64, heads: 4, kv_heads: 2, ffn: 128, vocab: 100 }\njob: { batch_size: 1, seq_len: 16 }\nvariants:\n  before:\n    expect: { oom: false }\n' > "$T/moe.yaml"
+"$BIN" run --json "$T/moe.json" "$T/moe.yaml" > /dev/null 2>&1
+ok $(grep -q '"routing": *"MoE routing assumed balanced (tokens x 2 / 3 experts each' "$T/moe.json" && echo 0 || echo 1) \
+    "mixtral: assumptions.routing in the JSON report"
+"$BIN" run --json "$T/dense.json" --hf-config "$D/qwen2.5-0.5b.json" --batch-size 1 --seq-len 16 > /dev/null 2>&1
+ok $(grep -q '"kernel_scratch"' "$T/dense.json" && ! grep -q '"routing"' "$T/dense.json" && echo 0 || echo 1) \
+    "a dense model's JSON assumptions have no routing key"
+sed 's/"output_router_logits": false/"output_router_logits": true/' "$D/mixtral-8x7b.json" > "$T/aux.json"
+ok $(contains "$("$BIN" fit --hf-config "$T/aux.json" --limit 1 2>&1)" "output_router_logits true is not modelled") \
+    "mixtral: output_router_logits true warned about"
+
 # the job options and the assumptions printed
 out=$("$BIN" run --hf-config "$D/qwen2.5-0.5b.json" --batch-size 2 --seq-len 64 2>&1); rc=$?
 ok $rc "run --hf-config runs the one-line job (exit $rc)"
@@ -111,8 +150,7 @@ bad() { # NAME SED-EXPR MESSAGE
     ok $(contains "$(cat "$T/$1.err")" "$3") "$1: says '$3' $(head -c 200 "$T/$1.err")"
 }
 bad unknown-type 's/"model_type": "llama"/"model_type": "falcon"/' \
-    "model_type 'falcon' is not supported (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, gpt_neox, gpt2, bert, roberta, t5, vit, clip, clip_vision_model)"
-bad mixtral 's/"model_type": "llama"/"model_type": "mixtral"/' "model_type 'mixtral' (mixture of experts"
+    "model_type 'falcon' is not supported (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, gpt_neox, gpt2, bert, roberta, t5, mixtral, vit, clip, clip_vision_model)"
 bad experts 's/"vocab_size"/"num_local_experts": 8, "vocab_size"/' "num_local_experts is not modelled for model_type llama"
 bad no-hidden '/"hidden_size"/d' "missing required field 'hidden_size'"
 bad wrong-type 's/"num_hidden_layers": 32/"num_hidden_layers": "32"/' "field 'num_hidden_layers' must be a whole number"
@@ -130,6 +168,9 @@ badf() { # NAME FILE SED-EXPR MESSAGE
     ok $([ $rc = 2 ] && [ ! -s "$T/$1.out" ] && echo 0 || echo 1) "$1: exit 2 (got $rc), nothing on stdout"
     ok $(contains "$(cat "$T/$1.err")" "$4") "$1: says '$4' $(head -c 200 "$T/$1.err")"
 }
+badf moe-topk mixtral-8x7b 's/"num_experts_per_tok": 2/"num_experts_per_tok": 9/' "num_experts_per_tok 9 exceeds num_local_experts 8"
+badf moe-no-k mixtral-8x7b '/"num_experts_per_tok"/d' "missing required field 'num_experts_per_tok'"
+badf moe-jitter mixtral-8x7b 's/"rms_norm_eps"/"router_jitter_noise": 0.01, "rms_norm_eps"/' "router_jitter_noise 0.01 is not modelled"
 badf t5-proj t5-small 's/"d_ff": 2048/"d_ff": 2048, "feed_forward_proj": "gated-mish"/' "feed_forward_proj 'gated-mish' is not modelled"
 badf t5-no-dff t5-small '/"d_ff"/d' "missing required field 'd_ff'"
 badf bert-pos bert-base-uncased 's/"absolute"/"relative_key"/' "position_embedding_type 'relative_key' is not modelled"

@@ -66,7 +66,7 @@ enum {
 #define CLI_HF_HELP \
     "  --hf-config FILE the model of a Hugging Face config.json instead of a scenario (llama, mistral,\n" \
     "                   qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, gpt_neox, gpt2, bert, roberta,\n" \
-    "                   t5); prints its parameter count and the assumptions made. With it:\n" \
+    "                   t5, mixtral); prints its parameter count and the assumptions made. With it:\n" \
     "  --batch-size N   samples per step (default 8)\n" \
     "  --seq-len N      tokens per sample (default 128)\n" \
     "  --precision P    fp32, bf16, fp16 (pure), bf16-mixed, fp16-mixed (autocast over fp32 weights);\n" \

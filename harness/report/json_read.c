@@ -226,16 +226,17 @@ static int read_assumptions(const json_t *o, struct job_result *r, struct err *e
         return 0;
     struct job_assumptions *a = &r->assumptions;
     json_error_t je;
-    const char *attention, *activation, *precision, *optimizer;
+    const char *attention, *activation, *precision, *optimizer, *routing = "";
     int use_cache, scratch;
-    if (json_unpack_ex((json_t *)o, &je, 0, "{s:s, s:s, s:s, s:s, s:i, s:b, s:b}", "attention", &attention,
+    if (json_unpack_ex((json_t *)o, &je, 0, "{s:s, s:s, s:s, s:s, s:i, s:b, s:b, s?:s}", "attention", &attention,
                        "activation", &activation, "precision", &precision, "optimizer", &optimizer, "steps", &a->steps,
-                       "use_cache", &use_cache, "kernel_scratch", &scratch))
+                       "use_cache", &use_cache, "kernel_scratch", &scratch, "routing", &routing))
         return unpack_error(&je, "assumptions", e);
     COPY(a->attention, attention);
     COPY(a->activation, activation);
     COPY(a->precision, precision);
     COPY(a->optimizer, optimizer);
+    COPY(a->routing, routing);
     a->use_cache = use_cache, a->kernel_scratch = scratch;
     return 0;
 }

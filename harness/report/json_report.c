@@ -167,12 +167,14 @@ static json_t *job_json(const struct report_group *g, size_t i)
     json_object_set_new(v, "phases", phases_json(&r->run));
     json_object_set_new(v, "points", points_json(&r->run));
     const struct job_assumptions *a = &r->assumptions;
-    json_object_set_new(v, "assumptions",
-                        !r->has_assumptions
-                            ? json_null()
-                            : json_pack("{s:s, s:s, s:s, s:s, s:i, s:b, s:b}", "attention", a->attention, "activation",
-                                        a->activation, "precision", a->precision, "optimizer", a->optimizer, "steps",
-                                        a->steps, "use_cache", a->use_cache, "kernel_scratch", a->kernel_scratch));
+    json_t *as = !r->has_assumptions
+                     ? json_null()
+                     : json_pack("{s:s, s:s, s:s, s:s, s:i, s:b, s:b}", "attention", a->attention, "activation",
+                                 a->activation, "precision", a->precision, "optimizer", a->optimizer, "steps", a->steps,
+                                 "use_cache", a->use_cache, "kernel_scratch", a->kernel_scratch);
+    if (r->has_assumptions && a->routing[0]) /* only for MoE models: dense reports keep their keys */
+        json_object_set_new(as, "routing", json_string(a->routing));
+    json_object_set_new(v, "assumptions", as);
     json_object_set_new(v, "oom", r->run.oom.happened ? oom_json(&r->run.oom) : json_null());
     json_object_set_new(v, "events", events_json(&r->run));
     json_object_set_new(v, "holders", holders_json(&r->holders));

@@ -99,12 +99,12 @@ static const struct key model_keys[] = {
              "override those (for instance `attn: eager`)."},
     {.name = "hf_config", .type = KEY_STRING, FIELD(M, hf_config), .zero_means = "none",
      .help = "A Hugging Face config.json, relative to the scenario file (model_type llama, mistral, qwen2, "
-             "qwen3, phi3, gemma, gemma2, gemma3_text, gpt_neox, gpt2, bert, roberta, t5, vit, clip (its vision "
-             "tower) or clip_vision_model; mixtral is refused as not built yet; a vision model needs the job's "
+             "qwen3, phi3, gemma, gemma2, gemma3_text, gpt_neox, gpt2, bert, roberta, t5, mixtral (sparse MoE, "
+             "balanced routing assumed), vit, clip (its vision tower) or clip_vision_model; a vision model needs the job's "
              "`image_size` to be its config's): it sets the family and every dimension, as a preset does; other model keys "
              "override those. Its torch_dtype becomes the job's `load_dtype` and `param_dtype` unless the job "
              "sets either. A field that changes memory but is not modelled is an error naming it, or a "
-             "warning (sliding_window, fused qkv projections)."},
+             "warning (sliding_window, fused qkv projections, output_router_logits)."},
     K_ENUM(M, "family", spec.family, family_at, FAMILY_COUNT, "Model family, when no preset is given."),
     K_INT(M, "layers", spec.layers, 1, 4096, "unset",
           "Transformer blocks (T5: encoder layers; MMDiT: double-stream blocks)."),

@@ -96,6 +96,10 @@ int workload_assumptions(const struct job_spec *spec, struct job_assumptions *a,
     activation_text(&s.model, a->activation, sizeof a->activation);
     precision_text(&s, a->precision, sizeof a->precision);
     optimizer_text(&s, a->optimizer, sizeof a->optimizer);
+    if (s.model.experts)
+        snprintf(a->routing, sizeof a->routing, "MoE routing assumed balanced (tokens x %d / %d experts each, "
+                 "remainder on the first), top-k renormalisation not modelled", s.model.experts_top_k,
+                 s.model.experts);
     if (s.kind == JOB_GENERATE) {
         snprintf(a->optimizer, sizeof a->optimizer, "generate with a %s cache, no optimizer",
                  cache_kind_name(s.generate.cache));
@@ -114,4 +118,8 @@ void job_assumptions_text(const struct job_assumptions *a, char *buf, size_t len
     snprintf(buf, len, "attention %s; act %s; %s; %s; %d step%s; KV cache %s; kernel scratch %s", a->attention,
              a->activation, a->precision, a->optimizer, a->steps, a->steps == 1 ? "" : "s", a->use_cache ? "on" : "off",
              a->kernel_scratch ? "on" : "off");
+    if (a->routing[0]) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, len - n, "; %s", a->routing);
+    }
 }

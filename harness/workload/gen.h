@@ -83,7 +83,8 @@ enum node_kind {
     N_PARAM_CAT, N_PARAM_ADD,
     N_FUSED_CE, /* fused_ce.c */
     N_GATED,    /* compiled_act.c */
-    N_DORA      /* dora.c: DoRA's magnitude / weight_norm */
+    N_DORA,     /* dora.c: DoRA's magnitude / weight_norm */
+    N_SOFTMAX, N_INDEX_ADD /* models/moe.c */
 };
 
 #define NODE_MAX_SAVED 8
@@ -331,6 +332,7 @@ void nn_rotary_backward(struct gen *g, struct node *n, tref *gy);
 void nn_norm_backward(struct gen *g, struct node *n, tref *gy);      /* nn_norm.c */
 void nn_act_backward(struct gen *g, struct node *n, tref *gy);       /* nn.c */
 void nn_layout_backward(struct gen *g, const struct node *n, tref gy);    /* nn_layout.c */
+void nn_moe_backward(struct gen *g, const struct node *n, tref gy);       /* models/moe.c */
 /* Parameters used as tensors (nn_param.c). x [B, N, dim] after a parameter `name` [1, dim] broadcast over
  * the batch: torch.cat((param.expand(B, -1, -1), x), dim=1), a new [B, 1 + N, dim] tensor (ViT's cls_token).
  * And x [B, rows, cols] + a parameter `name` [1, rows, cols] (ViT's position_embeddings). Both register the

@@ -33,6 +33,7 @@ struct job_assumptions {
     char activation[48];  /* "gelu_new (composite)", "silu (fused)" */
     char precision[128];   /* "fp32", "pure bf16", "autocast bf16 over fp32 weights", ... */
     char optimizer[128];  /* "adamw foreach", "adamw for-loop", "adamw_8bit (bitsandbytes)", ... */
+    char routing[160];    /* sparse MoE models: the routing assumed (models/moe.c); "" = dense */
     int steps;
     bool use_cache, kernel_scratch;
 };

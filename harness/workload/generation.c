@@ -194,7 +194,7 @@ static tref layer(struct gen *g, struct genctx *c, int i, tref h, tref cos, tref
     if (!c->gpt) /* as decoder.c: LlamaDecoderLayer rebinds hidden_states, GPT2Block keeps attn_output */
         t_release(g, a);
     tref n2 = nn_norm(g, cfg.nm->ffn_norm, r1, m->hidden, m->norm, m->norm_bias, 0);
-    tref f = tf_ffn(g, &cfg, n2);
+    tref f = (m->experts ? tf_moe : tf_ffn)(g, &cfg, n2);
     t_release(g, n2);
     tref out = nn_add(g, NULL, r1, f);
     t_release(g, r1);

@@ -168,7 +168,7 @@ static int refuse_foreign(struct hf_reader *r, struct err *e)
 {
     static const char *const moe[] = {"num_local_experts", "num_experts", "n_routed_experts"};
     for (size_t i = 0; i < sizeof moe / sizeof moe[0]; i++)
-        if (hf_has(r, moe[i]))
+        if (hf_has(r, moe[i]) && !(r->m->experts && !strcmp(moe[i], "num_local_experts")))
             return err_set(e, ERR_INPUT, "%s: %s is not modelled for model_type %s (mixture of experts)", r->path,
                            moe[i], r->type);
     bool flag = false;
@@ -512,11 +512,27 @@ static int read_t5(struct hf_reader *r, struct err *e)
     return 0;
 }
 
-/* MixtralSparseMoeBlock needs router logits and per-expert token dispatch in the generator. */
+/* MixtralConfig (configuration_mixtral.py): Mistral's attention and norms, the MLP replaced by
+ * MixtralSparseMoeBlock (modeling_mixtral.py): gate (hidden -> num_local_experts, no bias), softmax in
+ * fp32, top num_experts_per_tok, then per expert a w1/w3/w2 SwiGLU on its tokens. */
 static int read_mixtral(struct hf_reader *r, struct err *e)
 {
-    return err_set(e, ERR_INPUT, "%s: model_type 'mixtral' (mixture of experts: num_local_experts, "
-                   "num_experts_per_tok) is not built yet: the generator has no router or expert dispatch", r->path);
+    struct model_spec *m = r->m;
+    double jitter = 0;
+    if (read_mistral(r, e) || hf_int(r, "num_local_experts", true, &m->experts, e) ||
+        hf_int(r, "num_experts_per_tok", true, &m->experts_top_k, e) ||
+        hf_number(r, "router_jitter_noise", &jitter, e) ||
+        hf_bool(r, "output_router_logits", &m->router_logits_out, e))
+        return -1;
+    if (m->experts_top_k > m->experts)
+        return err_set(e, ERR_INPUT, "%s: num_experts_per_tok %d exceeds num_local_experts %d", r->path,
+                       m->experts_top_k, m->experts);
+    if (jitter > 0) /* training multiplies the block's input by a uniform_ tensor of its size */
+        return err_set(e, ERR_INPUT, "%s: router_jitter_noise %g is not modelled (0 is)", r->path, jitter);
+    if (m->router_logits_out)
+        hf_warn(r, "output_router_logits true is not modelled: the router logits of every layer kept for the "
+                "auxiliary load-balancing loss, and that loss's temporaries, are not counted");
+    return 0;
 }
 
 /* ---- the table ---- */
@@ -534,7 +550,7 @@ static const struct hf_type types[] = {
     {"gemma2", "llama-3-8b", read_gemma2},       {"gemma3_text", "llama-3-8b", read_gemma3},
     {"gpt_neox", "llama-3-8b", read_gpt_neox},   {"gpt2", "gpt2", read_gpt2},
     {"bert", "bert-large-uncased", read_bert},   {"roberta", "bert-large-uncased", read_bert},
-    {"t5", "flan-t5-base", read_t5},             {"mixtral", NULL, read_mixtral},
+    {"t5", "flan-t5-base", read_t5},             {"mixtral", "llama-3-8b", read_mixtral},
     {"vit", "vit-base-patch16-224", hf_read_vit}, {"clip", "clip-vit-l14-vision", hf_read_clip},
     {"clip_vision_model", "clip-vit-l14-vision", hf_read_clip_vision},
 };

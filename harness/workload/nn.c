@@ -951,6 +951,10 @@ void nn_backward(struct gen *g, struct node *n, tref *gy)
     case N_GATED:
         nn_gated_compiled_backward(g, n, *gy);
         break;
+    case N_SOFTMAX:
+    case N_INDEX_ADD:
+        nn_moe_backward(g, n, *gy);
+        break;
     case N_UPSAMPLE:
         upsample_backward(g, n, *gy);
         break;

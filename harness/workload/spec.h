@@ -102,6 +102,9 @@ struct model_spec {
     bool parallel_residual; /* x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX) */
     float logit_softcap;    /* final logits become cap * tanh(logits / cap) (Gemma2; 0 = none) */
     float attn_softcap;     /* eager attention scores become cap * tanh(scores / cap) (Gemma2; 0 = none) */
+    int experts;            /* sparse MoE feed-forward with this many gated experts (Mixtral; 0 = dense) */
+    int experts_top_k;      /* experts each token is routed to (num_experts_per_tok) */
+    bool router_logits_out; /* output_router_logits: the auxiliary loss's inputs (warned: not modelled) */
 
     /* convolutional families (UNet, VAE, CNN) */
     int in_channels;        /* image channels (also ViT's and CLIP vision's num_channels) */

@@ -78,7 +78,7 @@ static tref decoder_layers(struct gen *g, const struct ckpt *c, tref x)
         gen_push(g, gpt ? "h.%d" : "layers.%d", i);
         if (g->mode == GEN_PARAMS && !gpt) { /* LlamaDecoderLayer defines self_attn, mlp, then its norms */
             tf_attention(g, &cfg, &ctx, TNONE, TNONE);
-            tf_ffn(g, &cfg, TNONE);
+            (m->experts ? tf_moe : tf_ffn)(g, &cfg, TNONE);
             nn_norm(g, cfg.nm->attn_norm, TNONE, m->hidden, m->norm, m->norm_bias, 0);
             if (m->sandwich_norm)
                 nn_norm(g, "post_attention_layernorm", TNONE, m->hidden, m->norm, m->norm_bias, 0);
@@ -111,7 +111,7 @@ static tref decoder_layers(struct gen *g, const struct ckpt *c, tref x)
         if (!gpt) /* LlamaDecoderLayer rebinds hidden_states: the attention output dies with the add */
             t_release(g, a);
         tref n2 = nn_norm(g, cfg.nm->ffn_norm, r1, m->hidden, m->norm, m->norm_bias, 0);
-        tref f = tf_ffn(g, &cfg, n2);
+        tref f = (m->experts ? tf_moe : tf_ffn)(g, &cfg, n2);
         t_release(g, n2);
         if (m->sandwich_norm)
             f = post_norm(g, "post_feedforward_layernorm", m, f);

@@ -79,6 +79,10 @@ tref tf_attention(struct gen *g, const struct tf_cfg *c, const struct tf_ctx *x,
 /* The feed-forward module: up (gate, act, up, product) or up-act, inner dropout, down (and its
  * dropout when the module has one). */
 tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref h);
+/* Mixtral's sparse MoE block in place of the feed-forward module (moe.c), and the tokens balanced
+ * routing gives expert e. */
+tref tf_moe(struct gen *g, const struct tf_cfg *c, tref h);
+int64_t moe_expert_tokens(int64_t tokens, int top_k, int experts, int e);
 /* A pre-LayerNorm encoder layer (CLIPEncoderLayer, ViTLayer): h + attention(attn_norm(h)), then that
  * + ffn(ffn_norm(.)). Takes over the caller's reference to h. */
 tref tf_pre_ln_layer(struct gen *g, const struct tf_cfg *c, const struct tf_ctx *x, tref h);
