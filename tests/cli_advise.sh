@@ -58,4 +58,9 @@ ok $([ $rc = 2 ] && [ ! -e "$T/none.json" ] && echo 0 || echo 1) "a missing scen
 printf 'not a trace\n' > "$T/junk.txt"
 "$BIN" advise "$T/junk.txt" > /dev/null 2> "$T/err"; rc=$?
 ok $([ $rc = 2 ] && grep -q "junk.txt" "$T/err" && echo 0 || echo 1) "a malformed trace: exit 2 naming the file ($(head -c 120 "$T/err"))"
+# a fix that changes nothing alone because the job runs out of memory before it acts (gradient
+# checkpointing when Flux's text encoders do not even load) is still tried on top of one that helps
+out=$("$BIN" advise scenarios/flux_lora_text_encoders.yaml 2>/dev/null)
+ok $(printf '%s\n' "$out" | awk '$1 == "1" && $2 == "fits" { f = 1 } END { exit !f }' && contains "$out" "gradient_checkpointing +" | grep -q 0 && contains "$out" "offload_text_encoder" | grep -q 0 && echo 0 || echo 1) \
+    "Flux LoRA: advise finds offload + gradient checkpointing, which fit together though checkpointing alone changes nothing"
 done_testing

@@ -65,8 +65,8 @@ static int try_fixes(const struct scenario *sc, const struct variant *base, uint
     return 1;
 }
 
-/* Adding to `with` the helpful fix that ranks best, as long as it keeps improving. */
-static int greedy(const struct scenario *sc, const struct variant *base, uint32_t helpful, uint32_t with,
+/* Adding to `with` the candidate fix that ranks best, as long as it keeps improving. */
+static int greedy(const struct scenario *sc, const struct variant *base, uint32_t candidates, uint32_t with,
                   const struct harness_options *opt, struct advice *out, struct err *e)
 {
     const struct job_result *cur = NULL;
@@ -76,7 +76,7 @@ static int greedy(const struct scenario *sc, const struct variant *base, uint32_
     while (cur && __builtin_popcount(with) < COMBINED_MAX) {
         const struct advice_entry *best = NULL;
         for (int f = 0; f < FIX_COUNT; f++) {
-            if (!(helpful >> f & 1) || (with >> f & 1))
+            if (!(candidates >> f & 1) || (with >> f & 1))
                 continue;
             int rc = try_fixes(sc, base, with | 1u << f, opt, out, e);
             if (rc < 0)
@@ -107,7 +107,9 @@ int advise_scenario(const struct scenario *sc, const struct harness_options *opt
         return -1;
     int count;
     const struct switch_info *fixes = fix_table(&count);
-    uint32_t helpful = 0;
+    /* helpful: better alone; unjudged: alone the same as the base, which ran out of memory before the fix
+     * could act (gradient checkpointing when the load OOMs): worth trying on top of a helpful one */
+    uint32_t helpful = 0, unjudged = 0;
     for (int f = 0; f < count; f++) {
         if (base->job.fixes >> fixes[f].id & 1)
             continue;
@@ -120,6 +122,8 @@ int advise_scenario(const struct scenario *sc, const struct harness_options *opt
         a->inert = fixes[f].inert ? fixes[f].inert(&base->job) : NULL;
         if (!a->same_as_base && rank(&a->run, 0, &out->base, 0) < 0)
             helpful |= 1u << fixes[f].id;
+        else if (a->same_as_base && out->base.run.oom.happened && !a->inert)
+            unjudged |= 1u << fixes[f].id;
     }
     qsort(out->entries, out->n, sizeof out->entries[0], by_rank);
     uint32_t top[4] = {0};
@@ -131,7 +135,7 @@ int advise_scenario(const struct scenario *sc, const struct harness_options *opt
         for (size_t k = i + 1; k < ntop; k++)
             if (try_fixes(sc, base, top[i] | top[k], opt, out, e) < 0)
                 return -1;
-    if (ntop && greedy(sc, base, helpful, top[0], opt, out, e))
+    if (ntop && greedy(sc, base, helpful | unjudged, top[0], opt, out, e))
         return -1;
     qsort(out->entries, out->n, sizeof out->entries[0], by_rank);
     return 0;
