@@ -33,16 +33,6 @@ static void print_topology(void)
     printf("\nhost topology (hwloc): %s\n", line);
 }
 
-/* A figure NVML may not report, with its unit. */
-static const char *figure(long long v, const char *fmt, char *buf, size_t n)
-{
-    if (v == NVML_UNKNOWN)
-        snprintf(buf, n, "n/a");
-    else
-        snprintf(buf, n, fmt, v);
-    return buf;
-}
-
 static void print_gpu(const struct nvml_gpu *g)
 {
     static const char *const modes[] = {"default", "exclusive thread", "prohibited", "exclusive process"};
@@ -62,9 +52,9 @@ static void print_gpu(const struct nvml_gpu *g)
            total, free_, used, others, g->mig == NVML_UNKNOWN ? "n/a" : g->mig ? "on" : "off",
            g->compute_mode >= 0 && g->compute_mode <= 3 ? modes[g->compute_mode] : "n/a");
     printf("     now (measured): %s, %s, SM %s, memory %s; clock events: %s; ECC errors %s corrected, %s uncorrected\n",
-           figure(g->temperature_c, "%lld C", a, sizeof a), figure(g->power_mw, "%lld mW", b, sizeof b),
-           figure(g->sm_mhz, "%lld MHz", c, sizeof c), figure(g->mem_mhz, "%lld MHz", d, sizeof d), reasons,
-           figure(g->ecc_corrected, "%lld", x, sizeof x), figure(g->ecc_uncorrected, "%lld", y, sizeof y));
+           nvml_reading_format(g->temperature_c, "%lld C", a, sizeof a), nvml_reading_format(g->power_mw, "%lld mW", b, sizeof b),
+           nvml_reading_format(g->sm_mhz, "%lld MHz", c, sizeof c), nvml_reading_format(g->mem_mhz, "%lld MHz", d, sizeof d), reasons,
+           nvml_reading_format(g->ecc_corrected, "%lld", x, sizeof x), nvml_reading_format(g->ecc_uncorrected, "%lld", y, sizeof y));
     if (p)
         printf("     simulated as sim:gpu%u: profile %s (%s)\n", g->index, p->name, p->description);
     else

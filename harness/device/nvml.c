@@ -167,6 +167,15 @@ int nvml_list(struct nvml_gpu *gpus, int max, int *count, struct err *e)
     return 0;
 }
 
+const char *nvml_reading_format(long long v, const char *fmt, char *buf, size_t n)
+{
+    if (v == NVML_UNKNOWN)
+        snprintf(buf, n, "n/a");
+    else
+        snprintf(buf, n, fmt, v);
+    return buf;
+}
+
 void nvml_reasons_format(long long reasons, char *buf, size_t n)
 {
     /* nvmlClocksEventReason* bits, in NVML's order */

@@ -36,6 +36,9 @@ struct nvml_gpu {
  * NVML's own message for a driver that is there but failed. */
 int nvml_list(struct nvml_gpu *gpus, int max, int *count, struct err *e);
 
+/* A reading in fmt (a "%lld" with its unit: "%lld C"), or "n/a" when the GPU reports none; returns buf. */
+const char *nvml_reading_format(long long v, const char *fmt, char *buf, size_t n);
+
 /* The clock-event reasons as words ("sw power cap, hw thermal slowdown"; "none"). */
 void nvml_reasons_format(long long reasons, char *buf, size_t n);
 

@@ -127,16 +127,6 @@ static void print_points(FILE *f, const struct report_group *g)
     }
 }
 
-/* "61" or "n/a" */
-static const char *reading(long long v, char *buf, size_t n)
-{
-    if (v == NVML_UNKNOWN)
-        snprintf(buf, n, "n/a");
-    else
-        snprintf(buf, n, "%lld", v);
-    return buf;
-}
-
 /* churn's compute load, and a real GPU's telemetry before and after. */
 static void print_load(FILE *f, const struct job_result *j, const struct stress_result *s)
 {
@@ -162,11 +152,11 @@ static void print_load(FILE *f, const struct job_result *j, const struct stress_
     snprintf(text, sizeof text,
              "GPU telemetry (measured, NVML), start -> end: %s -> %s C, %s -> %s mW, SM %s -> %s MHz, memory %s -> %s "
              "MHz, clock events %s -> %s, ECC errors corrected %s -> %s, uncorrected %s -> %s",
-             reading(g0->temperature_c, r[0], 24), reading(g1->temperature_c, r[1], 24), reading(g0->power_mw, r[2], 24),
-             reading(g1->power_mw, r[3], 24), reading(g0->sm_mhz, r[4], 24), reading(g1->sm_mhz, r[5], 24),
-             reading(g0->mem_mhz, r[6], 24), reading(g1->mem_mhz, r[7], 24), e0, e1,
-             reading(g0->ecc_corrected, r[8], 24), reading(g1->ecc_corrected, r[9], 24),
-             reading(g0->ecc_uncorrected, r[10], 24), reading(g1->ecc_uncorrected, r[11], 24));
+             nvml_reading_format(g0->temperature_c, "%lld", r[0], 24), nvml_reading_format(g1->temperature_c, "%lld", r[1], 24), nvml_reading_format(g0->power_mw, "%lld", r[2], 24),
+             nvml_reading_format(g1->power_mw, "%lld", r[3], 24), nvml_reading_format(g0->sm_mhz, "%lld", r[4], 24), nvml_reading_format(g1->sm_mhz, "%lld", r[5], 24),
+             nvml_reading_format(g0->mem_mhz, "%lld", r[6], 24), nvml_reading_format(g1->mem_mhz, "%lld", r[7], 24), e0, e1,
+             nvml_reading_format(g0->ecc_corrected, "%lld", r[8], 24), nvml_reading_format(g1->ecc_corrected, "%lld", r[9], 24),
+             nvml_reading_format(g0->ecc_uncorrected, "%lld", r[10], 24), nvml_reading_format(g1->ecc_uncorrected, "%lld", r[11], 24));
     wrap_print(f, first, 5, text);
 }
 

@@ -54,6 +54,16 @@ static struct kept *find_kept(const struct robust_run *rr, uint64_t id)
     return k;
 }
 
+/* Forgets a retry's id mapping (each retry pairs its tensors afresh). */
+static void clear_map(struct robust_run *rr)
+{
+    struct id_map *m, *mn;
+    HASH_ITER(hh, rr->map, m, mn) {
+        HASH_DEL(rr->map, m);
+        free(m);
+    }
+}
+
 static void clear(struct robust_run *rr)
 {
     struct kept *k, *kn;
@@ -61,11 +71,7 @@ static void clear(struct robust_run *rr)
         HASH_DEL(rr->kept, k);
         free(k);
     }
-    struct id_map *m, *mn;
-    HASH_ITER(hh, rr->map, m, mn) {
-        HASH_DEL(rr->map, m);
-        free(m);
-    }
+    clear_map(rr);
     rr->nsetup = 0;
 }
 
@@ -267,11 +273,7 @@ static int recover(struct robust_run *rr, struct robust_attempt *a, struct err *
     a->reserved_after = (uint64_t)allocator_stats(runner_allocator(rr->run))->reserved_bytes[STAT_ALL].current;
     for (struct kept *k = rr->kept; k; k = k->hh.next)
         k->claimable = !k->setup;
-    struct id_map *m, *mn;
-    HASH_ITER(hh, rr->map, m, mn) {
-        HASH_DEL(rr->map, m);
-        free(m);
-    }
+    clear_map(rr);
     return 0;
 }
 

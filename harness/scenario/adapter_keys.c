@@ -13,12 +13,7 @@ const char *lora_dtype_at(int i)
     return i == 0 ? "auto" : float_dtype_at(i - 1);
 }
 
-static void quant_defaults(void *obj)
-{
-    struct job_spec j;
-    job_spec_init(&j);
-    *(struct quant_spec *)obj = j.quant;
-}
+JOB_MEMBER_DEFAULTS(quant_defaults, struct quant_spec, quant)
 
 #define Q struct quant_spec
 static const struct key quant_keys[] = {

@@ -26,33 +26,10 @@ static void job_defaults(void *obj)
     ((struct job_spec *)obj)->cublas_workspace_bytes = 0;
 }
 
-static void eval_defaults(void *obj)
-{
-    struct job_spec j;
-    job_spec_init(&j);
-    *(struct eval_spec *)obj = j.eval;
-}
-
-static void generate_defaults(void *obj)
-{
-    struct job_spec j;
-    job_spec_init(&j);
-    *(struct generate_spec *)obj = j.generate;
-}
-
-static void robust_defaults(void *obj)
-{
-    struct job_spec j;
-    job_spec_init(&j);
-    *(struct robust_spec *)obj = j.robust;
-}
-
-static void diffusion_defaults(void *obj)
-{
-    struct job_spec j;
-    job_spec_init(&j);
-    *(struct diffusion_spec *)obj = j.diffusion;
-}
+JOB_MEMBER_DEFAULTS(eval_defaults, struct eval_spec, eval)
+JOB_MEMBER_DEFAULTS(generate_defaults, struct generate_spec, generate)
+JOB_MEMBER_DEFAULTS(robust_defaults, struct robust_spec, robust)
+JOB_MEMBER_DEFAULTS(diffusion_defaults, struct diffusion_spec, diffusion)
 
 /* diffusion.attention_slicing: off, auto, max or a slice size (pipeline_utils.py enable_attention_slicing). */
 static int parse_attention_slicing(const struct key_ctx *c, const struct key *k, yaml_node_t *v, void *field,

@@ -9,6 +9,16 @@
 
 #define SCENARIO_MAX_VARIANTS 16
 
+/* The `init` of a key table that fills one member of struct job_spec (job.eval, job.robust, ...): that
+ * member as job_spec_init leaves it, so the docs and the loader share the job's own defaults. */
+#define JOB_MEMBER_DEFAULTS(fn, type, member) \
+    static void fn(void *obj)                 \
+    {                                         \
+        struct job_spec j;                    \
+        job_spec_init(&j);                    \
+        *(type *)obj = j.member;              \
+    }
+
 /* The model mapping: the spec plus how many per-level values the lists held, checked against the
  * number of levels once the mapping is read. */
 struct model_input {
