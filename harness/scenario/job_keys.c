@@ -219,7 +219,8 @@ static const struct key parallel_keys[] = {
            "partitioned), `zero2` (also gradients), `zero3` (also parameters, gathered per module), `fsdp` (FSDP2: "
            "every transformer block a unit, parameters sharded on dim 0 and gathered per unit). The run simulates "
            "rank 0; NCCL's own buffers are outside the caching allocator and not modelled."),
-    K_INT(P, "world_size", world_size, 1, 1 << 20, NULL, "Data-parallel ranks."),
+    K_INT(P, "world_size", world_size, 1, 1 << 20, NULL,
+          "Ranks: data-parallel ones, times `tensor_parallel` when that is above 1."),
     {.name = "bucket_cap", .type = KEY_SIZE, FIELD(P, bucket_cap_bytes), .imin = 1,
      .help = "DDP bucket_cap_mb: gradient buckets after the first iteration's rebuild (the first is 1 MiB)."},
     K_BOOL(P, "gradient_as_bucket_view", gradient_as_bucket_view,
@@ -248,13 +249,25 @@ static const struct key parallel_keys[] = {
            "FSDP: free a unit's gathered parameters after its forward (gathered again for its backward)."),
     K_INT(P, "forward_prefetch", forward_prefetch, 0, 64, NULL,
           "FSDP: units gathered ahead of the running one (behind it in backward)."),
+    K_INT(P, "tensor_parallel", tensor_parallel, 1, 1024, NULL,
+          "Megatron tensor parallelism of a decoder: q/k/v, up/gate and the LM head column-parallel (heads, KV "
+          "heads, intermediate and vocabulary / N per rank; the vocabulary padded to a multiple of 128 N), o and down "
+          "row-parallel with their outputs all-reduced in place, the embedding vocab-parallel, norms replicated, "
+          "Megatron's vocab-parallel cross-entropy (fp32 logits of vocab / N, softmax in place). With a `strategy`, "
+          "`world_size` counts every rank and the data-parallel group is world_size / N. Pipeline parallelism is "
+          "not combined with it."),
+    K_BOOL(P, "sequence_parallel", sequence_parallel,
+           "Megatron sequence parallelism (with tensor_parallel > 1; ignored at 1, as Megatron does): norms, "
+           "dropout and residuals on seq_len / N tokens; the sequence all-gathered before each column-parallel "
+           "linear into one kept buffer (regathered in backward, the shard saved) and reduce-scattered after each "
+           "row-parallel one."),
 };
 #undef P
 
 static const struct key_table parallel_table = {
     .name = "job.parallel",
-    .help = "Data-parallel training: the job is one rank of `world_size`, and oomlab runs that rank's allocations "
-            "through the allocator model.",
+    .help = "Parallel training: the job is one rank of `world_size` (data parallel, and tensor parallel with "
+            "`tensor_parallel`), and oomlab runs that rank's allocations through the allocator model.",
     .keys = parallel_keys, .nkeys = COUNT(parallel_keys), .obj_size = sizeof(struct parallel_spec),
     .init = parallel_defaults,
 };

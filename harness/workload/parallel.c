@@ -38,6 +38,7 @@
 #include "workload/gen.h"
 #include "workload/parallel.h"
 #include "workload/parallel_impl.h"
+#include "workload/parallel_tensor.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -59,11 +60,14 @@ void parallel_spec_init(struct parallel_spec *p)
     p->sub_group_size = 1000000000;
     p->reshard_after_forward = true;
     p->forward_prefetch = 1;
+    p->tensor_parallel = 1;
 }
 
 int parallel_spec_check(const struct job_spec *s, struct err *e)
 {
     const struct parallel_spec *p = &s->parallel;
+    if (tensor_parallel_check(s, e) < 0)
+        return -1;
     if (p->strategy == PAR_NONE)
         return 0;
     if (p->world_size < 1)
@@ -168,6 +172,7 @@ struct parallel *parallel_get(struct gen *g)
     }
     p->master = p->m = p->v = p->grads_part = TNONE;
     p->ipg[0] = p->ipg[1] = TNONE;
+    p->tp_buffer = TNONE;
     g->par = p;
     return p;
 }
@@ -462,7 +467,7 @@ bool parallel_optimizer_step(struct gen *g)
 
 bool parallel_zero_grad(struct gen *g)
 {
-    if (!g->par)
+    if (!g->par || g->spec.parallel.strategy == PAR_NONE) /* tensor parallel alone: the plain zero_grad */
         return false;
     if (g->spec.parallel.strategy == PAR_FSDP)
         shard_zero_grad(g);

@@ -30,6 +30,8 @@ struct parallel {
     int32_t nunits;
     int32_t cur;             /* the unit running, -1 none */
     bool in_backward;
+    /* tensor parallel: Megatron's global memory buffer of sequence-parallel all-gathers */
+    tref tp_buffer;
 };
 
 struct parallel *parallel_get(struct gen *g); /* created at first use */

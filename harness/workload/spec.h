@@ -243,6 +243,8 @@ struct parallel_spec {
     bool offload_param;             /* ZeRO-3: parameter partitions on the CPU */
     bool reshard_after_forward;     /* FSDP: free a unit's gathered parameters after its forward */
     int forward_prefetch;           /* FSDP: units gathered ahead of the one running (1) */
+    int tensor_parallel;            /* Megatron tensor-parallel degree (1: none; parallel_tensor.c) */
+    bool sequence_parallel;         /* Megatron sequence parallelism inside the tensor-parallel group */
 };
 
 /* Weight quantization of the decoder's linear layers (transformers' BitsAndBytesConfig). */
