@@ -26,12 +26,6 @@ static void gpt2_job(struct job_spec *s, enum parallel_strategy st, int world)
     s->parallel.world_size = world;
 }
 
-static int64_t cat_at(const struct live_sink *k, const char *phase, int n, enum category c)
-{
-    const struct live_mark *m = live_sink_mark(k, phase, n);
-    return m ? m->cat[c] : -1;
-}
-
 static void test_estimators(void)
 {
     const int64_t p = 1557611200LL; /* gpt2-xl */

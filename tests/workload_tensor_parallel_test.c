@@ -13,47 +13,21 @@
 #include "workload/parallel_tensor.h"
 #include "workload_run.h"
 
-/* As workload_generate_test.c's korthikanti(): their assumptions, small sizes. */
+/* workload_run.h's Korthikanti layer on t ranks. */
 static void korthikanti(struct job_spec *s, int layers, int t, bool sp)
 {
-    job_spec_init(s);
-    s->model.preset[0] = 0;
-    s->model.family = FAMILY_DECODER;
-    s->model.hidden = 256;
-    s->model.heads = 8;
-    s->model.layers = layers;
-    s->model.ffn = 1024;
-    s->model.vocab = 512;
-    s->model.max_positions = 512;
-    s->model.attn = ATTN_EAGER;
-    s->model.dropout = 0.1f;
-    s->load_dtype = s->param_dtype = DT_BF16;
-    s->batch = 4;
-    s->seq_len = 128;
-    s->steps = 1;
+    korthikanti_job(s, layers, ATTN_EAGER);
     s->parallel.tensor_parallel = t;
     s->parallel.sequence_parallel = sp;
 }
 
-static int64_t cat_at(const struct live_sink *k, const char *phase, int n, enum category c)
-{
-    const struct live_mark *m = live_sink_mark(k, phase, n);
-    return m ? m->cat[c] : -1;
-}
-
-/* Activation bytes one layer leaves for backward: the live CAT_ACTIVATION at the backward phase of
- * 2 layers minus that of 1. */
+/* Activation bytes one layer leaves for backward (2 layers minus 1). */
 static int64_t per_layer(int t, bool sp)
 {
     struct job_spec s1, s2;
-    struct live_sink k;
     korthikanti(&s1, 1, t, sp);
     korthikanti(&s2, 2, t, sp);
-    int64_t a = run(&s1, &k) == 0 ? cat_at(&k, "backward", 0, CAT_ACTIVATION) : -1;
-    live_sink_fini(&k);
-    int64_t b = run(&s2, &k) == 0 ? cat_at(&k, "backward", 0, CAT_ACTIVATION) : -1;
-    live_sink_fini(&k);
-    return b - a;
+    return saved_activations(&s2) - saved_activations(&s1);
 }
 
 static void test_korthikanti(void)
@@ -105,15 +79,10 @@ static void test_vocab_loss(void)
     is_int(tensor_parallel_vocab(50257, 8), 6400, "GPT-2 on 8: padded to 51200");
     /* the logits' loss: the fp32 copy of [sb, v/t] is what autograd keeps (Korthikanti's 4sbv/t) */
     struct job_spec s1, s2;
-    struct live_sink k;
     korthikanti(&s1, 1, 2, false);
     korthikanti(&s2, 1, 2, false);
     s2.model.vocab = 1024;
-    int64_t a = run(&s1, &k) == 0 ? cat_at(&k, "backward", 0, CAT_ACTIVATION) : -1;
-    live_sink_fini(&k);
-    int64_t b = run(&s2, &k) == 0 ? cat_at(&k, "backward", 0, CAT_ACTIVATION) : -1;
-    live_sink_fini(&k);
-    is_int(b - a, 4 * 128 * 4 * (1024 - 512) / 2, "512 more vocabulary entries keep 4sb(512)/t more bytes of fp32 softmax");
+    is_int(saved_activations(&s2) - saved_activations(&s1), 4 * 128 * 4 * (1024 - 512) / 2, "512 more vocabulary entries keep 4sb(512)/t more bytes of fp32 softmax");
 }
 
 static void test_llama_params(void)
