@@ -70,6 +70,12 @@ static void test_whole_step(void)
     s.fixes = 1u << FIX_GRADIENT_CHECKPOINTING;
     ok(run(&s, &k) == 0 && live_sink_consistent(&k), "TP 2 + SP with checkpointing (recomputed gathers): consistent");
     live_sink_fini(&k);
+    korthikanti(&s, 2, 2, true);
+    s.trainable = TRAIN_LORA;
+    s.steps = 2;
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "TP 2 + SP with LoRA: consistent");
+    is_int(k.cat[CAT_OTHER], 0, "frozen weights gather into new tensors (linear_with_frozen_weight), not the buffer");
+    live_sink_fini(&k);
 }
 
 static void test_vocab_loss(void)

@@ -989,6 +989,7 @@ void nn_backward(struct gen *g, struct node *n, tref *gy)
     case N_TP_GATHER:
     case N_TP_SPLIT:
     case N_TP_CE:
+    case N_TP_MASK:
         tp_backward(g, n, *gy);
         break;
     case N_CKPT:

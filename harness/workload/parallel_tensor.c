@@ -7,7 +7,9 @@
  * RowParallelLinear, their input features divided, their partial outputs all-reduced in place
  * (mappings.py _reduce: all_reduce(input_) and the input returned; the backward's all-reduce of the
  * column-parallel inputs' gradients is in place too); norms and the row-parallel biases are replicated. The
- * embedding is VocabParallelEmbedding of vocabulary / t rows. The vocabulary is padded first, as Megatron's
+ * embedding is VocabParallelEmbedding of vocabulary / t rows: the mask of ids outside them and the masked ids
+ * (input_.clone() - start, which the lookup saves), and output_parallel[input_mask, :] = 0.0, whose backward
+ * keeps the mask and zeroes a copy of the gradient. The vocabulary is padded first, as Megatron's
  * tokenizer does (_vocab_size_with_padding: a multiple of make_vocab_size_divisible_by (128) * t). The rank's
  * model is the decoder with those dimensions; world_size, with a strategy, counts tensor x data-parallel
  * ranks, and the data-parallel code runs on the world_size / t group.
@@ -16,7 +18,9 @@
  * and residuals hold seq_len / t tokens. Before a column-parallel linear the sequence is all-gathered into
  * Megatron's global memory buffer ("mpu", kept and grown, never freed), which the linear reads; autograd saves
  * the rank's shard, not the gathered copy, and the backward gathers again into the same buffer, then
- * reduce-scatters the input gradient into a new seq_len / t tensor (sub_grad_input). After a row-parallel
+ * reduce-scatters the input gradient into a new seq_len / t tensor (sub_grad_input). Frozen weights (LoRA) take
+ * linear_with_frozen_weight: gather_from_sequence_parallel_region into a new tensor, nothing saved for it, the
+ * gradient reduce-scattered. After a row-parallel
  * linear the output is reduce-scattered into a new seq_len / t tensor (its backward all-gathers a new full
  * one). The embedding output is split to this rank's tokens (the reduce-scatter or clone of
  * LanguageModelEmbedding).
@@ -189,6 +193,8 @@ tref tp_column_input(struct gen *g, tref x)
 {
     if (!tp_sequence_parallel(g))
         return t_ref(g, x);
+    if (g->spec.trainable != TRAIN_FULL) /* linear_with_frozen_weight: gather_from_sequence_parallel_region */
+        return seq_new(g, x, false, N_TP_GATHER, "sequence_parallel_gather", TNONE);
     int64_t d[TMAX_DIMS];
     seq_dims(g, x, d, false);
     tref y = gather_buffer(g, d, g->t[x].ndim, (enum dtype)g->t[x].dtype);
@@ -205,12 +211,45 @@ tref tp_column_input(struct gen *g, tref x)
     return y;
 }
 
-/* ---- vocab_parallel_cross_entropy ---- */
-
 static tref vec(struct gen *g, int64_t n, enum dtype dt, enum category cat, const char *tag)
 {
     return t_new2(g, n, 1, dt, cat, tag);
 }
+
+/* ---- VocabParallelEmbedding ---- */
+
+tref tp_embedding_ids(struct gen *g, tref ids, int64_t rows, tref *mask)
+{
+    *mask = TNONE;
+    if (!tp_on(g) || g->mode != GEN_RUN)
+        return t_ref(g, ids);
+    const char *tag = gen_tag(g, "vocab_parallel_mask");
+    int64_t n = t_numel(g, ids);
+    /* (input_ < start) | (input_ >= end); input_.clone() - start */
+    tref lt = vec(g, n, DT_U8, CAT_TEMP, tag), ge = vec(g, n, DT_U8, CAT_TEMP, tag);
+    *mask = vec(g, n, DT_U8, CAT_ACTIVATION, tag);
+    t_release(g, lt);
+    t_release(g, ge);
+    tref clone = vec(g, n, DT_I64, CAT_TEMP, tag);
+    tref masked = t_like(g, ids, DT_I64, CAT_ACTIVATION, tag);
+    t_release(g, clone);
+    kern_init_ids(g, masked, rows, tag);
+    return masked;
+}
+
+void tp_embedding_masked(struct gen *g, tref y, tref mask)
+{
+    if (mask == TNONE)
+        return;
+    if (nn_records(g, t_rg(g, y))) { /* IndexPutBackward keeps the mask */
+        struct node *n = tape_push(g, N_TP_MASK, y, gen_tag(g, "vocab_parallel_mask"));
+        if (n)
+            node_save(g, n, 0, mask);
+    }
+    t_release(g, mask);
+}
+
+/* ---- vocab_parallel_cross_entropy ---- */
 
 tref tp_lm_loss(struct gen *g, tref logits, tref labels)
 {
@@ -305,13 +344,21 @@ void tp_backward(struct gen *g, const struct node *n, tref gy)
     case N_TP_CE:
         ce_backward(g, n);
         return;
-    case N_TP_GATHER: { /* regathered into the buffer, the input gradient reduce-scattered (sub_grad_input) */
-        tref b = gather_buffer(g, g->t[gy].dims, g->t[gy].ndim, (enum dtype)g->t[n->saved[0]].dtype);
+    case N_TP_GATHER: { /* the saved shard regathered into the buffer; the input gradient reduce-scattered */
+        tref b = TNONE;
+        if (n->saved[0] != TNONE)
+            b = gather_buffer(g, g->t[gy].dims, g->t[gy].ndim, (enum dtype)g->t[n->saved[0]].dtype);
         int64_t d[TMAX_DIMS];
         seq_dims(g, gy, d, true);
         tref dx = t_new(g, d, g->t[gy].ndim, (enum dtype)g->t[gy].dtype, CAT_TEMP, n->tag);
         t_release(g, b);
         grad_accumulate(g, n->in[0], dx);
+        return;
+    }
+    case N_TP_MASK: { /* the gradient with the masked rows zeroed: a new tensor */
+        tref c = t_like(g, gy, (enum dtype)g->t[gy].dtype, CAT_TEMP, n->tag);
+        kern_scale(g, gy, c, 1.0f, n->tag);
+        grad_accumulate(g, n->out, c);
         return;
     }
     case N_TP_SPLIT: { /* _gather_along_first_dim: a new full tensor */

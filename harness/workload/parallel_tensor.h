@@ -19,6 +19,11 @@ tref tp_column_input(struct gen *g, tref x);
 tref tp_row_output(struct gen *g, tref y);
 /* After the embedding (sequence parallel): this rank's part of the sequence; else a new reference to x. */
 tref tp_sequence_scatter(struct gen *g, tref x);
+/* VocabParallelEmbedding: the ids masked to this rank's `rows` (what the lookup saves), *mask the ids not in
+ * them; then, on the lookup's output y, output_parallel[input_mask, :] = 0.0. Without tensor parallelism, a
+ * new reference to ids and nothing. */
+tref tp_embedding_ids(struct gen *g, tref ids, int64_t rows, tref *mask);
+void tp_embedding_masked(struct gen *g, tref y, tref mask);
 /* Megatron's vocab_parallel_cross_entropy of logits [B, S, vocab / t] with labels [B, S]: the mean loss. */
 tref tp_lm_loss(struct gen *g, tref logits, tref labels);
 bool tp_vocab_loss(const struct gen *g);
