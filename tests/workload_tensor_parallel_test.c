@@ -48,6 +48,40 @@ static void test_korthikanti(void)
     }
 }
 
+/* Table 2 on GPT-3's layer (Table 3: a 96, h 12288, s 2048, v 51200, micro-batch 1): 5as/h = 80 as the
+ * paper says, sbh = 25,165,824. At micro-batch 1 PyTorch keeps 4sbh/t more than their count, with or
+ * without tensor parallelism: torch.matmul folds (b, heads) of the eager attention's [B, H, S, D] operands
+ * without copying them when B == 1 (nn_attention.c), so views of the fused qkv projection are saved instead
+ * of copies. */
+static int64_t gpt3_layer(int t, bool sp)
+{
+    int64_t v[2];
+    for (int layers = 1; layers <= 2; layers++) {
+        struct job_spec s;
+        korthikanti(&s, layers, t, sp);
+        s.model.hidden = 12288;
+        s.model.heads = 96;
+        s.model.ffn = 4 * 12288;
+        s.model.vocab = 51200;
+        s.model.max_positions = 2048;
+        s.batch = 1;
+        s.seq_len = 2048;
+        v[layers - 1] = saved_activations(&s);
+    }
+    return v[1] - v[0];
+}
+
+static void test_gpt3_layer(void)
+{
+    const int64_t sbh = 2048LL * 12288, sb = 2048;
+    is_int(gpt3_layer(1, false), sbh * (34 + 80) + 16 * sb + 4 * sbh,
+           "GPT-3 layer: sbh(34 + 80) = 2,868,903,936 B (workload-memory.md 1.6) + 16sb, + 4sbh at micro-batch 1");
+    is_int(gpt3_layer(8, false), sbh * 23 + 16 * sb + 4 * sbh / 8,
+           "at t = 8: sbh(10 + 24/8 + 80/8) = 578,813,952 B + 16sb + 4sbh/8");
+    is_int(gpt3_layer(8, true), sbh * 34 / 8 + sbh * 10 + 16 * sb / 8 + 4 * sbh / 8,
+           "with sequence parallelism: sbh(34/8 + 80/8) = 358,612,992 B + 16sb/8 + 4sbh/8");
+}
+
 static void test_whole_step(void)
 {
     struct job_spec s;
@@ -172,6 +206,7 @@ static void test_checks(void)
 int main(void)
 {
     test_korthikanti();
+    test_gpt3_layer();
     test_whole_step();
     test_vocab_loss();
     test_llama_params();
