@@ -82,6 +82,20 @@ static void test_gpt3_layer(void)
            "with sequence parallelism: sbh(34/8 + 80/8) = 358,612,992 B + 16sb/8 + 4sbh/8");
 }
 
+/* Checkpointing every layer keeps its input: 2sbh, and 2sbh/t when sequence parallelism splits it. */
+static void test_checkpointed_layer(void)
+{
+    const int64_t sbh = 128 * 4 * 256;
+    for (int sp = 0; sp < 2; sp++) {
+        struct job_spec s1, s2;
+        korthikanti(&s1, 1, 4, sp);
+        korthikanti(&s2, 2, 4, sp);
+        s1.fixes = s2.fixes = 1u << FIX_GRADIENT_CHECKPOINTING;
+        is_int(saved_activations(&s2) - saved_activations(&s1), sp ? 2 * sbh / 4 : 2 * sbh,
+               "t = 4, gradient checkpointing%s: %s per layer", sp ? ", sequence parallel" : "", sp ? "2sbh/t" : "2sbh");
+    }
+}
+
 static void test_whole_step(void)
 {
     struct job_spec s;
@@ -207,6 +221,7 @@ int main(void)
 {
     test_korthikanti();
     test_gpt3_layer();
+    test_checkpointed_layer();
     test_whole_step();
     test_vocab_loss();
     test_llama_params();

@@ -254,8 +254,7 @@ static const struct key parallel_keys[] = {
           "heads, intermediate and vocabulary / N per rank; the vocabulary padded to a multiple of 128 N), o and down "
           "row-parallel with their outputs all-reduced in place, the embedding vocab-parallel, norms replicated, "
           "Megatron's vocab-parallel cross-entropy (fp32 logits of vocab / N, softmax in place). With a `strategy`, "
-          "`world_size` counts every rank and the data-parallel group is world_size / N. Pipeline parallelism is "
-          "not combined with it."),
+          "`world_size` counts every rank and the data-parallel group is world_size / N."),
     K_BOOL(P, "sequence_parallel", sequence_parallel,
            "Megatron sequence parallelism (with tensor_parallel > 1; ignored at 1, as Megatron does): norms, "
            "dropout and residuals on seq_len / N tokens; the sequence all-gathered before each column-parallel "
