@@ -258,8 +258,7 @@ tref tp_lm_loss(struct gen *g, tref logits, tref labels)
     gen_push(g, "loss");
     const char *tag = gen_tag(g, NULL);
     int64_t vt = g->t[logits].dims[g->t[logits].ndim - 1], n = t_numel(g, logits) / vt;
-    (void)labels; /* labels.transpose(0, 1).contiguous(): its copy stands for them below */
-    tref target = vec(g, n, DT_I64, CAT_ACTIVATION, tag);
+    tref target = t_like(g, labels, DT_I64, CAT_ACTIVATION, tag); /* labels.transpose(0, 1).contiguous() */
     kern_init_ids(g, target, vt, tag);
     /* calculate_logits_max: .float(), then torch.max's values and indices */
     int64_t d2[2] = {n, vt};

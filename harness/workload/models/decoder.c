@@ -134,9 +134,9 @@ tref decoder_forward(struct gen *g, const struct model_spec *m, const struct bat
     tref ids = tf_ids(g, bt->b, bt->s, m->vocab, "input_ids"); /* labels = input_ids: one storage */
     gen_push(g, gpt ? "transformer" : "model");
     int32_t wte = nn_embedding_param(g, gpt ? "wte" : "embed_tokens", m->vocab, m->hidden);
-    tref rows_out, eids = tp_embedding_ids(g, ids, m->vocab, &rows_out); /* tensor parallel: vocab-parallel */
+    tref vmask, eids = tp_embedding_ids(g, ids, m->vocab, &vmask); /* tensor parallel: vocab-parallel */
     tref emb = nn_embedding(g, gpt ? "wte" : "embed_tokens", eids, m->vocab, m->hidden, wte);
-    tp_embedding_masked(g, emb, rows_out);
+    tp_embedding_masked(g, emb, vmask);
     t_release(g, eids);
     tref pos = tf_position_ids(g, bt->s, m->max_positions ? m->max_positions : bt->s);
     tref pe = TNONE, x = t_ref(g, emb), mask = TNONE, cos = TNONE, sin = TNONE;
