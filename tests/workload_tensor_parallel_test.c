@@ -21,6 +21,13 @@ static void korthikanti(struct job_spec *s, int layers, int t, bool sp)
     s->parallel.sequence_parallel = sp;
 }
 
+static void preset_on(struct job_spec *s, const char *preset, int t)
+{
+    job_spec_init(s);
+    snprintf(s->model.preset, sizeof s->model.preset, "%s", preset);
+    s->parallel.tensor_parallel = t;
+}
+
 /* Activation bytes one layer leaves for backward (2 layers minus 1). */
 static int64_t per_layer(int t, bool sp)
 {
@@ -143,13 +150,11 @@ static void test_llama_params(void)
 {
     struct job_spec s;
     struct live_sink k;
-    job_spec_init(&s);
-    snprintf(s.model.preset, sizeof s.model.preset, "llama-3-8b");
+    preset_on(&s, "llama-3-8b", 4);
     s.load_dtype = s.param_dtype = DT_BF16;
     s.batch = 1;
     s.seq_len = 64;
     s.steps = 1;
-    s.parallel.tensor_parallel = 4;
     /* per rank: embed_tokens and lm_head 32128 x 4096; per layer q 4096 x 1024, k and v 4096 x 256, o 1024 x
      * 4096, gate, up and down 4096 x 3584, two norms of 4096 (replicated); the final norm */
     const int64_t hsz = 4096, layer = hsz * 1024 * 2 + hsz * 256 * 2 + 3 * hsz * 3584 + 2 * hsz;
@@ -191,9 +196,7 @@ static void test_checks(void)
     struct job_spec s;
     korthikanti(&s, 1, 3, false);
     refused(&s, "model.heads", "3 does not divide 8 heads");
-    job_spec_init(&s);
-    snprintf(s.model.preset, sizeof s.model.preset, "llama-3-8b");
-    s.parallel.tensor_parallel = 16;
+    preset_on(&s, "llama-3-8b", 16);
     refused(&s, "model.kv_heads", "Llama-3-8B's 8 KV heads over 16");
     korthikanti(&s, 1, 2, false);
     s.parallel.world_size = 8;
@@ -205,9 +208,7 @@ static void test_checks(void)
     korthikanti(&s, 1, 2, true);
     s.seq_len = 127;
     refused(&s, "job.parallel.sequence_parallel", "seq_len 127 split over 2");
-    job_spec_init(&s);
-    snprintf(s.model.preset, sizeof s.model.preset, "flan-t5-base");
-    s.parallel.tensor_parallel = 2;
+    preset_on(&s, "flan-t5-base", 2);
     refused(&s, "model.family decoder", "T5 is not a decoder-only model");
     korthikanti(&s, 1, 2, false);
     s.fixes = 1u << FIX_FUSED_LINEAR_CROSS_ENTROPY;
