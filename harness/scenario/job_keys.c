@@ -16,6 +16,8 @@ static const char *job_kind_at(int i) { return job_kind_name((enum job_kind)i); 
 static const char *cache_kind_at(int i) { return cache_kind_name((enum cache_kind)i); }
 static const char *on_oom_at(int i) { return on_oom_name((enum on_oom_policy)i); }
 static const char *strategy_at(int i) { return parallel_strategy_name((enum parallel_strategy)i); }
+static const char *bwd_prefetch_at(int i) { return fsdp_backward_prefetch_name((enum fsdp_backward_prefetch)i); }
+static const char *mp_dtype_at(int i) { return i == 0 ? "none" : float_dtype_at(i - 1); }
 static const char *offload_at(int i) { return offload_name((enum offload_kind)i); }
 static const char *vae_upcast_at(int i) { return vae_upcast_name((enum vae_upcast_kind)i); }
 
@@ -212,13 +214,39 @@ static void parallel_defaults(void *obj)
     parallel_spec_init(obj);
 }
 
+static void mp_defaults(void *obj)
+{
+    struct parallel_spec p;
+    parallel_spec_init(&p);
+    *(struct fsdp_mp_spec *)obj = p.mp;
+}
+
+#define M struct fsdp_mp_spec
+static const struct key mp_keys[] = {
+    K_ENUM(M, "param_dtype", param_dtype, mp_dtype_at, SPEC_FLOAT_DTYPES + 1,
+           "The dtype the parameters are gathered and computed in; the shards, their gradients and the optimizer "
+           "stay in the job's param_dtype. none: no cast."),
+    K_ENUM(M, "reduce_dtype", reduce_dtype, mp_dtype_at, SPEC_FLOAT_DTYPES + 1,
+           "The dtype of the gradient reduce-scatter (its input and output); the reduced shard is then cast to "
+           "the job's param_dtype. none: the gradients' own dtype (param_dtype's when it is set)."),
+};
+#undef M
+
+static const struct key_table mp_table = {
+    .name = "job.parallel.mixed_precision",
+    .help = "FSDP mixed precision (FSDP1 MixedPrecision, FSDP2 MixedPrecisionPolicy): fp32 shards kept, 16-bit "
+            "copies gathered, gradients reduced in reduce_dtype and cast back to the shards' dtype.",
+    .keys = mp_keys, .nkeys = COUNT(mp_keys), .obj_size = sizeof(struct fsdp_mp_spec), .init = mp_defaults,
+};
+
 #define P struct parallel_spec
 static const struct key parallel_keys[] = {
     K_ENUM(P, "strategy", strategy, strategy_at, PAR_COUNT,
            "`ddp` (full replicas, gradient buckets), `zero1` (DeepSpeed: fp32 master weights and Adam state "
            "partitioned), `zero2` (also gradients), `zero3` (also parameters, gathered per module), `fsdp` (FSDP2: "
-           "every transformer block a unit, parameters sharded on dim 0 and gathered per unit). The run simulates "
-           "rank 0; NCCL's own buffers are outside the caching allocator and not modelled."),
+           "every transformer block a unit, parameters sharded on dim 0 and gathered per unit), `fsdp1` (FSDP1: one "
+           "flat parameter per unit, padded to world_size, gathered into one buffer). The run simulates rank 0; "
+           "NCCL's own buffers are outside the caching allocator and reported apart."),
     K_INT(P, "world_size", world_size, 1, 1 << 20, NULL, "Data-parallel ranks."),
     {.name = "bucket_cap", .type = KEY_SIZE, FIELD(P, bucket_cap_bytes), .imin = 1,
      .help = "DDP bucket_cap_mb: gradient buckets after the first iteration's rebuild (the first is 1 MiB)."},
@@ -247,7 +275,21 @@ static const struct key parallel_keys[] = {
     K_BOOL(P, "reshard_after_forward", reshard_after_forward,
            "FSDP: free a unit's gathered parameters after its forward (gathered again for its backward)."),
     K_INT(P, "forward_prefetch", forward_prefetch, 0, 64, NULL,
-          "FSDP: units gathered ahead of the running one (behind it in backward)."),
+          "FSDP: units gathered ahead of the running one (behind it in backward); FSDP1's forward_prefetch is 0 "
+          "(its default, false) or 1."),
+    K_TABLE(P, "mixed_precision", mp, mp_table, false, "FSDP: param_dtype and reduce_dtype."),
+    K_BOOL(P, "cpu_offload", cpu_offload,
+           "FSDP (CPUOffload(offload_params=True), FSDP2 CPUOffloadPolicy): the sharded parameters, their "
+           "gradients and the optimizer step in host memory; each unit is copied to the device to be gathered."),
+    K_BOOL(P, "use_orig_params", use_orig_params,
+           "FSDP1: the optimizer sees the original parameters as views of the flat shard (state only for their "
+           "elements), and each parameter starts 16-byte aligned in the flat parameter; false: one "
+           "FlatParameter per unit, padding included."),
+    K_ENUM(P, "backward_prefetch", backward_prefetch, bwd_prefetch_at, BWD_PREFETCH_COUNT,
+           "FSDP1: the next unit in backward gathered before the current one's gradients (backward_pre), after "
+           "it is resharded (backward_post), or when it runs (none)."),
+    K_INT(P, "allgather_bucket_size", allgather_bucket_size, 1, 1LL << 40, NULL,
+          "ZeRO-1/2: elements per all-gather of the updated partitions after the step (DeepSpeed's 5e8)."),
 };
 #undef P
 

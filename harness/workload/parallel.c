@@ -59,6 +59,8 @@ void parallel_spec_init(struct parallel_spec *p)
     p->sub_group_size = 1000000000;
     p->reshard_after_forward = true;
     p->forward_prefetch = 1;
+    p->backward_prefetch = BWD_PREFETCH_PRE;
+    p->allgather_bucket_size = 500000000;
 }
 
 int parallel_spec_check(const struct job_spec *s, struct err *e)
@@ -66,6 +68,8 @@ int parallel_spec_check(const struct job_spec *s, struct err *e)
     const struct parallel_spec *p = &s->parallel;
     if (p->strategy == PAR_NONE)
         return 0;
+    if (fsdp_spec_check(s, e) < 0)
+        return -1;
     if (p->world_size < 1)
         return err_set(e, ERR_INPUT, "parallel.world_size: must be at least 1 (got %d)", p->world_size);
     bool zero = parallel_zero(s);
@@ -75,7 +79,7 @@ int parallel_spec_check(const struct job_spec *s, struct err *e)
     if (s->quant.type != QUANT_NONE && p->strategy != PAR_DDP)
         return err_set(e, ERR_INPUT, "parallel.strategy: %s is not modelled with quantized weights (quantization)",
                        parallel_strategy_name(p->strategy));
-    if (p->strategy == PAR_FSDP && s->master_weights)
+    if (parallel_fsdp(s) && s->master_weights)
         return err_set(e, ERR_INPUT, "parallel.strategy: fsdp keeps its sharded parameters in param_dtype; "
                                      "master_weights is not modelled with it");
     if (parallel_shards_params(s) && s->nextras > 0)
@@ -103,7 +107,7 @@ bool parallel_zero(const struct job_spec *s)
 
 bool parallel_shards_params(const struct job_spec *s)
 {
-    return s->parallel.strategy == PAR_ZERO3 || s->parallel.strategy == PAR_FSDP;
+    return s->parallel.strategy == PAR_ZERO3 || parallel_fsdp(s);
 }
 
 static bool zero3(const struct gen *g)
@@ -404,7 +408,7 @@ int parallel_setup(struct gen *g)
         return 0;
     if (!parallel_get(g))
         return -1;
-    if (g->spec.parallel.strategy == PAR_FSDP)
+    if (parallel_fsdp(&g->spec))
         return 0;
     if (g->spec.parallel.strategy == PAR_DDP) {
         ddp_setup(g);
@@ -453,7 +457,7 @@ bool parallel_optimizer_step(struct gen *g)
         return false;
     if (parallel_zero(&g->spec))
         zero_step(g);
-    else if (g->spec.parallel.strategy == PAR_FSDP)
+    else if (parallel_fsdp(&g->spec))
         shard_optimizer_step(g);
     else
         return false;
@@ -464,7 +468,7 @@ bool parallel_zero_grad(struct gen *g)
 {
     if (!g->par)
         return false;
-    if (g->spec.parallel.strategy == PAR_FSDP)
+    if (parallel_fsdp(&g->spec))
         shard_zero_grad(g);
     /* ZeRO freed every .grad into its buckets; DDP's bucket views are never freed */
     return g->spec.parallel.strategy != PAR_DDP || ddp_view(g);

@@ -1,0 +1,224 @@
+/* workload_fsdp_test.c: FSDP1's flat parameters, FSDP mixed precision and CPU offload (job.parallel
+ * strategy fsdp1 / fsdp, mixed_precision, cpu_offload, use_orig_params, backward_prefetch) against numbers
+ * worked here for GPT-2 (124,439,808 parameters: a root unit of wte, wpe and ln_f, and 12 blocks of
+ * 7,087,872); plus the checks of those keys. Uses the live-bytes sink (no allocator). */
+#include <string.h>
+
+#include "tap.h"
+#include "workload/generate.h"
+#include "workload/live_sink.h"
+#include "workload/parallel.h"
+#include "workload_run.h"
+
+#define GPT2_P 124439808LL
+#define GPT2_WTE (50257LL * 768)
+#define GPT2_ROOT (GPT2_WTE + 1024LL * 768 + 2 * 768) /* 39,385,344 */
+#define GPT2_BLOCK 7087872LL
+
+static void job(struct job_spec *s, enum parallel_strategy st, int world, enum dtype dt)
+{
+    job_spec_init(s);
+    snprintf(s->model.preset, sizeof s->model.preset, "gpt2");
+    s->load_dtype = s->param_dtype = dt;
+    s->batch = 1;
+    s->seq_len = 64;
+    s->steps = 2;
+    s->parallel.strategy = st;
+    s->parallel.world_size = world;
+}
+
+static int64_t cat_at(const struct live_sink *k, const char *phase, int n, enum category c)
+{
+    const struct live_mark *m = live_sink_mark(k, phase, n);
+    return m ? m->cat[c] : -1;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* One flat parameter per unit, padded to world_size: on 5 ranks the root's 39,385,344 elements give
+ * shards of 7,877,069 (1 padding element) and a block's 7,087,872 shards of 1,417,575 (3). */
+static void test_fsdp1_flat(void)
+{
+    struct job_spec s;
+    struct live_sink k;
+    job(&s, PAR_FSDP1, 5, DT_BF16);
+    const int64_t root = ceil_div(GPT2_ROOT, 5), block = ceil_div(GPT2_BLOCK, 5);
+    ok(root == 7877069 && block == 1417575, "shards on 5 ranks: 7,877,069 and 1,417,575");
+    const int64_t shards = root + 12 * block;
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "FSDP1 gpt2 bf16 on 5 ranks runs, consistent");
+    is_int(cat_at(&k, "forward", 0, CAT_PARAM), 2 * shards, "after wrapping: the 13 flat shards, 24,887,969 elements");
+    is_int(cat_at(&k, "backward", 0, CAT_PARAM), 2 * shards + 2 * 5 * (root + block),
+           "forward's end: + the root's and the last block's padded flat buffers (shard x 5 each)");
+    is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 2 * shards, "after backward: one reduce-scattered flat gradient per unit");
+    is_int(cat_at(&k, "forward", 1, CAT_OPTIMIZER_STATE), 4 * shards,
+           "AdamW on the FlatParameters: exp_avg and exp_avg_sq of each padded shard");
+    is_int(cat_at(&k, "forward", 1, CAT_PARAM) + cat_at(&k, "forward", 1, CAT_GRAD), 2 * shards,
+           "between steps: shards only");
+    live_sink_fini(&k);
+
+    /* FSDP2 on the same 5 ranks pads each parameter's rows instead */
+    job(&s, PAR_FSDP, 5, DT_BF16);
+    ok(run(&s, &k) == 0, "FSDP2 on 5 ranks runs");
+    ok(cat_at(&k, "forward", 0, CAT_PARAM) != 2 * shards, "FSDP2's dim-0 shards differ from FSDP1's flat ones (%lld B)",
+       (long long)cat_at(&k, "forward", 0, CAT_PARAM));
+    live_sink_fini(&k);
+
+    job(&s, PAR_FSDP1, 5, DT_BF16);
+    s.parallel.use_orig_params = true;
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "FSDP1 with use_orig_params runs");
+    is_int(cat_at(&k, "forward", 0, CAT_PARAM), 2 * shards,
+           "use_orig_params: every numel a multiple of 8 (16 B of bf16), no alignment padding: the same shards");
+    is_int(cat_at(&k, "forward", 1, CAT_OPTIMIZER_STATE), 4 * shards,
+           "rank 0's shards hold no padding (it is on the last rank): the same optimizer state, per parameter");
+    live_sink_fini(&k);
+}
+
+/* The most parameter bytes live during backward, seen op by op through the live-bytes sink. */
+struct param_peak {
+    struct op_sink base;
+    struct live_sink k;
+    bool in_backward;
+    int64_t max;
+};
+
+static int param_peak_emit(struct op_sink *sink, const struct op *op, struct err *e)
+{
+    struct param_peak *pp = (struct param_peak *)sink;
+    int rc = pp->k.base.emit(&pp->k.base, op, e);
+    if (op->kind == OP_PHASE)
+        pp->in_backward = op->name && !strcmp(op->name, "backward");
+    if (pp->in_backward && pp->k.cat[CAT_PARAM] > pp->max)
+        pp->max = pp->k.cat[CAT_PARAM];
+    return rc;
+}
+
+static int64_t backward_param_peak(const struct job_spec *s)
+{
+    struct param_peak pp = {.base.emit = param_peak_emit};
+    struct err e = {0};
+    live_sink_init(&pp.k, &e);
+    workload_destroy(last);
+    last = workload_create(s, &e);
+    int rc = last ? workload_run(last, &pp.base, &e) : -1;
+    live_sink_fini(&pp.k);
+    return rc < 0 ? -1 : pp.max;
+}
+
+/* The units gathered in backward: the running block and, with backward_pre, the next one (and the root,
+ * kept gathered from forward). */
+static void test_fsdp1_prefetch(void)
+{
+    struct job_spec s;
+    int64_t peak[BWD_PREFETCH_COUNT];
+    const int64_t shards = 2 * GPT2_P / 4;
+    for (int b = 0; b < BWD_PREFETCH_COUNT; b++) {
+        job(&s, PAR_FSDP1, 4, DT_BF16);
+        s.parallel.backward_prefetch = b;
+        s.parallel.forward_prefetch = 0;
+        peak[b] = backward_param_peak(&s);
+    }
+    is_int(peak[BWD_PREFETCH_PRE], shards + 2 * (GPT2_ROOT + 2 * GPT2_BLOCK),
+           "backward_pre: shards + the root + two blocks gathered at most");
+    is_int(peak[BWD_PREFETCH_NONE], shards + 2 * (GPT2_ROOT + GPT2_BLOCK), "none: one block");
+    is_int(peak[BWD_PREFETCH_POST], peak[BWD_PREFETCH_NONE],
+           "backward_post: the next block is gathered after the previous one is freed");
+}
+
+/* Mixed precision: fp32 shards, bf16 gathered, gradients reduced in fp32 and kept as fp32 shards. */
+static void test_mixed_precision(void)
+{
+    struct job_spec s;
+    struct live_sink k;
+    job(&s, PAR_FSDP1, 4, DT_F32);
+    s.parallel.mp.param_dtype = DT_BF16 + 1;
+    s.parallel.mp.reduce_dtype = DT_F32 + 1;
+    ok(fsdp_gather_dtype(&s) == DT_BF16 && fsdp_reduce_dtype(&s) == DT_F32, "gather bf16, reduce fp32");
+    const int64_t q = GPT2_P / 4; /* every unit divides by 4 */
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "FSDP1 MixedPrecision(bf16, fp32) runs, consistent");
+    is_int(cat_at(&k, "forward", 0, CAT_PARAM), 4 * q, "fp32 flat shards: 4P/4");
+    is_int(cat_at(&k, "backward", 0, CAT_PARAM), 4 * q + 2 * (GPT2_ROOT + GPT2_BLOCK),
+           "the root and the last block gathered in bf16 (2 bytes each)");
+    is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 4 * q, "sharded gradients cast back to fp32: 4P/4");
+    is_int(cat_at(&k, "forward", 1, CAT_OPTIMIZER_STATE), 8 * q, "fp32 exp_avg and exp_avg_sq: 8P/4");
+    live_sink_fini(&k);
+
+    s.parallel.mp.reduce_dtype = 0;
+    ok(fsdp_reduce_dtype(&s) == DT_BF16, "FSDP1: reduce_dtype unset follows param_dtype");
+    ok(run(&s, &k) == 0, "reduce in bf16 runs");
+    is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 4 * q, "the sharded gradient is still cast to the shards' fp32");
+    live_sink_fini(&k);
+
+    job(&s, PAR_FSDP, 4, DT_F32);
+    s.parallel.mp.param_dtype = DT_BF16 + 1;
+    s.parallel.mp.reduce_dtype = DT_F32 + 1;
+    const int64_t sh = (GPT2_P + 3 * 768) / 4; /* wte's 50257 rows padded to 50260 */
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "FSDP2 MixedPrecisionPolicy(bf16, fp32) runs, consistent");
+    is_int(cat_at(&k, "forward", 0, CAT_PARAM), 4 * sh, "fp32 dim-0 shards");
+    is_int(cat_at(&k, "backward", 0, CAT_PARAM), 4 * sh + 2 * (GPT2_ROOT + GPT2_BLOCK), "gathered in bf16");
+    is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 4 * sh, "fp32 sharded gradients");
+    is_int(cat_at(&k, "forward", 1, CAT_OPTIMIZER_STATE), 8 * sh, "fp32 AdamW state");
+    live_sink_fini(&k);
+}
+
+/* CPU offload: nothing of the model states stays on the device between units. */
+static void test_cpu_offload(void)
+{
+    struct job_spec s;
+    struct live_sink k;
+    for (int st = 0; st < 2; st++) {
+        job(&s, st ? PAR_FSDP1 : PAR_FSDP, 4, DT_F32);
+        s.parallel.cpu_offload = true;
+        s.parallel.mp.param_dtype = DT_BF16 + 1;
+        const char *name = st ? "FSDP1" : "FSDP2";
+        ok(run(&s, &k) == 0 && live_sink_consistent(&k), "%s with cpu_offload runs, consistent", name);
+        is_int(cat_at(&k, "forward", 0, CAT_PARAM), 0, "%s: no shard on the device", name);
+        is_int(cat_at(&k, "backward", 0, CAT_PARAM), 2 * (GPT2_ROOT + GPT2_BLOCK),
+               "%s: only the gathered root and last block (bf16)", name);
+        is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 0, "%s: sharded gradients copied to the host", name);
+        is_int(cat_at(&k, "forward", 1, CAT_OPTIMIZER_STATE), 0, "%s: the optimizer steps on the host", name);
+        live_sink_fini(&k);
+    }
+}
+
+static void refused(struct job_spec *s, const char *want, const char *what)
+{
+    struct err e = {0};
+    ok(job_spec_validate(s, &e) < 0 && strstr(e.msg, want), "%s: %s", what, e.msg);
+}
+
+static void test_checks(void)
+{
+    struct job_spec s;
+    job(&s, PAR_DDP, 4, DT_BF16);
+    s.parallel.mp.param_dtype = DT_BF16 + 1;
+    refused(&s, "parallel.mixed_precision", "mixed_precision with ddp");
+    job(&s, PAR_ZERO3, 4, DT_BF16);
+    s.parallel.cpu_offload = true;
+    refused(&s, "parallel.cpu_offload", "cpu_offload with zero3");
+    job(&s, PAR_FSDP, 4, DT_BF16);
+    s.parallel.use_orig_params = true;
+    refused(&s, "parallel.use_orig_params", "use_orig_params with fsdp");
+    job(&s, PAR_FSDP, 4, DT_BF16);
+    s.parallel.backward_prefetch = BWD_PREFETCH_POST;
+    refused(&s, "parallel.backward_prefetch", "backward_prefetch with fsdp");
+    job(&s, PAR_FSDP1, 4, DT_BF16);
+    s.parallel.forward_prefetch = 2;
+    refused(&s, "parallel.forward_prefetch", "fsdp1 prefetching 2 units");
+    job(&s, PAR_FSDP1, 4, DT_BF16);
+    s.trainable = TRAIN_LORA;
+    refused(&s, "use_orig_params: true", "fsdp1 LoRA without use_orig_params");
+}
+
+int main(void)
+{
+    test_fsdp1_flat();
+    test_fsdp1_prefetch();
+    test_mixed_precision();
+    test_cpu_offload();
+    test_checks();
+    workload_destroy(last);
+    done_testing();
+}
