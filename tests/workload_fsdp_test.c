@@ -1,5 +1,6 @@
 /* workload_fsdp_test.c: FSDP1's flat parameters, FSDP mixed precision and CPU offload (job.parallel
- * strategy fsdp1 / fsdp, mixed_precision, cpu_offload, use_orig_params, backward_prefetch) against numbers
+ * strategy fsdp1 / fsdp, mixed_precision, cpu_offload, use_orig_params, backward_prefetch) and NCCL's own
+ * buffers (nccl_channels, nccl_buffsize, nccl_transport) against numbers
  * worked here for GPT-2 (124,439,808 parameters: a root unit of wte, wpe and ln_f, and 12 blocks of
  * 7,087,872); plus the checks of those keys. Uses the live-bytes sink (no allocator). */
 #include <string.h>
@@ -143,8 +144,14 @@ static void test_mixed_precision(void)
            "the root and the last block gathered in bf16 (2 bytes each)");
     is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 4 * q, "sharded gradients cast back to fp32: 4P/4");
     is_int(cat_at(&k, "forward", 1, CAT_OPTIMIZER_STATE), 8 * q, "fp32 exp_avg and exp_avg_sq: 8P/4");
+    int64_t act = cat_at(&k, "backward", 0, CAT_ACTIVATION);
     live_sink_fini(&k);
-
+    job(&s, PAR_FSDP1, 4, DT_BF16);
+    ok(run(&s, &k) == 0, "pure bf16 FSDP1 runs");
+    is_int(act, cat_at(&k, "backward", 0, CAT_ACTIVATION), "the forward computes in bf16: the same activations as pure bf16");
+    live_sink_fini(&k);
+    job(&s, PAR_FSDP1, 4, DT_F32);
+    s.parallel.mp.param_dtype = DT_BF16 + 1;
     s.parallel.mp.reduce_dtype = 0;
     ok(fsdp_reduce_dtype(&s) == DT_BF16, "FSDP1: reduce_dtype unset follows param_dtype");
     ok(run(&s, &k) == 0, "reduce in bf16 runs");
@@ -183,6 +190,35 @@ static void test_cpu_offload(void)
     }
 }
 
+/* NCCL's ring buffers per rank: per channel a receive connection of ncclRecvMem + LL + LL128 + Simple and a
+ * send connection of ncclSendMem, each rounded up to 2 MiB. */
+static void test_nccl(void)
+{
+    struct job_spec s;
+    job(&s, PAR_FSDP1, 4, DT_BF16);
+    struct nccl_conn c = nccl_connections(&s.parallel);
+    ok(4096 + 524288 + 4915200 + 4194304 == 9637888, "receive connection: 4,096 + 524,288 + 4,915,200 + 4 MiB");
+    is_int(c.recv, 10485760, "rounded up to 2 MiB: 10 MiB");
+    is_int(c.send, 2097152, "send connection: 4,096 B rounded up to 2 MiB");
+    is_int(c.total, 25165824, "2 channels: 24 MiB");
+    s.parallel.nccl_buffsize = 1 << 20; /* NCCL's default on ARM CPUs */
+    s.parallel.nccl_channels = 8;
+    c = nccl_connections(&s.parallel);
+    is_int(c.recv, 8388608, "NCCL_BUFFSIZE 1 MiB: 6,492,160 B, rounded up to 8 MiB");
+    is_int(c.total, 8 * (8388608 + 2097152), "8 channels: 80 MiB");
+    s.parallel.nccl_transport = NCCL_SHM;
+    is_int(nccl_connections(&s.parallel).total, 0, "shm: the buffers are in host memory");
+    job(&s, PAR_FSDP1, 1, DT_BF16);
+    is_int(nccl_connections(&s.parallel).total, 0, "one rank: no peers, no buffers");
+    job(&s, PAR_NONE, 4, DT_BF16);
+    is_int(nccl_connections(&s.parallel).total, 0, "no job.parallel: none");
+    struct job_assumptions a;
+    struct err e = {0};
+    job(&s, PAR_DDP, 4, DT_BF16);
+    ok(workload_assumptions(&s, &a, &e) == 0 && a.nccl_bytes == 25165824 && a.nccl_channels == 2,
+       "the run's report carries them apart from the allocator's figures");
+}
+
 static void refused(struct job_spec *s, const char *want, const char *what)
 {
     struct err e = {0};
@@ -210,6 +246,9 @@ static void test_checks(void)
     job(&s, PAR_FSDP1, 4, DT_BF16);
     s.trainable = TRAIN_LORA;
     refused(&s, "use_orig_params: true", "fsdp1 LoRA without use_orig_params");
+    job(&s, PAR_DDP, 4, DT_BF16);
+    s.parallel.nccl_buffsize = 1024;
+    refused(&s, "parallel.nccl_buffsize", "NCCL_BUFFSIZE of 1 KiB");
 }
 
 int main(void)
@@ -218,6 +257,7 @@ int main(void)
     test_fsdp1_prefetch();
     test_mixed_precision();
     test_cpu_offload();
+    test_nccl();
     test_checks();
     workload_destroy(last);
     done_testing();

@@ -17,6 +17,7 @@ static const char *cache_kind_at(int i) { return cache_kind_name((enum cache_kin
 static const char *on_oom_at(int i) { return on_oom_name((enum on_oom_policy)i); }
 static const char *strategy_at(int i) { return parallel_strategy_name((enum parallel_strategy)i); }
 static const char *bwd_prefetch_at(int i) { return fsdp_backward_prefetch_name((enum fsdp_backward_prefetch)i); }
+static const char *nccl_transport_at(int i) { return nccl_transport_name((enum nccl_transport)i); }
 static const char *mp_dtype_at(int i) { return i == 0 ? "none" : float_dtype_at(i - 1); }
 static const char *offload_at(int i) { return offload_name((enum offload_kind)i); }
 static const char *vae_upcast_at(int i) { return vae_upcast_name((enum vae_upcast_kind)i); }
@@ -288,8 +289,15 @@ static const struct key parallel_keys[] = {
     K_ENUM(P, "backward_prefetch", backward_prefetch, bwd_prefetch_at, BWD_PREFETCH_COUNT,
            "FSDP1: the next unit in backward gathered before the current one's gradients (backward_pre), after "
            "it is resharded (backward_post), or when it runs (none)."),
-    K_INT(P, "allgather_bucket_size", allgather_bucket_size, 1, 1LL << 40, NULL,
-          "ZeRO-1/2: elements per all-gather of the updated partitions after the step (DeepSpeed's 5e8)."),
+    K_INT(P, "nccl_channels", nccl_channels, 0, 64, NULL,
+          "NCCL's channels, as its topology search picks them (NCCL_DEBUG=INFO prints them; typically 2 over "
+          "PCIe, more over NVLink): each gives the rank a receive and a send connection of its ring."),
+    {.name = "nccl_buffsize", .type = KEY_SIZE, FIELD(P, nccl_buffsize),
+     .help = "NCCL_BUFFSIZE: the Simple protocol's buffer per receive connection (LL's 512 KiB and LL128's "
+             "4,915,200 B come with it), 4KiB..4GiB."},
+    K_ENUM(P, "nccl_transport", nccl_transport, nccl_transport_at, NCCL_TRANSPORT_COUNT,
+           "p2p (NVLink or PCIe peer access: the buffers in device memory) or shm (GPUs without peer access, "
+           "such as GeForce cards over PCIe: the buffers in host shared memory, none on the device)."),
 };
 #undef P
 

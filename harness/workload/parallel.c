@@ -21,7 +21,9 @@
  * (reduce_gradients) unless overlap_comm registers the hooks. The epilogue drops the buckets; step()
  * flattens the partition's gradients (16-bit), casts them to fp32, frees the 16-bit ones, updates the
  * master, frees the fp32 gradient and writes the partition back into the 16-bit parameters, which
- * all-gather in place.
+ * all-gather in place: runtime/utils.py all_gather_dp_groups uses all_gather_into_tensor into the flat
+ * 16-bit buffer (its older path's allgather_bucket_size shards are views of that buffer), so
+ * allgather_bucket_size allocates nothing and is not a key.
  *
  * ZeRO-3 shares this file's partition, bucket and step code (its sharded parameters are parallel_shard.c's):
  * the partition is the sum of each parameter's ceil(numel / N), the gradient partitions and the one
@@ -32,8 +34,8 @@
  *
  * Modelled differently: DeepSpeed's flat bit16 buffer is the per-parameter tensors it views (the same
  * bytes up to the 2 * world_size padding); the all-gathers and reductions are not kernels in the op
- * program (their time is not modelled). NCCL's own buffers
- * are outside the caching allocator and are not modelled.
+ * program (their time is not modelled). NCCL's own buffers are outside the caching allocator: reported apart
+ * (parallel_nccl.c).
  */
 #include "workload/gen.h"
 #include "workload/parallel.h"
@@ -60,7 +62,9 @@ void parallel_spec_init(struct parallel_spec *p)
     p->reshard_after_forward = true;
     p->forward_prefetch = 1;
     p->backward_prefetch = BWD_PREFETCH_PRE;
-    p->allgather_bucket_size = 500000000;
+    p->nccl_channels = 2;
+    p->nccl_buffsize = 4ULL * 1024 * 1024;
+    p->nccl_transport = NCCL_P2P;
 }
 
 int parallel_spec_check(const struct job_spec *s, struct err *e)
@@ -70,6 +74,9 @@ int parallel_spec_check(const struct job_spec *s, struct err *e)
         return 0;
     if (fsdp_spec_check(s, e) < 0)
         return -1;
+    if (p->nccl_buffsize < 4096 || p->nccl_buffsize > (1ULL << 32))
+        return err_set(e, ERR_INPUT, "parallel.nccl_buffsize: 4KiB..4GiB (got %llu B)",
+                       (unsigned long long)p->nccl_buffsize);
     if (p->world_size < 1)
         return err_set(e, ERR_INPUT, "parallel.world_size: must be at least 1 (got %d)", p->world_size);
     bool zero = parallel_zero(s);

@@ -99,8 +99,10 @@ static void wrap_unit(struct gen *g, int32_t u)
     tref flat = t_new2(g, f->flat, 1, dt, CAT_PARAM, f->tag);
     kern_fill(g, flat, 0.0f, f->tag); /* torch.cat of the parameters (and padding) */
     for (int32_t i = f->first; i <= f->last; i++)
-        if (in_unit(g, i, u))
+        if (in_unit(g, i, u)) {
             t_storage_free(g, g->params[i].data);
+            g->t[g->params[i].data].dtype = (uint8_t)fsdp_gather_dtype(&g->spec); /* views of the bf16 buffer */
+        }
     if (!g->spec.parallel.cpu_offload) { /* offload: the shard is pinned host memory */
         f->local = t_new2(g, f->shard, 1, dt, CAT_PARAM, f->tag);
         kern_init_uniform(g, f->local, -0.02f, 0.02f, f->tag);
@@ -151,7 +153,6 @@ void fsdp1_gather(struct gen *g, int32_t u)
         t->unbacked = false;
         t->id = g->t[f->full].id;
         t->bytes = 0;
-        t->dtype = (uint8_t)gd;
     }
 }
 

@@ -139,6 +139,7 @@ void parallel_shard_loaded(struct gen *g, int32_t i)
     }
     g->t[x].param = i;
     t_storage_free(g, x);
+    g->t[x].dtype = (uint8_t)fsdp_gather_dtype(&g->spec); /* gathered in mixed_precision's param_dtype */
 }
 
 void shard_free(struct parallel *p)
@@ -174,8 +175,6 @@ static void gather(struct gen *g, int32_t u)
     for (int32_t i = 0; i < g->nparams; i++)
         if (par->sp[i].unit == u) {
             struct param *p = &g->params[i];
-            if (fsdp(g))
-                g->t[p->data].dtype = (uint8_t)dt; /* copied out in param_dtype */
             t_storage_alloc(g, p->data, (uint64_t)gathered_numel(g, p) * dtype_size(g->t[p->data].dtype));
         }
     t_release(g, out);
