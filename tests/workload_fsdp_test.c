@@ -9,30 +9,11 @@
 #include "workload/generate.h"
 #include "workload/live_sink.h"
 #include "workload/parallel.h"
+#include "workload_parallel_job.h"
 #include "workload_run.h"
 
-#define GPT2_P 124439808LL
-#define GPT2_WTE (50257LL * 768)
 #define GPT2_ROOT (GPT2_WTE + 1024LL * 768 + 2 * 768) /* 39,385,344 */
 #define GPT2_BLOCK 7087872LL
-
-static void job(struct job_spec *s, enum parallel_strategy st, int world, enum dtype dt)
-{
-    job_spec_init(s);
-    snprintf(s->model.preset, sizeof s->model.preset, "gpt2");
-    s->load_dtype = s->param_dtype = dt;
-    s->batch = 1;
-    s->seq_len = 64;
-    s->steps = 2;
-    s->parallel.strategy = st;
-    s->parallel.world_size = world;
-}
-
-static int64_t cat_at(const struct live_sink *k, const char *phase, int n, enum category c)
-{
-    const struct live_mark *m = live_sink_mark(k, phase, n);
-    return m ? m->cat[c] : -1;
-}
 
 static int64_t ceil_div(int64_t a, int64_t b)
 {
@@ -45,7 +26,7 @@ static void test_fsdp1_flat(void)
 {
     struct job_spec s;
     struct live_sink k;
-    job(&s, PAR_FSDP1, 5, DT_BF16);
+    gpt2_job_dtype(&s, PAR_FSDP1, 5, DT_BF16);
     const int64_t root = ceil_div(GPT2_ROOT, 5), block = ceil_div(GPT2_BLOCK, 5);
     ok(root == 7877069 && block == 1417575, "shards on 5 ranks: 7,877,069 and 1,417,575");
     const int64_t shards = root + 12 * block;
@@ -61,19 +42,27 @@ static void test_fsdp1_flat(void)
     live_sink_fini(&k);
 
     /* FSDP2 on the same 5 ranks pads each parameter's rows instead */
-    job(&s, PAR_FSDP, 5, DT_BF16);
+    gpt2_job_dtype(&s, PAR_FSDP, 5, DT_BF16);
     ok(run(&s, &k) == 0, "FSDP2 on 5 ranks runs");
     ok(cat_at(&k, "forward", 0, CAT_PARAM) != 2 * shards, "FSDP2's dim-0 shards differ from FSDP1's flat ones (%lld B)",
        (long long)cat_at(&k, "forward", 0, CAT_PARAM));
     live_sink_fini(&k);
 
-    job(&s, PAR_FSDP1, 5, DT_BF16);
+    gpt2_job_dtype(&s, PAR_FSDP1, 5, DT_BF16);
     s.parallel.use_orig_params = true;
     ok(run(&s, &k) == 0 && live_sink_consistent(&k), "FSDP1 with use_orig_params runs");
     is_int(cat_at(&k, "forward", 0, CAT_PARAM), 2 * shards,
            "use_orig_params: every numel a multiple of 8 (16 B of bf16), no alignment padding: the same shards");
     is_int(cat_at(&k, "forward", 1, CAT_OPTIMIZER_STATE), 4 * shards,
            "rank 0's shards hold no padding (it is on the last rank): the same optimizer state, per parameter");
+    live_sink_fini(&k);
+
+    gpt2_job_dtype(&s, PAR_FSDP1, 5, DT_BF16);
+    s.fixes |= 1u << FIX_GRADIENT_CHECKPOINTING;
+    s.grad_accum = 2;
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "FSDP1 with checkpointing and 2 micro-batches: consistent");
+    is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 2 * shards, "the second backward adds into the kept flat shards");
+    is_int(cat_at(&k, "forward", 2, CAT_PARAM), 2 * shards, "nothing left gathered between steps");
     live_sink_fini(&k);
 }
 
@@ -116,7 +105,7 @@ static void test_fsdp1_prefetch(void)
     int64_t peak[BWD_PREFETCH_COUNT];
     const int64_t shards = 2 * GPT2_P / 4;
     for (int b = 0; b < BWD_PREFETCH_COUNT; b++) {
-        job(&s, PAR_FSDP1, 4, DT_BF16);
+        gpt2_job_dtype(&s, PAR_FSDP1, 4, DT_BF16);
         s.parallel.backward_prefetch = b;
         s.parallel.forward_prefetch = 0;
         peak[b] = backward_param_peak(&s);
@@ -133,7 +122,7 @@ static void test_mixed_precision(void)
 {
     struct job_spec s;
     struct live_sink k;
-    job(&s, PAR_FSDP1, 4, DT_F32);
+    gpt2_job_dtype(&s, PAR_FSDP1, 4, DT_F32);
     s.parallel.mp.param_dtype = DT_BF16 + 1;
     s.parallel.mp.reduce_dtype = DT_F32 + 1;
     ok(fsdp_gather_dtype(&s) == DT_BF16 && fsdp_reduce_dtype(&s) == DT_F32, "gather bf16, reduce fp32");
@@ -146,11 +135,11 @@ static void test_mixed_precision(void)
     is_int(cat_at(&k, "forward", 1, CAT_OPTIMIZER_STATE), 8 * q, "fp32 exp_avg and exp_avg_sq: 8P/4");
     int64_t act = cat_at(&k, "backward", 0, CAT_ACTIVATION);
     live_sink_fini(&k);
-    job(&s, PAR_FSDP1, 4, DT_BF16);
+    gpt2_job_dtype(&s, PAR_FSDP1, 4, DT_BF16);
     ok(run(&s, &k) == 0, "pure bf16 FSDP1 runs");
     is_int(act, cat_at(&k, "backward", 0, CAT_ACTIVATION), "the forward computes in bf16: the same activations as pure bf16");
     live_sink_fini(&k);
-    job(&s, PAR_FSDP1, 4, DT_F32);
+    gpt2_job_dtype(&s, PAR_FSDP1, 4, DT_F32);
     s.parallel.mp.param_dtype = DT_BF16 + 1;
     s.parallel.mp.reduce_dtype = 0;
     ok(fsdp_reduce_dtype(&s) == DT_BF16, "FSDP1: reduce_dtype unset follows param_dtype");
@@ -158,7 +147,7 @@ static void test_mixed_precision(void)
     is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 4 * q, "the sharded gradient is still cast to the shards' fp32");
     live_sink_fini(&k);
 
-    job(&s, PAR_FSDP, 4, DT_F32);
+    gpt2_job_dtype(&s, PAR_FSDP, 4, DT_F32);
     s.parallel.mp.param_dtype = DT_BF16 + 1;
     s.parallel.mp.reduce_dtype = DT_F32 + 1;
     const int64_t sh = (GPT2_P + 3 * 768) / 4; /* wte's 50257 rows padded to 50260 */
@@ -176,7 +165,7 @@ static void test_cpu_offload(void)
     struct job_spec s;
     struct live_sink k;
     for (int st = 0; st < 2; st++) {
-        job(&s, st ? PAR_FSDP1 : PAR_FSDP, 4, DT_F32);
+        gpt2_job_dtype(&s, st ? PAR_FSDP1 : PAR_FSDP, 4, DT_F32);
         s.parallel.cpu_offload = true;
         s.parallel.mp.param_dtype = DT_BF16 + 1;
         const char *name = st ? "FSDP1" : "FSDP2";
@@ -195,7 +184,7 @@ static void test_cpu_offload(void)
 static void test_nccl(void)
 {
     struct job_spec s;
-    job(&s, PAR_FSDP1, 4, DT_BF16);
+    gpt2_job_dtype(&s, PAR_FSDP1, 4, DT_BF16);
     struct nccl_conn c = nccl_connections(&s.parallel);
     ok(4096 + 524288 + 4915200 + 4194304 == 9637888, "receive connection: 4,096 + 524,288 + 4,915,200 + 4 MiB");
     is_int(c.recv, 10485760, "rounded up to 2 MiB: 10 MiB");
@@ -208,13 +197,13 @@ static void test_nccl(void)
     is_int(c.total, 8 * (8388608 + 2097152), "8 channels: 80 MiB");
     s.parallel.nccl_transport = NCCL_SHM;
     is_int(nccl_connections(&s.parallel).total, 0, "shm: the buffers are in host memory");
-    job(&s, PAR_FSDP1, 1, DT_BF16);
+    gpt2_job_dtype(&s, PAR_FSDP1, 1, DT_BF16);
     is_int(nccl_connections(&s.parallel).total, 0, "one rank: no peers, no buffers");
-    job(&s, PAR_NONE, 4, DT_BF16);
+    gpt2_job_dtype(&s, PAR_NONE, 4, DT_BF16);
     is_int(nccl_connections(&s.parallel).total, 0, "no job.parallel: none");
     struct job_assumptions a;
     struct err e = {0};
-    job(&s, PAR_DDP, 4, DT_BF16);
+    gpt2_job_dtype(&s, PAR_DDP, 4, DT_BF16);
     ok(workload_assumptions(&s, &a, &e) == 0 && a.nccl_bytes == 25165824 && a.nccl_channels == 2,
        "the run's report carries them apart from the allocator's figures");
 }
@@ -228,25 +217,25 @@ static void refused(struct job_spec *s, const char *want, const char *what)
 static void test_checks(void)
 {
     struct job_spec s;
-    job(&s, PAR_DDP, 4, DT_BF16);
+    gpt2_job_dtype(&s, PAR_DDP, 4, DT_BF16);
     s.parallel.mp.param_dtype = DT_BF16 + 1;
     refused(&s, "parallel.mixed_precision", "mixed_precision with ddp");
-    job(&s, PAR_ZERO3, 4, DT_BF16);
+    gpt2_job_dtype(&s, PAR_ZERO3, 4, DT_BF16);
     s.parallel.cpu_offload = true;
     refused(&s, "parallel.cpu_offload", "cpu_offload with zero3");
-    job(&s, PAR_FSDP, 4, DT_BF16);
+    gpt2_job_dtype(&s, PAR_FSDP, 4, DT_BF16);
     s.parallel.use_orig_params = true;
     refused(&s, "parallel.use_orig_params", "use_orig_params with fsdp");
-    job(&s, PAR_FSDP, 4, DT_BF16);
+    gpt2_job_dtype(&s, PAR_FSDP, 4, DT_BF16);
     s.parallel.backward_prefetch = BWD_PREFETCH_POST;
     refused(&s, "parallel.backward_prefetch", "backward_prefetch with fsdp");
-    job(&s, PAR_FSDP1, 4, DT_BF16);
+    gpt2_job_dtype(&s, PAR_FSDP1, 4, DT_BF16);
     s.parallel.forward_prefetch = 2;
     refused(&s, "parallel.forward_prefetch", "fsdp1 prefetching 2 units");
-    job(&s, PAR_FSDP1, 4, DT_BF16);
+    gpt2_job_dtype(&s, PAR_FSDP1, 4, DT_BF16);
     s.trainable = TRAIN_LORA;
     refused(&s, "use_orig_params: true", "fsdp1 LoRA without use_orig_params");
-    job(&s, PAR_DDP, 4, DT_BF16);
+    gpt2_job_dtype(&s, PAR_DDP, 4, DT_BF16);
     s.parallel.nccl_buffsize = 1024;
     refused(&s, "parallel.nccl_buffsize", "NCCL_BUFFSIZE of 1 KiB");
 }
