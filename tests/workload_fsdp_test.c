@@ -66,6 +66,22 @@ static void test_fsdp1_flat(void)
     live_sink_fini(&k);
 }
 
+/* LoRA under FSDP1 (use_orig_params): the frozen base is sharded, the adapters stay whole and train. */
+static void test_fsdp1_lora(void)
+{
+    struct job_spec s;
+    struct live_sink k;
+    gpt2_job_dtype(&s, PAR_FSDP1, 4, DT_BF16);
+    s.trainable = TRAIN_LORA;
+    s.parallel.use_orig_params = true;
+    ok(run(&s, &k) == 0 && live_sink_consistent(&k), "FSDP1 LoRA with use_orig_params runs, consistent");
+    int64_t adapters = cat_at(&k, "forward", 1, CAT_OPTIMIZER_STATE);
+    ok(adapters > 0 && adapters < 2 * GPT2_P / 100, "AdamW state of the adapters only (%lld B)", (long long)adapters);
+    is_int(cat_at(&k, "forward", 1, CAT_GRAD), 0, "zero_grad frees the adapters' gradients");
+    is_int(cat_at(&k, "optimizer", 0, CAT_GRAD) , adapters / 2, "before the step: the adapters' gradients, whole");
+    live_sink_fini(&k);
+}
+
 /* The most parameter bytes live during backward, seen op by op through the live-bytes sink. */
 struct param_peak {
     struct op_sink base;
@@ -235,6 +251,8 @@ static void test_checks(void)
     gpt2_job_dtype(&s, PAR_FSDP1, 4, DT_BF16);
     s.trainable = TRAIN_LORA;
     refused(&s, "use_orig_params: true", "fsdp1 LoRA without use_orig_params");
+    s.parallel.use_orig_params = s.parallel.cpu_offload = true;
+    refused(&s, "parallel.cpu_offload: fsdp1 with trainable lora", "fsdp1 LoRA with cpu_offload");
     gpt2_job_dtype(&s, PAR_DDP, 4, DT_BF16);
     s.parallel.nccl_buffsize = 1024;
     refused(&s, "parallel.nccl_buffsize", "NCCL_BUFFSIZE of 1 KiB");
@@ -244,6 +262,7 @@ int main(void)
 {
     test_fsdp1_flat();
     test_fsdp1_prefetch();
+    test_fsdp1_lora();
     test_mixed_precision();
     test_cpu_offload();
     test_nccl();

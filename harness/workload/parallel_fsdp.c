@@ -64,6 +64,9 @@ int fsdp_spec_check(const struct job_spec *s, struct err *e)
                                      "got %d", p->forward_prefetch);
     /* _flat_param.py _validate_tensors_to_flatten: "Must flatten tensors with uniform requires_grad when
      * use_orig_params=False" */
+    if (fsdp1 && p->cpu_offload && s->trainable != TRAIN_FULL)
+        return err_set(e, ERR_INPUT, "parallel.cpu_offload: fsdp1 with trainable %s is not modelled (the adapters "
+                                     "are kept whole on the device)", trainable_name(s->trainable));
     if (fsdp1 && !p->use_orig_params && s->trainable != TRAIN_FULL)
         return err_set(e, ERR_INPUT, "parallel.use_orig_params: fsdp1 with trainable %s mixes frozen and trained "
                                      "parameters in one flat parameter, which needs use_orig_params: true",

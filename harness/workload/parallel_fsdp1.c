@@ -29,9 +29,12 @@
  * without it here, where each free happens in program order, so it is not a key.
  *
  * Modelled differently: the parameters' views name the flat buffer's allocation (their kernels read it);
+ * LoRA adapters (made after the load) stay whole on every rank instead of joining their unit's flat
+ * parameter;
  * collectives are not kernels; the post-backward and all-gather streams are the compute stream.
  */
 #include "workload/gen.h"
+#include "workload/optimizer.h"
 #include "workload/parallel.h"
 #include "workload/parallel_impl.h"
 
@@ -59,7 +62,7 @@ int fsdp1_init(struct gen *g, struct parallel *par)
         par->fu[u] = (struct fsdp1_unit){.local = TNONE, .full = TNONE, .grad = TNONE, .first = -1, .last = -1};
     for (int32_t i = 0; i < g->nparams; i++) {
         const struct param *p = &g->params[i];
-        if (p->buffer) { /* FSDP flattens parameters only */
+        if (p->buffer || p->lora) { /* FSDP flattens parameters only; LoRA adapters are kept whole */
             par->sp[i].unit = -1;
             continue;
         }
@@ -227,13 +230,21 @@ void fsdp1_reduce(struct gen *g, int32_t u, tref flat)
     gen_release_held(g, &par->held);
 }
 
+static void free_unit_grads(struct gen *g)
+{
+    struct parallel *par = g->par;
+    for (int32_t u = 0; par->fu && u < par->nunits; u++) {
+        t_release(g, par->fu[u].grad);
+        par->fu[u].grad = TNONE;
+    }
+}
+
 /* With cpu_offload the sharded gradients were copied to _cpu_grad; prepare_gradient_for_optim (the
  * post-backward final callback) drops the device ones. */
 void fsdp1_backward_end(struct gen *g)
 {
-    if (!g->spec.parallel.cpu_offload)
-        return;
-    fsdp1_zero_grad(g);
+    if (g->spec.parallel.cpu_offload)
+        free_unit_grads(g);
 }
 
 /* Parameter i as the optimizer sees it: its unit's FlatParameter (held by the unit's first parameter), or
@@ -261,9 +272,6 @@ void fsdp1_optimizer_view(struct gen *g, int32_t i)
 
 void fsdp1_zero_grad(struct gen *g)
 {
-    struct parallel *par = g->par;
-    for (int32_t u = 0; par->fu && u < par->nunits; u++) {
-        t_release(g, par->fu[u].grad);
-        par->fu[u].grad = TNONE;
-    }
+    optimizer_zero_grad(g, g->spec.set_to_none); /* the .grad of what stays whole (LoRA adapters) */
+    free_unit_grads(g);
 }
