@@ -66,6 +66,38 @@ static void test_fsdp1_flat(void)
     live_sink_fini(&k);
 }
 
+/* use_orig_params aligns each parameter to 16 bytes of bf16 (8 elements): a one-block GPT-2 of width 100
+ * (ffn 300, vocab 1001, 64 positions). The block's 101,200 elements gain 4 after each of ln_1.weight,
+ * ln_1.bias, c_attn.bias, attn.c_proj.bias, ln_2.weight, ln_2.bias and c_fc.bias: 101,228, shards of
+ * 25,307 on 4 ranks; the root's 106,700 (wte, wpe, ln_f) gain 4 after wte and after ln_f.weight: 106,708,
+ * shards of 26,677. Rank 0's block shard [0, 25307) holds two of those paddings, which get no optimizer
+ * state: 26,677 + 25,299 elements. Without use_orig_params: 26,675 + 25,300, state for all of it. */
+static void test_fsdp1_alignment(void)
+{
+    struct job_spec s;
+    struct live_sink k;
+    for (int orig = 0; orig < 2; orig++) {
+        gpt2_job_dtype(&s, PAR_FSDP1, 4, DT_BF16);
+        struct err e = {0};
+        preset_apply(&s.model, "gpt2", &e);
+        s.model.layers = 1;
+        s.model.hidden = 100;
+        s.model.heads = 4;
+        s.model.ffn = 300;
+        s.model.vocab = 1001;
+        s.model.max_positions = 64;
+        s.seq_len = 16;
+        s.parallel.use_orig_params = orig;
+        const char *what = orig ? "use_orig_params" : "flat parameters";
+        ok(run(&s, &k) == 0 && live_sink_consistent(&k), "%s: the small GPT-2 runs", what);
+        is_int(cat_at(&k, "forward", 0, CAT_PARAM), orig ? 2 * (26677 + 25307) : 2 * (26675 + 25300),
+               "%s: the shards", what);
+        is_int(cat_at(&k, "forward", 1, CAT_OPTIMIZER_STATE), orig ? 4 * (26677 + 25299) : 4 * (26675 + 25300),
+               "%s: AdamW's bf16 moments", what);
+        live_sink_fini(&k);
+    }
+}
+
 /* LoRA under FSDP1 (use_orig_params): the frozen base is sharded, the adapters stay whole and train. */
 static void test_fsdp1_lora(void)
 {
@@ -262,6 +294,7 @@ int main(void)
 {
     test_fsdp1_flat();
     test_fsdp1_prefetch();
+    test_fsdp1_alignment();
     test_fsdp1_lora();
     test_mixed_precision();
     test_cpu_offload();
