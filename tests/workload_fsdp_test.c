@@ -34,7 +34,8 @@ static void test_fsdp1_flat(void)
     is_int(cat_at(&k, "forward", 0, CAT_PARAM), 2 * shards, "after wrapping: the 13 flat shards, 24,887,969 elements");
     is_int(cat_at(&k, "backward", 0, CAT_PARAM), 2 * shards + 2 * 5 * (root + block),
            "forward's end: + the root's and the last block's padded flat buffers (shard x 5 each)");
-    is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 2 * shards, "after backward: one reduce-scattered flat gradient per unit");
+    is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 2 * shards,
+           "after backward: one reduce-scattered flat gradient per unit");
     is_int(cat_at(&k, "forward", 1, CAT_OPTIMIZER_STATE), 4 * shards,
            "AdamW on the FlatParameters: exp_avg and exp_avg_sq of each padded shard");
     is_int(cat_at(&k, "forward", 1, CAT_PARAM) + cat_at(&k, "forward", 1, CAT_GRAD), 2 * shards,
@@ -197,7 +198,8 @@ static void test_mixed_precision(void)
     live_sink_fini(&k);
     gpt2_job_dtype(&s, PAR_FSDP1, 4, DT_BF16);
     ok(run(&s, &k) == 0, "pure bf16 FSDP1 runs");
-    is_int(act, cat_at(&k, "backward", 0, CAT_ACTIVATION), "the forward computes in bf16: the same activations as pure bf16");
+    is_int(act, cat_at(&k, "backward", 0, CAT_ACTIVATION),
+           "the forward computes in bf16: the same activations as pure bf16");
     live_sink_fini(&k);
     gpt2_job_dtype(&s, PAR_FSDP1, 4, DT_F32);
     s.parallel.mp.param_dtype = DT_BF16 + 1;

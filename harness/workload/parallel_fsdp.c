@@ -60,8 +60,8 @@ int fsdp_spec_check(const struct job_spec *s, struct err *e)
     if (!fsdp1 && p->backward_prefetch != BWD_PREFETCH_PRE)
         return err_set(e, ERR_INPUT, "parallel.backward_prefetch: only with fsdp1");
     if (fsdp1 && p->forward_prefetch > 1)
-        return err_set(e, ERR_INPUT, "parallel.forward_prefetch: fsdp1 prefetches at most 1 unit (forward_prefetch=True), "
-                                     "got %d", p->forward_prefetch);
+        return err_set(e, ERR_INPUT, "parallel.forward_prefetch: fsdp1 prefetches at most 1 unit "
+                                     "(forward_prefetch=True), got %d", p->forward_prefetch);
     /* _flat_param.py _validate_tensors_to_flatten: "Must flatten tensors with uniform requires_grad when
      * use_orig_params=False" */
     if (fsdp1 && p->cpu_offload && s->trainable != TRAIN_FULL)

@@ -26,6 +26,9 @@
  * stage3_prefetch_bucket_size elements are in flight, within stage3_max_live_parameters. Gradients go
  * through the kept bucket into the kept gradient partitions (parallel.c).
  *
+ * FSDP's mixed precision and CPU offload are parallel_fsdp.c's; FSDP1's flat parameters, which share the
+ * units, the unit switch and prefetch here, are parallel_fsdp1.c's.
+ *
  * Modelled differently: FSDP's reduce-scatter output is one tensor per parameter, not one per unit;
  * the order of modules for ZeRO-3's prefetch is their registration order (DeepSpeed records the
  * executed order); collectives are not kernels (their time is not modelled).
@@ -58,7 +61,9 @@ static int64_t ceil_div(int64_t a, int64_t b)
 
 int64_t shard_numel(const struct gen *g, const struct param *p)
 {
-    return g->spec.parallel.strategy == PAR_FSDP ? ceil_div(p->dims[0], world(g)) * p->dims[1] : ceil_div(p->numel, world(g));
+    if (g->spec.parallel.strategy == PAR_FSDP)
+        return ceil_div(p->dims[0], world(g)) * p->dims[1];
+    return ceil_div(p->numel, world(g));
 }
 
 /* Elements of the gathered buffer: the unsharded parameter (FSDP), or the whole all-gather (ZeRO-3). */
@@ -162,9 +167,9 @@ static void gather(struct gen *g, int32_t u)
         return;
     }
     tref out = TNONE;
-    enum dtype dt = fsdp_gather_dtype(&g->spec);
     if (fsdp(g)) {
         int64_t n = 0;
+        enum dtype dt = fsdp_gather_dtype(&g->spec);
         fsdp2_gather_inputs(g, u);
         for (int32_t i = 0; i < g->nparams; i++)
             if (par->sp[i].unit == u)
