@@ -276,8 +276,8 @@ static const struct key parallel_keys[] = {
     K_BOOL(P, "reshard_after_forward", reshard_after_forward,
            "FSDP: free a unit's gathered parameters after its forward (gathered again for its backward)."),
     K_INT(P, "forward_prefetch", forward_prefetch, 0, 64, NULL,
-          "FSDP: units gathered ahead of the running one (behind it in backward); FSDP1's forward_prefetch is 0 "
-          "(its default, false) or 1."),
+          "FSDP: units gathered ahead of the running one (behind it in backward). fsdp1 takes 0 or 1 "
+          "(forward_prefetch=False or True): the default 1 is FSDP2's, so write 0 for FSDP1's own default."),
     K_TABLE(P, "mixed_precision", mp, mp_table, false, "FSDP: param_dtype and reduce_dtype."),
     K_BOOL(P, "cpu_offload", cpu_offload,
            "FSDP (CPUOffload(offload_params=True), FSDP2 CPUOffloadPolicy): the sharded parameters, their "
