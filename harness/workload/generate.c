@@ -509,7 +509,7 @@ static tref main_forward(struct workload *w, const struct batch *bt, bool loss)
 {
     struct gen *g = &w->g;
     g->cursor = w->mod[0].first;
-    g->act_dtype = g->spec.param_dtype;
+    g->act_dtype = fsdp_gather_dtype(&g->spec); /* FSDP's mixed precision computes in its param_dtype */
     g->autocast = g->spec.autocast;
     tref out = model_forward(g, &w->mod[0].m, bt, loss);
     g->autocast = false;
