@@ -34,6 +34,7 @@ struct path_step {
 struct frame_seen {
     const struct pickle_value *value;
     enum frame_kind kind;
+    bool autograd_node, aten_op;     /* a native frame naming an autograd node / an ATen operator */
     const char *filename, *name;
     size_t len;
     int64_t line;
@@ -302,6 +303,10 @@ static struct frame_seen *read_frame(struct reader *r, const struct pickle_value
     }
     *f = (struct frame_seen){.value = frame, .kind = frame_kind(filename, len), .filename = filename, .name = name,
                              .len = len, .line = line};
+    if (f->kind == FRAME_NATIVE) { /* told once per distinct frame, not at every fold that passes it */
+        f->autograd_node = frame_autograd_node(name, NULL, 0);
+        f->aten_op = frame_aten_op(name, NULL, 0);
+    }
     HASH_ADD(hh, r->frames, value, sizeof f->value, f);
     if (!HASH_ADDED(f)) {
         free(f);
@@ -343,9 +348,9 @@ static int fold_frames(struct reader *r, const struct pickle_value *frames, cons
             user = f;
         else if (f->kind == FRAME_LIBRARY && !library)
             library = f;
-        else if (f->kind == FRAME_NATIVE && !node && frame_autograd_node(f->name, NULL, 0))
+        else if (f->autograd_node && !node)
             node = f;
-        else if (f->kind == FRAME_NATIVE && !op && frame_aten_op(f->name, NULL, 0))
+        else if (f->aten_op && !op)
             op = f;
         if (i == 0)
             innermost = f;
