@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The per-opcode helpers of the hot opcodes (memo GETs and PUTs, small ints, pushes): inlined into the
+ * dispatch loop, which runs once per opcode (hundreds of thousands in a snapshot). */
+#define HOT static inline __attribute__((always_inline))
+
 /* Values are 16 bytes; strings and containers keep their variable part in a second record. */
 struct pickle_string {
     size_t len;
@@ -78,7 +82,7 @@ static void *arena_alloc_chunk(struct pickle_doc *doc, size_t n)
 }
 
 /* n bytes from the arena: every value of the document is one, so the common case is a bump of the head. */
-static inline void *arena_alloc(struct pickle_doc *doc, size_t n)
+HOT void *arena_alloc(struct pickle_doc *doc, size_t n)
 {
     n = (n + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
     struct arena_chunk *head = doc->chunks;
@@ -180,7 +184,7 @@ static int truncated(struct parser *p, uint64_t needed)
 }
 
 /* The next n argument bytes, or NULL (error set) when the data ends first. */
-static inline const unsigned char *take(struct parser *p, uint64_t n)
+HOT const unsigned char *take(struct parser *p, uint64_t n)
 {
     if (__builtin_expect(n > p->len - p->pos, 0)) {
         truncated(p, n);
@@ -212,7 +216,7 @@ static inline int take_uint(struct parser *p, size_t n, uint64_t *out)
 
 /* A value of `type` followed in the same allocation by `extra` bytes for its string or container
  * record; the record itself is left for the caller to fill. */
-static inline struct pickle_value *new_value_with(struct parser *p, enum pickle_type type, size_t extra)
+HOT struct pickle_value *new_value_with(struct parser *p, enum pickle_type type, size_t extra)
 {
     struct pickle_value *v = arena_alloc(p->doc, sizeof *v + extra);
     if (!v) {
@@ -223,7 +227,7 @@ static inline struct pickle_value *new_value_with(struct parser *p, enum pickle_
     return v;
 }
 
-static struct pickle_value *new_value(struct parser *p, enum pickle_type type)
+HOT struct pickle_value *new_value(struct parser *p, enum pickle_type type)
 {
     return new_value_with(p, type, 0);
 }
@@ -328,7 +332,7 @@ static int grow_pointers(struct parser *p, struct pickle_value ***arr, size_t *c
     return 0;
 }
 
-static inline int push(struct parser *p, struct pickle_value *v)
+HOT int push(struct parser *p, struct pickle_value *v)
 {
     if (!v || (p->depth == p->stack_cap && grow_pointers(p, &p->stack, &p->stack_cap, p->depth + 1)))
         return -1;
@@ -397,7 +401,7 @@ static struct pickle_value *mark_target(struct parser *p, enum pickle_type want)
 
 /* ---- opcode handlers ---- */
 
-static int push_int(struct parser *p, uint64_t bits, bool negative)
+HOT int push_int(struct parser *p, uint64_t bits, bool negative)
 {
     struct pickle_value *v = new_value(p, PICKLE_INT);
     if (v) {
@@ -476,7 +480,7 @@ static int op_none(struct parser *p)
 }
 
 /* BININT1: an int 0-255, shared. */
-static int op_binint1(struct parser *p)
+HOT int op_binint1(struct parser *p)
 {
     const unsigned char *b = take(p, 1);
     if (!b)
@@ -584,7 +588,7 @@ static int memo_put_checked(struct parser *p, uint64_t index)
 }
 
 /* The common case inline: a value on the stack stored under an index that has room. */
-static inline int memo_put(struct parser *p, uint64_t index)
+HOT int memo_put(struct parser *p, uint64_t index)
 {
     if (index < p->memo_cap && p->depth > stack_base(p)) {
         p->memo_count += !p->memo[index];
@@ -605,7 +609,7 @@ static int memo_get_checked(struct parser *p, uint64_t index)
 }
 
 /* The common case inline: an index that was stored. */
-static inline int memo_get(struct parser *p, uint64_t index)
+HOT int memo_get(struct parser *p, uint64_t index)
 {
     if (index < p->memo_cap && p->memo[index])
         return push(p, p->memo[index]);
@@ -643,7 +647,7 @@ static int op_memo_text(struct parser *p, bool put)
 }
 
 /* BINPUT, LONG_BINPUT, BINGET, LONG_BINGET: a 1- or 4-byte index (most opcodes of a snapshot are these). */
-static inline int op_memo(struct parser *p, size_t width, bool put)
+HOT int op_memo(struct parser *p, size_t width, bool put)
 {
     const unsigned char *b = take(p, width);
     if (!b)
@@ -685,7 +689,7 @@ static int unsupported(struct parser *p)
                    p->name, p->op_pos, p->op, op_name(p));
 }
 
-static inline int run_opcode(struct parser *p)
+HOT int run_opcode(struct parser *p)
 {
     switch (p->op) {
     case OP_PROTO: return op_proto(p);
