@@ -867,10 +867,10 @@ static void reader_free(struct reader *r)
     free(r->folds);
 }
 
-/* The events read as the pickle is (pickle_parse_streamed): 0, or -1 when the file is not in the shape
- * CPython's pickler gives a snapshot, or anything in it is wrong (out zeroed). */
-static int parse_streamed(const char *name, const unsigned char *data, size_t len, struct snapshot *out)
+int snapshot_parse_streamed(const char *name, const unsigned char *data, size_t len, struct snapshot *out)
 {
+    memset(out, 0, sizeof *out);
+    out->max_split_size = -1;
     struct err ignored = {0};
     struct reader r = {.name = name, .e = &ignored, .input_bytes = len, .budget = len, .streamed = true};
     struct pickle_stream st = {.root_key = "device_traces", .list_key = "frames", .ctx = &r,
@@ -888,13 +888,10 @@ static int parse_streamed(const char *name, const unsigned char *data, size_t le
     return rc;
 }
 
-int snapshot_parse(const char *name, const unsigned char *data, size_t len, struct snapshot *out, struct err *e)
+int snapshot_parse_whole(const char *name, const unsigned char *data, size_t len, struct snapshot *out, struct err *e)
 {
     memset(out, 0, sizeof *out);
     out->max_split_size = -1;
-    if (parse_streamed(name, data, len, out) == 0)
-        return 0;
-    /* the whole tree, then the walk: what the streamed read left to it, and the message when the file is wrong */
     struct pickle_doc *doc;
     if (pickle_parse(name, data, len, &doc, e))
         return -1;
@@ -906,6 +903,11 @@ int snapshot_parse(const char *name, const unsigned char *data, size_t len, stru
     if (rc)
         snapshot_free(out);
     return rc;
+}
+
+int snapshot_parse(const char *name, const unsigned char *data, size_t len, struct snapshot *out, struct err *e)
+{
+    return snapshot_parse_streamed(name, data, len, out) == 0 ? 0 : snapshot_parse_whole(name, data, len, out, e);
 }
 
 static int too_large(const char *path, struct err *e)
