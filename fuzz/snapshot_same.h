@@ -36,7 +36,7 @@ static inline const char *snapshot_difference(const struct snapshot *a, const st
         return "format or counts";
     if (a->has_settings != b->has_settings || !same_site(a->alloc_conf, b->alloc_conf) ||
         a->expandable_segments != b->expandable_segments || a->max_split_size != b->max_split_size ||
-        a->garbage_collection_threshold != b->garbage_collection_threshold)
+        memcmp(&a->garbage_collection_threshold, &b->garbage_collection_threshold, sizeof(double))) /* NaN too */
         return "settings";
     for (*at = 0; *at < a->ndevices; ++*at) {
         const struct snapshot_device *x = &a->devices[*at], *y = &b->devices[*at];
