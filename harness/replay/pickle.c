@@ -674,6 +674,25 @@ HOT int memo_get(struct parser *p, uint64_t index)
     return memo_get_checked(p, index);
 }
 
+/* BINGET and LONG_BINGET, over half the opcodes of a snapshot (its keys and frames are memo references),
+ * ahead of the dispatch when nothing can go wrong: the index stored, the stack with room. false: the
+ * dispatch runs the opcode (and says what is wrong). */
+HOT bool memo_get_fast(struct parser *p)
+{
+    unsigned char op = p->data[p->pos];
+    size_t width = op == OP_BINGET ? 1 : op == OP_LONG_BINGET ? 4 : 0;
+    if (!width || p->len - p->pos <= width || p->depth == p->stack_cap)
+        return false;
+    const unsigned char *b = p->data + p->pos + 1;
+    uint64_t index = width == 1 ? b[0] : (uint64_t)b[0] | (uint64_t)b[1] << 8 | (uint64_t)b[2] << 16 | (uint64_t)b[3] << 24;
+    struct pickle_value *v = index < p->memo_cap ? p->memo[index] : NULL;
+    if (!v || v->role == ROLE_RECORD)
+        return false;
+    p->stack[p->depth++] = v;
+    p->pos += 1 + width;
+    return true;
+}
+
 /* The decimal argument of the text opcodes PUT and GET, ended by a newline. */
 static int take_decimal_line(struct parser *p, uint64_t *out)
 {
@@ -988,6 +1007,8 @@ static int stream_check(struct parser *p)
 static int run(struct parser *p)
 {
     while (p->pos < p->len) {
+        if (memo_get_fast(p))
+            continue;
         p->op_pos = p->pos;
         p->op = p->data[p->pos++];
         if (p->op == OP_STOP) {
