@@ -5,7 +5,8 @@
  * mark and memo arrays are scratch space freed when parsing ends. Every opcode does work bounded by
  * the values it pushed or pops, so parsing is linear in the input. Dicts of more than
  * DICT_INDEX_MIN keys get a sorted index of their str keys when parsing ends, so a lookup costs
- * O(log n) however often a shared dict is read. */
+ * O(log n) however often a shared dict is read. A streamed parse (pickle_parse_streamed) runs the same
+ * machine but hands one list of lists of records to its client as they close (see "streaming"). */
 #define _GNU_SOURCE /* qsort_r */
 #include "replay/pickle.h"
 
