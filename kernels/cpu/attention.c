@@ -10,38 +10,67 @@
 #include "cpu/attn_cpu.h"
 #include "cpu/blas.h"
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
+
+const float *attn_view(const void *src, int dt, size_t n, const char *what, struct err *e)
+{
+    if (dt == DT_F32)
+        return src;
+    float *f = cpu_scratch(n, what, e);
+    if (f)
+        tensor_to_f32(f, src, dt, n);
+    return f;
+}
+
+void attn_unview(const float *view, const void *src)
+{
+    if (view != src)
+        free((float *)view);
+}
 
 int attn_load(struct attn_f32 *f, const struct kernel_call *k, void *const *t, int iq, int ikv, struct err *e)
 {
     const struct kernel_desc *kd = kernel_get(k->kernel);
-    size_t nq = kd->elems(k, iq), nkv = kd->elems(k, ikv);
     f->a = attn_layout_of(k->dims, k->fparam[0]);
-    f->q = cpu_scratch(nq, "attention q", e);
-    f->kv = f->q ? cpu_scratch(nkv, "attention kv", e) : NULL;
+    f->q = attn_view(t[iq], k->dtype, kd->elems(k, iq), "attention q", e);
+    f->kv = f->q ? attn_view(t[ikv], k->dtype, kd->elems(k, ikv), "attention kv", e) : NULL;
     if (!f->kv) {
-        free(f->q);
+        if (f->q)
+            attn_unview(f->q, t[iq]);
         return -1;
     }
-    tensor_to_f32(f->q, t[iq], k->dtype, nq);
-    tensor_to_f32(f->kv, t[ikv], k->dtype, nkv);
     return 0;
 }
 
-void attn_free(struct attn_f32 *f)
+void attn_free(struct attn_f32 *f, void *const *t, int iq, int ikv)
 {
-    free(f->q);
-    free(f->kv);
+    attn_unview(f->q, t[iq]);
+    attn_unview(f->kv, t[ikv]);
 }
 
-/* Loads a whole tensor (o-shaped: do) as fp32; NULL with e set. */
-float *attn_load_o(const struct kernel_call *k, const void *src, struct err *e)
+void attn_store(void *dst, int dt, size_t i, const float *src, size_t n)
 {
-    size_t n = (size_t)(k->dims[0] * k->dims[2] * k->dims[1] * k->dims[4]);
-    float *f = cpu_scratch(n, "attention do", e);
-    if (f)
-        tensor_to_f32(f, src, k->dtype, n);
-    return f;
+    tensor_from_f32((char *)dst + i * dtype_size((enum dtype)dt), dt, src, n);
+}
+
+struct attn_par {
+    void *ctx;
+    attn_item_fn *fn;
+};
+
+static void run_items(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    const struct attn_par *p = t[0];
+    for (size_t i = i0; i < i0 + len; i++)
+        p->fn(p->ctx, (int64_t)i);
+}
+
+void attn_parallel(void *ctx, int64_t n, size_t work, attn_item_fn *fn)
+{
+    struct attn_par p = {ctx, fn};
+    void *slot[1] = {&p}; /* cpu_for_chunks_of hands its tensor array to each chunk untouched */
+    cpu_for_chunks_of(NULL, slot, (size_t)n, 1, work, run_items);
 }
 
 /* Row i of a Tq x Tk score block starting at query row i0: mask keys past attn_keys (-inf). */
@@ -67,7 +96,7 @@ int cpu_attn_fwd(const struct kernel_call *k, void *const *t, struct err *e)
     float *o = s ? cpu_scratch((size_t)(a->Tq * a->D), "attention output", e) : NULL;
     if (!o) {
         free(s);
-        attn_free(&f);
+        attn_free(&f, t, 0, 1);
         return -1;
     }
     for (int64_t b = 0; b < a->B; b++)
@@ -97,7 +126,7 @@ int cpu_attn_fwd(const struct kernel_call *k, void *const *t, struct err *e)
         }
     free(s);
     free(o);
-    attn_free(&f);
+    attn_free(&f, t, 0, 1);
     return 0;
 }
 
@@ -114,13 +143,13 @@ int cpu_attn_bwd(const struct kernel_call *k, void *const *t, struct err *e)
     float *dkv = cpu_scratch(nkv, "attention dkv", e), *p = dkv ? cpu_scratch(nblk, "attention P", e) : NULL;
     float *ds = p ? cpu_scratch(nblk, "attention dS", e) : NULL;
     float *dq = ds ? cpu_scratch((size_t)(a->Tq * a->D), "attention dq", e) : NULL;
-    float *dout = dq ? attn_load_o(k, t[3], e) : NULL;
+    const float *dout = dq ? attn_view(t[3], k->dtype, kernel_get(k->kernel)->elems(k, 3), "attention do", e) : NULL;
     if (!dout) {
         free(dkv);
         free(p);
         free(ds);
         free(dq);
-        attn_free(&f);
+        attn_free(&f, t, 0, 1);
         return -1;
     }
     memset(dkv, 0, nkv * sizeof *dkv);
@@ -155,8 +184,8 @@ int cpu_attn_bwd(const struct kernel_call *k, void *const *t, struct err *e)
     free(p);
     free(ds);
     free(dq);
-    free(dout);
-    attn_free(&f);
+    attn_unview(dout, t[3]);
+    attn_free(&f, t, 0, 1);
     return 0;
 }
 
@@ -190,7 +219,7 @@ int cpu_attn_bias_fwd(const struct kernel_call *k, void *const *t, struct err *e
     float *row = cpu_scratch((size_t)a->Tk, "attention row", e), *acc = row ? cpu_scratch((size_t)a->D, "attention acc", e) : NULL;
     if (!acc) {
         free(row);
-        attn_free(&f);
+        attn_free(&f, t, 0, 1);
         return -1;
     }
     for (int64_t b = 0; b < a->B; b++)
@@ -221,7 +250,7 @@ int cpu_attn_bias_fwd(const struct kernel_call *k, void *const *t, struct err *e
         }
     free(row);
     free(acc);
-    attn_free(&f);
+    attn_free(&f, t, 0, 1);
     return 0;
 }
 
