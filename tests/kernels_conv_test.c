@@ -1,5 +1,6 @@
-/* kernels_conv_test.c: CPU conv2d (im2col + GEMM) against direct convolution in every dtype, and
- * its backward (data, filter) against direct adjoints and against finite differences. */
+/* kernels_conv_test.c: CPU conv2d against direct convolution in every dtype, and its backward (data,
+ * filter) against direct adjoints and against finite differences: stride 1 (the shifted-GEMM path,
+ * 1x1 to 5x5 filters, padding 0 to R - 1 and beyond) and strides 2, 3 (im2col). */
 #include "kernels_test_util.h"
 
 struct shape {
@@ -111,6 +112,12 @@ int main(void)
         conv_case(test_dtypes[d], shape_of(2, 3, 7, 6, 4, 3, 1, 1));
         conv_case(test_dtypes[d], shape_of(1, 4, 9, 9, 3, 3, 2, 1));
         conv_case(test_dtypes[d], shape_of(2, 5, 4, 5, 6, 1, 1, 0));
+        conv_case(test_dtypes[d], shape_of(1, 3, 6, 5, 2, 5, 1, 2)); /* 5x5 filter */
+        conv_case(test_dtypes[d], shape_of(2, 2, 5, 7, 3, 3, 1, 0)); /* no padding */
+        conv_case(test_dtypes[d], shape_of(1, 3, 8, 7, 2, 3, 1, 2)); /* padding R - 1: dx's own is 0 */
+        conv_case(test_dtypes[d], shape_of(1, 2, 4, 4, 3, 1, 1, 1)); /* padding > R - 1: dx by col2im */
+        conv_case(test_dtypes[d], shape_of(1, 2, 9, 8, 3, 3, 3, 2)); /* stride 3 */
+        conv_case(test_dtypes[d], shape_of(1, 2, 3, 3, 2, 3, 2, 0)); /* a single output pixel */
     }
     struct kernel_call k = call(K_CONV2D_FWD, DT_F32, shape_of(2, 3, 8, 8, 4, 3, 1, 1));
     ok(kernel_get(K_CONV2D_FWD)->flops(&k) == 2.0 * 2 * 4 * 8 * 8 * 3 * 3 * 3, "conv flops = 2 N K P Q C R R");
