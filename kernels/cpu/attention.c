@@ -10,7 +10,6 @@
 #include "cpu/attn_cpu.h"
 #include "cpu/blas.h"
 #include "cpu/cpu_kernels.h"
-#include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
 
 const float *attn_view(const void *src, int dt, size_t n, const char *what, struct err *e)
@@ -52,25 +51,6 @@ void attn_free(struct attn_f32 *f, void *const *t, int iq, int ikv)
 void attn_store(void *dst, int dt, size_t i, const float *src, size_t n)
 {
     tensor_from_f32((char *)dst + i * dtype_size((enum dtype)dt), dt, src, n);
-}
-
-struct attn_par {
-    void *ctx;
-    attn_item_fn *fn;
-};
-
-static void run_items(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
-{
-    const struct attn_par *p = t[0];
-    for (size_t i = i0; i < i0 + len; i++)
-        p->fn(p->ctx, (int64_t)i);
-}
-
-void attn_parallel(void *ctx, int64_t n, size_t work, attn_item_fn *fn)
-{
-    struct attn_par p = {ctx, fn};
-    void *slot[1] = {&p}; /* cpu_for_chunks_of hands its tensor array to each chunk untouched */
-    cpu_for_chunks_of(NULL, slot, (size_t)n, 1, work, run_items);
 }
 
 /* Row i of a Tq x Tk score block starting at query row i0: mask keys past attn_keys (-inf). */

@@ -30,9 +30,4 @@ void attn_store(void *dst, int dt, size_t i, const float *src, size_t n);
 /* x[j] = exp(x[j] - m) for j < n (0 for -inf), vectorized; returns their sum (attn_exp.c). */
 float attn_exp_row(float *x, int64_t n, float m);
 
-/* Runs fn(ctx, item) for item in [0, n) over the cores the kernels may use, where the whole call costs
- * about `work` elementwise operations (so that small calls stay on one thread). */
-typedef void attn_item_fn(void *ctx, int64_t item);
-void attn_parallel(void *ctx, int64_t n, size_t work, attn_item_fn *fn);
-
 #endif

@@ -1,11 +1,15 @@
 /* conv.c: CPU 2-D convolution (NCHW, square filter, groups = 1) on cblas_sgemm: forward, backward to
  * the input and backward to the filter. Stride 1 (the common case) needs no im2col: one GEMM per
- * filter tap on a zero-padded copy of one image (see shifted_conv), every buffer the size of one
- * image; the backward to the input is the forward of dy with the filter turned round. Other strides
- * go through im2col + GEMM (+ col2im) per image. OpenBLAS threads the GEMMs. */
+ * filter tap on a zero-padded band of rows of an image (see s1_item), bands spread over the cores in
+ * GEMMs small enough for OpenBLAS to keep on the calling thread; the backward to the input is the
+ * forward of dy with the filter turned round. The backward to the filter (stride 1: per tap, from the
+ * padded image and the widened dy) and other strides (im2col + GEMM (+ col2im) per image) leave the
+ * threading to OpenBLAS. */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "cpu/blas.h"
+#include "cpu/cpu_items.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/tensor_io.h"
 
@@ -95,58 +99,26 @@ static int bufs_put(struct conv_bufs *b, const struct kernel_call *k, void *cons
 }
 
 /* Stride 1 without im2col. On an image zero-padded to Hp x Wp, output (p, q) of tap (r, s) reads
- * xp[c][p + r][q + s]: at offset r Wp + s from xp[c][p][q]. So, computing "wide" outputs, P rows of
- * Wp of which the last Wp - Q are junk (they read the next row), tap (r, s) is one GEMM on xp shifted
- * by r Wp + s, with no copy: yw (K x P Wp) += w_rs (K x C) xp_rs (C x P Wp, rows Hp Wp apart). */
-struct wide {
-    int64_t C, H, W, pad, Hp, Wp, P; /* image channels and size, its padding, padded size, output rows */
-    float *xp;                       /* [C][Hp][Wp], then R - 1 floats the last junk columns read */
-};
+ * xp[c][p + r][q + s]: at offset r Wp + s from xp[c][p][q]. So, computing "wide" outputs, rows of
+ * Wp of which the last Wp - Q are junk (they read the next row), tap (r, s) is a GEMM on xp shifted
+ * by r Wp + s, with no copy: yw (K x rows Wp) += w_rs (K x C) xp_rs (C x rows Wp). */
 
-static int wide_get(struct wide *v, int64_t C, int64_t H, int64_t W, int64_t pad, int64_t R, struct err *e)
+/* Fills a band of padded rows [hp0, hp0 + rows) of a C x H x W image padded by pad into xp, laid out
+ * [C][cs / Wp][Wp] (cs >= rows Wp): image rows into their place, rows outside the image zeroed; the pad
+ * columns are left as they are (zero: no band writes them). From element x0 of a tensor of dtype dt. */
+static void fill_band(float *xp, int64_t cs, const void *x, int dt, int64_t x0, int64_t C, int64_t H, int64_t W,
+                      int64_t pad, int64_t hp0, int64_t rows)
 {
-    *v = (struct wide){C, H, W, pad, H + 2 * pad, W + 2 * pad, H + 2 * pad - R + 1, NULL};
-    v->xp = cpu_scratch((size_t)(C * v->Hp * v->Wp + R), "conv padded image", e);
-    if (v->xp)
-        memset(v->xp, 0, (size_t)(C * v->Hp * v->Wp + R) * sizeof *v->xp);
-    return v->xp ? 0 : -1;
-}
-
-static const void *elem(const void *p, int dt, int64_t i)
-{
-    return (const char *)p + i * (int64_t)dtype_size((enum dtype)dt);
-}
-
-/* Copies image x (C x H x W, from element x0 of a tensor of dtype dt) inside the zero border of xp. */
-static void wide_fill(struct wide *v, const void *x, int dt, int64_t x0)
-{
-    for (int64_t c = 0; c < v->C; c++)
-        for (int64_t h = 0; h < v->H; h++)
-            tensor_to_f32(v->xp + (c * v->Hp + h + v->pad) * v->Wp + v->pad, elem(x, dt, x0 + (c * v->H + h) * v->W),
-                          dt, (size_t)v->W);
-}
-
-/* yw (K x P Wp) = sum over taps t = r R + s of wt[t] (K x C) times xp shifted by r Wp + s. */
-static void shifted_conv(const struct wide *v, const float *wt, int64_t K, int64_t R, float *yw)
-{
-    const int64_t ncol = v->P * v->Wp;
-    for (int64_t t = 0; t < R * R; t++)
-        blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)K, (int)ncol, (int)v->C, 1.0f, wt + t * K * v->C,
-                   (int)v->C, v->xp + t / R * v->Wp + t % R, (int)(v->Hp * v->Wp), t ? 1.0f : 0.0f, yw, (int)ncol);
-}
-
-/* Stores the Q real columns of each wide output row (K x P rows of Wp) at element y0 of y. */
-static void unwiden(void *y, int dt, int64_t y0, const float *yw, int64_t K, int64_t P, int64_t Q, int64_t Wp)
-{
-    for (int64_t r = 0; r < K * P; r++)
-        tensor_from_f32((char *)y + (y0 + r * Q) * (int64_t)dtype_size((enum dtype)dt), dt, yw + r * Wp, (size_t)Q);
-}
-
-/* The inverse: rows of Q from element y0 of y into wide rows of Wp (junk columns untouched). */
-static void widen(float *yw, const void *y, int dt, int64_t y0, int64_t K, int64_t P, int64_t Q, int64_t Wp)
-{
-    for (int64_t r = 0; r < K * P; r++)
-        tensor_to_f32(yw + r * Wp, elem(y, dt, y0 + r * Q), dt, (size_t)Q);
+    const int64_t Wp = W + 2 * pad, esize = dtype_size((enum dtype)dt);
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t i = 0; i < rows; i++) {
+            int64_t h = hp0 + i - pad;
+            float *row = xp + c * cs + i * Wp;
+            if (h >= 0 && h < H)
+                tensor_to_f32(row + pad, (const char *)x + (x0 + (c * H + h) * W) * esize, dt, (size_t)W);
+            else
+                memset(row, 0, (size_t)Wp * sizeof *row);
+        }
 }
 
 /* wt[r R + s][a][b] = w[a][b][r][s] (flip = 0) or w[b][a][R-1-r][R-1-s] (flip = 1: the filter of the
@@ -169,27 +141,73 @@ static float *taps_of(const void *w, int dt, int64_t A, int64_t B, int64_t R, in
     return wt;
 }
 
-/* y (Kout x P x Q per image) = stride-1 convolution of x (Cin x H x W per image, padded by pad) with
- * filter taps wt, for the N images of a call. */
+/* A stride-1 convolution of N images x (Cin x H x W, padded by pad) with filter taps wt into y
+ * (Kout x P x Q): items are bands of `band` output rows of an image, each in a pooled buffer holding
+ * its padded input rows ([Cin][cs], cs = (band + R - 1) Wp, then R - 1 floats the last junk columns
+ * read) and its wide outputs (Kout x band Wp). */
+struct s1_job {
+    int dt;
+    const void *x;
+    const float *wt;
+    void *y;
+    int64_t Cin, H, W, Kout, R, pad, Wp, P, Q, band, nbands, cs;
+    struct cpu_pool pool;
+    atomic_int failed;
+};
+
+/* GEMM blocks: 64 x 64 x 64 = CPU_BLAS_ONE_THREAD_MNK, so the BLAS stays on the item's thread. */
+#define CB 64
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+static void s1_item(void *ctx, int64_t item)
+{
+    struct s1_job *j = ctx;
+    const int64_t n = item / j->nbands, p0 = item % j->nbands * j->band, rows = min64(j->band, j->P - p0);
+    const int64_t ncol = rows * j->Wp, ld = j->band * j->Wp;
+    float *xp = cpu_pool_get(&j->pool);
+    if (!xp) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
+    float *yw = xp + j->Cin * j->cs + j->R;
+    fill_band(xp, j->cs, j->x, j->dt, n * j->Cin * j->H * j->W, j->Cin, j->H, j->W, j->pad, p0, rows + j->R - 1);
+    for (int64_t c0 = 0; c0 < ncol; c0 += CB)
+        for (int64_t m0 = 0; m0 < j->Kout; m0 += CB)
+            for (int64_t t = 0; t < j->R * j->R; t++)
+                for (int64_t k0 = 0; k0 < j->Cin; k0 += CB)
+                    blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)min64(CB, j->Kout - m0),
+                               (int)min64(CB, ncol - c0), (int)min64(CB, j->Cin - k0), 1.0f,
+                               j->wt + (t * j->Kout + m0) * j->Cin + k0, (int)j->Cin,
+                               xp + k0 * j->cs + t / j->R * j->Wp + t % j->R + c0, (int)j->cs,
+                               t || k0 ? 1.0f : 0.0f, yw + m0 * ld + c0, (int)ld);
+    const int64_t esize = dtype_size((enum dtype)j->dt);
+    for (int64_t k = 0; k < j->Kout; k++)
+        for (int64_t i = 0; i < rows; i++)
+            tensor_from_f32((char *)j->y + (((n * j->Kout + k) * j->P + p0 + i) * j->Q) * esize, j->dt,
+                            yw + k * ld + i * j->Wp, (size_t)j->Q);
+    cpu_pool_put(&j->pool, xp);
+}
+
 static int conv_stride1(const struct kernel_call *k, const void *x, const float *wt, void *y, int64_t N, int64_t Cin,
                         int64_t H, int64_t W, int64_t Kout, int64_t R, int64_t pad, struct err *e)
 {
-    struct wide v;
-    if (wide_get(&v, Cin, H, W, pad, R, e) < 0)
-        return -1;
-    const int64_t Q = v.Wp - R + 1;
-    float *yw = cpu_scratch((size_t)(Kout * v.P * v.Wp), "conv wide output", e);
-    if (!yw) {
-        free(v.xp);
-        return -1;
-    }
-    for (int64_t n = 0; n < N; n++) {
-        wide_fill(&v, x, k->dtype, n * Cin * H * W);
-        shifted_conv(&v, wt, Kout, R, yw);
-        unwiden(y, k->dtype, n * Kout * v.P * Q, yw, Kout, v.P, Q, v.Wp);
-    }
-    free(v.xp);
-    free(yw);
+    struct s1_job j = {.dt = k->dtype, .x = x, .wt = wt, .y = y, .Cin = Cin, .H = H, .W = W, .Kout = Kout, .R = R,
+                       .pad = pad, .Wp = W + 2 * pad, .P = H + 2 * pad - R + 1, .Q = W + 2 * pad - R + 1};
+    /* at least 8 items, so that two or more threads have work even for one image */
+    j.nbands = min64(j.P, (8 + N - 1) / N);
+    j.band = (j.P + j.nbands - 1) / j.nbands;
+    j.nbands = (j.P + j.band - 1) / j.band;
+    j.cs = (j.band + R - 1) * j.Wp;
+    cpu_pool_init(&j.pool, (size_t)(Cin * j.cs + R + Kout * j.band * j.Wp));
+    double flops = 2.0 * (double)(N * Kout * j.P * j.Wp) * (double)(Cin * R * R);
+    cpu_for_items(&j, N * j.nbands, (size_t)(flops / 16.0), s1_item);
+    cpu_pool_free(&j.pool);
+    if (atomic_load(&j.failed))
+        return err_set(e, ERR_INTERNAL, "%s: out of host memory for a band's scratch", kernel_get(k->kernel)->name);
     return 0;
 }
 
@@ -236,36 +254,42 @@ int cpu_conv2d_bwd_data(const struct kernel_call *k, void *const *t, struct err 
 }
 
 /* Stride 1: dw_rs (K x C) = sum over images of dy widened with zero junk columns (K x P Wp) times
- * the padded image shifted by r Wp + s, transposed. */
+ * the padded image shifted by r Wp + s, transposed. Large GEMMs, which OpenBLAS threads. */
 static int bwd_filter_stride1(const struct kernel_call *k, void *const *t, const struct conv *c, struct err *e)
 {
-    struct wide v;
-    if (blas_load(e) < 0 || wide_get(&v, c->C, c->H, c->W, c->pad, c->R, e) < 0)
+    const int64_t Wp = c->W + 2 * c->pad, Hp = c->H + 2 * c->pad, ncol = c->P * Wp, nw = c->K * c->C * c->R * c->R;
+    const int64_t esize = dtype_size((enum dtype)k->dtype);
+    if (blas_load(e) < 0)
         return -1;
-    const int64_t ncol = v.P * v.Wp, nw = c->K * c->C * c->R * c->R;
     float *dyw = cpu_scratch((size_t)(c->K * ncol), "conv wide dy", e);
     float *dwt = dyw ? cpu_scratch((size_t)nw, "conv filter taps", e) : NULL;
     float *dw = dwt ? cpu_scratch((size_t)nw, "conv filter", e) : NULL;
-    if (dw) {
+    int rc = dw ? 0 : -1;
+    if (dw)
         memset(dyw, 0, (size_t)(c->K * ncol) * sizeof *dyw);
-        for (int64_t n = 0; n < c->N; n++) {
-            wide_fill(&v, t[0], k->dtype, n * c->C * c->H * c->W);
-            widen(dyw, t[1], k->dtype, n * c->K * c->pq, c->K, c->P, c->Q, v.Wp);
-            for (int64_t tap = 0; tap < c->R * c->R; tap++)
-                blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)c->K, (int)c->C, (int)ncol, 1.0f, dyw,
-                           (int)ncol, v.xp + tap / c->R * v.Wp + tap % c->R, (int)(v.Hp * v.Wp), n ? 1.0f : 0.0f,
-                           dwt + tap * c->K * c->C, (int)c->C);
-        }
+    float *xp = dw ? calloc((size_t)(c->C * Hp * Wp + c->R), sizeof *xp) : NULL;
+    if (dw && !xp)
+        rc = err_set(e, ERR_INTERNAL, "out of host memory for a padded image of conv2d_bwd_filter");
+    for (int64_t n = 0; n < c->N && rc == 0; n++) {
+        fill_band(xp, Hp * Wp, t[0], k->dtype, n * c->C * c->H * c->W, c->C, c->H, c->W, c->pad, 0, Hp);
+        for (int64_t r = 0; r < c->K * c->P; r++)
+            tensor_to_f32(dyw + r * Wp, (const char *)t[1] + (n * c->K * c->pq + r * c->Q) * esize, k->dtype, (size_t)c->Q);
+        for (int64_t tap = 0; tap < c->R * c->R; tap++)
+            blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)c->K, (int)c->C, (int)ncol, 1.0f, dyw, (int)ncol,
+                       xp + tap / c->R * Wp + tap % c->R, (int)(Hp * Wp), n ? 1.0f : 0.0f, dwt + tap * c->K * c->C,
+                       (int)c->C);
+    }
+    free(xp);
+    if (rc == 0) {
         for (int64_t kc = 0; kc < c->K * c->C; kc++)
             for (int64_t tap = 0; tap < c->R * c->R; tap++)
                 dw[kc * c->R * c->R + tap] = dwt[tap * c->K * c->C + kc];
         tensor_from_f32(t[2], k->dtype, dw, (size_t)nw);
     }
-    free(v.xp);
     free(dyw);
     free(dwt);
     free(dw);
-    return dw ? 0 : -1;
+    return rc;
 }
 
 int cpu_conv2d_bwd_filter(const struct kernel_call *k, void *const *t, struct err *e)

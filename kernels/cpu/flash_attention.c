@@ -12,16 +12,13 @@
 #include "attn_layout.h"
 #include "cpu/attn_cpu.h"
 #include "cpu/blas.h"
+#include "cpu/cpu_items.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
 
 #define BQ 32      /* query rows per block */
 #define BK_MAX 256 /* most keys per block */
-
-/* OpenBLAS runs a GEMM on one thread when m n k <= 65536 * GEMM_MULTITHREAD_THRESHOLD (= 4 by
- * default; OpenBLAS interface/gemm.c), so blocks this size never start BLAS threads under ours. */
-#define BLAS_ONE_THREAD_MNK 262144
 
 static int64_t min64(int64_t x, int64_t y)
 {
@@ -31,11 +28,11 @@ static int64_t min64(int64_t x, int64_t y)
 /* Keys per block for head size D: as many as keep BQ x bk x D at one BLAS thread, a multiple of 16. */
 static int64_t key_block(int64_t D)
 {
-    int64_t bk = BLAS_ONE_THREAD_MNK / (BQ * D) / 16 * 16;
+    int64_t bk = CPU_BLAS_ONE_THREAD_MNK / (BQ * D) / 16 * 16;
     return bk < 16 ? 16 : bk > BK_MAX ? BK_MAX : bk;
 }
 
-/* Elementwise operations one call costs, roughly: the threads follow it (attn_parallel). A score
+/* Elementwise operations one call costs, roughly: the threads follow it (cpu_for_items). A score
  * costs 2 D multiply-adds in each of two or more GEMMs, about D / 8 elementwise operations' time. */
 static size_t call_work(const struct attn_layout *a, int bwd)
 {
@@ -186,7 +183,7 @@ int cpu_flash_fwd(const struct kernel_call *k, void *const *t, struct err *e)
     if (job_start(&j, k, t, e) < 0)
         return -1;
     const struct attn_layout *a = &j.f.a;
-    attn_parallel(&j, a->B * a->H * j.nqb, call_work(a, 0), fwd_item);
+    cpu_for_items(&j, a->B * a->H * j.nqb, call_work(a, 0), fwd_item);
     return job_end(&j, e);
 }
 
@@ -267,7 +264,7 @@ int cpu_flash_bwd(const struct kernel_call *k, void *const *t, struct err *e)
         return -1;
     }
     memset(j.dkv, 0, nkv * sizeof *j.dkv);
-    attn_parallel(&j, a->B * a->Hkv, call_work(a, 1), bwd_item);
+    cpu_for_items(&j, a->B * a->Hkv, call_work(a, 1), bwd_item);
     if (!atomic_load(&j.failed))
         attn_store_dkv(a, t[5], k->dtype, j.dkv);
     free(j.dkv);
