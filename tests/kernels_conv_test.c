@@ -114,28 +114,34 @@ static void conv_threads_case(void)
     struct shape s = shape_of(2, 70, 17, 31, 66, 3, 1, 1);
     size_t nx = (size_t)(s.N * s.C * s.H * s.W), nw = (size_t)(s.K * s.C * s.R * s.R), ny = (size_t)(s.N * s.K * s.P * s.Q);
     float *x = rnd_vec(nx, 1.0f), *w = rnd_vec(nw, 0.5f), *dy = rnd_vec(ny, 1.0f);
-    double *y_ref = calloc(ny, sizeof(double)), *dx_ref = calloc(nx, sizeof(double));
+    double *y_ref = calloc(ny, sizeof(double)), *dx_ref = calloc(nx, sizeof(double)), *dw_ref = calloc(nw, sizeof(double));
     FOR_TAPS(s, xi, wi, yi)
     {
         y_ref[yi] += (double)x[xi] * w[wi];
         dx_ref[xi] += (double)dy[yi] * w[wi];
+        dw_ref[wi] += (double)dy[yi] * x[xi];
     }
-    float *y[2], *dx[2];
+    float *y[2], *dx[2], *dw[2];
     for (int i = 0; i < 2; i++) {
         y[i] = zeros(ny);
         dx[i] = zeros(nx);
+        dw[i] = zeros(nw);
         kernel_cpu_set_threads(i ? 1 : 0);
         struct kernel_call k = call(K_CONV2D_FWD, DT_F32, s);
         run(&k, (void *[]){x, w, y[i]});
         k = call(K_CONV2D_BWD_DATA, DT_F32, s);
         run(&k, (void *[]){dy, w, dx[i]});
+        k = call(K_CONV2D_BWD_FILTER, DT_F32, s);
+        run(&k, (void *[]){x, dy, dw[i]});
     }
     kernel_cpu_set_threads(0);
     ok(!memcmp(y[0], y[1], ny * 4), "conv2d_fwd: same bits on all cores and on one");
     ok(!memcmp(dx[0], dx[1], nx * 4), "conv2d_bwd_data: same bits on all cores and on one");
+    ok(!memcmp(dw[0], dw[1], nw * 4), "conv2d_bwd_filter: same bits on all cores and on one");
     check_close(y[0], DT_F32, y_ref, ny, kernel_get(K_CONV2D_FWD)->tol[DT_F32], "conv2d_fwd, large call");
     check_close(dx[0], DT_F32, dx_ref, nx, kernel_get(K_CONV2D_BWD_DATA)->tol[DT_F32], "conv2d_bwd_data, large call");
-    void *all[] = {x, w, dy, y_ref, dx_ref, y[0], y[1], dx[0], dx[1]};
+    check_close(dw[0], DT_F32, dw_ref, nw, kernel_get(K_CONV2D_BWD_FILTER)->tol[DT_F32], "conv2d_bwd_filter, large call");
+    void *all[] = {x, w, dy, y_ref, dx_ref, dw_ref, y[0], y[1], dx[0], dx[1], dw[0], dw[1]};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         free(all[i]);
 }

@@ -9,8 +9,10 @@
 #include <string.h>
 
 #include "cpu/blas.h"
+#include "cpu/cpu_bf16x8.h"
 #include "cpu/cpu_items.h"
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
 
 struct conv {
@@ -253,42 +255,140 @@ int cpu_conv2d_bwd_data(const struct kernel_call *k, void *const *t, struct err 
     return bufs_put(&b, k, t, 0);
 }
 
-/* Stride 1: dw_rs (K x C) = sum over images of dy widened with zero junk columns (K x P Wp) times
- * the padded image shifted by r Wp + s, transposed. Large GEMMs, which OpenBLAS threads. */
+/* Stride 1, backward to the filter: per tap, dw_rs^T (C x K) = sum over bands of the padded input
+ * rows shifted by r Wp + s (C x band Wp) times the band's dy, widened with zero junk columns and
+ * transposed (band Wp x K), in the forward's 64-blocks. Items are groups of bands, each summing into
+ * its own partial; the partials are added in group order, so the split over the cores does not change
+ * the result. */
+struct dw_job {
+    int dt;
+    const void *x, *dy;
+    int64_t C, H, W, K, R, pad, Wp, P, Q, band, nbands, nitems, cs, ngroups;
+    float *partial;       /* ngroups x [R R][C][K] */
+    struct cpu_pool pool; /* per band: padded rows [C][cs] + R, dy^T [band Wp][K], one output row of dy [K][Q] */
+    atomic_int failed;
+};
+
+/* Most floats of the groups' partials together (unless two groups need more). */
+#define DW_PARTIAL_FLOATS ((int64_t)1 << 22)
+
+/* dst[q][k] (rows dk apart) = src[k][q] (rows sq apart) for k < K, q < Q, in blocks that stay in cache. */
+CPU_BODY void transpose_body(float *restrict dst, int64_t dk, const float *restrict src, int64_t sq, int64_t K, int64_t Q)
+{
+    for (int64_t k0 = 0; k0 < K; k0 += 16)
+        for (int64_t q0 = 0; q0 < Q; q0 += 16)
+            for (int64_t k = k0; k < min64(k0 + 16, K); k++)
+                for (int64_t q = q0; q < min64(q0 + 16, Q); q++)
+                    dst[q * dk + k] = src[k * sq + q];
+}
+
+#ifdef OOM_HAVE_BF16X8
+/* The same by 8 x 8 blocks in AVX registers (unpack, shuffle, swap of 128-bit halves). */
+__attribute__((target("avx2,fma"))) static void transpose_avx2(float *restrict dst, int64_t dk, const float *restrict src,
+                                                               int64_t sq, int64_t K, int64_t Q)
+{
+    const int64_t K8 = K / 8 * 8, Q8 = Q / 8 * 8;
+    for (int64_t k = 0; k < K8; k += 8)
+        for (int64_t q = 0; q < Q8; q += 8) {
+            __m256 r[8], u[8];
+            for (int i = 0; i < 8; i++)
+                r[i] = _mm256_loadu_ps(src + (k + i) * sq + q);
+            for (int i = 0; i < 8; i += 2) {
+                u[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+                u[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+            }
+            for (int i = 0; i < 8; i += 4) {
+                r[i] = _mm256_shuffle_ps(u[i], u[i + 2], 0x44);
+                r[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], 0xee);
+                r[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], 0x44);
+                r[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], 0xee);
+            }
+            for (int i = 0; i < 4; i++) {
+                _mm256_storeu_ps(dst + (q + i) * dk + k, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+                _mm256_storeu_ps(dst + (q + i + 4) * dk + k, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+            }
+        }
+    transpose_body(dst + Q8 * dk, dk, src + Q8, sq, K, Q - Q8); /* the last columns, then the last rows */
+    transpose_body(dst + K8, dk, src + K8 * sq, sq, K - K8, Q8);
+}
+#endif
+CPU_DISPATCH(transpose, (float *restrict dst, int64_t dk, const float *restrict src, int64_t sq, int64_t K, int64_t Q),
+             (dst, dk, src, sq, K, Q))
+
+static void dw_band(const struct dw_job *j, float *buf, int64_t item, float *acc)
+{
+    const int64_t n = item / j->nbands, p0 = item % j->nbands * j->band, rows = min64(j->band, j->P - p0);
+    const int64_t ncol = rows * j->Wp, esize = dtype_size((enum dtype)j->dt);
+    float *xp = buf, *dyt = buf + j->C * j->cs + j->R, *row = dyt + j->band * j->Wp * j->K;
+    fill_band(xp, j->cs, j->x, j->dt, n * j->C * j->H * j->W, j->C, j->H, j->W, j->pad, p0, rows + j->R - 1);
+    for (int64_t i = 0; i < rows; i++) { /* output row p0 + i of the K channels: [K][Q], P Q apart in dy */
+        const int64_t at = (n * j->K * j->P + p0 + i) * j->Q;
+        const float *src = j->dt == DT_F32 ? (const float *)j->dy + at : row;
+        for (int64_t k = 0; k < j->K && src == row; k++)
+            tensor_to_f32(row + k * j->Q, (const char *)j->dy + (at + k * j->P * j->Q) * esize, j->dt, (size_t)j->Q);
+        transpose(dyt + i * j->Wp * j->K, j->K, src, src == row ? j->Q : j->P * j->Q, j->K, j->Q);
+    }
+    for (int64_t c0 = 0; c0 < ncol; c0 += CB)
+        for (int64_t t = 0; t < j->R * j->R; t++)
+            for (int64_t m0 = 0; m0 < j->C; m0 += CB)
+                for (int64_t n0 = 0; n0 < j->K; n0 += CB)
+                    blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)min64(CB, j->C - m0),
+                               (int)min64(CB, j->K - n0), (int)min64(CB, ncol - c0), 1.0f,
+                               xp + m0 * j->cs + t / j->R * j->Wp + t % j->R + c0, (int)j->cs, dyt + c0 * j->K + n0,
+                               (int)j->K, 1.0f, acc + (t * j->C + m0) * j->K + n0, (int)j->K);
+}
+
+static void dw_group(void *ctx, int64_t g)
+{
+    struct dw_job *j = ctx;
+    float *buf = cpu_pool_get(&j->pool);
+    if (!buf) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
+    for (int64_t item = g * j->nitems / j->ngroups; item < (g + 1) * j->nitems / j->ngroups; item++)
+        dw_band(j, buf, item, j->partial + g * j->R * j->R * j->C * j->K);
+    cpu_pool_put(&j->pool, buf);
+}
+
 static int bwd_filter_stride1(const struct kernel_call *k, void *const *t, const struct conv *c, struct err *e)
 {
-    const int64_t Wp = c->W + 2 * c->pad, Hp = c->H + 2 * c->pad, ncol = c->P * Wp, nw = c->K * c->C * c->R * c->R;
-    const int64_t esize = dtype_size((enum dtype)k->dtype);
-    if (blas_load(e) < 0)
+    struct dw_job j = {.dt = k->dtype, .x = t[0], .dy = t[1], .C = c->C, .H = c->H, .W = c->W, .K = c->K, .R = c->R,
+                       .pad = c->pad, .Wp = c->W + 2 * c->pad, .P = c->P, .Q = c->Q};
+    const int64_t nw = c->K * c->C * c->R * c->R;
+    j.nbands = min64(j.P, (8 + c->N - 1) / c->N);
+    j.band = (j.P + j.nbands - 1) / j.nbands;
+    j.nbands = (j.P + j.band - 1) / j.band;
+    j.nitems = c->N * j.nbands;
+    j.cs = (j.band + j.R - 1) * j.Wp;
+    j.ngroups = min64(j.nitems, min64(CPU_POOL_MAX, DW_PARTIAL_FLOATS / nw > 2 ? DW_PARTIAL_FLOATS / nw : 2));
+    if (blas_load(e) < 0 || !(j.partial = cpu_scratch((size_t)(j.ngroups * nw), "conv2d_bwd_filter partial sums", e)))
         return -1;
-    float *dyw = cpu_scratch((size_t)(c->K * ncol), "conv wide dy", e);
-    float *dwt = dyw ? cpu_scratch((size_t)nw, "conv filter taps", e) : NULL;
-    float *dw = dwt ? cpu_scratch((size_t)nw, "conv filter", e) : NULL;
-    int rc = dw ? 0 : -1;
-    if (dw)
-        memset(dyw, 0, (size_t)(c->K * ncol) * sizeof *dyw);
-    float *xp = dw ? calloc((size_t)(c->C * Hp * Wp + c->R), sizeof *xp) : NULL;
-    if (dw && !xp)
-        rc = err_set(e, ERR_INTERNAL, "out of host memory for a padded image of conv2d_bwd_filter");
-    for (int64_t n = 0; n < c->N && rc == 0; n++) {
-        fill_band(xp, Hp * Wp, t[0], k->dtype, n * c->C * c->H * c->W, c->C, c->H, c->W, c->pad, 0, Hp);
-        for (int64_t r = 0; r < c->K * c->P; r++)
-            tensor_to_f32(dyw + r * Wp, (const char *)t[1] + (n * c->K * c->pq + r * c->Q) * esize, k->dtype, (size_t)c->Q);
-        for (int64_t tap = 0; tap < c->R * c->R; tap++)
-            blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)c->K, (int)c->C, (int)ncol, 1.0f, dyw, (int)ncol,
-                       xp + tap / c->R * Wp + tap % c->R, (int)(Hp * Wp), n ? 1.0f : 0.0f, dwt + tap * c->K * c->C,
-                       (int)c->C);
+    memset(j.partial, 0, (size_t)(j.ngroups * nw) * sizeof *j.partial);
+    cpu_pool_init(&j.pool, (size_t)(j.C * j.cs + j.R + j.band * j.Wp * j.K + j.K * j.Q));
+    double flops = 2.0 * (double)(c->N * c->K * c->P * j.Wp) * (double)(c->C * c->R * c->R);
+    cpu_for_items(&j, j.ngroups, (size_t)(flops / 16.0), dw_group);
+    cpu_pool_free(&j.pool);
+    int rc = 0;
+    if (atomic_load(&j.failed))
+        rc = err_set(e, ERR_INTERNAL, "conv2d_bwd_filter: out of host memory for a band's scratch");
+    else { /* dw[k][c][tap] = sum over groups, in order, of partial[g][tap][c][k] */
+        float *dw = cpu_scratch((size_t)nw, "conv filter", e);
+        if (!dw)
+            rc = -1;
+        else {
+            for (int64_t kc = 0; kc < c->K * c->C; kc++)
+                for (int64_t tap = 0; tap < c->R * c->R; tap++) {
+                    float sum = 0.0f;
+                    for (int64_t g = 0; g < j.ngroups; g++)
+                        sum += j.partial[g * nw + (tap * c->C + kc % c->C) * c->K + kc / c->C];
+                    dw[kc * c->R * c->R + tap] = sum;
+                }
+            tensor_from_f32(t[2], k->dtype, dw, (size_t)nw);
+            free(dw);
+        }
     }
-    free(xp);
-    if (rc == 0) {
-        for (int64_t kc = 0; kc < c->K * c->C; kc++)
-            for (int64_t tap = 0; tap < c->R * c->R; tap++)
-                dw[kc * c->R * c->R + tap] = dwt[tap * c->K * c->C + kc];
-        tensor_from_f32(t[2], k->dtype, dw, (size_t)nw);
-    }
-    free(dyw);
-    free(dwt);
-    free(dw);
+    free(j.partial);
     return rc;
 }
 
