@@ -22,6 +22,14 @@ const float *attn_view(const void *src, int dt, size_t n, const char *what, stru
     return f;
 }
 
+const float *attn_view_into(float *buf, const void *src, int dt, size_t at, size_t n)
+{
+    if (dt == DT_F32)
+        return (const float *)src + at;
+    tensor_to_f32(buf, (const char *)src + at * dtype_size((enum dtype)dt), dt, n);
+    return buf;
+}
+
 void attn_unview(const float *view, const void *src)
 {
     if (view != src)

@@ -15,6 +15,8 @@ struct attn_f32 {
  * NULL with e set. Release with attn_unview. */
 const float *attn_view(const void *src, int dt, size_t n, const char *what, struct err *e);
 void attn_unview(const float *view, const void *src);
+/* n elements from element `at` of a tensor as fp32: in place when it is fp32, else converted into buf. */
+const float *attn_view_into(float *buf, const void *src, int dt, size_t at, size_t n);
 /* Views tensors iq and ikv of the call as fp32 (the call must not write them while f is in use);
  * 0, or -1 with e set. */
 int attn_load(struct attn_f32 *f, const struct kernel_call *k, void *const *t, int iq, int ikv, struct err *e);

@@ -9,11 +9,10 @@
 #include <string.h>
 
 #include "cpu/blas.h"
-#include "cpu/cpu_bf16x8.h"
 #include "cpu/cpu_items.h"
 #include "cpu/cpu_kernels.h"
-#include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
+#include "cpu/transpose.h"
 
 struct conv {
     int64_t N, C, H, W, K, R, stride, pad, P, Q;
@@ -272,49 +271,6 @@ struct dw_job {
 /* Most floats of the groups' partials together (unless two groups need more). */
 #define DW_PARTIAL_FLOATS ((int64_t)1 << 22)
 
-/* dst[q][k] (rows dk apart) = src[k][q] (rows sq apart) for k < K, q < Q, in blocks that stay in cache. */
-CPU_BODY void transpose_body(float *restrict dst, int64_t dk, const float *restrict src, int64_t sq, int64_t K, int64_t Q)
-{
-    for (int64_t k0 = 0; k0 < K; k0 += 16)
-        for (int64_t q0 = 0; q0 < Q; q0 += 16)
-            for (int64_t k = k0; k < min64(k0 + 16, K); k++)
-                for (int64_t q = q0; q < min64(q0 + 16, Q); q++)
-                    dst[q * dk + k] = src[k * sq + q];
-}
-
-#ifdef OOM_HAVE_BF16X8
-/* The same by 8 x 8 blocks in AVX registers (unpack, shuffle, swap of 128-bit halves). */
-__attribute__((target("avx2,fma"))) static void transpose_avx2(float *restrict dst, int64_t dk, const float *restrict src,
-                                                               int64_t sq, int64_t K, int64_t Q)
-{
-    const int64_t K8 = K / 8 * 8, Q8 = Q / 8 * 8;
-    for (int64_t k = 0; k < K8; k += 8)
-        for (int64_t q = 0; q < Q8; q += 8) {
-            __m256 r[8], u[8];
-            for (int i = 0; i < 8; i++)
-                r[i] = _mm256_loadu_ps(src + (k + i) * sq + q);
-            for (int i = 0; i < 8; i += 2) {
-                u[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-                u[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-            }
-            for (int i = 0; i < 8; i += 4) {
-                r[i] = _mm256_shuffle_ps(u[i], u[i + 2], 0x44);
-                r[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], 0xee);
-                r[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], 0x44);
-                r[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], 0xee);
-            }
-            for (int i = 0; i < 4; i++) {
-                _mm256_storeu_ps(dst + (q + i) * dk + k, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
-                _mm256_storeu_ps(dst + (q + i + 4) * dk + k, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
-            }
-        }
-    transpose_body(dst + Q8 * dk, dk, src + Q8, sq, K, Q - Q8); /* the last columns, then the last rows */
-    transpose_body(dst + K8, dk, src + K8 * sq, sq, K - K8, Q8);
-}
-#endif
-CPU_DISPATCH(transpose, (float *restrict dst, int64_t dk, const float *restrict src, int64_t sq, int64_t K, int64_t Q),
-             (dst, dk, src, sq, K, Q))
-
 static void dw_band(const struct dw_job *j, float *buf, int64_t item, float *acc)
 {
     const int64_t n = item / j->nbands, p0 = item % j->nbands * j->band, rows = min64(j->band, j->P - p0);
@@ -326,7 +282,7 @@ static void dw_band(const struct dw_job *j, float *buf, int64_t item, float *acc
         const float *src = j->dt == DT_F32 ? (const float *)j->dy + at : row;
         for (int64_t k = 0; k < j->K && src == row; k++)
             tensor_to_f32(row + k * j->Q, (const char *)j->dy + (at + k * j->P * j->Q) * esize, j->dt, (size_t)j->Q);
-        transpose(dyt + i * j->Wp * j->K, j->K, src, src == row ? j->Q : j->P * j->Q, j->K, j->Q);
+        f32_transpose(dyt + i * j->Wp * j->K, j->K, src, src == row ? j->Q : j->P * j->Q, j->K, j->Q);
     }
     for (int64_t c0 = 0; c0 < ncol; c0 += CB)
         for (int64_t t = 0; t < j->R * j->R; t++)

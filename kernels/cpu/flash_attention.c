@@ -16,6 +16,7 @@
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
+#include "cpu/transpose.h"
 
 #define BQ 32      /* query rows per block */
 #define BK_MAX 256 /* most keys per block */
@@ -109,7 +110,7 @@ struct flash_job {
     struct attn_f32 f;
     int64_t nqb, bk;        /* query blocks per head, keys per block */
     const float *stats, *dout; /* backward */
-    float *dkv;             /* backward: fp32 dk and dv, laid out like kv */
+    float *dkv;             /* backward, dtypes but fp32: fp32 dk and dv, laid out like kv */
     atomic_int failed;      /* an item could not get its scratch */
 };
 
@@ -187,38 +188,68 @@ int cpu_flash_fwd(const struct kernel_call *k, void *const *t, struct err *e)
     return job_end(&j, e);
 }
 
+/* sum of x[i] y[i] over n elements from element `at` of two tensors of dtype dt. */
+static float dot_at(const void *x, const void *y, int dt, size_t at, int64_t n)
+{
+    float sum = 0.0f, bx[256], by[256];
+    for (int64_t d0 = 0; d0 < n; d0 += 256) {
+        const int64_t m = min64(256, n - d0);
+        const float *xf = attn_view_into(bx, x, dt, at + (size_t)d0, (size_t)m);
+        const float *yf = attn_view_into(by, y, dt, at + (size_t)d0, (size_t)m);
+#pragma omp simd reduction(+ : sum)
+        for (int64_t d = 0; d < m; d++)
+            sum += xf[d] * yf[d];
+    }
+    return sum;
+}
+
+struct prep_job {
+    const struct kernel_call *k;
+    void *const *t;
+    struct attn_layout a;
+};
+
+/* Prep item: the H rows of token item % Tq of batch entry item / Tq. */
+static void prep_item(void *ctx, int64_t item)
+{
+    const struct prep_job *j = ctx;
+    const int64_t b = item / j->a.Tq, i = item % j->a.Tq;
+    const float *lse = j->t[2];
+    float *stats = j->t[3];
+    for (int64_t h = 0; h < j->a.H; h++) {
+        size_t r = row_index(&j->a, b, h, i);
+        stats[2 * r] = lse[r];
+        stats[2 * r + 1] = dot_at(j->t[0], j->t[1], j->k->dtype, (size_t)attn_o_at(&j->a, b, i, h), j->a.D);
+    }
+}
+
 int cpu_flash_bwd_prep(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    struct attn_layout a = attn_layout_of(k->dims, k->fparam[0]);
-    const float *lse = t[2];
-    float *stats = t[3];
-    for (int64_t b = 0; b < a.B; b++)
-        for (int64_t h = 0; h < a.H; h++)
-            for (int64_t i = 0; i < a.Tq; i++) {
-                size_t r = row_index(&a, b, h, i);
-                int64_t o = attn_o_at(&a, b, i, h);
-                float sum = 0.0f;
-                for (int64_t d = 0; d < a.D; d++)
-                    sum += ld(t[0], k->dtype, (size_t)(o + d)) * ld(t[1], k->dtype, (size_t)(o + d));
-                stats[2 * r] = lse[r];
-                stats[2 * r + 1] = sum;
-            }
+    struct prep_job j = {k, t, attn_layout_of(k->dims, k->fparam[0])};
+    cpu_for_items(&j, j.a.B * j.a.Tq, (size_t)(j.a.B * j.a.Tq * j.a.H * j.a.D), prep_item);
     return 0;
 }
 
 /* Backward item: key/value head item % Hkv of batch entry item / Hkv, with the query heads of its
  * group. Per query block and key block: P = exp(S - lse), dP = dO V^T, dS = scale P (dP - delta),
- * dQ += dS K, dK += dS^T Q, dV += P^T dO. */
+ * dQ += dS K, dK += dS^T Q, dV += P^T dO, the last two on P and dS transposed (the BLAS's small-matrix
+ * kernels take untransposed operands). dk and dv accumulate in place in an fp32 dkv, else in the
+ * fp32 scratch laid out like kv, stored when the item ends. */
 static void bwd_item(void *ctx, int64_t item)
 {
     struct flash_job *j = ctx;
     const struct attn_layout *a = &j->f.a;
     const int64_t b = item / a->Hkv, g = item % a->Hkv, o_row = a->H * a->D;
-    float p[BQ * BK_MAX], ds[BQ * BK_MAX];
-    float *dq = malloc((size_t)(BQ * a->D) * sizeof *dq);
+    const int dt = j->k->dtype;
+    float p[BQ * BK_MAX], ds[BQ * BK_MAX], pt[BK_MAX * BQ], dst[BK_MAX * BQ];
+    float *dkv = dt == DT_F32 ? (float *)j->t[5] : j->dkv, *dq = malloc((size_t)(BQ * a->D) * sizeof *dq);
     if (!dq) {
         atomic_store(&j->failed, 1);
         return;
+    }
+    for (int64_t jj = 0; jj < a->Tk; jj++) {
+        memset(dkv + attn_k_at(a, b, jj, g), 0, (size_t)a->D * sizeof *dkv);
+        memset(dkv + attn_v_at(a, b, jj, g), 0, (size_t)a->D * sizeof *dkv);
     }
     for (int64_t h = g * a->group; h < (g + 1) * a->group; h++)
         for (int64_t i0 = 0; i0 < a->Tq; i0 += BQ) {
@@ -237,14 +268,20 @@ static void bwd_item(void *ctx, int64_t item)
                 dsoftmax(p, ds, BK_MAX, bq, bk, stats, a->scale);
                 blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bq, (int)a->D, (int)bk, 1.0f, ds, BK_MAX,
                            kk, (int)a->kv_row, 1.0f, dq, (int)a->D);
-                blas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)bk, (int)a->D, (int)bq, 1.0f, ds, BK_MAX, q,
-                           (int)a->q_row, 1.0f, j->dkv + attn_k_at(a, b, j0, g), (int)a->kv_row);
-                blas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)bk, (int)a->D, (int)bq, 1.0f, p, BK_MAX, dob,
-                           (int)o_row, 1.0f, j->dkv + attn_v_at(a, b, j0, g), (int)a->kv_row);
+                f32_transpose(pt, BQ, p, BK_MAX, bq, bk);
+                f32_transpose(dst, BQ, ds, BK_MAX, bq, bk);
+                blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bk, (int)a->D, (int)bq, 1.0f, dst, BQ, q,
+                           (int)a->q_row, 1.0f, dkv + attn_k_at(a, b, j0, g), (int)a->kv_row);
+                blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bk, (int)a->D, (int)bq, 1.0f, pt, BQ, dob,
+                           (int)o_row, 1.0f, dkv + attn_v_at(a, b, j0, g), (int)a->kv_row);
             }
             for (int64_t r = 0; r < bq; r++)
-                attn_store(j->t[4], j->k->dtype, (size_t)attn_q_at(a, b, i0 + r, h), dq + r * a->D, (size_t)a->D);
+                attn_store(j->t[4], dt, (size_t)attn_q_at(a, b, i0 + r, h), dq + r * a->D, (size_t)a->D);
         }
+    for (int64_t jj = 0; jj < a->Tk && dt != DT_F32; jj++) {
+        attn_store(j->t[5], dt, (size_t)attn_k_at(a, b, jj, g), dkv + attn_k_at(a, b, jj, g), (size_t)a->D);
+        attn_store(j->t[5], dt, (size_t)attn_v_at(a, b, jj, g), dkv + attn_v_at(a, b, jj, g), (size_t)a->D);
+    }
     free(dq);
 }
 
@@ -254,19 +291,15 @@ int cpu_flash_bwd(const struct kernel_call *k, void *const *t, struct err *e)
     if (job_start(&j, k, t, e) < 0)
         return -1;
     const struct attn_layout *a = &j.f.a;
-    size_t nkv = kernel_get(k->kernel)->elems(k, 1);
     j.stats = t[2];
-    j.dkv = cpu_scratch(nkv, "flash dkv", e);
-    j.dout = j.dkv ? attn_view(t[3], k->dtype, kernel_get(k->kernel)->elems(k, 3), "flash do", e) : NULL;
+    j.dkv = k->dtype == DT_F32 ? NULL : cpu_scratch(kernel_get(k->kernel)->elems(k, 1), "flash dkv", e);
+    j.dout = j.dkv || k->dtype == DT_F32 ? attn_view(t[3], k->dtype, kernel_get(k->kernel)->elems(k, 3), "flash do", e) : NULL;
     if (!j.dout) {
         free(j.dkv);
         attn_free(&j.f, t, 0, 1);
         return -1;
     }
-    memset(j.dkv, 0, nkv * sizeof *j.dkv);
     cpu_for_items(&j, a->B * a->Hkv, call_work(a, 1), bwd_item);
-    if (!atomic_load(&j.failed))
-        attn_store_dkv(a, t[5], k->dtype, j.dkv);
     free(j.dkv);
     attn_unview(j.dout, t[3]);
     return job_end(&j, e);
