@@ -6,7 +6,6 @@
  * dk and dv no other item writes), and the order of the sums within an item does not depend on the
  * split, so neither do the results. The softmax loops are vectorized (attn_exp.c). */
 #include <math.h>
-#include <stdatomic.h>
 #include <string.h>
 
 #include "attn_layout.h"
@@ -16,34 +15,13 @@
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
-#include "cpu/transpose.h"
 
-#define BQ 32      /* query rows per block */
-#define BK_MAX 256 /* most keys per block */
+#define BQ ATTN_BQ
+#define BK_MAX ATTN_BK_MAX
 
 static int64_t min64(int64_t x, int64_t y)
 {
     return x < y ? x : y;
-}
-
-/* Keys per block for head size D: as many as keep BQ x bk x D at one BLAS thread, a multiple of 16. */
-static int64_t key_block(int64_t D)
-{
-    int64_t bk = CPU_BLAS_ONE_THREAD_MNK / (BQ * D) / 16 * 16;
-    return bk < 16 ? 16 : bk > BK_MAX ? BK_MAX : bk;
-}
-
-/* Elementwise operations one call costs, roughly: the threads follow it (cpu_for_items). A score
- * costs 2 D multiply-adds in each of two or more GEMMs, about D / 8 elementwise operations' time. */
-static size_t call_work(const struct attn_layout *a, int bwd)
-{
-    double scores = (double)a->B * (double)a->H * (double)a->Tq * (double)a->Tk * (a->causal ? 0.5 : 1.0);
-    return (size_t)(scores * (double)a->D / 8.0 * (bwd ? 2.5 : 1.0));
-}
-
-static size_t row_index(const struct attn_layout *a, int64_t b, int64_t h, int64_t i)
-{
-    return (size_t)((b * a->H + h) * a->Tq + i);
 }
 
 /* One step of the online softmax over a bq x bk block of scores s (leading dimension ld): per row,
@@ -103,21 +81,10 @@ CPU_MULTIVERSION(dsoftmax,
                   const float *restrict stats, float scale),
                  (p, ds, ld, bq, bk, stats, scale))
 
-/* What the items of one call share. */
-struct flash_job {
-    const struct kernel_call *k;
-    void *const *t;
-    struct attn_f32 f;
-    int64_t nqb, bk;        /* query blocks per head, keys per block */
-    const float *stats, *dout; /* backward */
-    float *dkv;             /* backward, dtypes but fp32: fp32 dk and dv, laid out like kv */
-    atomic_int failed;      /* an item could not get its scratch */
-};
-
 /* Forward item: query block item % nqb of head (item / nqb) % H of batch entry item / (nqb H). */
 static void fwd_item(void *ctx, int64_t item)
 {
-    struct flash_job *j = ctx;
+    struct attn_job *j = ctx;
     const struct attn_layout *a = &j->f.a;
     const int64_t b = item / (j->nqb * a->H), h = item / j->nqb % a->H, i0 = item % j->nqb * BQ, g = h / a->group;
     const int64_t bq = min64(BQ, a->Tq - i0), nk = attn_keys(a, i0 + bq - 1);
@@ -152,40 +119,19 @@ static void fwd_item(void *ctx, int64_t item)
             ar[d] *= inv;
         if (!f32)
             attn_store(j->t[2], j->k->dtype, (size_t)attn_o_at(a, b, i0 + r, h), ar, (size_t)a->D);
-        lse[row_index(a, b, h, i0 + r)] = l[r] > 0.0f ? m[r] + logf(l[r]) : -INFINITY;
+        lse[attn_row(a, b, h, i0 + r)] = l[r] > 0.0f ? m[r] + logf(l[r]) : -INFINITY;
     }
     if (!f32)
         free(acc);
 }
 
-static int job_start(struct flash_job *j, const struct kernel_call *k, void *const *t, struct err *e)
-{
-    memset(j, 0, sizeof *j);
-    j->k = k;
-    j->t = t;
-    if (blas_load(e) < 0 || attn_load(&j->f, k, t, 0, 1, e) < 0)
-        return -1;
-    j->nqb = (j->f.a.Tq + BQ - 1) / BQ;
-    j->bk = key_block(j->f.a.D);
-    return 0;
-}
-
-static int job_end(struct flash_job *j, struct err *e)
-{
-    attn_free(&j->f, j->t, 0, 1);
-    if (atomic_load(&j->failed))
-        return err_set(e, ERR_INTERNAL, "%s: out of host memory for a block's scratch", kernel_get(j->k->kernel)->name);
-    return 0;
-}
-
 int cpu_flash_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    struct flash_job j;
-    if (job_start(&j, k, t, e) < 0)
+    struct attn_job j;
+    if (attn_job_start(&j, k, t, 0, e) < 0)
         return -1;
-    const struct attn_layout *a = &j.f.a;
-    cpu_for_items(&j, a->B * a->H * j.nqb, call_work(a, 0), fwd_item);
-    return job_end(&j, e);
+    attn_run(&j, j.f.a.B * j.f.a.H * j.nqb, 2, fwd_item);
+    return attn_job_end(&j, e);
 }
 
 /* sum of x[i] y[i] over n elements from element `at` of two tensors of dtype dt. */
@@ -217,7 +163,7 @@ static void prep_item(void *ctx, int64_t item)
     const float *lse = j->t[2];
     float *stats = j->t[3];
     for (int64_t h = 0; h < j->a.H; h++) {
-        size_t r = row_index(&j->a, b, h, i);
+        size_t r = attn_row(&j->a, b, h, i);
         stats[2 * r] = lse[r];
         stats[2 * r + 1] = dot_at(j->t[0], j->t[1], j->k->dtype, (size_t)attn_o_at(&j->a, b, i, h), j->a.D);
     }
@@ -232,75 +178,47 @@ int cpu_flash_bwd_prep(const struct kernel_call *k, void *const *t, struct err *
 
 /* Backward item: key/value head item % Hkv of batch entry item / Hkv, with the query heads of its
  * group. Per query block and key block: P = exp(S - lse), dP = dO V^T, dS = scale P (dP - delta),
- * dQ += dS K, dK += dS^T Q, dV += P^T dO, the last two on P and dS transposed (the BLAS's small-matrix
- * kernels take untransposed operands). dk and dv accumulate in place in an fp32 dkv, else in the
- * fp32 scratch laid out like kv, stored when the item ends. */
+ * then the block's gradients (attn_block_grads). */
 static void bwd_item(void *ctx, int64_t item)
 {
-    struct flash_job *j = ctx;
+    struct attn_job *j = ctx;
     const struct attn_layout *a = &j->f.a;
     const int64_t b = item / a->Hkv, g = item % a->Hkv, o_row = a->H * a->D;
-    const int dt = j->k->dtype;
-    float p[BQ * BK_MAX], ds[BQ * BK_MAX], pt[BK_MAX * BQ], dst[BK_MAX * BQ];
-    float *dkv = dt == DT_F32 ? (float *)j->t[5] : j->dkv, *dq = malloc((size_t)(BQ * a->D) * sizeof *dq);
+    const float *all_stats = j->t[2];
+    float p[BQ * BK_MAX], ds[BQ * BK_MAX], *dq = malloc((size_t)(BQ * a->D) * sizeof *dq);
     if (!dq) {
         atomic_store(&j->failed, 1);
         return;
     }
-    for (int64_t jj = 0; jj < a->Tk; jj++) {
-        memset(dkv + attn_k_at(a, b, jj, g), 0, (size_t)a->D * sizeof *dkv);
-        memset(dkv + attn_v_at(a, b, jj, g), 0, (size_t)a->D * sizeof *dkv);
-    }
+    attn_dkv_zero(j, b, g);
     for (int64_t h = g * a->group; h < (g + 1) * a->group; h++)
         for (int64_t i0 = 0; i0 < a->Tq; i0 += BQ) {
             int64_t bq = min64(BQ, a->Tq - i0), nk = attn_keys(a, i0 + bq - 1);
-            const float *q = j->f.q + attn_q_at(a, b, i0, h), *dob = j->dout + attn_o_at(a, b, i0, h);
-            const float *stats = j->stats + 2 * row_index(a, b, h, i0);
+            const float *stats = all_stats + 2 * attn_row(a, b, h, i0);
             memset(dq, 0, (size_t)(bq * a->D) * sizeof *dq);
             for (int64_t j0 = 0; j0 < nk; j0 += j->bk) {
                 int64_t bk = min64(j->bk, nk - j0);
-                const float *kk = j->f.kv + attn_k_at(a, b, j0, g), *v = j->f.kv + attn_v_at(a, b, j0, g);
-                blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bq, (int)bk, (int)a->D, a->scale, q,
-                           (int)a->q_row, kk, (int)a->kv_row, 0.0f, p, BK_MAX);
+                blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bq, (int)bk, (int)a->D, a->scale,
+                           j->f.q + attn_q_at(a, b, i0, h), (int)a->q_row, j->f.kv + attn_k_at(a, b, j0, g),
+                           (int)a->kv_row, 0.0f, p, BK_MAX);
                 attn_mask_rows(a, p, BK_MAX, i0, bq, j0, bk);
-                blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bq, (int)bk, (int)a->D, 1.0f, dob,
-                           (int)o_row, v, (int)a->kv_row, 0.0f, ds, BK_MAX);
+                blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bq, (int)bk, (int)a->D, 1.0f,
+                           j->dout + attn_o_at(a, b, i0, h), (int)o_row, j->f.kv + attn_v_at(a, b, j0, g),
+                           (int)a->kv_row, 0.0f, ds, BK_MAX);
                 dsoftmax(p, ds, BK_MAX, bq, bk, stats, a->scale);
-                blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bq, (int)a->D, (int)bk, 1.0f, ds, BK_MAX,
-                           kk, (int)a->kv_row, 1.0f, dq, (int)a->D);
-                f32_transpose(pt, BQ, p, BK_MAX, bq, bk);
-                f32_transpose(dst, BQ, ds, BK_MAX, bq, bk);
-                blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bk, (int)a->D, (int)bq, 1.0f, dst, BQ, q,
-                           (int)a->q_row, 1.0f, dkv + attn_k_at(a, b, j0, g), (int)a->kv_row);
-                blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bk, (int)a->D, (int)bq, 1.0f, pt, BQ, dob,
-                           (int)o_row, 1.0f, dkv + attn_v_at(a, b, j0, g), (int)a->kv_row);
+                attn_block_grads(j, b, h, i0, bq, j0, bk, p, ds, BK_MAX, dq);
             }
-            for (int64_t r = 0; r < bq; r++)
-                attn_store(j->t[4], dt, (size_t)attn_q_at(a, b, i0 + r, h), dq + r * a->D, (size_t)a->D);
+            attn_dq_store(j, b, h, i0, bq, dq);
         }
-    for (int64_t jj = 0; jj < a->Tk && dt != DT_F32; jj++) {
-        attn_store(j->t[5], dt, (size_t)attn_k_at(a, b, jj, g), dkv + attn_k_at(a, b, jj, g), (size_t)a->D);
-        attn_store(j->t[5], dt, (size_t)attn_v_at(a, b, jj, g), dkv + attn_v_at(a, b, jj, g), (size_t)a->D);
-    }
+    attn_dkv_store(j, b, g);
     free(dq);
 }
 
 int cpu_flash_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    struct flash_job j;
-    if (job_start(&j, k, t, e) < 0)
+    struct attn_job j;
+    if (attn_job_start(&j, k, t, 1, e) < 0)
         return -1;
-    const struct attn_layout *a = &j.f.a;
-    j.stats = t[2];
-    j.dkv = k->dtype == DT_F32 ? NULL : cpu_scratch(kernel_get(k->kernel)->elems(k, 1), "flash dkv", e);
-    j.dout = j.dkv || k->dtype == DT_F32 ? attn_view(t[3], k->dtype, kernel_get(k->kernel)->elems(k, 3), "flash do", e) : NULL;
-    if (!j.dout) {
-        free(j.dkv);
-        attn_free(&j.f, t, 0, 1);
-        return -1;
-    }
-    cpu_for_items(&j, a->B * a->Hkv, call_work(a, 1), bwd_item);
-    free(j.dkv);
-    attn_unview(j.dout, t[3]);
-    return job_end(&j, e);
+    attn_run(&j, j.f.a.B * j.f.a.Hkv, 5, bwd_item);
+    return attn_job_end(&j, e);
 }
