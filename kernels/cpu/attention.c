@@ -9,6 +9,7 @@
 #include "attn_layout.h"
 #include "cpu/attn_cpu.h"
 #include "cpu/blas.h"
+#include "cpu/cpu_items.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/tensor_io.h"
 
@@ -19,23 +20,32 @@ static int64_t min64(int64_t x, int64_t y)
     return x < y ? x : y;
 }
 
+/* An unfused forward: the job and where its outputs are, and its additive score bias (or -1). */
+struct ufwd {
+    struct attn_job j; /* first: the items get a pointer to it */
+    int ip, io, ibias;
+};
+
 /* Forward item: query block item % nqb of head (item / nqb) % H of batch entry item / (nqb H):
- * S = scale Q K^T by key blocks into a row block of Tk, masked row softmax into P (saved), O = P V. */
+ * S = scale Q K^T (+ bias) by key blocks into a row block of Tk, masked row softmax into P (saved),
+ * O = P V. */
 static void fwd_item(void *ctx, int64_t item)
 {
+    const struct ufwd *u = ctx;
     struct attn_job *j = ctx;
     const struct attn_layout *a = &j->f.a;
     const int64_t b = item / (j->nqb * a->H), h = item / j->nqb % a->H, i0 = item % j->nqb * BQ, g = h / a->group;
-    const int64_t bq = min64(BQ, a->Tq - i0), nk = attn_keys(a, i0 + bq - 1), dt = j->k->dtype;
-    /* fp32 o is written in place; other dtypes through scratch after the scores */
-    float *s = malloc((size_t)(BQ * (a->Tk + a->D)) * sizeof *s), *o = s + BQ * a->Tk;
+    const int64_t bq = min64(BQ, a->Tq - i0), nk = attn_keys(a, i0 + bq - 1);
+    const int dt = j->k->dtype;
+    /* fp32 o is written in place; other dtypes through scratch after the scores and a bias row */
+    float *s = malloc((size_t)(BQ * (a->Tk + a->D) + a->Tk) * sizeof *s), *o = s + BQ * a->Tk, *brow = o + BQ * a->D;
     int64_t o_ld = a->D;
     if (!s) {
         atomic_store(&j->failed, 1);
         return;
     }
     if (dt == DT_F32) {
-        o = (float *)j->t[3] + attn_o_at(a, b, i0, h);
+        o = (float *)j->t[u->io] + attn_o_at(a, b, i0, h);
         o_ld = a->H * a->D;
     }
     for (int64_t j0 = 0; j0 < nk; j0 += j->bk)
@@ -44,7 +54,13 @@ static void fwd_item(void *ctx, int64_t item)
                    0.0f, s + j0, (int)a->Tk);
     for (int64_t r = 0; r < bq; r++) {
         float *row = s + r * a->Tk, mx = -INFINITY;
-        int64_t n = attn_keys(a, i0 + r);
+        const int64_t n = attn_keys(a, i0 + r);
+        const size_t prow = attn_row(a, b, h, i0 + r) * (size_t)a->Tk;
+        if (u->ibias >= 0) {
+            const float *bias = attn_view_into(brow, j->t[u->ibias], dt, prow, (size_t)n);
+            for (int64_t jj = 0; jj < n; jj++)
+                row[jj] += bias[jj];
+        }
 #pragma omp simd reduction(max : mx)
         for (int64_t jj = 0; jj < n; jj++)
             mx = row[jj] > mx ? row[jj] : mx;
@@ -52,7 +68,7 @@ static void fwd_item(void *ctx, int64_t item)
         for (int64_t jj = 0; jj < n; jj++)
             row[jj] *= inv;
         memset(row + n, 0, (size_t)(a->Tk - n) * sizeof *row);
-        attn_store(j->t[2], (int)dt, (size_t)(attn_row(a, b, h, i0 + r) * a->Tk), row, (size_t)a->Tk);
+        attn_store(j->t[u->ip], dt, prow, row, (size_t)a->Tk);
         if (!nk)
             memset(o + r * o_ld, 0, (size_t)a->D * sizeof *o);
     }
@@ -61,17 +77,22 @@ static void fwd_item(void *ctx, int64_t item)
                    s + j0, (int)a->Tk, j->f.kv + attn_v_at(a, b, j0, g), (int)a->kv_row, j0 ? 1.0f : 0.0f, o,
                    (int)o_ld);
     for (int64_t r = 0; r < bq && dt != DT_F32; r++)
-        attn_store(j->t[3], (int)dt, (size_t)attn_o_at(a, b, i0 + r, h), o + r * o_ld, (size_t)a->D);
+        attn_store(j->t[u->io], dt, (size_t)attn_o_at(a, b, i0 + r, h), o + r * o_ld, (size_t)a->D);
     free(s);
+}
+
+static int unfused_fwd(const struct kernel_call *k, void *const *t, int ip, int io, int ibias, struct err *e)
+{
+    struct ufwd u = {.ip = ip, .io = io, .ibias = ibias};
+    if (attn_job_start(&u.j, k, t, 0, e) < 0)
+        return -1;
+    attn_run(&u.j, u.j.f.a.B * u.j.f.a.H * u.j.nqb, 2, fwd_item);
+    return attn_job_end(&u.j, e);
 }
 
 int cpu_attn_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    struct attn_job j;
-    if (attn_job_start(&j, k, t, 0, e) < 0)
-        return -1;
-    attn_run(&j, j.f.a.B * j.f.a.H * j.nqb, 2, fwd_item);
-    return attn_job_end(&j, e);
+    return unfused_fwd(k, t, 2, 3, -1, e);
 }
 
 /* Backward item: key/value head item % Hkv of batch entry item / Hkv, with the query heads of its
@@ -125,89 +146,73 @@ int cpu_attn_bwd(const struct kernel_call *k, void *const *t, struct err *e)
     return attn_job_end(&j, e);
 }
 
-static float dot(const float *x, const float *y, int64_t n)
-{
-    float s = 0.0f;
-    for (int64_t d = 0; d < n; d++)
-        s += x[d] * y[d];
-    return s;
-}
-
+/* Attention with an additive score bias [B, H, Tq, Tk] (T5's relative position bias). */
 int cpu_attn_bias_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    struct attn_f32 f;
-    if (attn_load(&f, k, t, 0, 1, e) < 0)
-        return -1;
-    const struct attn_layout *a = &f.a;
-    float *row = cpu_scratch((size_t)a->Tk, "attention row", e), *acc = row ? cpu_scratch((size_t)a->D, "attention acc", e) : NULL;
-    if (!acc) {
-        free(row);
-        attn_free(&f, t, 0, 1);
-        return -1;
+    return unfused_fwd(k, t, 3, 4, 2, e);
+}
+
+/* The gradient of the scores from the saved P: dS = P (dP - rowsum(P dP)), dP = dO V^T. */
+struct dscores_job {
+    const struct kernel_call *k;
+    void *const *t;
+    struct attn_layout a;
+    const float *kv, *dout;
+    int64_t nqb, bk;
+    atomic_int failed;
+};
+
+/* Item: query block item % nqb of head (item / nqb) % H of batch entry item / (nqb H). */
+static void dscores_item(void *ctx, int64_t item)
+{
+    struct dscores_job *j = ctx;
+    const struct attn_layout *a = &j->a;
+    const int64_t b = item / (j->nqb * a->H), h = item / j->nqb % a->H, i0 = item % j->nqb * BQ, g = h / a->group;
+    const int64_t bq = min64(BQ, a->Tq - i0), nk = attn_keys(a, i0 + bq - 1);
+    const size_t prow = attn_row(a, b, h, i0) * (size_t)a->Tk;
+    float *dp = malloc((size_t)(2 * BQ * a->Tk) * sizeof *dp);
+    if (!dp) {
+        atomic_store(&j->failed, 1);
+        return;
     }
-    for (int64_t b = 0; b < a->B; b++)
-        for (int64_t h = 0; h < a->H; h++) {
-            int64_t g = h / a->group;
-            for (int64_t i = 0; i < a->Tq; i++) {
-                const float *q = f.q + attn_q_at(a, b, i, h);
-                size_t prow = (size_t)(((b * a->H + h) * a->Tq + i) * a->Tk);
-                int64_t nk = attn_keys(a, i);
-                float mx = -INFINITY, sum = 0.0f;
-                for (int64_t j = 0; j < nk; j++) {
-                    row[j] = a->scale * dot(q, f.kv + attn_k_at(a, b, j, g), a->D) + ld(t[2], k->dtype, prow + j);
-                    mx = fmaxf(mx, row[j]);
-                }
-                for (int64_t j = 0; j < nk; j++)
-                    sum += row[j] = expf(row[j] - mx);
-                memset(acc, 0, (size_t)a->D * sizeof *acc);
-                for (int64_t j = 0; j < a->Tk; j++) {
-                    float p = j < nk ? row[j] / sum : 0.0f;
-                    st(t[3], k->dtype, prow + j, p);
-                    const float *v = f.kv + attn_v_at(a, b, j, g);
-                    for (int64_t d = 0; d < a->D && j < nk; d++)
-                        acc[d] += p * v[d];
-                }
-                for (int64_t d = 0; d < a->D; d++)
-                    st(t[4], k->dtype, attn_o_at(a, b, i, h) + d, acc[d]);
-            }
-        }
-    free(row);
-    free(acc);
-    attn_free(&f, t, 0, 1);
-    return 0;
+    for (int64_t j0 = 0; j0 < nk; j0 += j->bk)
+        blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bq, (int)min64(j->bk, nk - j0), (int)a->D, 1.0f,
+                   j->dout + attn_o_at(a, b, i0, h), (int)(a->H * a->D), j->kv + attn_v_at(a, b, j0, g),
+                   (int)a->kv_row, 0.0f, dp + j0, (int)a->Tk);
+    const float *p = attn_view_into(dp + BQ * a->Tk, j->t[1], j->k->dtype, prow, (size_t)(bq * a->Tk));
+    for (int64_t r = 0; r < bq; r++) {
+        const int64_t n = attn_keys(a, i0 + r);
+        const float *pr = p + r * a->Tk;
+        float *dr = dp + r * a->Tk, rowdot = 0.0f;
+#pragma omp simd reduction(+ : rowdot)
+        for (int64_t jj = 0; jj < n; jj++)
+            rowdot += pr[jj] * dr[jj];
+#pragma omp simd
+        for (int64_t jj = 0; jj < n; jj++)
+            dr[jj] = pr[jj] * (dr[jj] - rowdot);
+        memset(dr + n, 0, (size_t)(a->Tk - n) * sizeof *dr);
+        attn_store(j->t[3], j->k->dtype, prow + (size_t)(r * a->Tk), dr, (size_t)a->Tk);
+    }
+    free(dp);
 }
 
 int cpu_attn_dscores(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const struct attn_layout a = attn_layout_of(k->dims, k->fparam[0]);
-    size_t nkv = kernel_get(k->kernel)->elems(k, 0);
-    float *kv = cpu_scratch(nkv, "attention kv", e), *dp = kv ? cpu_scratch((size_t)a.Tk, "attention dp", e) : NULL;
-    float *dout = dp ? cpu_scratch((size_t)a.D, "attention do", e) : NULL;
-    if (!dout) {
-        free(kv);
-        free(dp);
+    const struct kernel_desc *kd = kernel_get(k->kernel);
+    struct dscores_job j = {.k = k, .t = t, .a = attn_layout_of(k->dims, k->fparam[0])};
+    if (blas_load(e) < 0 || !(j.kv = attn_view(t[0], k->dtype, kd->elems(k, 0), "attention kv", e)))
+        return -1;
+    if (!(j.dout = attn_view(t[2], k->dtype, kd->elems(k, 2), "attention do", e))) {
+        attn_unview(j.kv, t[0]);
         return -1;
     }
-    tensor_to_f32(kv, t[0], k->dtype, nkv);
-    for (int64_t b = 0; b < a.B; b++)
-        for (int64_t h = 0; h < a.H; h++) {
-            int64_t g = h / a.group;
-            for (int64_t i = 0; i < a.Tq; i++) {
-                size_t prow = (size_t)(((b * a.H + h) * a.Tq + i) * a.Tk);
-                int64_t nk = attn_keys(&a, i);
-                for (int64_t d = 0; d < a.D; d++)
-                    dout[d] = ld(t[2], k->dtype, attn_o_at(&a, b, i, h) + d);
-                float rowdot = 0.0f;
-                for (int64_t j = 0; j < nk; j++) {
-                    dp[j] = dot(dout, kv + attn_v_at(&a, b, j, g), a.D);
-                    rowdot += ld(t[1], k->dtype, prow + j) * dp[j];
-                }
-                for (int64_t j = 0; j < a.Tk; j++)
-                    st(t[3], k->dtype, prow + j, j < nk ? ld(t[1], k->dtype, prow + j) * (dp[j] - rowdot) : 0.0f);
-            }
-        }
-    free(kv);
-    free(dp);
-    free(dout);
+    j.nqb = (j.a.Tq + BQ - 1) / BQ;
+    j.bk = attn_key_block(j.a.D);
+    double scores = (double)j.a.B * (double)j.a.H * (double)j.a.Tq * (double)j.a.Tk;
+    cpu_for_items(&j, j.a.B * j.a.H * j.nqb, (size_t)(scores * (double)j.a.D / 16.0), dscores_item);
+    attn_unview(j.kv, t[0]);
+    attn_unview(j.dout, t[2]);
+    if (atomic_load(&j.failed))
+        return err_set(e, ERR_INTERNAL, "attn_dscores: out of host memory for a block's scratch");
     return 0;
 }

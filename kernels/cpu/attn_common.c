@@ -71,8 +71,7 @@ void attn_mask_rows(const struct attn_layout *a, float *s, int64_t ld, int64_t i
     }
 }
 
-/* Keys per block for head size D: as many as keep ATTN_BQ x bk x D at one BLAS thread, a multiple of 16. */
-static int64_t key_block(int64_t D)
+int64_t attn_key_block(int64_t D)
 {
     int64_t bk = CPU_BLAS_ONE_THREAD_MNK / (ATTN_BQ * D) / 16 * 16;
     return bk < 16 ? 16 : bk > ATTN_BK_MAX ? ATTN_BK_MAX : bk;
@@ -86,7 +85,7 @@ int attn_job_start(struct attn_job *j, const struct kernel_call *k, void *const 
     if (blas_load(e) < 0 || attn_load(&j->f, k, t, 0, 1, e) < 0)
         return -1;
     j->nqb = (j->f.a.Tq + ATTN_BQ - 1) / ATTN_BQ;
-    j->bk = key_block(j->f.a.D);
+    j->bk = attn_key_block(j->f.a.D);
     if (!bwd)
         return 0;
     j->dkv = k->dtype == DT_F32 ? t[5] : cpu_scratch(kernel_get(k->kernel)->elems(k, 1), "attention dkv", e);

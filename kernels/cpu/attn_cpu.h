@@ -43,6 +43,9 @@ void attn_store(void *dst, int dt, size_t i, const float *src, size_t n);
 /* x[j] = exp(x[j] - m) for j < n (0 for -inf), vectorized; returns their sum (attn_exp.c). */
 float attn_exp_row(float *x, int64_t n, float m);
 
+/* Keys per block for head size D: as many as keep ATTN_BQ x bk x D at one BLAS thread, a multiple of 16. */
+int64_t attn_key_block(int64_t D);
+
 /* One attention call split into items (query blocks, or key/value heads), with what they share. For a
  * backward (tensors q, kv, P or stats, do, dq, dkv): do as fp32 and dk, dv accumulated in an fp32 dkv
  * (the tensor itself when fp32, else scratch laid out like kv). */
