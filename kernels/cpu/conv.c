@@ -2,9 +2,9 @@
  * the input and backward to the filter. Stride 1 (the common case) needs no im2col: one GEMM per
  * filter tap on a zero-padded band of rows of an image (see s1_item), bands spread over the cores in
  * GEMMs small enough for OpenBLAS to keep on the calling thread; the backward to the input is the
- * forward of dy with the filter turned round. The backward to the filter (stride 1: per tap, from the
- * padded image and the widened dy) and other strides (im2col + GEMM (+ col2im) per image) leave the
- * threading to OpenBLAS. */
+ * forward of dy with the filter turned round, and the backward to the filter sums per tap over bands
+ * (see dw_group). Other strides go through im2col + GEMM (+ col2im), bands of output rows at a time so
+ * the column matrix stays bounded, and leave the threading to OpenBLAS. */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -29,47 +29,64 @@ static struct conv conv_of(const struct kernel_call *k)
     return c;
 }
 
-/* col[(c, r, s), (p, q)] = x[c, p*stride - pad + r, q*stride - pad + s] (0 outside the image). */
-static void im2col(const struct conv *c, const float *x, float *col)
+/* The column matrix of output rows [p0, p0 + rows) of one image (CRR x rows Q):
+ * col[(c, r, s), (p - p0, q)] = x[c, p*stride - pad + r, q*stride - pad + s] (0 outside the image). */
+static void im2col(const struct conv *c, const float *x, int64_t p0, int64_t rows, float *col)
 {
     for (int64_t ch = 0; ch < c->C; ch++)
         for (int64_t r = 0; r < c->R; r++)
             for (int64_t s = 0; s < c->R; s++) {
-                float *row = col + ((ch * c->R + r) * c->R + s) * c->pq;
-                for (int64_t p = 0; p < c->P; p++) {
+                float *row = col + ((ch * c->R + r) * c->R + s) * rows * c->Q;
+                for (int64_t p = p0; p < p0 + rows; p++) {
                     int64_t h = p * c->stride - c->pad + r;
                     for (int64_t q = 0; q < c->Q; q++) {
                         int64_t w = q * c->stride - c->pad + s;
-                        row[p * c->Q + q] = h >= 0 && h < c->H && w >= 0 && w < c->W ? x[(ch * c->H + h) * c->W + w] : 0.0f;
+                        row[(p - p0) * c->Q + q] =
+                            h >= 0 && h < c->H && w >= 0 && w < c->W ? x[(ch * c->H + h) * c->W + w] : 0.0f;
                     }
                 }
             }
 }
 
 /* The adjoint of im2col: x[c, h, w] += every column entry that read it. */
-static void col2im(const struct conv *c, const float *col, float *x)
+static void col2im(const struct conv *c, const float *col, int64_t p0, int64_t rows, float *x)
 {
     for (int64_t ch = 0; ch < c->C; ch++)
         for (int64_t r = 0; r < c->R; r++)
             for (int64_t s = 0; s < c->R; s++) {
-                const float *row = col + ((ch * c->R + r) * c->R + s) * c->pq;
-                for (int64_t p = 0; p < c->P; p++) {
+                const float *row = col + ((ch * c->R + r) * c->R + s) * rows * c->Q;
+                for (int64_t p = p0; p < p0 + rows; p++) {
                     int64_t h = p * c->stride - c->pad + r;
                     if (h < 0 || h >= c->H)
                         continue;
                     for (int64_t q = 0; q < c->Q; q++) {
                         int64_t w = q * c->stride - c->pad + s;
                         if (w >= 0 && w < c->W)
-                            x[(ch * c->H + h) * c->W + w] += row[p * c->Q + q];
+                            x[(ch * c->H + h) * c->W + w] += row[(p - p0) * c->Q + q];
                     }
                 }
             }
 }
 
-/* fp32 copies of the two inputs, a zeroed fp32 output and one image's column matrix. */
+/* Most floats of a column matrix: an image's is built a band of output rows at a time. */
+#define COL_FLOATS ((int64_t)1 << 22)
+
+/* fp32 views of the two inputs, a zeroed fp32 output (the tensors themselves when fp32) and the column
+ * matrix of a band of `band` output rows. */
 struct conv_bufs {
-    float *in0, *in1, *out, *col;
+    const float *in0, *in1;
+    float *out, *col;
+    int64_t band;
 };
+
+/* The tensor itself when fp32, else an fp32 copy; NULL with e set. */
+static const float *f32_view(const void *src, int dt, size_t n, struct err *e)
+{
+    float *f = dt == DT_F32 ? NULL : cpu_scratch(n, "conv input", e);
+    if (f)
+        tensor_to_f32(f, src, dt, n);
+    return dt == DT_F32 ? src : f;
+}
 
 static int bufs_get(struct conv_bufs *b, const struct kernel_call *k, void *const *t, struct err *e)
 {
@@ -77,24 +94,26 @@ static int bufs_get(struct conv_bufs *b, const struct kernel_call *k, void *cons
     size_t n2 = kernel_get(k->kernel)->elems(k, 2);
     struct conv c = conv_of(k);
     memset(b, 0, sizeof *b);
-    if (blas_load(e) < 0)
+    b->band = COL_FLOATS / (c.crr * c.Q);
+    b->band = b->band < 1 ? 1 : b->band > c.P ? c.P : b->band;
+    if (blas_load(e) < 0 || !(b->in0 = f32_view(t[0], k->dtype, n0, e)) || !(b->in1 = f32_view(t[1], k->dtype, n1, e)) ||
+        !(b->out = k->dtype == DT_F32 ? t[2] : cpu_scratch(n2, "conv output", e)) ||
+        !(b->col = cpu_scratch((size_t)(c.crr * b->band * c.Q), "im2col", e)))
         return -1;
-    if (!(b->in0 = cpu_scratch(n0, "conv input", e)) || !(b->in1 = cpu_scratch(n1, "conv input", e)) ||
-        !(b->out = cpu_scratch(n2, "conv output", e)) || !(b->col = cpu_scratch((size_t)(c.crr * c.pq), "im2col", e)))
-        return -1;
-    tensor_to_f32(b->in0, t[0], k->dtype, n0);
-    tensor_to_f32(b->in1, t[1], k->dtype, n1);
     memset(b->out, 0, n2 * sizeof *b->out);
     return 0;
 }
 
 static int bufs_put(struct conv_bufs *b, const struct kernel_call *k, void *const *t, int rc)
 {
-    if (rc == 0)
+    if (rc == 0 && b->out != t[2])
         tensor_from_f32(t[2], k->dtype, b->out, kernel_get(k->kernel)->elems(k, 2));
-    free(b->in0);
-    free(b->in1);
-    free(b->out);
+    if (b->in0 != t[0])
+        free((float *)b->in0);
+    if (b->in1 != t[1])
+        free((float *)b->in1);
+    if (b->out != t[2])
+        free(b->out);
     free(b->col);
     return rc;
 }
@@ -224,12 +243,14 @@ int cpu_conv2d_fwd(const struct kernel_call *k, void *const *t, struct err *e)
     struct conv_bufs b;
     if (bufs_get(&b, k, t, e) < 0)
         return bufs_put(&b, k, t, -1);
-    for (int64_t n = 0; n < c.N; n++) {
-        im2col(&c, b.in0 + n * c.C * c.H * c.W, b.col);
-        /* y[n] (K x PQ) = w (K x CRR) * col (CRR x PQ) */
-        blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)c.K, (int)c.pq, (int)c.crr, 1.0f, b.in1,
-                    (int)c.crr, b.col, (int)c.pq, 0.0f, b.out + n * c.K * c.pq, (int)c.pq);
-    }
+    for (int64_t n = 0; n < c.N; n++)
+        for (int64_t p0 = 0; p0 < c.P; p0 += b.band) {
+            const int64_t rows = c.P - p0 < b.band ? c.P - p0 : b.band;
+            im2col(&c, b.in0 + n * c.C * c.H * c.W, p0, rows, b.col);
+            /* y[n][:, band] (K x rows Q) = w (K x CRR) * col (CRR x rows Q) */
+            blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)c.K, (int)(rows * c.Q), (int)c.crr, 1.0f, b.in1,
+                       (int)c.crr, b.col, (int)(rows * c.Q), 0.0f, b.out + n * c.K * c.pq + p0 * c.Q, (int)c.pq);
+        }
     return bufs_put(&b, k, t, 0);
 }
 
@@ -245,12 +266,14 @@ int cpu_conv2d_bwd_data(const struct kernel_call *k, void *const *t, struct err 
     struct conv_bufs b;
     if (bufs_get(&b, k, t, e) < 0)
         return bufs_put(&b, k, t, -1);
-    for (int64_t n = 0; n < c.N; n++) {
-        /* dcol (CRR x PQ) = w^T (CRR x K) * dy[n] (K x PQ), then scattered back into dx[n] */
-        blas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)c.crr, (int)c.pq, (int)c.K, 1.0f, b.in1,
-                    (int)c.crr, b.in0 + n * c.K * c.pq, (int)c.pq, 0.0f, b.col, (int)c.pq);
-        col2im(&c, b.col, b.out + n * c.C * c.H * c.W);
-    }
+    for (int64_t n = 0; n < c.N; n++)
+        for (int64_t p0 = 0; p0 < c.P; p0 += b.band) {
+            const int64_t rows = c.P - p0 < b.band ? c.P - p0 : b.band;
+            /* dcol (CRR x rows Q) = w^T (CRR x K) * dy[n][:, band] (K x rows Q), then scattered back into dx[n] */
+            blas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)c.crr, (int)(rows * c.Q), (int)c.K, 1.0f, b.in1,
+                       (int)c.crr, b.in0 + n * c.K * c.pq + p0 * c.Q, (int)c.pq, 0.0f, b.col, (int)(rows * c.Q));
+            col2im(&c, b.col, p0, rows, b.out + n * c.C * c.H * c.W);
+        }
     return bufs_put(&b, k, t, 0);
 }
 
@@ -356,11 +379,13 @@ int cpu_conv2d_bwd_filter(const struct kernel_call *k, void *const *t, struct er
     struct conv_bufs b;
     if (bufs_get(&b, k, t, e) < 0)
         return bufs_put(&b, k, t, -1);
-    for (int64_t n = 0; n < c.N; n++) {
-        im2col(&c, b.in0 + n * c.C * c.H * c.W, b.col);
-        /* dw (K x CRR) += dy[n] (K x PQ) * col^T (PQ x CRR) */
-        blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)c.K, (int)c.crr, (int)c.pq, 1.0f,
-                    b.in1 + n * c.K * c.pq, (int)c.pq, b.col, (int)c.pq, 1.0f, b.out, (int)c.crr);
-    }
+    for (int64_t n = 0; n < c.N; n++)
+        for (int64_t p0 = 0; p0 < c.P; p0 += b.band) {
+            const int64_t rows = c.P - p0 < b.band ? c.P - p0 : b.band;
+            im2col(&c, b.in0 + n * c.C * c.H * c.W, p0, rows, b.col);
+            /* dw (K x CRR) += dy[n][:, band] (K x rows Q) * col^T (rows Q x CRR) */
+            blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)c.K, (int)c.crr, (int)(rows * c.Q), 1.0f,
+                       b.in1 + n * c.K * c.pq + p0 * c.Q, (int)c.pq, b.col, (int)(rows * c.Q), 1.0f, b.out, (int)c.crr);
+        }
     return bufs_put(&b, k, t, 0);
 }
