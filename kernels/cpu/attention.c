@@ -38,12 +38,13 @@ static void fwd_item(void *ctx, int64_t item)
     const int64_t bq = min64(BQ, a->Tq - i0), nk = attn_keys(a, i0 + bq - 1);
     const int dt = j->k->dtype;
     /* fp32 o is written in place; other dtypes through scratch after the scores and a bias row */
-    float *s = malloc((size_t)(BQ * (a->Tk + a->D) + a->Tk) * sizeof *s), *o = s + BQ * a->Tk, *brow = o + BQ * a->D;
-    int64_t o_ld = a->D;
+    float *s = malloc((size_t)(BQ * (a->Tk + a->D) + a->Tk) * sizeof *s);
     if (!s) {
         atomic_store(&j->failed, 1);
         return;
     }
+    float *brow = s + BQ * a->Tk, *o = brow + a->Tk;
+    int64_t o_ld = a->D;
     if (dt == DT_F32) {
         o = (float *)j->t[u->io] + attn_o_at(a, b, i0, h);
         o_ld = a->H * a->D;
@@ -95,6 +96,30 @@ int cpu_attn_fwd(const struct kernel_call *k, void *const *t, struct err *e)
     return unfused_fwd(k, t, 2, 3, -1, e);
 }
 
+/* dS = scale P (dP - rowsum(P dP)), dP = dO V^T, for the bq query rows from i0 of head h (P and dS
+ * rows Tk apart), each over the keys its row sees; dS is 0 from there to `upto`. */
+static void score_grads(const struct attn_layout *a, int64_t bk, const float *dout, const float *kv, int64_t b,
+                        int64_t h, int64_t i0, int64_t bq, const float *p, float scale, int64_t upto, float *ds)
+{
+    const int64_t g = h / a->group, nk = attn_keys(a, i0 + bq - 1);
+    for (int64_t j0 = 0; j0 < nk; j0 += bk)
+        blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bq, (int)min64(bk, nk - j0), (int)a->D, 1.0f,
+                   dout + attn_o_at(a, b, i0, h), (int)(a->H * a->D), kv + attn_v_at(a, b, j0, g), (int)a->kv_row, 0.0f,
+                   ds + j0, (int)a->Tk);
+    for (int64_t r = 0; r < bq; r++) {
+        const int64_t n = attn_keys(a, i0 + r);
+        const float *pr = p + r * a->Tk;
+        float *dr = ds + r * a->Tk, rowdot = 0.0f;
+#pragma omp simd reduction(+ : rowdot)
+        for (int64_t jj = 0; jj < n; jj++)
+            rowdot += pr[jj] * dr[jj];
+#pragma omp simd
+        for (int64_t jj = 0; jj < n; jj++)
+            dr[jj] = scale * pr[jj] * (dr[jj] - rowdot);
+        memset(dr + n, 0, (size_t)(upto - n) * sizeof *dr);
+    }
+}
+
 /* Backward item: key/value head item % Hkv of batch entry item / Hkv, with the query heads of its
  * group, as PyTorch's math path, by query blocks: dP = dO V^T, dS = scale P (dP - rowsum(P dP)),
  * then each key block's gradients (attn_block_grads). */
@@ -102,12 +127,13 @@ static void bwd_item(void *ctx, int64_t item)
 {
     struct attn_job *j = ctx;
     const struct attn_layout *a = &j->f.a;
-    const int64_t b = item / a->Hkv, g = item % a->Hkv, o_row = a->H * a->D;
-    float *buf = malloc((size_t)(BQ * (2 * a->Tk + a->D)) * sizeof *buf), *ds = buf + BQ * a->Tk, *dq = ds + BQ * a->Tk;
+    const int64_t b = item / a->Hkv, g = item % a->Hkv;
+    float *buf = malloc((size_t)(BQ * (2 * a->Tk + a->D)) * sizeof *buf);
     if (!buf) {
         atomic_store(&j->failed, 1);
         return;
     }
+    float *ds = buf + BQ * a->Tk, *dq = ds + BQ * a->Tk;
     attn_dkv_zero(j, b, g);
     for (int64_t h = g * a->group; h < (g + 1) * a->group; h++)
         for (int64_t i0 = 0; i0 < a->Tq; i0 += BQ) {
@@ -115,20 +141,7 @@ static void bwd_item(void *ctx, int64_t item)
             const float *p = attn_view_into(buf, j->t[2], j->k->dtype, attn_row(a, b, h, i0) * (size_t)a->Tk,
                                             (size_t)(bq * a->Tk));
             memset(dq, 0, (size_t)(bq * a->D) * sizeof *dq);
-            for (int64_t j0 = 0; j0 < nk; j0 += j->bk)
-                blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bq, (int)min64(j->bk, nk - j0), (int)a->D, 1.0f,
-                           j->dout + attn_o_at(a, b, i0, h), (int)o_row, j->f.kv + attn_v_at(a, b, j0, g),
-                           (int)a->kv_row, 0.0f, ds + j0, (int)a->Tk);
-            for (int64_t r = 0; r < bq; r++) {
-                const float *pr = p + r * a->Tk;
-                float *dr = ds + r * a->Tk, rowdot = 0.0f;
-#pragma omp simd reduction(+ : rowdot)
-                for (int64_t jj = 0; jj < nk; jj++)
-                    rowdot += pr[jj] * dr[jj];
-#pragma omp simd
-                for (int64_t jj = 0; jj < nk; jj++)
-                    dr[jj] = a->scale * pr[jj] * (dr[jj] - rowdot);
-            }
+            score_grads(a, j->bk, j->dout, j->f.kv, b, h, i0, bq, p, a->scale, nk, ds);
             for (int64_t j0 = 0; j0 < nk; j0 += j->bk)
                 attn_block_grads(j, b, h, i0, bq, j0, min64(j->bk, nk - j0), p + j0, ds + j0, a->Tk, dq);
             attn_dq_store(j, b, h, i0, bq, dq);
@@ -167,32 +180,17 @@ static void dscores_item(void *ctx, int64_t item)
 {
     struct dscores_job *j = ctx;
     const struct attn_layout *a = &j->a;
-    const int64_t b = item / (j->nqb * a->H), h = item / j->nqb % a->H, i0 = item % j->nqb * BQ, g = h / a->group;
-    const int64_t bq = min64(BQ, a->Tq - i0), nk = attn_keys(a, i0 + bq - 1);
+    const int64_t b = item / (j->nqb * a->H), h = item / j->nqb % a->H, i0 = item % j->nqb * BQ;
+    const int64_t bq = min64(BQ, a->Tq - i0);
     const size_t prow = attn_row(a, b, h, i0) * (size_t)a->Tk;
     float *dp = malloc((size_t)(2 * BQ * a->Tk) * sizeof *dp);
     if (!dp) {
         atomic_store(&j->failed, 1);
         return;
     }
-    for (int64_t j0 = 0; j0 < nk; j0 += j->bk)
-        blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bq, (int)min64(j->bk, nk - j0), (int)a->D, 1.0f,
-                   j->dout + attn_o_at(a, b, i0, h), (int)(a->H * a->D), j->kv + attn_v_at(a, b, j0, g),
-                   (int)a->kv_row, 0.0f, dp + j0, (int)a->Tk);
     const float *p = attn_view_into(dp + BQ * a->Tk, j->t[1], j->k->dtype, prow, (size_t)(bq * a->Tk));
-    for (int64_t r = 0; r < bq; r++) {
-        const int64_t n = attn_keys(a, i0 + r);
-        const float *pr = p + r * a->Tk;
-        float *dr = dp + r * a->Tk, rowdot = 0.0f;
-#pragma omp simd reduction(+ : rowdot)
-        for (int64_t jj = 0; jj < n; jj++)
-            rowdot += pr[jj] * dr[jj];
-#pragma omp simd
-        for (int64_t jj = 0; jj < n; jj++)
-            dr[jj] = pr[jj] * (dr[jj] - rowdot);
-        memset(dr + n, 0, (size_t)(a->Tk - n) * sizeof *dr);
-        attn_store(j->t[3], j->k->dtype, prow + (size_t)(r * a->Tk), dr, (size_t)a->Tk);
-    }
+    score_grads(a, j->bk, j->dout, j->kv, b, h, i0, bq, p, 1.0f, a->Tk, dp);
+    attn_store(j->t[3], j->k->dtype, prow, dp, (size_t)(bq * a->Tk));
     free(dp);
 }
 
