@@ -236,6 +236,46 @@ static int run_robust(const struct scenario *sc, const struct variant *v, struct
     return 0;
 }
 
+/* Pipeline-parallel: every stage run (quietly: no snapshots, pictures or program text), then the stage
+ * shown (the first that OOMs, else the highest reserved peak) again with every output asked for. */
+static int run_stages(const struct scenario *sc, const struct variant *v, struct job_spec *job,
+                      const struct harness_options *opt, struct job_result *r, struct err *e)
+{
+    const struct parallel_spec *ps = &job->parallel;
+    struct harness_options quiet = *opt;
+    quiet.snapshot_dir = quiet.plot_dir = quiet.perfetto_dir = NULL;
+    quiet.program_out = NULL;
+    struct job_result *t = malloc(sizeof *t);
+    if (!t)
+        return err_set(e, ERR_INTERNAL, "out of host memory");
+    int shown = 0;
+    for (int s = 0; s < ps->pipeline_parallel; s++) {
+        struct job_spec js = *job;
+        js.parallel.pipeline_stage = s;
+        *t = *r;
+        if (run_on_device(sc, v, &js, &quiet, NULL, t, e)) {
+            free(t);
+            return -1;
+        }
+        struct pipe_split sp = pipeline_split(job->model.layers, ps->pipeline_parallel, s);
+        r->pipe[s] = (struct pipe_stage_result){
+            .first_layer = sp.first, .last_layer = sp.last, .oom = t->run.oom.happened,
+            .in_flight = pipeline_in_flight(ps->pipeline_parallel, s, ps->micro_batches, ps->schedule),
+            .peak_allocated = t->run.peak_allocated, .peak_reserved = t->run.peak_reserved,
+            .params = t->run.category_at_peak[CAT_PARAM]};
+        const struct pipe_stage_result *b = &r->pipe[shown];
+        if (!b->oom && (r->pipe[s].oom || r->pipe[s].peak_reserved > b->peak_reserved))
+            shown = s;
+    }
+    free(t);
+    r->pipe_stages = ps->pipeline_parallel;
+    r->pipe_shown = shown;
+    r->pipe_micro_batches = ps->micro_batches;
+    snprintf(r->pipe_schedule, sizeof r->pipe_schedule, "%s", pipe_schedule_name(ps->schedule));
+    job->parallel.pipeline_stage = shown;
+    return run_on_device(sc, v, job, opt, NULL, r, e);
+}
+
 int harness_run_variant(const struct scenario *sc, const struct variant *v, const struct job_spec *job_override,
                         const struct harness_options *opt, struct job_result *r, struct err *e)
 {
@@ -250,7 +290,8 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
         return err_prefix(e, "%s: variant %s: ", sc->path, v->name);
     struct err ae = {0};
     r->has_assumptions = workload_assumptions(&job, &r->assumptions, &ae) == 0;
-    int rc = job.robust.on_oom == ON_OOM_FAIL ? run_on_device(sc, v, &job, opt, NULL, r, e)
+    int rc = pipeline_on(&job)                 ? run_stages(sc, v, &job, opt, r, e)
+             : job.robust.on_oom == ON_OOM_FAIL ? run_on_device(sc, v, &job, opt, NULL, r, e)
                                               : run_robust(sc, v, &job, opt, r, e);
     if (rc == 0) {
         judge(r, &v->expect);

@@ -6,6 +6,7 @@
 #include "device/device_kind.h"
 #include "scenario/key_macros.h"
 #include "scenario/scenario_file.h"
+#include "workload/parallel_pipeline.h"
 
 /* Enum names through int-indexed wrappers of the workload's name functions. */
 static const char *optimizer_at(int i) { return optimizer_name((enum optimizer_kind)i); }
@@ -16,6 +17,7 @@ static const char *job_kind_at(int i) { return job_kind_name((enum job_kind)i); 
 static const char *cache_kind_at(int i) { return cache_kind_name((enum cache_kind)i); }
 static const char *on_oom_at(int i) { return on_oom_name((enum on_oom_policy)i); }
 static const char *strategy_at(int i) { return parallel_strategy_name((enum parallel_strategy)i); }
+static const char *schedule_at(int i) { return pipe_schedule_name((enum pipe_schedule)i); }
 static const char *offload_at(int i) { return offload_name((enum offload_kind)i); }
 static const char *vae_upcast_at(int i) { return vae_upcast_name((enum vae_upcast_kind)i); }
 
@@ -248,6 +250,17 @@ static const struct key parallel_keys[] = {
            "FSDP: free a unit's gathered parameters after its forward (gathered again for its backward)."),
     K_INT(P, "forward_prefetch", forward_prefetch, 0, 64, NULL,
           "FSDP: units gathered ahead of the running one (behind it in backward)."),
+    K_INT(P, "pipeline_parallel", pipeline_parallel, 1, PIPE_MAX_STAGES, NULL,
+          "Pipeline stages of a decoder (Megatron-LM's split: `model.layers` / stages consecutive layers each, "
+          "the embedding on the first, the final norm, LM head and loss on the last). oomlab runs every stage "
+          "and reports each; the job's result is the stage that OOMs first, else the one that peaks. With "
+          "`strategy: none` only."),
+    K_INT(P, "micro_batches", micro_batches, 1, 1 << 16, NULL,
+          "Pipeline: micro-batches per step, each `job.batch` samples."),
+    K_ENUM(P, "schedule", schedule, schedule_at, PIPE_SCHEDULE_COUNT,
+           "Pipeline: `1f1b` (Megatron-LM's, torch.distributed.pipelining's Schedule1F1B: stage s holds "
+           "min(stages - s, micro_batches) micro-batches' activations) or `gpipe` (every forward, then every "
+           "backward: all of them)."),
 };
 #undef P
 

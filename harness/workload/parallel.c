@@ -38,6 +38,7 @@
 #include "workload/gen.h"
 #include "workload/parallel.h"
 #include "workload/parallel_impl.h"
+#include "workload/parallel_pipeline.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -59,11 +60,15 @@ void parallel_spec_init(struct parallel_spec *p)
     p->sub_group_size = 1000000000;
     p->reshard_after_forward = true;
     p->forward_prefetch = 1;
+    p->pipeline_parallel = 1;
+    p->micro_batches = 1;
 }
 
 int parallel_spec_check(const struct job_spec *s, struct err *e)
 {
     const struct parallel_spec *p = &s->parallel;
+    if (pipeline_spec_check(s, e) < 0)
+        return -1;
     if (p->strategy == PAR_NONE)
         return 0;
     if (p->world_size < 1)

@@ -226,6 +226,7 @@ struct extra_spec {
 /* Data-parallel sharding (workload/parallel.c): the job is one rank of world_size, and the generator
  * emits that rank's allocations. */
 enum parallel_strategy { PAR_NONE, PAR_DDP, PAR_ZERO1, PAR_ZERO2, PAR_ZERO3, PAR_FSDP, PAR_COUNT };
+enum pipe_schedule { PIPE_1F1B, PIPE_GPIPE, PIPE_SCHEDULE_COUNT };
 
 struct parallel_spec {
     enum parallel_strategy strategy;
@@ -243,6 +244,10 @@ struct parallel_spec {
     bool offload_param;             /* ZeRO-3: parameter partitions on the CPU */
     bool reshard_after_forward;     /* FSDP: free a unit's gathered parameters after its forward */
     int forward_prefetch;           /* FSDP: units gathered ahead of the one running (1) */
+    int pipeline_parallel;          /* pipeline stages (1: none; parallel_pipeline.c) */
+    int micro_batches;              /* pipeline: micro-batches per step, each job.batch samples (1) */
+    enum pipe_schedule schedule;    /* pipeline: 1f1b or gpipe */
+    int pipeline_stage;             /* pipeline: the stage this run is (0-based; set by the harness, not a key) */
 };
 
 /* Weight quantization of the decoder's linear layers (transformers' BitsAndBytesConfig). */
@@ -365,6 +370,8 @@ const char *extra_role_name(enum extra_role r);
 int extra_role_from_name(const char *s);
 const char *parallel_strategy_name(enum parallel_strategy p);
 int parallel_strategy_from_name(const char *s);
+const char *pipe_schedule_name(enum pipe_schedule p);
+int pipe_schedule_from_name(const char *s);
 /* job.parallel's defaults (DeepSpeed's and PyTorch's) and its checks (workload/parallel.c). */
 void parallel_spec_init(struct parallel_spec *p);
 int parallel_spec_check(const struct job_spec *s, struct err *e);

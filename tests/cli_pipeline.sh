@@ -1,0 +1,49 @@
+#!/bin/sh
+# cli_pipeline.sh: pipeline-parallel jobs (job.parallel.pipeline_parallel) through oomlab run and fit:
+# Llama-3-8B on 4 x RTX 5090 (scenarios/pipeline_gpipe_activations.yaml), every stage in the table and the
+# JSON with its layers, micro-batches in flight (GPipe 8 each; 1F1B 4, 3, 2, 1) and parameter bytes worked
+# here, the stage shown; the fewest stages `oomlab fit` finds; and combinations not built refused with
+# the key named (exit 2, no results file).
+BIN=${OOMLAB_BIN:-build/oomlab}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/tap.shlib"
+S=scenarios/pipeline_gpipe_activations.yaml
+
+"$BIN" run --json "$T/run.json" "$S" > "$T/run.txt" 2>&1; rc=$?
+ok $([ $rc = 0 ] && echo 0 || echo 1) "the scenario meets its expectations (exit $rc)"
+J=$(tr -d ' \n' < "$T/run.json")
+# each variant's pipeline object, up to the end of its stages array: before, after-1f1b, after-1f1b-2-stages
+printf '%s' "$J" | grep -o '"pipeline":{[^]]*]' > "$T/pipes"
+ok $([ $(wc -l < "$T/pipes") = 3 ] && echo 0 || echo 1) "every variant has its stages in the JSON"
+F=$(sed -n 2p "$T/pipes")
+flights=$(printf '%s' "$F" | grep -o '"in_flight":[0-9]*' | head -4 | cut -d: -f2 | tr '\n' ' ')
+ok $([ "$flights" = "4 3 2 1 " ] && echo 0 || echo 1) "1F1B, 4 stages, 8 micro-batches: in flight 4 3 2 1 ($flights)"
+G=$(sed -n 1p "$T/pipes")
+gflights=$(printf '%s' "$G" | grep -o '"in_flight":[0-9]*' | cut -d: -f2 | tr '\n' ' ')
+ok $([ "$gflights" = "8 8 8 8 " ] && echo 0 || echo 1) "GPipe: 8 in flight on every stage ($gflights)"
+# Llama-3-8B: 218,112,000 parameters a layer, embed_tokens and lm_head 128256 x 4096 each, bf16
+params=$(printf '%s' "$F" | grep -o '"params":[0-9]*' | head -4 | cut -d: -f2 | tr '\n' ' ')
+ok $([ "$params" = "4540465152 3489792000 3489792000 4540473344 " ] && echo 0 || echo 1) \
+    "parameter bytes per stage: 2 x (8 layers, + embed_tokens first, + norm and lm_head last) ($params)"
+ok $(contains "$(cat "$T/run.txt")" "stage 0 (embedding, layers 0-7): 4 in flight") "the table lists stage 0 of 1F1B"
+ok $(contains "$(cat "$T/run.txt")" "stage 3 (layers 24-31, norm, head, loss): 1 in flight") "and its last stage"
+ok $(contains "$(cat "$T/run.txt")" "the figures above are stage 0's (the first to OOM)") "it says which stage is shown"
+
+"$BIN" fit --param pipeline_parallel --json "$T/fit.json" "$S" > "$T/fit.txt" 2>&1; rc=$?
+FJ=$(tr -d ' \n' < "$T/fit.json")
+smallest=$(printf '%s' "$FJ" | grep -o '"smallest":[0-9]*' | cut -d: -f2 | tr '\n' ' ')
+ok $([ $rc = 0 ] && [ "$smallest" = "16 4 4 " ] && echo 0 || echo 1) \
+    "fit --param pipeline_parallel: GPipe needs 16 stages, 1F1B 4 (exit $rc: $smallest)"
+
+bad() { # $1: the job's parallel line, $2: what the message must say
+    sed "s/^  parallel: .*/  parallel: $1/" "$S" > "$T/bad.yaml"
+    "$BIN" run --json "$T/bad.json" "$T/bad.yaml" > "$T/bad.txt" 2>&1; rc=$?
+    ok $([ $rc = 2 ] && [ ! -e "$T/bad.json" ] && echo 0 || echo 1) "refused, exit 2, nothing written: $1 (exit $rc)"
+    ok $(contains "$(cat "$T/bad.txt")" "$2") "  the message says: $2"
+}
+bad "{ pipeline_parallel: 3, micro_batches: 8 }" "parallel.pipeline_parallel: model.layers (32) must split evenly over 3 stages"
+bad "{ pipeline_parallel: 4, micro_batches: 8, strategy: fsdp, world_size: 2 }" "parallel.pipeline_parallel: modelled for strategy none"
+bad "{ micro_batches: 8 }" "parallel.micro_batches: only with parallel.pipeline_parallel above 1"
+bad "{ pipeline_parallel: 4, schedule: interleaved }" "schedule"
+done_testing
