@@ -119,7 +119,11 @@ static void test_checks(void)
     ok(job_spec_validate(&j, &e) < 0 && strstr(e.msg, "grad_accum"), "grad_accum with a pipeline refused: %s", e.msg);
     gpt2_pipe(&j, 1, 8, PIPE_1F1B, 0);
     e = (struct err){0};
-    ok(job_spec_validate(&j, &e) == 0, "one stage: no pipeline, nothing to check");
+    ok(job_spec_validate(&j, &e) < 0 && strstr(e.msg, "parallel.micro_batches"),
+       "micro-batches without stages refused: %s", e.msg);
+    gpt2_pipe(&j, 1, 1, PIPE_GPIPE, 0);
+    e = (struct err){0};
+    ok(job_spec_validate(&j, &e) == 0, "one stage, one micro-batch: no pipeline, nothing to check");
 }
 
 int main(void)
