@@ -18,22 +18,11 @@
 
 static void gpt2_pipe(struct job_spec *s, int stages, int micro, enum pipe_schedule sch, int stage)
 {
-    job_spec_init(s);
-    snprintf(s->model.preset, sizeof s->model.preset, "gpt2");
-    s->load_dtype = s->param_dtype = DT_BF16;
-    s->batch = 1;
-    s->seq_len = 64;
-    s->steps = 2;
+    gpt2_bf16_job(s);
     s->parallel.pipeline_parallel = stages;
     s->parallel.micro_batches = micro;
     s->parallel.schedule = sch;
     s->parallel.pipeline_stage = stage;
-}
-
-static int64_t cat_at(const struct live_sink *k, const char *phase, int n, enum category c)
-{
-    const struct live_mark *m = live_sink_mark(k, phase, n);
-    return m ? m->cat[c] : -1;
 }
 
 static void test_counts(void)
