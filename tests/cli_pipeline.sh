@@ -36,6 +36,17 @@ smallest=$(printf '%s' "$FJ" | grep -o '"smallest":[0-9]*' | cut -d: -f2 | tr '\
 ok $([ $rc = 0 ] && [ "$smallest" = "16 4 4 " ] && echo 0 || echo 1) \
     "fit --param pipeline_parallel: GPipe needs 16 stages, 1F1B 4 (exit $rc: $smallest)"
 
+# oomlab program: one stage's op program
+"$BIN" program --variant after-1f1b --stage 1 "$S" > "$T/p1.txt" 2>&1; rc1=$?
+"$BIN" program --variant after-1f1b "$S" > "$T/p0.txt" 2>&1; rc0=$?
+ok $([ $rc1 = 0 ] && [ $rc0 = 0 ] && grep -q '^# pipeline stage 1 of 4' "$T/p1.txt" && grep -q '^# pipeline stage 0 of 4' "$T/p0.txt" &&
+    echo 0 || echo 1) "program --stage 1 prints stage 1's program, stage 0 by default"
+ok $(grep -q 'pipeline.recv_forward' "$T/p1.txt" && ! grep -q 'pipeline.recv_forward' "$T/p0.txt" &&
+    ! grep -q 'embed_tokens' "$T/p1.txt" && grep -q 'embed_tokens' "$T/p0.txt" && echo 0 || echo 1) \
+    "stage 1 receives its input and has no embedding; stage 0 embeds and receives nothing"
+"$BIN" program --variant after-1f1b --stage 4 "$S" > "$T/p4.txt" 2>&1; rc=$?
+ok $([ $rc = 2 ] && echo 0 || echo 1) "--stage 4 of 4 stages: exit 2 ($(cat "$T/p4.txt"))"
+
 bad() { # $1: the job's parallel line, $2: what the message must say
     sed "s/^  parallel: .*/  parallel: $1/" "$S" > "$T/bad.yaml"
     "$BIN" run --json "$T/bad.json" "$T/bad.yaml" > "$T/bad.txt" 2>&1; rc=$?

@@ -8,12 +8,16 @@
 
 #include <string.h>
 
-/* "embedding, layers 0-7" / "layers 8-15" / "layers 24-31, norm, head, loss" */
+/* "embedding, layers 0-7" / "layer 8" / "layers 24-31, norm, head, loss" */
 static void stage_parts(const struct job_result *r, int s, char *buf, size_t len)
 {
     const struct pipe_stage_result *p = &r->pipe[s];
-    snprintf(buf, len, "%slayers %d-%d%s", s == 0 ? "embedding, " : "", p->first_layer, p->last_layer - 1,
-             s == r->pipe_stages - 1 ? ", norm, head, loss" : "");
+    char layers[32];
+    if (p->last_layer - p->first_layer == 1)
+        snprintf(layers, sizeof layers, "layer %d", p->first_layer);
+    else
+        snprintf(layers, sizeof layers, "layers %d-%d", p->first_layer, p->last_layer - 1);
+    snprintf(buf, len, "%s%s%s", s == 0 ? "embedding, " : "", layers, s == r->pipe_stages - 1 ? ", norm, head, loss" : "");
 }
 
 void pipeline_print(FILE *f, const struct job_result *r)
