@@ -44,6 +44,13 @@ ok $([ $rc1 = 0 ] && [ $rc0 = 0 ] && grep -q '^# pipeline stage 1 of 4' "$T/p1.t
 ok $(grep -q 'pipeline.recv_forward' "$T/p1.txt" && ! grep -q 'pipeline.recv_forward' "$T/p0.txt" &&
     ! grep -q 'embed_tokens' "$T/p1.txt" && grep -q 'embed_tokens' "$T/p0.txt" && echo 0 || echo 1) \
     "stage 1 receives its input and has no embedding; stage 0 embeds and receives nothing"
+# p2p buffers: micro_batch x seq x hidden in bf16 = 1 x 2048 x 4096 x 2 B, one per micro-batch and step
+fwd=$(grep -c '^alloc t[0-9]* 16777216 s0 activation pipeline.recv_forward$' "$T/p1.txt")
+bwd=$(grep -c '^alloc t[0-9]* 16777216 s0 temp pipeline.recv_backward$' "$T/p1.txt")
+"$BIN" program --variant after-1f1b --stage 3 "$S" > "$T/p3.txt" 2>&1
+last=$(grep -c 'pipeline.recv_backward' "$T/p3.txt")
+ok $([ "$fwd" = 16 ] && [ "$bwd" = 16 ] && [ "$last" = 0 ] && echo 0 || echo 1) \
+    "stage 1 receives 16 inputs and 16 output gradients of 16,777,216 B in 2 steps of 8; the last stage no gradient ($fwd, $bwd, $last)"
 "$BIN" program --variant after-1f1b --stage 4 "$S" > "$T/p4.txt" 2>&1; rc=$?
 ok $([ $rc = 2 ] && echo 0 || echo 1) "--stage 4 of 4 stages: exit 2 ($(cat "$T/p4.txt"))"
 
