@@ -61,7 +61,7 @@ bad() { # $1: the job's parallel line, $2: what the message must say
     ok $(contains "$(cat "$T/bad.txt")" "$2") "  the message says: $2"
 }
 bad "{ pipeline_parallel: 3, micro_batches: 8 }" "parallel.pipeline_parallel: model.layers (32) must split evenly over 3 stages"
-bad "{ pipeline_parallel: 4, micro_batches: 8, strategy: fsdp, world_size: 2 }" "parallel.pipeline_parallel: modelled for strategy none"
+bad "{ pipeline_parallel: 4, micro_batches: 8, strategy: fsdp, world_size: 2 }" "parallel.pipeline_parallel: modelled for strategy none or ddp"
 bad "{ micro_batches: 8 }" "parallel.micro_batches: only with parallel.pipeline_parallel above 1"
 bad "{ pipeline_parallel: 4, schedule: interleaved }" "schedule"
 done_testing

@@ -90,6 +90,24 @@ static void test_activations(void)
     ok(a0 > 4 * (a1 / 3), "stage 0 holds 4 micro-batches, each with its embedding's output too");
 }
 
+/* DDP over each stage's replicas: its Reducer buckets the stage's gradients only. */
+static void test_ddp(void)
+{
+    const int64_t first = WTE + WPE + 3 * BLOCK, middle = 3 * BLOCK;
+    for (int s = 0; s < 2; s++) {
+        struct job_spec j;
+        struct live_sink k;
+        gpt2_pipe(&j, 4, 2, PIPE_1F1B, s);
+        j.parallel.strategy = PAR_DDP;
+        j.parallel.world_size = 2;
+        ok(run(&j, &k) == 0 && live_sink_consistent(&k), "DDP x pipeline, stage %d runs, consistent", s);
+        is_int(cat_at(&k, "forward", 0, CAT_GRAD), 2 * (s ? middle : first),
+               "stage %d: the Reducer's one bucket of the stage's gradients, bf16", s);
+        is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 4 * (s ? middle : first), "and .grad beside it at the step");
+        live_sink_fini(&k);
+    }
+}
+
 static void test_checks(void)
 {
     struct job_spec j;
@@ -98,10 +116,10 @@ static void test_checks(void)
     ok(job_spec_validate(&j, &e) < 0 && strstr(e.msg, "parallel.pipeline_parallel") &&
        strstr(e.msg, "model.layers (12)"), "12 layers over 5 stages refused: %s", e.msg);
     gpt2_pipe(&j, 4, 8, PIPE_1F1B, 0);
-    j.parallel.strategy = PAR_DDP;
+    j.parallel.strategy = PAR_ZERO1;
     e = (struct err){0};
     ok(job_spec_validate(&j, &e) < 0 && strstr(e.msg, "parallel.pipeline_parallel") && strstr(e.msg, "strategy"),
-       "pipeline with a data-parallel strategy refused: %s", e.msg);
+       "pipeline with ZeRO refused: %s", e.msg);
     gpt2_pipe(&j, 4, 8, PIPE_1F1B, 0);
     j.grad_accum = 2;
     e = (struct err){0};
@@ -120,6 +138,7 @@ int main(void)
     test_counts();
     test_params();
     test_activations();
+    test_ddp();
     test_checks();
     workload_destroy(last);
     done_testing();

@@ -254,7 +254,8 @@ static const struct key parallel_keys[] = {
           "Pipeline stages of a decoder (Megatron-LM's split: `model.layers` / stages consecutive layers each, "
           "the embedding on the first, the final norm, LM head and loss on the last). oomlab runs every stage "
           "and reports each; the job's result is the stage that OOMs first, else the one that peaks. With "
-          "`strategy: none` only."),
+          "`strategy: none`, or `ddp` (each stage replicated over `world_size` ranks, DDP bucketing its "
+          "gradients)."),
     K_INT(P, "micro_batches", micro_batches, 1, 1 << 16, NULL,
           "Pipeline: micro-batches per step, each `job.batch` samples."),
     K_ENUM(P, "schedule", schedule, schedule_at, PIPE_SCHEDULE_COUNT,

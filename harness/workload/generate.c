@@ -611,6 +611,7 @@ static tref pipe_forward(struct gen *g, void *ctx, const struct batch *bt)
     g->grad_enabled = true;
     g->training = true;
     g->checkpointing = spec_has_fix(&g->spec, FIX_GRADIENT_CHECKPOINTING);
+    parallel_forward_begin(g);
     return main_forward(ctx, bt, true);
 }
 

@@ -26,6 +26,9 @@
  * ModelParallelConfig's default) until then; recv_backward allocates the output's gradient on every
  * stage before the last, and the input's gradient is sent back (send_backward) and freed.
  *
+ * With strategy ddp the job is one rank of world_size data-parallel replicas of its stage: DDP's
+ * buckets (parallel.c) hold the stage's gradients only.
+ *
  * Modelled differently: sends and receives are not kernels (their time is not modelled) and complete
  * at once; NCCL's own buffers are outside the caching allocator and are not modelled; the loss is not
  * divided by M (in place, no memory).
@@ -83,8 +86,8 @@ int pipeline_spec_check(const struct job_spec *s, struct err *e)
         why = "training jobs (job.kind train)";
     else if (s->model.family != FAMILY_DECODER)
         why = "decoder-only transformers (model.family decoder)";
-    else if (p->strategy != PAR_NONE)
-        why = "strategy none (pipeline with data-parallel strategies is not built)";
+    else if (p->strategy != PAR_NONE && p->strategy != PAR_DDP)
+        why = "strategy none or ddp (pipeline with ZeRO or FSDP is not built)";
     else if (s->trainable != TRAIN_FULL)
         why = "full training (trainable full)";
     else if (s->quant.type != QUANT_NONE || s->nextras > 0)
@@ -255,6 +258,7 @@ static void backward_one(struct gen *g, struct pipeline *p, int i)
     struct pipe_slot *sl = &p->slot[i];
     gen_phase(g, gen_intern(g, "backward"));
     tape_swap(g, sl);
+    parallel_backward_begin(g);
     if (g->spec.parallel.pipeline_stage == g->spec.parallel.pipeline_parallel - 1) {
         tref scaled = TNONE;
         if (g->spec.loss_scaling) /* scaler.scale(loss).backward() */
@@ -266,6 +270,7 @@ static void backward_one(struct gen *g, struct pipeline *p, int i)
         kern_init_uniform(g, gy, -1.0f, 1.0f, gen_intern(g, "pipeline.recv_backward"));
         backward_from(g, sl->out, gy, 0);
     }
+    parallel_backward_end(g);
     if (sl->input != TNONE) { /* send_backward: the input's gradient goes back, then is freed */
         tref gx = T(g, sl->input)->grad;
         T(g, sl->input)->grad = TNONE;
