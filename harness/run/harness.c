@@ -92,7 +92,7 @@ static int write_pictures(struct timeline *tl, const struct harness_options *opt
     return perfetto_write(path, tl, r, e);
 }
 
-/* Forward passes the job runs: its micro-steps and its eval forwards (each denoising step is one); a
+/* Forward passes the job runs: its micro-steps (a pipeline's on every stage) and its eval forwards (each denoising step is one); a
  * generate job's prefill and decode steps, new_tokens per call; an eval job's one evaluation. */
 static uint64_t forward_passes(const struct job_spec *j)
 {
@@ -101,6 +101,7 @@ static uint64_t forward_passes(const struct job_spec *j)
     if (j->kind == JOB_DIFFUSION) /* per pipeline call: its UNet steps and a decode */
         return (uint64_t)j->steps * ((uint64_t)j->diffusion.steps + 1);
     uint64_t train = j->kind == JOB_EVAL ? 0 : (uint64_t)j->steps * (uint64_t)j->grad_accum;
+    train *= (uint64_t)j->parallel.micro_batches * (uint64_t)j->parallel.pipeline_parallel; /* each stage is run */
     uint64_t evals = j->kind == JOB_EVAL ? 1
                                          : (j->eval.every > 0 ? (uint64_t)(j->steps / j->eval.every) : 0) +
                                                j->eval.before_training;
@@ -115,7 +116,8 @@ static int check_work(const struct job_spec *job, const struct harness_options *
     if (n <= limit)
         return 0;
     return err_set(e, ERR_INPUT,
-                   "the job runs %llu forward passes (steps x grad_accum, plus eval batches x sampling steps; "
+                   "the job runs %llu forward passes (steps x grad_accum, a pipeline's x micro_batches x stages, plus "
+                   "eval batches x sampling steps; "
                    "generate: steps x new_tokens; diffusion: steps x (diffusion.steps + 1)), more "
                    "than the %llu oomlab runs without --max-forwards; give --max-forwards %llu to run it",
                    (unsigned long long)n, (unsigned long long)limit, (unsigned long long)n);
