@@ -39,7 +39,6 @@
 #include "workload/models/models.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 /* One micro-batch in flight: its tape, its received input and its output (or loss). */
 struct pipe_slot {
@@ -50,7 +49,7 @@ struct pipe_slot {
 
 struct pipeline {
     int8_t *stage_of;        /* per parameter: the stage holding it */
-    bool *also_last;         /* per parameter: a copy on the last stage too (the tied head) */
+    bool tied;               /* the last stage holds the first parameter (the word embedding) too */
     struct pipe_slot *slot;  /* per micro-batch */
     tref input;              /* the running forward's received input */
 };
@@ -156,28 +155,34 @@ static void assign_stages(struct gen *g, struct pipeline *p)
         seen_layer |= l >= 0;
         p->stage_of[i] = (int8_t)(l >= 0 ? l / per : seen_layer ? stages - 1 : 0);
     }
-    if (g->nparams > 0 && g->spec.model.tied_embeddings)
-        p->also_last[0] = true;
+    p->tied = g->spec.model.tied_embeddings;
+}
+
+void pipeline_free(struct gen *g)
+{
+    struct pipeline *p = g->pipe;
+    if (!p)
+        return;
+    for (int i = 0; p->slot && i < g->spec.parallel.micro_batches; i++)
+        free(p->slot[i].tape);
+    free(p->stage_of);
+    free(p->slot);
+    free(p);
+    g->pipe = NULL;
 }
 
 static struct pipeline *pipe_get(struct gen *g)
 {
     if (g->pipe)
         return g->pipe;
-    struct pipeline *p = calloc(1, sizeof *p);
     int m = g->spec.parallel.micro_batches;
+    struct pipeline *p = g->pipe = calloc(1, sizeof *p);
     if (p) {
         p->stage_of = calloc((size_t)g->nparams + 1, sizeof *p->stage_of);
-        p->also_last = calloc((size_t)g->nparams + 1, sizeof *p->also_last);
         p->slot = calloc((size_t)m, sizeof *p->slot);
     }
-    if (!p || !p->stage_of || !p->also_last || !p->slot) {
-        if (p) {
-            free(p->stage_of);
-            free(p->also_last);
-            free(p->slot);
-            free(p);
-        }
+    if (!p || !p->stage_of || !p->slot) {
+        pipeline_free(g);
         if (!g->failed)
             err_set(g->e, ERR_INTERNAL, "workload: out of host memory for the pipeline");
         g->failed = 1;
@@ -187,22 +192,7 @@ static struct pipeline *pipe_get(struct gen *g)
     for (int i = 0; i < m; i++)
         p->slot[i].input = p->slot[i].out = TNONE;
     assign_stages(g, p);
-    g->pipe = p;
     return p;
-}
-
-void pipeline_free(struct gen *g)
-{
-    struct pipeline *p = g->pipe;
-    if (!p)
-        return;
-    for (int i = 0; i < g->spec.parallel.micro_batches; i++)
-        free(p->slot[i].tape);
-    free(p->stage_of);
-    free(p->also_last);
-    free(p->slot);
-    free(p);
-    g->pipe = NULL;
 }
 
 bool pipeline_holds(struct gen *g, int32_t i)
@@ -213,7 +203,7 @@ bool pipeline_holds(struct gen *g, int32_t i)
     if (!p)
         return false;
     int s = g->spec.parallel.pipeline_stage;
-    return p->stage_of[i] == s || (p->also_last[i] && s == g->spec.parallel.pipeline_parallel - 1);
+    return p->stage_of[i] == s || (i == 0 && p->tied && s == g->spec.parallel.pipeline_parallel - 1);
 }
 
 tref pipeline_recv_forward(struct gen *g, int64_t b, int64_t s, int64_t hidden)
