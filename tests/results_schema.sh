@@ -1,7 +1,7 @@
 #!/bin/sh
 # results_schema.sh: every key the results document's writer emits is documented in docs/results-schema.md
-# (run on sim with an OOM and an expectation and a pipeline-parallel job, a measured host replay, fit, a snapshot replay with its check),
-# and the document says its schema and version.
+# (run on sim with an OOM and an expectation and a pipeline-parallel job, a measured host replay, fit, a
+# snapshot replay with its check), and the document says its schema and version.
 BIN=${OOMLAB_BIN:-build/oomlab}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
