@@ -3,8 +3,9 @@
  *
  * Split (Megatron-LM: megatron/training/arguments.py asserts num_layers % pipeline_model_parallel_size
  * == 0; megatron/core/transformer/transformer_block.py get_num_layers_to_build gives each stage
- * num_layers / P consecutive layers; torch.distributed.pipelining splits where the user's split points
- * say, here the same even split): stage s runs layers [s L/P, (s+1) L/P). The first stage
+ * num_layers // P layers and transformer_layer.py _get_layer_offset starts stage s at s * that;
+ * torch.distributed.pipelining splits where the user's split points say, here the same even split):
+ * stage s runs layers [s L/P, (s+1) L/P). The first stage
  * (pre_process) also holds the embedding, the last (post_process) the final norm, the LM head and the
  * loss; with tied embeddings the last stage keeps its own copy of the word embedding as the head
  * (Megatron's shared embedding, its gradient all-reduced with the first stage's). Parameters,
