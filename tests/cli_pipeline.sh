@@ -39,8 +39,9 @@ ok $([ $rc = 0 ] && [ "$smallest" = "16 4 4 " ] && echo 0 || echo 1) \
 # oomlab program: one stage's op program
 "$BIN" program --variant after-1f1b --stage 1 "$S" > "$T/p1.txt" 2>&1; rc1=$?
 "$BIN" program --variant after-1f1b "$S" > "$T/p0.txt" 2>&1; rc0=$?
-ok $([ $rc1 = 0 ] && [ $rc0 = 0 ] && grep -q '^# pipeline stage 1 of 4' "$T/p1.txt" && grep -q '^# pipeline stage 0 of 4' "$T/p0.txt" &&
-    echo 0 || echo 1) "program --stage 1 prints stage 1's program, stage 0 by default"
+ok $([ $rc1 = 0 ] && [ $rc0 = 0 ] && grep -q '^# pipeline stage 1 of 4' "$T/p1.txt" &&
+    grep -q '^# pipeline stage 0 of 4' "$T/p0.txt" && echo 0 || echo 1) \
+    "program --stage 1 prints stage 1's program, stage 0 by default"
 ok $(grep -q 'pipeline.recv_forward' "$T/p1.txt" && ! grep -q 'pipeline.recv_forward' "$T/p0.txt" &&
     ! grep -q 'embed_tokens' "$T/p1.txt" && grep -q 'embed_tokens' "$T/p0.txt" && echo 0 || echo 1) \
     "stage 1 receives its input and has no embedding; stage 0 embeds and receives nothing"
@@ -50,7 +51,8 @@ bwd=$(grep -c '^alloc t[0-9]* 16777216 s0 temp pipeline.recv_backward$' "$T/p1.t
 "$BIN" program --variant after-1f1b --stage 3 "$S" > "$T/p3.txt" 2>&1
 last=$(grep -c 'pipeline.recv_backward' "$T/p3.txt")
 ok $([ "$fwd" = 16 ] && [ "$bwd" = 16 ] && [ "$last" = 0 ] && echo 0 || echo 1) \
-    "stage 1 receives 16 inputs and 16 output gradients of 16,777,216 B in 2 steps of 8; the last stage no gradient ($fwd, $bwd, $last)"
+    "stage 1 receives 16 inputs and 16 output gradients of 16,777,216 B (2 steps of 8); the last stage no
+    gradient ($fwd, $bwd, $last)"
 "$BIN" program --variant after-1f1b --stage 4 "$S" > "$T/p4.txt" 2>&1; rc=$?
 ok $([ $rc = 2 ] && echo 0 || echo 1) "--stage 4 of 4 stages: exit 2 ($(cat "$T/p4.txt"))"
 
@@ -60,8 +62,10 @@ bad() { # $1: the job's parallel line, $2: what the message must say
     ok $([ $rc = 2 ] && [ ! -e "$T/bad.json" ] && echo 0 || echo 1) "refused, exit 2, nothing written: $1 (exit $rc)"
     ok $(contains "$(cat "$T/bad.txt")" "$2") "  the message says: $2"
 }
-bad "{ pipeline_parallel: 3, micro_batches: 8 }" "parallel.pipeline_parallel: model.layers (32) must split evenly over 3 stages"
-bad "{ pipeline_parallel: 4, micro_batches: 8, strategy: fsdp, world_size: 2 }" "parallel.pipeline_parallel: modelled for strategy none or ddp"
+bad "{ pipeline_parallel: 3, micro_batches: 8 }" \
+    "parallel.pipeline_parallel: model.layers (32) must split evenly over 3 stages"
+bad "{ pipeline_parallel: 4, micro_batches: 8, strategy: fsdp, world_size: 2 }" \
+    "parallel.pipeline_parallel: modelled for strategy none or ddp"
 bad "{ micro_batches: 8 }" "parallel.micro_batches: only with parallel.pipeline_parallel above 1"
 bad "{ pipeline_parallel: 4, schedule: interleaved }" "schedule"
 done_testing

@@ -86,6 +86,16 @@ static void test_activations(void)
     is_int(g1, a1 / 3 * 8, "GPipe: stage 1 holds all 8");
     diag("peaks (live bytes): GPipe stage 1 %lld, 1F1B stage 1 %lld, stage 2 %lld", (long long)pg, (long long)p1,
          (long long)p2);
+    struct job_spec j;
+    struct live_sink k;
+    gpt2_pipe(&j, 4, 8, PIPE_1F1B, 1);
+    j.steps = 1;
+    j.parallel.deallocate_outputs = true;
+    int ran = run(&j, &k) == 0 && live_sink_consistent(&k);
+    int64_t d1 = ran ? cat_at(&k, "backward", 0, CAT_ACTIVATION) : -1;
+    live_sink_fini(&k);
+    is_int(d1, a1 - 3 * (64 * 768 * 2 - 2), "deallocate_outputs: the 3 sent outputs (64 x 768 bf16) are one "
+           "element each");
     int64_t a0 = act_first_backward(0, PIPE_1F1B, &p0);
     ok(a0 > 4 * (a1 / 3), "stage 0 holds 4 micro-batches, each with its embedding's output too");
 }

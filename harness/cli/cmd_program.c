@@ -83,8 +83,9 @@ int cmd_program(int argc, char **argv)
         fprintf(stderr, "oomlab program: %s has no variant '%s'\n", argv[optind], want);
         rc = 2;
     } else if (stage && !pipeline_stage_arg(v, stage)) {
-        fprintf(stderr, "oomlab program: --stage %s: variant %s has %d pipeline stage%s (job.parallel.pipeline_parallel)\n",
-                stage, v->name, v->job.parallel.pipeline_parallel, v->job.parallel.pipeline_parallel == 1 ? "" : "s");
+        int n = v->job.parallel.pipeline_parallel;
+        fprintf(stderr, "oomlab program: --stage %s: variant %s has %d pipeline stage%s "
+                        "(job.parallel.pipeline_parallel)\n", stage, v->name, n, n == 1 ? "" : "s");
         rc = 2;
     } else {
         struct job_spec job = v->job;

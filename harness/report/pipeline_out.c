@@ -17,7 +17,8 @@ static void stage_parts(const struct job_result *r, int s, char *buf, size_t len
         snprintf(layers, sizeof layers, "layer %d", p->first_layer);
     else
         snprintf(layers, sizeof layers, "layers %d-%d", p->first_layer, p->last_layer - 1);
-    snprintf(buf, len, "%s%s%s", s == 0 ? "embedding, " : "", layers, s == r->pipe_stages - 1 ? ", norm, head, loss" : "");
+    snprintf(buf, len, "%s%s%s", s == 0 ? "embedding, " : "", layers,
+             s == r->pipe_stages - 1 ? ", norm, head, loss" : "");
 }
 
 void pipeline_print(FILE *f, const struct job_result *r)

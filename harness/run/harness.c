@@ -92,7 +92,8 @@ static int write_pictures(struct timeline *tl, const struct harness_options *opt
     return perfetto_write(path, tl, r, e);
 }
 
-/* Forward passes the job runs: its micro-steps (a pipeline's on every stage) and its eval forwards (each denoising step is one); a
+/* Forward passes the job runs: its micro-steps (a pipeline's on every stage) and its eval forwards
+ * (each denoising step is one); a
  * generate job's prefill and decode steps, new_tokens per call; an eval job's one evaluation. */
 static uint64_t forward_passes(const struct job_spec *j)
 {

@@ -262,6 +262,10 @@ static const struct key parallel_keys[] = {
            "Pipeline: `1f1b` (Megatron-LM's, torch.distributed.pipelining's Schedule1F1B: stage s holds "
            "min(stages - s, micro_batches) micro-batches' activations) or `gpipe` (every forward, then every "
            "backward: all of them)."),
+    K_BOOL(P, "deallocate_outputs", deallocate_outputs,
+           "Pipeline: once a stage's output is sent, its storage is replaced by one element (Megatron-LM's "
+           "deallocate_pipeline_outputs, which its training scripts turn on); false keeps it until its backward, "
+           "as ModelParallelConfig's default and torch.distributed.pipelining do."),
 };
 #undef P
 

@@ -23,9 +23,10 @@
  * Point-to-point (megatron/core/pipeline_parallel/p2p_communication.py): recv_forward allocates the
  * input of every stage after the first, [micro_batch, seq, hidden] in the dtype of the hidden states
  * (the parameter dtype, Megatron's pipeline_dtype = params_dtype), requiring grad, kept (input_tensors)
- * until its backward; the stage's output is kept (output_tensors; deallocate_pipeline_outputs off, as
- * ModelParallelConfig's default) until then; recv_backward allocates the output's gradient on every
- * stage before the last, and the input's gradient is sent back (send_backward) and freed.
+ * until its backward; the stage's output is kept (output_tensors) until then, or with deallocate_outputs
+ * (Megatron's deallocate_pipeline_outputs, which megatron/training/arguments.py turns on) replaced by
+ * one element once sent; recv_backward allocates the output's gradient on every stage before the last,
+ * and the input's gradient is sent back (send_backward) and freed.
  *
  * With strategy ddp the job is one rank of world_size data-parallel replicas of its stage: DDP's
  * buckets (parallel.c) hold the stage's gradients only.
@@ -46,6 +47,7 @@ struct pipe_slot {
     struct node *tape;
     int32_t ntape, cap_tape;
     tref input, out;
+    tref stub;               /* deallocate_outputs: the one element left of the sent output */
 };
 
 struct pipeline {
@@ -191,7 +193,7 @@ static struct pipeline *pipe_get(struct gen *g)
     }
     p->input = TNONE;
     for (int i = 0; i < m; i++)
-        p->slot[i].input = p->slot[i].out = TNONE;
+        p->slot[i].input = p->slot[i].out = p->slot[i].stub = TNONE;
     assign_stages(g, p);
     return p;
 }
@@ -221,6 +223,11 @@ tref pipeline_recv_forward(struct gen *g, int64_t b, int64_t s, int64_t hidden)
     return t_ref(g, x);
 }
 
+static bool last_stage(const struct gen *g)
+{
+    return g->spec.parallel.pipeline_stage == g->spec.parallel.pipeline_parallel - 1;
+}
+
 /* The running tape handed to a micro-batch's slot, or a slot's tape back to the generator. */
 static void tape_swap(struct gen *g, struct pipe_slot *sl)
 {
@@ -241,6 +248,12 @@ static void forward_one(struct gen *g, struct pipeline *p, int i, pipe_forward_f
     p->input = TNONE;
     sl->out = fwd(g, ctx, bt); /* the last stage's loss, else sent on (send_forward) and kept */
     sl->input = p->input;
+    if (g->spec.parallel.deallocate_outputs && !last_stage(g) && sl->out != TNONE) {
+        /* deallocate_output_tensor: out.data = torch.empty((1,)); its grad_fn stays for the backward */
+        t_storage_free(g, sl->out);
+        sl->stub = t_new2(g, 1, 1, (enum dtype)T(g, sl->out)->dtype, CAT_ACTIVATION,
+                          gen_intern(g, "pipeline.deallocated_output"));
+    }
     tape_swap(g, sl);
 }
 
@@ -250,15 +263,16 @@ static void backward_one(struct gen *g, struct pipeline *p, int i)
     gen_phase(g, gen_intern(g, "backward"));
     tape_swap(g, sl);
     parallel_backward_begin(g);
-    if (g->spec.parallel.pipeline_stage == g->spec.parallel.pipeline_parallel - 1) {
+    if (last_stage(g)) {
         tref scaled = TNONE;
         if (g->spec.loss_scaling) /* scaler.scale(loss).backward() */
             scaled = nn_scale(g, "grad_scaler.scale", sl->out, nn_loss_scale());
         backward(g, scaled != TNONE ? scaled : sl->out, 0);
         t_release(g, scaled);
     } else { /* recv_backward: the next stage's gradient of this stage's output */
-        tref gy = t_like(g, sl->out, (enum dtype)T(g, sl->out)->dtype, CAT_TEMP, gen_intern(g, "pipeline.recv_backward"));
-        kern_init_uniform(g, gy, -1.0f, 1.0f, gen_intern(g, "pipeline.recv_backward"));
+        const char *tag = gen_intern(g, "pipeline.recv_backward");
+        tref gy = t_like(g, sl->out, (enum dtype)T(g, sl->out)->dtype, CAT_TEMP, tag);
+        kern_init_uniform(g, gy, -1.0f, 1.0f, tag);
         backward_from(g, sl->out, gy, 0);
     }
     parallel_backward_end(g);
@@ -269,7 +283,8 @@ static void backward_one(struct gen *g, struct pipeline *p, int i)
     }
     t_release(g, sl->input);
     t_release(g, sl->out);
-    sl->input = sl->out = TNONE;
+    t_release(g, sl->stub);
+    sl->input = sl->out = sl->stub = TNONE;
     tape_swap(g, sl); /* the slot keeps the emptied tape's array, the generator its own */
 }
 

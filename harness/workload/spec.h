@@ -247,6 +247,7 @@ struct parallel_spec {
     int pipeline_parallel;          /* pipeline stages (1: none; parallel_pipeline.c) */
     int micro_batches;              /* pipeline: micro-batches per step, each job.batch samples (1) */
     enum pipe_schedule schedule;    /* pipeline: 1f1b or gpipe */
+    bool deallocate_outputs;        /* pipeline: a sent output's storage freed (Megatron's deallocate_pipeline_outputs) */
     int pipeline_stage;             /* pipeline: the stage this run is (0-based; set by the harness, not a key) */
 };
 
