@@ -26,6 +26,12 @@ ok $([ "$gflights" = "8 8 8 8 " ] && echo 0 || echo 1) "GPipe: 8 in flight on ev
 params=$(printf '%s' "$F" | grep -o '"params":[0-9]*' | head -4 | cut -d: -f2 | tr '\n' ' ')
 ok $([ "$params" = "4540465152 3489792000 3489792000 4540473344 " ] && echo 0 || echo 1) \
     "parameter bytes per stage: 2 x (8 layers, + embed_tokens first, + norm and lm_head last) ($params)"
+# the pipeline's throughput: 8 samples per step of the slowest stage's kernels x (8 + 4 - 1) / 8
+steps=$(printf '%s' "$F" | grep -o '"step_kernel_seconds":[0-9.e+-]*' | cut -d: -f2 | tr '\n' ' ')
+got=$(printf '%s' "$J" | grep -o '"samples_per_s":[0-9.e+-]*' | sed -n 2p | cut -d: -f2)
+ok $(echo "$steps $got" | awk '{m = 0; for (i = 1; i <= 4; i++) if ($i > m) m = $i; w = 8 / (m * 11 / 8);
+    exit !(m > 0 && $5 > 0.999 * w && $5 < 1.001 * w)}' && echo 0 || echo 1) \
+    "1F1B samples/s = 8 / (slowest stage's step x 11 / 8) (stages: $steps; samples/s $got)"
 ok $(contains "$(cat "$T/run.txt")" "stage 0 (embedding, layers 0-7): 4 in flight") "the table lists stage 0 of 1F1B"
 ok $(contains "$(cat "$T/run.txt")" "stage 3 (layers 24-31, norm, head, loss): 1 in flight") "and its last stage"
 ok $(contains "$(cat "$T/run.txt")" "the figures above are stage 0's (the first to OOM)") "it says which stage is shown"

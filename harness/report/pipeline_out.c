@@ -31,9 +31,10 @@ void pipeline_print(FILE *f, const struct job_result *r)
              "(%s), the figures above are stage %d's (%s):", r->pipe_stages, r->pipe_schedule, r->pipe_micro_batches,
              r->pipe_micro_batches == 1 ? "" : "es", r->run.measured ? "measured" : "modelled", r->pipe_shown,
              r->pipe[r->pipe_shown].oom ? "the first to OOM" : "the highest reserved peak");
-    if (!r->pipe[r->pipe_shown].oom) /* job_throughput's figures are the shown stage's kernels */
-        snprintf(text + strlen(text) - 1, sizeof text - strlen(text) + 1, "; its samples/s leave out the pipeline "
-                 "bubble, (stages - 1) / micro-batches of a step's ideal time:");
+    if (!r->pipe[r->pipe_shown].oom)
+        snprintf(text + strlen(text) - 1, sizeof text - strlen(text) + 1, "; the throughput above is the "
+                 "slowest stage's step (its optimizer step included) stretched by the pipeline bubble, x "
+                 "(micro-batches + stages - 1) / micro-batches:");
     wrap_print(f, first, 5, text);
     for (int s = 0; s < r->pipe_stages; s++) {
         const struct pipe_stage_result *p = &r->pipe[s];
@@ -46,8 +47,10 @@ void pipeline_print(FILE *f, const struct job_result *r)
         wrap_keep_together(alloc);
         wrap_keep_together(reserved);
         snprintf(first, sizeof first, "     stage %d (%s): ", s, parts);
-        snprintf(text, sizeof text, "%d in flight, parameters %s, peak allocated %s, reserved %s%s", p->in_flight,
-                 params, alloc, reserved, p->oom ? ", OOM" : "");
+        int n = snprintf(text, sizeof text, "%d in flight, parameters %s, peak allocated %s, reserved %s%s",
+                         p->in_flight, params, alloc, reserved, p->oom ? ", OOM" : "");
+        if (p->step_seconds > 0)
+            snprintf(text + n, sizeof text - (size_t)n, ", %.3g s of kernels a step", p->step_seconds);
         wrap_print(f, first, 7, text);
     }
 }
@@ -59,11 +62,11 @@ json_t *pipeline_json(const struct job_result *r)
     json_t *stages = json_array();
     for (int s = 0; s < r->pipe_stages; s++) {
         const struct pipe_stage_result *p = &r->pipe[s];
-        json_array_append_new(stages, json_pack("{s:i, s:i, s:i, s:b, s:I, s:I, s:I}", "first_layer", p->first_layer,
-                                                "last_layer", p->last_layer, "in_flight", p->in_flight, "oom", p->oom,
-                                                "params", (json_int_t)p->params, "peak_allocated",
+        json_array_append_new(stages, json_pack("{s:i, s:i, s:i, s:b, s:I, s:I, s:I, s:f}", "first_layer",
+                                                p->first_layer, "last_layer", p->last_layer, "in_flight", p->in_flight,
+                                                "oom", p->oom, "params", (json_int_t)p->params, "peak_allocated",
                                                 (json_int_t)p->peak_allocated, "peak_reserved",
-                                                (json_int_t)p->peak_reserved));
+                                                (json_int_t)p->peak_reserved, "step_kernel_seconds", p->step_seconds));
     }
     return json_pack("{s:s, s:i, s:i, s:o}", "schedule", r->pipe_schedule, "micro_batches", r->pipe_micro_batches,
                      "shown_stage", r->pipe_shown, "stages", stages);
@@ -92,9 +95,9 @@ int pipeline_read(const json_t *o, struct job_result *r, struct err *e)
         struct pipe_stage_result *p = &r->pipe[i];
         json_int_t params, pa, pr;
         int oom;
-        if (json_unpack_ex(st, &je, 0, "{s:i, s:i, s:i, s:b, s:I, s:I, s:I}", "first_layer", &p->first_layer,
+        if (json_unpack_ex(st, &je, 0, "{s:i, s:i, s:i, s:b, s:I, s:I, s:I, s:F}", "first_layer", &p->first_layer,
                            "last_layer", &p->last_layer, "in_flight", &p->in_flight, "oom", &oom, "params", &params,
-                           "peak_allocated", &pa, "peak_reserved", &pr))
+                           "peak_allocated", &pa, "peak_reserved", &pr, "step_kernel_seconds", &p->step_seconds))
             return err_set(e, ERR_INPUT, "pipeline.stages[%zu]: %s", i, je.text);
         p->oom = oom;
         p->params = (uint64_t)params, p->peak_allocated = (uint64_t)pa, p->peak_reserved = (uint64_t)pr;

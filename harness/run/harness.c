@@ -266,6 +266,8 @@ static int run_stages(const struct scenario *sc, const struct variant *v, struct
             .in_flight = pipeline_in_flight(ps->pipeline_parallel, s, ps->micro_batches, ps->schedule),
             .peak_allocated = t->run.peak_allocated, .peak_reserved = t->run.peak_reserved,
             .params = t->run.category_at_peak[CAT_PARAM]};
+        job_throughput(t);
+        r->pipe[s].step_seconds = t->steps_per_s > 0 ? 1.0 / t->steps_per_s : 0;
         const struct pipe_stage_result *b = &r->pipe[shown];
         if (!b->oom && (r->pipe[s].oom || r->pipe[s].peak_reserved > b->peak_reserved))
             shown = s;
@@ -277,6 +279,22 @@ static int run_stages(const struct scenario *sc, const struct variant *v, struct
     snprintf(r->pipe_schedule, sizeof r->pipe_schedule, "%s", pipe_schedule_name(ps->schedule));
     job->parallel.pipeline_stage = shown;
     return run_on_device(sc, v, job, opt, NULL, r, e);
+}
+
+/* A pipeline's step: its slowest stage's time per micro-batch through M + P - 1 slots, the bubble of GPipe
+ * and of non-interleaved 1F1B ((P - 1) / M of the ideal step; Narayanan et al., "Efficient Large-Scale
+ * Language Model Training on GPU Clusters Using Megatron-LM", SC'21, section 2.2). The stage's optimizer
+ * step is stretched with it (a slight overestimate); sends and receives are not timed. */
+static void pipeline_throughput(struct job_result *r)
+{
+    double slowest = 0;
+    for (int s = 0; s < r->pipe_stages; s++)
+        slowest = r->pipe[s].step_seconds > slowest ? r->pipe[s].step_seconds : slowest;
+    if (r->steps_per_s <= 0 || slowest <= 0)
+        return;
+    double step = slowest * (r->pipe_micro_batches + r->pipe_stages - 1) / r->pipe_micro_batches;
+    r->samples_per_s = r->samples_per_s / r->steps_per_s / step;
+    r->steps_per_s = 1.0 / step;
 }
 
 int harness_run_variant(const struct scenario *sc, const struct variant *v, const struct job_spec *job_override,
@@ -299,6 +317,8 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
     if (rc == 0) {
         judge(r, &v->expect);
         job_throughput(r);
+        if (r->pipe_stages)
+            pipeline_throughput(r);
     }
     return rc;
 }

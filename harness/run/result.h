@@ -55,6 +55,7 @@ struct pipe_stage_result {
     bool oom;
     uint64_t peak_allocated, peak_reserved;
     uint64_t params;               /* parameter bytes at its allocated peak */
+    double step_seconds;           /* its training step's kernel time (0: it OOMed) */
 };
 
 struct job_result {
