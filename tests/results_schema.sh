@@ -1,14 +1,15 @@
 #!/bin/sh
 # results_schema.sh: every key the results document's writer emits is documented in docs/results-schema.md
-# (run on sim with an OOM and an expectation, a measured host replay, fit, a snapshot replay with its check),
-# and the document says its schema and version.
+# (run on sim with an OOM and an expectation and a pipeline-parallel job, a measured host replay, fit, a
+# snapshot replay with its check), and the document says its schema and version.
 BIN=${OOMLAB_BIN:-build/oomlab}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . "$(dirname "$0")/tap.shlib"
 DOC=docs/results-schema.md
 
-"$BIN" run --json "$T/run.json" scenarios/vae_decode_burst.yaml scenarios/unreleased_gradients.yaml > /dev/null 2>&1
+"$BIN" run --json "$T/run.json" scenarios/vae_decode_burst.yaml scenarios/unreleased_gradients.yaml \
+    scenarios/pipeline_gpipe_activations.yaml > /dev/null 2>&1
 "$BIN" fit --json "$T/fit.json" scenarios/unreleased_gradients.yaml > /dev/null 2>&1
 "$BIN" replay --json "$T/snap.json" tests/data/snapshots/sites.pickle > /dev/null 2>&1
 printf 'step 1 samples 1\nphase forward\nalloc a 64MiB\nfree a\n' > "$T/host.trace"

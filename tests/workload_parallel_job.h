@@ -6,19 +6,15 @@
 #include <stdio.h>
 
 #include "workload/spec.h"
-#include "workload_run.h" /* cat_at */
+#include "workload_run.h" /* gpt2_bf16_job, cat_at */
 
 #define GPT2_P 124439808LL
 #define GPT2_WTE (50257LL * 768) /* transformer.wte.weight, the first parameter */
 
 static inline void gpt2_job_dtype(struct job_spec *s, enum parallel_strategy st, int world, enum dtype dt)
 {
-    job_spec_init(s);
-    snprintf(s->model.preset, sizeof s->model.preset, "gpt2");
+    gpt2_bf16_job(s);
     s->load_dtype = s->param_dtype = dt;
-    s->batch = 1;
-    s->seq_len = 64;
-    s->steps = 2;
     s->parallel.strategy = st;
     s->parallel.world_size = world;
 }

@@ -20,6 +20,17 @@ static int run(const struct job_spec *s, struct live_sink *k)
     return rc;
 }
 
+/* GPT-2 in pure bf16, one sample of 64 tokens, 2 steps: the parallel tests' job. */
+static inline void gpt2_bf16_job(struct job_spec *s)
+{
+    job_spec_init(s);
+    snprintf(s->model.preset, sizeof s->model.preset, "gpt2");
+    s->load_dtype = s->param_dtype = DT_BF16;
+    s->batch = 1;
+    s->seq_len = 64;
+    s->steps = 2;
+}
+
 /* Live bytes of category c at the n-th mark named phase, or -1. */
 static inline int64_t cat_at(const struct live_sink *k, const char *phase, int n, enum category c)
 {

@@ -1,6 +1,7 @@
 /* json_read.c: a scenario job of a results document back into a job_result (see json_read.h). Keys are
  * the writer's (json_report.c, docs/results-schema.md); json_unpack_ex checks each one's type. */
 #include "report/json_read.h"
+#include "report/pipeline_out.h"
 
 #include <string.h>
 
@@ -354,7 +355,8 @@ static int read_job(const json_t *job, struct job_result *r, struct err *e)
         read_holders(holders, &r->holders, e) || read_throughput(throughput, r, e) || read_expect(expect, r, e) ||
         read_robust(json_object_get(job, "robust"), &r->robust, run->measured, e) ||
         read_unified(json_object_get(job, "unified_memory"), run, e) ||
-        read_nccl(json_object_get(job, "nccl_buffers"), r, e))
+        read_nccl(json_object_get(job, "nccl_buffers"), r, e) ||
+        pipeline_read(json_object_get(job, "pipeline"), r, e))
         return -1;
     return 0;
 }

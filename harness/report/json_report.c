@@ -1,6 +1,7 @@
 /* json_report.c: the results document of run, fit and replay (docs/results-schema.md): groups of jobs,
  * PyTorch's memory_stats key names kept. */
 #include "report/json_out.h"
+#include "report/pipeline_out.h"
 #include "report/robust_out.h"
 #include "report/stress_out.h"
 #include "report/report.h"
@@ -184,6 +185,9 @@ static json_t *job_json(const struct report_group *g, size_t i)
     json_object_set_new(v, "holders", holders_json(&r->holders));
     json_object_set_new(v, "throughput", throughput_json(r));
     json_object_set_new(v, "robust", robust_json(&r->robust));
+    json_t *pipe = pipeline_json(r);
+    if (pipe) /* only a pipeline-parallel job has one */
+        json_object_set_new(v, "pipeline", pipe);
     json_object_set_new(v, "expect",
                         r->has_expect ? json_pack("{s:b, s:b, s:s}", "oom", r->expect_oom, "ok", r->expect_ok, "why",
                                                   r->expect_why)

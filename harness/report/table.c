@@ -3,6 +3,7 @@
  * within 100 columns (long text folds, report/wrap.h). */
 #include <string.h>
 
+#include "report/pipeline_out.h"
 #include "report/report.h"
 #include "report/robust_out.h"
 #include "report/stress_out.h"
@@ -450,6 +451,8 @@ void report_table(FILE *f, const struct report_group *g)
             print_device_growth(f, &g->jobs[i]);
     for (size_t i = 0; i < g->njobs; i++)
         robust_print(f, &g->jobs[i]);
+    for (size_t i = 0; i < g->njobs; i++)
+        pipeline_print(f, &g->jobs[i]);
     for (size_t i = 0; i < g->njobs; i++) {
         char first[96];
         if (g->kind == REPORT_REPLAY) {

@@ -11,6 +11,7 @@ static int *field(struct job_spec *job, enum fit_param p)
     case FIT_IMAGE_SIZE: return &job->image_size;
     case FIT_WORLD_SIZE: return &job->parallel.world_size;
     case FIT_TENSOR_PARALLEL: return &job->parallel.tensor_parallel;
+    case FIT_PIPELINE_STAGES: return &job->parallel.pipeline_parallel;
     case FIT_BATCH: break;
     }
     return &job->batch;
@@ -32,6 +33,10 @@ static int probe(const struct scenario *sc, const struct variant *v, const struc
     if (fo->param == FIT_TENSOR_PARALLEL && job.parallel.strategy != PAR_NONE) /* the data-parallel degree kept */
         job.parallel.world_size = job.parallel.world_size / tensor_degree(&v->job) * value;
     *field(&job, fo->param) = value;
+    if (fo->param == FIT_PIPELINE_STAGES && value == 1) { /* one GPU: the micro-batches as gradient accumulation */
+        job.grad_accum = job.parallel.micro_batches;
+        job.parallel.micro_batches = 1;
+    }
     job.robust.on_oom = ON_OOM_FAIL; /* what fits a fresh process, without retries */
     /* the worst step: the first step's optimizer creates the optimizer state, so only the second runs
      * forward and backward beside it (a job of one step would be judged at its lighter first step) */
@@ -119,6 +124,24 @@ static int fit_tensor_parallel(const struct scenario *sc, const struct variant *
     return 0;
 }
 
+/* The fewest pipeline stages that fit: each number of stages the layers split evenly over, in turn
+ * (stages are not a power-of-two search: 32 layers take 1, 2, 4, 8, 16 or 32). */
+static int fit_stages(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
+                      const struct fit_options *fo, struct fit_result *out, struct err *e)
+{
+    struct job_spec job = v->job;
+    if (job_spec_validate(&job, e) < 0) /* the preset's layers */
+        return err_prefix(e, "%s: variant %s: ", sc->path, v->name);
+    for (int x = 1; x <= fo->limit && x <= job.model.layers && x <= PIPE_MAX_STAGES; x++) {
+        if (job.model.layers % x)
+            continue;
+        int rc = probe(sc, v, opt, fo, x, out, e);
+        if (rc)
+            return rc < 0 ? -1 : (out->largest = x, 0);
+    }
+    return 0; /* none up to the limit */
+}
+
 int fit_variant(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
                 const struct fit_options *fo, struct fit_result *out, struct err *e)
 {
@@ -127,6 +150,8 @@ int fit_variant(const struct scenario *sc, const struct variant *v, const struct
         return fit_smallest(sc, v, opt, fo, out, e);
     if (fo->param == FIT_TENSOR_PARALLEL)
         return fit_tensor_parallel(sc, v, opt, fo, out, e);
+    if (fo->param == FIT_PIPELINE_STAGES)
+        return fit_stages(sc, v, opt, fo, out, e);
     int good = 0, bad = 0, step = fo->param == FIT_IMAGE_SIZE ? 64 : 1, x = step;
     const int limit = fo->limit / step * step; /* the largest value the job takes */
     while (x <= limit) {

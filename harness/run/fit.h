@@ -1,5 +1,6 @@
 /* fit.h: the largest batch size (or sequence length, or image size) with which a scenario variant
- * still fits its device, or the smallest world size or tensor-parallel degree (job.parallel), optionally with a
+ * still fits its device, or the smallest data-parallel world size, tensor-parallel degree or number of pipeline
+ * stages (job.parallel), optionally with a
  * share of the device left free at the peak (headroom for what the model does not see: other
  * processes, a different context size): exponential search up from 1, then bisection, each probe a
  * full run of the job. */
@@ -8,7 +9,9 @@
 
 #include "run/harness.h"
 
-enum fit_param { FIT_BATCH, FIT_SEQ_LEN, FIT_IMAGE_SIZE, FIT_WORLD_SIZE, FIT_TENSOR_PARALLEL };
+enum fit_param { FIT_BATCH, FIT_SEQ_LEN, FIT_IMAGE_SIZE, FIT_WORLD_SIZE, FIT_TENSOR_PARALLEL, FIT_PIPELINE_STAGES };
+/* The smallest world size, tensor-parallel degree or number of pipeline stages that fits, else the largest value. */
+#define FIT_SMALLEST(p) ((p) == FIT_WORLD_SIZE || (p) == FIT_TENSOR_PARALLEL || (p) == FIT_PIPELINE_STAGES)
 
 #define FIT_MAX_LIMIT (1 << 20) /* the largest --limit: doubling from 1 stays within an int */
 
@@ -19,12 +22,12 @@ struct fit_options {
 };
 
 struct fit_result {
-    int largest;          /* 0: even 1 does not fit; FIT_WORLD_SIZE, FIT_TENSOR_PARALLEL: the smallest that
-                           * fits, 0 none up to the limit (or the largest degree the model divides into) */
+    int largest;          /* 0: even 1 does not fit; FIT_SMALLEST: the smallest that fits, 0 none up to
+                           * the limit */
     int probes;
     struct job_result at_largest;    /* the run at the largest value (memory, throughput); if none fits, the
                                       * first probe's run (its device and names) */
-    bool hit_limit;       /* still fits at the search limit (never with FIT_WORLD_SIZE) */
+    bool hit_limit;       /* still fits at the search limit (never with FIT_SMALLEST) */
 };
 
 int fit_variant(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,

@@ -92,7 +92,8 @@ static int write_pictures(struct timeline *tl, const struct harness_options *opt
     return perfetto_write(path, tl, r, e);
 }
 
-/* Forward passes the job runs: its micro-steps and its eval forwards (each denoising step is one); a
+/* Forward passes the job runs: its micro-steps (a pipeline's on every stage) and its eval forwards
+ * (each denoising step is one); a
  * generate job's prefill and decode steps, new_tokens per call; an eval job's one evaluation. */
 static uint64_t forward_passes(const struct job_spec *j)
 {
@@ -101,6 +102,7 @@ static uint64_t forward_passes(const struct job_spec *j)
     if (j->kind == JOB_DIFFUSION) /* per pipeline call: its UNet steps and a decode */
         return (uint64_t)j->steps * ((uint64_t)j->diffusion.steps + 1);
     uint64_t train = j->kind == JOB_EVAL ? 0 : (uint64_t)j->steps * (uint64_t)j->grad_accum;
+    train *= (uint64_t)j->parallel.micro_batches * (uint64_t)j->parallel.pipeline_parallel; /* each stage is run */
     uint64_t evals = j->kind == JOB_EVAL ? 1
                                          : (j->eval.every > 0 ? (uint64_t)(j->steps / j->eval.every) : 0) +
                                                j->eval.before_training;
@@ -115,7 +117,8 @@ static int check_work(const struct job_spec *job, const struct harness_options *
     if (n <= limit)
         return 0;
     return err_set(e, ERR_INPUT,
-                   "the job runs %llu forward passes (steps x grad_accum, plus eval batches x sampling steps; "
+                   "the job runs %llu forward passes (steps x grad_accum, a pipeline's x micro_batches x stages, plus "
+                   "eval batches x sampling steps; "
                    "generate: steps x new_tokens; diffusion: steps x (diffusion.steps + 1)), more "
                    "than the %llu oomlab runs without --max-forwards; give --max-forwards %llu to run it",
                    (unsigned long long)n, (unsigned long long)limit, (unsigned long long)n);
@@ -236,6 +239,64 @@ static int run_robust(const struct scenario *sc, const struct variant *v, struct
     return 0;
 }
 
+/* Pipeline-parallel: every stage run (quietly: no snapshots, pictures or program text), then the stage
+ * shown (the first that OOMs, else the highest reserved peak) again with every output asked for. */
+static int run_stages(const struct scenario *sc, const struct variant *v, struct job_spec *job,
+                      const struct harness_options *opt, struct job_result *r, struct err *e)
+{
+    const struct parallel_spec *ps = &job->parallel;
+    struct harness_options quiet = *opt;
+    quiet.snapshot_dir = quiet.plot_dir = quiet.perfetto_dir = NULL;
+    quiet.program_out = NULL;
+    struct job_result *t = malloc(sizeof *t);
+    if (!t)
+        return err_set(e, ERR_INTERNAL, "out of host memory");
+    int shown = 0;
+    for (int s = 0; s < ps->pipeline_parallel; s++) {
+        struct job_spec js = *job;
+        js.parallel.pipeline_stage = s;
+        *t = *r;
+        if (run_on_device(sc, v, &js, &quiet, NULL, t, e)) {
+            free(t);
+            return -1;
+        }
+        struct pipe_split sp = pipeline_split(job->model.layers, ps->pipeline_parallel, s);
+        r->pipe[s] = (struct pipe_stage_result){
+            .first_layer = sp.first, .last_layer = sp.last, .oom = t->run.oom.happened,
+            .in_flight = pipeline_in_flight(ps->pipeline_parallel, s, ps->micro_batches, ps->schedule),
+            .peak_allocated = t->run.peak_allocated, .peak_reserved = t->run.peak_reserved,
+            .params = t->run.category_at_peak[CAT_PARAM]};
+        job_throughput(t);
+        r->pipe[s].step_seconds = t->steps_per_s > 0 ? 1.0 / t->steps_per_s : 0;
+        const struct pipe_stage_result *b = &r->pipe[shown];
+        if (!b->oom && (r->pipe[s].oom || r->pipe[s].peak_reserved > b->peak_reserved))
+            shown = s;
+    }
+    free(t);
+    r->pipe_stages = ps->pipeline_parallel;
+    r->pipe_shown = shown;
+    r->pipe_micro_batches = ps->micro_batches;
+    snprintf(r->pipe_schedule, sizeof r->pipe_schedule, "%s", pipe_schedule_name(ps->schedule));
+    job->parallel.pipeline_stage = shown;
+    return run_on_device(sc, v, job, opt, NULL, r, e);
+}
+
+/* A pipeline's step: its slowest stage's time per micro-batch through M + P - 1 slots, the bubble of GPipe
+ * and of non-interleaved 1F1B ((P - 1) / M of the ideal step; Narayanan et al., "Efficient Large-Scale
+ * Language Model Training on GPU Clusters Using Megatron-LM", SC'21, section 2.2). The stage's optimizer
+ * step is stretched with it (a slight overestimate); sends and receives are not timed. */
+static void pipeline_throughput(struct job_result *r)
+{
+    double slowest = 0;
+    for (int s = 0; s < r->pipe_stages; s++)
+        slowest = r->pipe[s].step_seconds > slowest ? r->pipe[s].step_seconds : slowest;
+    if (r->steps_per_s <= 0 || slowest <= 0)
+        return;
+    double step = slowest * (r->pipe_micro_batches + r->pipe_stages - 1) / r->pipe_micro_batches;
+    r->samples_per_s = r->samples_per_s / r->steps_per_s / step;
+    r->steps_per_s = 1.0 / step;
+}
+
 int harness_run_variant(const struct scenario *sc, const struct variant *v, const struct job_spec *job_override,
                         const struct harness_options *opt, struct job_result *r, struct err *e)
 {
@@ -250,11 +311,14 @@ int harness_run_variant(const struct scenario *sc, const struct variant *v, cons
         return err_prefix(e, "%s: variant %s: ", sc->path, v->name);
     struct err ae = {0};
     r->has_assumptions = workload_assumptions(&job, &r->assumptions, &ae) == 0;
-    int rc = job.robust.on_oom == ON_OOM_FAIL ? run_on_device(sc, v, &job, opt, NULL, r, e)
+    int rc = pipeline_on(&job)                 ? run_stages(sc, v, &job, opt, r, e)
+             : job.robust.on_oom == ON_OOM_FAIL ? run_on_device(sc, v, &job, opt, NULL, r, e)
                                               : run_robust(sc, v, &job, opt, r, e);
     if (rc == 0) {
         judge(r, &v->expect);
         job_throughput(r);
+        if (r->pipe_stages)
+            pipeline_throughput(r);
     }
     return rc;
 }

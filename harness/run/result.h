@@ -11,6 +11,7 @@
 #include "run/robust.h"
 #include "run/runner.h"
 #include "workload/generate.h"
+#include "workload/parallel_pipeline.h"
 
 /* How a replayed snapshot matched what it recorded (replay/recorded.c fills it). */
 struct recorded_check {
@@ -47,6 +48,16 @@ static inline bool replay_drifted(const struct recorded_check *c)
     return c->replayed_reserved != c->recorded_reserved || c->replayed_allocated != c->recorded_allocated;
 }
 
+/* One stage's run of a pipeline-parallel job (job.parallel.pipeline_parallel). */
+struct pipe_stage_result {
+    int first_layer, last_layer;   /* its layers [first, last) */
+    int in_flight;                 /* micro-batches whose activations it holds at once */
+    bool oom;
+    uint64_t peak_allocated, peak_reserved;
+    uint64_t params;               /* parameter bytes at its allocated peak */
+    double step_seconds;           /* its training step's kernel time (0: it OOMed) */
+};
+
 struct job_result {
     /* What ran. */
     char group[256];         /* the scenario's name, or the replayed file */
@@ -76,6 +87,12 @@ struct job_result {
     struct holders_result holders; /* what held the memory at the peak and the OOM, and what grew */
 
     struct robust_result robust; /* job.robust: every attempt and where it settled (robust.on) */
+
+    /* Pipeline-parallel: every stage's run (pipe_stages of them, 0 otherwise); the figures above are
+     * stage pipe_shown's, the first that OOMs, else the one whose reserved peak is highest. */
+    int pipe_stages, pipe_shown, pipe_micro_batches;
+    char pipe_schedule[8];
+    struct pipe_stage_result pipe[PIPE_MAX_STAGES];
 };
 
 /* "OOM in backward, step 2 (decoder.block.3.ffn)" or "fits" */

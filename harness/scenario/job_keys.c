@@ -6,6 +6,7 @@
 #include "device/device_kind.h"
 #include "scenario/key_macros.h"
 #include "scenario/scenario_file.h"
+#include "workload/parallel_pipeline.h"
 
 /* Enum names through int-indexed wrappers of the workload's name functions. */
 static const char *optimizer_at(int i) { return optimizer_name((enum optimizer_kind)i); }
@@ -19,6 +20,7 @@ static const char *strategy_at(int i) { return parallel_strategy_name((enum para
 static const char *bwd_prefetch_at(int i) { return fsdp_backward_prefetch_name((enum fsdp_backward_prefetch)i); }
 static const char *nccl_transport_at(int i) { return nccl_transport_name((enum nccl_transport)i); }
 static const char *mp_dtype_at(int i) { return i == 0 ? "none" : float_dtype_at(i - 1); }
+static const char *schedule_at(int i) { return pipe_schedule_name((enum pipe_schedule)i); }
 static const char *offload_at(int i) { return offload_name((enum offload_kind)i); }
 static const char *vae_upcast_at(int i) { return vae_upcast_name((enum vae_upcast_kind)i); }
 
@@ -310,6 +312,22 @@ static const struct key parallel_keys[] = {
     K_ENUM(P, "nccl_transport", nccl_transport, nccl_transport_at, NCCL_TRANSPORT_COUNT,
            "p2p (NVLink or PCIe peer access: the buffers in device memory) or shm (GPUs without peer access, "
            "such as GeForce cards over PCIe: the buffers in host shared memory, none on the device)."),
+    K_INT(P, "pipeline_parallel", pipeline_parallel, 1, PIPE_MAX_STAGES, NULL,
+          "Pipeline stages of a decoder (Megatron-LM's split: `model.layers` / stages consecutive layers each, "
+          "the embedding on the first, the final norm, LM head and loss on the last). oomlab runs every stage "
+          "and reports each; the job's result is the stage that OOMs first, else the one that peaks. With "
+          "`strategy: none`, or `ddp` (each stage replicated over `world_size` ranks, DDP bucketing its "
+          "gradients)."),
+    K_INT(P, "micro_batches", micro_batches, 1, 1 << 16, NULL,
+          "Pipeline: micro-batches per step, each `job.batch` samples."),
+    K_ENUM(P, "schedule", schedule, schedule_at, PIPE_SCHEDULE_COUNT,
+           "Pipeline: `1f1b` (Megatron-LM's, torch.distributed.pipelining's Schedule1F1B: stage s holds "
+           "min(stages - s, micro_batches) micro-batches' activations) or `gpipe` (every forward, then every "
+           "backward: all of them)."),
+    K_BOOL(P, "deallocate_outputs", deallocate_outputs,
+           "Pipeline: once a stage's output is sent, its storage is replaced by one element (Megatron-LM's "
+           "deallocate_pipeline_outputs, which its training scripts turn on); false keeps it until its backward, "
+           "as ModelParallelConfig's default and torch.distributed.pipelining do."),
 };
 #undef P
 

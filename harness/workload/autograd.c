@@ -213,3 +213,9 @@ int backward(struct gen *g, tref loss, int32_t base)
     g->t[loss].grad = one;
     return run_backward(g, base);
 }
+
+int backward_from(struct gen *g, tref out, tref gy, int32_t base)
+{
+    grad_accumulate(g, out, gy);
+    return run_backward(g, base);
+}

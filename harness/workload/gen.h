@@ -158,6 +158,7 @@ struct gen {
     struct tref_list forward_held; /* the model output's KV cache: dropped with the output after the loss */
     struct tref_list step_held;    /* the batch: lives until the step ends */
     struct parallel *par;          /* job.parallel: this rank's buckets and partitions (parallel.c) */
+    struct pipeline *pipe;         /* job.parallel.pipeline_parallel: this stage's schedule (parallel_pipeline.c) */
     int64_t image_w;           /* UNet: pixels across when the image is not square (job.diffusion.width; 0 =
                                 * the batch's image side) */
     int attn_slice;            /* UNet attention through diffusers' SlicedAttnProcessor: rows of batch x heads
@@ -228,6 +229,7 @@ struct node *tape_push(struct gen *g, enum node_kind kind, tref out, const char 
 void node_save(struct gen *g, struct node *n, int slot, tref x);
 void node_input(struct gen *g, struct node *n, int slot, tref x);
 int backward(struct gen *g, tref loss, int32_t base);
+int backward_from(struct gen *g, tref out, tref gy, int32_t base); /* out's gradient given (consumed) */
 void tape_drop(struct gen *g, int32_t base); /* release nodes without running backward */
 void grad_accumulate(struct gen *g, tref x, tref gx);              /* consumes gx */
 /* Where a parameter gradient goes: the .grad itself on the first backward (stolen), else a temp that

@@ -12,6 +12,7 @@
 #include "workload/optimizer.h"
 #include "workload/parallel.h"
 #include "workload/parallel_tensor.h"
+#include "workload/parallel_pipeline.h"
 #include "workload/strpool.h"
 
 #include <math.h>
@@ -96,6 +97,7 @@ static void gen_fini(struct gen *g)
     free(g->forward_held.v);
     free(g->step_held.v);
     parallel_free(g);
+    pipeline_free(g);
 }
 
 int64_t model_param_count(const struct model_spec *m, struct err *e)
@@ -270,6 +272,10 @@ static void load_module(struct workload *w, const struct module *md)
         struct param *p = &g->params[i];
         if (p->lora) /* get_peft_model adds them after loading (lora_load) */
             continue;
+        if (main && !pipeline_holds(g, i)) { /* another pipeline stage's */
+            p->trainable = false;
+            continue;
+        }
         if (p->quant) {
             quant_load(g, p, s->load_dtype);
             continue;
@@ -282,7 +288,7 @@ static void load_module(struct workload *w, const struct module *md)
     if (convert) { /* model.to(dtype): each parameter swapped in place, the old storage freed at once */
         for (int32_t i = md->first; i < md->first + md->count; i++) {
             struct param *p = &g->params[i];
-            if (p->lora || p->quant)
+            if (p->lora || p->quant || !pipeline_holds(g, i))
                 continue;
             tref nw = param_tensor(g, p, s->param_dtype, CAT_PARAM);
             kern_cast(g, p->data, nw, p->module);
@@ -296,6 +302,8 @@ static void load_module(struct workload *w, const struct module *md)
     if (dup) { /* a state dict moved to the device a second time and kept */
         for (int32_t i = md->first; i < md->first + md->count; i++) {
             struct param *p = &g->params[i];
+            if (!pipeline_holds(g, i))
+                continue;
             tref sd = param_tensor(g, p, s->load_dtype, CAT_OTHER);
             param_load_values(g, p, sd);
             if (w->nkept < MAX_KEPT)
@@ -598,6 +606,17 @@ static void train_micro_batch(struct workload *w, const struct batch *bt)
         t_release(g, loss);
 }
 
+/* One micro-batch's forward through a pipeline stage (parallel_pipeline.c runs the schedule). */
+static tref pipe_forward(struct gen *g, void *ctx, const struct batch *bt)
+{
+    gen_phase(g, gen_intern(g, "forward"));
+    g->grad_enabled = true;
+    g->training = true;
+    g->checkpointing = spec_has_fix(&g->spec, FIX_GRADIENT_CHECKPOINTING);
+    parallel_forward_begin(g);
+    return main_forward(ctx, bt, true);
+}
+
 static void ema_update(struct workload *w)
 {
     struct gen *g = &w->g;
@@ -823,9 +842,12 @@ int workload_run(struct workload *w, struct op_sink *sink, struct err *e)
         eval(w);
     for (int step = 1; step <= s->steps && !g->failed; step++) {
         struct batch bt = step_batch(g, step);
-        struct op op = {.kind = OP_STEP, .id = (uint64_t)step, .bytes = (uint64_t)(bt.b * s->grad_accum)};
+        int accum = pipeline_on(s) ? s->parallel.micro_batches : s->grad_accum;
+        struct op op = {.kind = OP_STEP, .id = (uint64_t)step, .bytes = (uint64_t)(bt.b * accum)};
         gen_emit(g, &op);
-        for (int k = 0; k < s->grad_accum && !g->failed; k++)
+        if (pipeline_on(s))
+            pipeline_step(g, pipe_forward, w, &bt);
+        for (int k = 0; k < s->grad_accum && !pipeline_on(s) && !g->failed; k++)
             train_micro_batch(w, &bt);
         if (!parallel_optimizer_step(g))
             optimizer_step(g);

@@ -41,6 +41,7 @@
 #include "workload/parallel.h"
 #include "workload/parallel_impl.h"
 #include "workload/parallel_tensor.h"
+#include "workload/parallel_pipeline.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -67,12 +68,14 @@ void parallel_spec_init(struct parallel_spec *p)
     p->nccl_channels = 2;
     p->nccl_buffsize = 4ULL * 1024 * 1024;
     p->nccl_transport = NCCL_P2P;
+    p->pipeline_parallel = 1;
+    p->micro_batches = 1;
 }
 
 int parallel_spec_check(const struct job_spec *s, struct err *e)
 {
     const struct parallel_spec *p = &s->parallel;
-    if (tensor_parallel_check(s, e) < 0)
+    if (tensor_parallel_check(s, e) < 0 || pipeline_spec_check(s, e) < 0)
         return -1;
     if (p->strategy == PAR_NONE)
         return 0;

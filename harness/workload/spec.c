@@ -36,6 +36,7 @@ NAME_TABLE(parallel_strategy, enum parallel_strategy, PAR_COUNT, "none", "ddp", 
 NAME_TABLE(fsdp_backward_prefetch, enum fsdp_backward_prefetch, BWD_PREFETCH_COUNT, "backward_pre", "backward_post",
            "none")
 NAME_TABLE(nccl_transport, enum nccl_transport, NCCL_TRANSPORT_COUNT, "p2p", "shm")
+NAME_TABLE(pipe_schedule, enum pipe_schedule, PIPE_SCHEDULE_COUNT, "1f1b", "gpipe")
 NAME_TABLE(job_kind, enum job_kind, JOB_KIND_COUNT, "train", "eval", "generate", "diffusion")
 NAME_TABLE(cache_kind, enum cache_kind, CACHE_COUNT, "dynamic", "static")
 NAME_TABLE(quant, enum quant_kind, QUANT_COUNT, "none", "nf4", "fp4", "int8")

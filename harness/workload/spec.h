@@ -238,6 +238,7 @@ struct fsdp_mp_spec {
     int param_dtype;   /* the gathered (unsharded) parameters' dtype */
     int reduce_dtype;  /* the gradient reduce-scatter's dtype */
 };
+enum pipe_schedule { PIPE_1F1B, PIPE_GPIPE, PIPE_SCHEDULE_COUNT };
 
 struct parallel_spec {
     enum parallel_strategy strategy;
@@ -264,6 +265,11 @@ struct parallel_spec {
     int nccl_channels;              /* NCCL's channels (2) */
     uint64_t nccl_buffsize;         /* NCCL_BUFFSIZE: the Simple protocol's buffer per connection (4 MiB) */
     int nccl_transport;             /* enum nccl_transport (p2p) */
+    int pipeline_parallel;          /* pipeline stages (1: none; parallel_pipeline.c) */
+    int micro_batches;              /* pipeline: micro-batches per step, each job.batch samples (1) */
+    enum pipe_schedule schedule;    /* pipeline: 1f1b or gpipe */
+    bool deallocate_outputs;        /* pipeline: a sent output's storage freed (Megatron's deallocate_pipeline_outputs) */
+    int pipeline_stage;             /* pipeline: the stage this run is (0-based; set by the harness, not a key) */
 };
 
 /* Weight quantization of the decoder's linear layers (transformers' BitsAndBytesConfig). */
@@ -390,6 +396,8 @@ int fsdp_backward_prefetch_from_name(const char *s);
 const char *nccl_transport_name(enum nccl_transport t);
 int nccl_transport_from_name(const char *s);
 int parallel_strategy_from_name(const char *s);
+const char *pipe_schedule_name(enum pipe_schedule p);
+int pipe_schedule_from_name(const char *s);
 /* job.parallel's defaults (DeepSpeed's and PyTorch's) and its checks (workload/parallel.c). */
 void parallel_spec_init(struct parallel_spec *p);
 int parallel_spec_check(const struct job_spec *s, struct err *e);

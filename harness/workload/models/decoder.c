@@ -9,6 +9,7 @@
 #include "workload/models/models.h"
 #include "workload/fused_ce.h"
 #include "workload/parallel_tensor.h"
+#include "workload/parallel_pipeline.h"
 
 #include <math.h>
 
@@ -128,56 +129,79 @@ static tref decoder_layers(struct gen *g, const struct ckpt *c, tref x)
     return h;
 }
 
-tref decoder_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
+/* The forward's locals go as it returns. */
+static void release_locals(struct gen *g, tref emb, tref pe, tref pos, tref mask, tref cos, tref sin)
 {
-    bool gpt = gpt2_style(m);
-    tref ids = tf_ids(g, bt->b, bt->s, m->vocab, "input_ids"); /* labels = input_ids: one storage */
-    gen_push(g, gpt ? "transformer" : "model");
-    int32_t wte = nn_embedding_param(g, gpt ? "wte" : "embed_tokens", m->vocab, m->hidden);
-    tref vmask, eids = tp_embedding_ids(g, ids, m->vocab, &vmask); /* tensor parallel: vocab-parallel */
-    tref emb = nn_embedding(g, gpt ? "wte" : "embed_tokens", eids, m->vocab, m->hidden, wte);
-    tp_embedding_masked(g, emb, vmask);
-    t_release(g, eids);
-    tref pos = tf_position_ids(g, bt->s, m->max_positions ? m->max_positions : bt->s);
-    tref pe = TNONE, x = t_ref(g, emb), mask = TNONE, cos = TNONE, sin = TNONE;
-    enum dtype dt = g->mode == GEN_RUN ? (enum dtype)g->t[emb].dtype : DT_F32;
-    if (m->pos == POS_LEARNED) {
-        pe = nn_embedding(g, "wpe", pos, m->max_positions, m->hidden, -1);
-        tref s = nn_add(g, NULL, emb, pe);
-        mask = tf_mask(g, bt->b, bt->s, bt->s, true, m->attn == ATTN_EAGER, dt);
-        t_release(g, x);
-        tref sp = tp_sequence_scatter(g, s); /* sequence parallel: this rank's tokens */
-        t_release(g, s);
-        x = nn_dropout(g, "drop", sp, m->dropout);
-        t_release(g, sp);
-    } else {
-        mask = tf_mask(g, bt->b, bt->s, bt->s, true, m->attn == ATTN_EAGER, dt);
-        nn_rotary_tables(g, bt->s, m->head_dim, dt, &cos, &sin);
-        t_release(g, x);
-        x = tp_sequence_scatter(g, emb); /* sequence parallel: the embedding reduce-scattered */
-        if (m->embed_scale && g->mode == GEN_RUN) { /* hidden_states * normalizer: inputs_embeds stays */
-            tref sc = nn_scale(g, "normalizer", x, sqrtf((float)m->hidden));
-            t_release(g, x);
-            x = sc;
-        }
-    }
-    int every = tf_checkpoint_every(g, m->layers);
-    for (int i = 0; i < m->layers; i += every) {
-        struct ckpt c = {.fn = decoder_layers, .model = m, .layer = i,
-                         .count = i + every <= m->layers ? every : m->layers - i, .extra = {mask, cos, sin, TNONE, TNONE}};
-        tref y = nn_checkpoint(g, &c, x);
-        t_release(g, x);
-        x = y;
-    }
-    tref f = nn_norm(g, gpt ? "ln_f" : "norm", x, m->hidden, m->norm, m->norm_bias, 0);
-    t_release(g, x);
-    /* the model's forward returns: its locals go */
     t_release(g, emb);
     t_release(g, pe);
     t_release(g, pos);
     t_release(g, mask);
     t_release(g, cos);
     t_release(g, sin);
+}
+
+tref decoder_forward(struct gen *g, const struct model_spec *m, const struct batch *bt, bool loss)
+{
+    bool gpt = gpt2_style(m);
+    struct pipe_split ps = pipeline_layers(g, m->layers); /* a pipeline stage's part, else all of it */
+    tref ids = ps.embed || ps.head ? tf_ids(g, bt->b, bt->s, m->vocab, "input_ids") : TNONE; /* and labels */
+    gen_push(g, gpt ? "transformer" : "model");
+    int32_t wte = nn_embedding_param(g, gpt ? "wte" : "embed_tokens", m->vocab, m->hidden);
+    tref emb = TNONE;
+    if (ps.embed) {
+        tref vmask, eids = tp_embedding_ids(g, ids, m->vocab, &vmask); /* tensor parallel: vocab-parallel */
+        emb = nn_embedding(g, gpt ? "wte" : "embed_tokens", eids, m->vocab, m->hidden, wte);
+        tp_embedding_masked(g, emb, vmask);
+        t_release(g, eids);
+    }
+    tref pos = tf_position_ids(g, bt->s, m->max_positions ? m->max_positions : bt->s);
+    tref pe = TNONE, x = ps.embed ? t_ref(g, emb) : pipeline_recv_forward(g, bt->b, bt->s, m->hidden);
+    tref mask = TNONE, cos = TNONE, sin = TNONE;
+    enum dtype dt = g->mode == GEN_RUN ? (enum dtype)g->t[x].dtype : DT_F32;
+    if (m->pos == POS_LEARNED) {
+        tref s = TNONE;
+        if (ps.embed) {
+            pe = nn_embedding(g, "wpe", pos, m->max_positions, m->hidden, -1);
+            s = nn_add(g, NULL, emb, pe);
+        }
+        mask = tf_mask(g, bt->b, bt->s, bt->s, true, m->attn == ATTN_EAGER, dt);
+        if (ps.embed) {
+            t_release(g, x);
+            tref sp = tp_sequence_scatter(g, s); /* sequence parallel: this rank's tokens */
+            t_release(g, s);
+            x = nn_dropout(g, "drop", sp, m->dropout);
+            t_release(g, sp);
+        }
+    } else {
+        mask = tf_mask(g, bt->b, bt->s, bt->s, true, m->attn == ATTN_EAGER, dt);
+        nn_rotary_tables(g, bt->s, m->head_dim, dt, &cos, &sin);
+        if (ps.embed) {
+            t_release(g, x);
+            x = tp_sequence_scatter(g, emb); /* sequence parallel: the embedding reduce-scattered */
+        }
+        if (m->embed_scale && g->mode == GEN_RUN && ps.embed) { /* hidden_states * normalizer: inputs_embeds stays */
+            tref sc = nn_scale(g, "normalizer", x, sqrtf((float)m->hidden));
+            t_release(g, x);
+            x = sc;
+        }
+    }
+    int every = tf_checkpoint_every(g, ps.last - ps.first);
+    for (int i = ps.first; i < ps.last; i += every) {
+        struct ckpt c = {.fn = decoder_layers, .model = m, .layer = i,
+                         .count = i + every <= ps.last ? every : ps.last - i, .extra = {mask, cos, sin, TNONE, TNONE}};
+        tref y = nn_checkpoint(g, &c, x);
+        t_release(g, x);
+        x = y;
+    }
+    if (!ps.head) { /* the stage's output, sent on */
+        release_locals(g, emb, pe, pos, mask, cos, sin);
+        gen_pop(g);
+        t_release(g, ids);
+        return x;
+    }
+    tref f = nn_norm(g, gpt ? "ln_f" : "norm", x, m->hidden, m->norm, m->norm_bias, 0);
+    t_release(g, x);
+    release_locals(g, emb, pe, pos, mask, cos, sin);
     gen_pop(g);
     bool head = g->in_head;
     g->in_head = true;
