@@ -131,6 +131,11 @@ static void test_checks(void)
     ok(job_spec_validate(&j, &e) < 0 && strstr(e.msg, "parallel.pipeline_parallel") && strstr(e.msg, "strategy"),
        "pipeline with ZeRO refused: %s", e.msg);
     gpt2_pipe(&j, 4, 8, PIPE_1F1B, 0);
+    j.parallel.tensor_parallel = 2;
+    e = (struct err){0};
+    ok(job_spec_validate(&j, &e) < 0 && strstr(e.msg, "parallel.pipeline_parallel") &&
+       strstr(e.msg, "tensor_parallel 1"), "pipeline with tensor parallelism refused: %s", e.msg);
+    gpt2_pipe(&j, 4, 8, PIPE_1F1B, 0);
     j.grad_accum = 2;
     e = (struct err){0};
     ok(job_spec_validate(&j, &e) < 0 && strstr(e.msg, "grad_accum"), "grad_accum with a pipeline refused: %s", e.msg);
