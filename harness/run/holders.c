@@ -85,20 +85,24 @@ static int by_bytes(const void *a, const void *b)
     return c ? c : (int)x->category - (int)y->category;
 }
 
+/* The largest holders now, as sorting every nonzero holder by by_bytes (a stable sort) and keeping the
+ * first HOLDERS_TOP would: each enters after the ones that compare equal to it. Runs at every new peak,
+ * so it keeps pointers and copies the holders once. */
 static void capture(struct holders *hs, struct holders_view *v)
 {
-    *v = (struct holders_view){.total = hs->current, .step = hs->step, .seen = true};
+    const struct holder *top[HOLDERS_TOP];
+    size_t n = 0;
     for (struct key_entry *k = hs->keys; k; k = k->hh.next) {
-        if (!k->h.bytes)
+        if (!k->h.bytes || (n == HOLDERS_TOP && by_bytes(&k->h, top[n - 1]) >= 0))
             continue;
-        if (v->n < HOLDERS_TOP) {
-            v->top[v->n++] = k->h;
-            qsort(v->top, v->n, sizeof v->top[0], by_bytes);
-        } else if (by_bytes(&k->h, &v->top[HOLDERS_TOP - 1]) < 0) {
-            v->top[HOLDERS_TOP - 1] = k->h;
-            qsort(v->top, v->n, sizeof v->top[0], by_bytes);
-        }
+        size_t at = n < HOLDERS_TOP ? n++ : n - 1;
+        for (; at > 0 && by_bytes(&k->h, top[at - 1]) < 0; at--)
+            top[at] = top[at - 1];
+        top[at] = &k->h;
     }
+    *v = (struct holders_view){.total = hs->current, .step = hs->step, .seen = true, .n = n};
+    for (size_t i = 0; i < n; i++)
+        v->top[i] = *top[i];
 }
 
 static struct key_entry *key_for(struct holders *hs, const char *tag, uint8_t category)
