@@ -15,7 +15,9 @@ struct key_entry {
     int grow_run;            /* consecutive step boundaries it grew at */
     int64_t since_step;
     uint64_t grown;
-    UT_hash_handle hh;       /* keyed by h.tag, h.category and h.phase */
+    UT_hash_handle hh;       /* keyed by key: h.category, h.phase with its NUL, then h.tag */
+    size_t keylen;
+    char key[1 + sizeof(((struct holder *)0)->phase) + HOLDER_TAG_MAX];
 };
 
 /* A raw tag in a phase and category, and the (folded) holder it adds to: most allocations repeat a tag
@@ -107,20 +109,25 @@ static void capture(struct holders *hs, struct holders_view *v)
 
 static struct key_entry *key_for(struct holders *hs, const char *tag, uint8_t category)
 {
-    struct holder want;
-    memset(&want, 0, sizeof want); /* the key is bytes, padding included */
-    want.category = category;
-    holders_fold_tag(tag && tag[0] ? tag : "-", want.tag, sizeof want.tag);
-    memcpy(want.phase, hs->phase, sizeof want.phase);
+    char key[sizeof ((struct key_entry *)0)->key];
+    size_t phase_len = strlen(hs->phase) + 1;
+    key[0] = (char)category;
+    memcpy(key + 1, hs->phase, phase_len);
+    char *folded = key + 1 + phase_len;
+    holders_fold_tag(tag && tag[0] ? tag : "-", folded, HOLDER_TAG_MAX);
+    size_t keylen = 1 + phase_len + strlen(folded);
     struct key_entry *k;
-    size_t keylen = offsetof(struct holder, bytes);
-    HASH_FIND(hh, hs->keys, &want, keylen, k);
+    HASH_FIND(hh, hs->keys, key, keylen, k);
     if (k)
         return k;
     if (!(k = calloc(1, sizeof *k)))
         return NULL;
-    k->h = want;
-    HASH_ADD(hh, hs->keys, h, keylen, k);
+    k->h.category = category;
+    memcpy(k->h.phase, hs->phase, phase_len);
+    memcpy(k->h.tag, folded, keylen - 1 - phase_len + 1);
+    memcpy(k->key, key, keylen);
+    k->keylen = keylen;
+    HASH_ADD_KEYPTR(hh, hs->keys, k->key, k->keylen, k);
     if (!HASH_ADDED(k)) {
         free(k);
         return NULL;
