@@ -29,6 +29,16 @@ struct cache_entry {
     char key[]; /* phase index (4 bytes), category (1), the raw tag */
 };
 
+/* The cache entry a tag pointer found last, by the pointer: a run's tags are mostly the same interned
+ * strings again, so this skips hashing the tag; an entry is used only if its text still matches. */
+#define RECENT_SLOTS 1024
+struct recent {
+    const char *tag;
+    uint32_t phase_id;
+    uint8_t category;
+    struct cache_entry *c;
+};
+
 struct live_entry {
     uint64_t id, bytes;
     struct key_entry *key;
@@ -39,6 +49,7 @@ struct holders {
     struct run_observer base; /* first */
     struct key_entry *keys;
     struct cache_entry *cache;
+    struct recent recent[RECENT_SLOTS];
     struct live_entry *live;
     struct live_entry *spare; /* freed entries, reused through hh.next */
     char phase[32];
@@ -176,32 +187,43 @@ static void before_op(struct run_observer *base, const struct op *op)
     }
 }
 
+static struct recent *recent_slot(struct holders *hs, const char *tag, uint32_t phase_id, uint8_t category)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)tag ^ ((uint64_t)phase_id << 8 | category)) * UINT64_C(0x9E3779B97F4A7C15);
+    return &hs->recent[h >> 54]; /* the top 10 bits: RECENT_SLOTS */
+}
+
 static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t category)
 {
     if (hs->phase_id == 63 && strcmp(hs->phases[63], hs->phase)) /* past 64 phase names */
         return key_for(hs, tag, category);
-    char buf[5 + HOLDER_TAG_MAX];
     size_t n = tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0;
+    struct recent *r = recent_slot(hs, tag, hs->phase_id, category);
+    if (r->c && r->tag == tag && r->phase_id == hs->phase_id && r->category == category && r->c->len == 5 + n &&
+        (n == 0 || !memcmp(r->c->key + 5, tag, n)))
+        return r->c->k;
+    char buf[5 + HOLDER_TAG_MAX];
     memcpy(buf, &hs->phase_id, 4);
     buf[4] = (char)category;
     if (n)
         memcpy(buf + 5, tag, n);
     struct cache_entry *c;
     HASH_FIND(hh, hs->cache, buf, 5 + n, c);
-    if (c)
-        return c->k;
-    struct key_entry *k = key_for(hs, tag, category);
-    if (!k || !(c = malloc(sizeof *c + 5 + n)))
-        return NULL;
-    c->k = k;
-    c->len = 5 + n;
-    memcpy(c->key, buf, 5 + n);
-    HASH_ADD(hh, hs->cache, key, c->len, c);
-    if (!HASH_ADDED(c)) {
-        free(c);
-        return NULL;
+    if (!c) {
+        struct key_entry *k = key_for(hs, tag, category);
+        if (!k || !(c = malloc(sizeof *c + 5 + n)))
+            return NULL;
+        c->k = k;
+        c->len = 5 + n;
+        memcpy(c->key, buf, 5 + n);
+        HASH_ADD(hh, hs->cache, key, c->len, c);
+        if (!HASH_ADDED(c)) {
+            free(c);
+            return NULL;
+        }
     }
-    return k;
+    *r = (struct recent){.tag = tag, .phase_id = hs->phase_id, .category = category, .c = c};
+    return c->k;
 }
 
 /* A new live allocation of `bytes` under id. */
