@@ -128,7 +128,8 @@ static struct key_entry *key_for(struct holders *hs, const char *tag, uint8_t ca
     holders_fold_tag(tag && tag[0] ? tag : "-", folded, HOLDER_TAG_MAX);
     size_t keylen = 1 + phase_len + strlen(folded);
     struct key_entry *k;
-    HASH_FIND(hh, hs->keys, key, keylen, k);
+    unsigned hv = (unsigned)hash_bytes(key, keylen);
+    HASH_FIND_BYHASHVALUE(hh, hs->keys, key, keylen, hv, k);
     if (k)
         return k;
     if (!(k = calloc(1, sizeof *k)))
@@ -138,7 +139,7 @@ static struct key_entry *key_for(struct holders *hs, const char *tag, uint8_t ca
     memcpy(k->h.tag, folded, keylen - 1 - phase_len + 1);
     memcpy(k->key, key, keylen);
     k->keylen = keylen;
-    HASH_ADD_KEYPTR(hh, hs->keys, k->key, k->keylen, k);
+    HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->keys, k->key, k->keylen, hv, k);
     if (!HASH_ADDED(k)) {
         free(k);
         return NULL;
@@ -208,7 +209,8 @@ static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t
     if (n)
         memcpy(buf + 5, tag, n);
     struct cache_entry *c;
-    HASH_FIND(hh, hs->cache, buf, 5 + n, c);
+    unsigned hv = (unsigned)hash_bytes(buf, 5 + n);
+    HASH_FIND_BYHASHVALUE(hh, hs->cache, buf, 5 + n, hv, c);
     if (!c) {
         struct key_entry *k = key_for(hs, tag, category);
         if (!k || !(c = malloc(sizeof *c + 5 + n)))
@@ -216,7 +218,7 @@ static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t
         c->k = k;
         c->len = 5 + n;
         memcpy(c->key, buf, 5 + n);
-        HASH_ADD(hh, hs->cache, key, c->len, c);
+        HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->cache, c->key, c->len, hv, c);
         if (!HASH_ADDED(c)) {
             free(c);
             return NULL;

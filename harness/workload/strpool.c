@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/hash.h"
+
 #define CHUNK_BYTES (64 * 1024)
 
 struct chunk {
@@ -19,21 +21,9 @@ struct strpool {
     struct chunk *chunks;
 };
 
-/* Eight bytes a step (a tag is interned for every tensor a run makes): multiply-xorshift over the words,
- * the tail zero-padded, the length mixed in. */
 static uint64_t hash_str(const char *s)
 {
-    size_t len = strlen(s);
-    uint64_t h = len * UINT64_C(0x9E3779B97F4A7C15), w;
-    for (; len >= 8; len -= 8, s += 8) {
-        memcpy(&w, s, 8);
-        h = (h ^ w) * UINT64_C(0xBF58476D1CE4E5B9);
-        h ^= h >> 31;
-    }
-    w = 0;
-    memcpy(&w, s, len);
-    h = (h ^ w) * UINT64_C(0x94D049BB133111EB);
-    return h ^ (h >> 29);
+    return hash_bytes(s, strlen(s));
 }
 
 struct strpool *strpool_create(void)
