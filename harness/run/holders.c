@@ -355,21 +355,10 @@ void holders_destroy(struct holders *hs)
 {
     if (!hs)
         return;
-    struct key_entry *k, *ktmp;
-    HASH_ITER(hh, hs->keys, k, ktmp) {
-        HASH_DEL(hs->keys, k);
-        free(k);
-    }
-    struct cache_entry *c, *ctmp;
-    HASH_ITER(hh, hs->cache, c, ctmp) {
-        HASH_DEL(hs->cache, c);
-        free(c);
-    }
-    struct live_entry *l, *ltmp;
-    HASH_ITER(hh, hs->live, l, ltmp) {
-        HASH_DEL(hs->live, l);
-        free(l);
-    }
+    HASH_FREE_ALL(hh, hs->keys);
+    HASH_FREE_ALL(hh, hs->cache);
+    HASH_FREE_ALL(hh, hs->live);
+    struct live_entry *l;
     while ((l = hs->spare)) {
         hs->spare = l->hh.next;
         free(l);

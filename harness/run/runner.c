@@ -792,21 +792,14 @@ void runner_destroy(struct runner *r)
 {
     if (!r)
         return;
-    struct live_tensor *t, *tmp;
-    HASH_ITER(hh, r->live, t, tmp) {
-        HASH_DEL(r->live, t);
-        free(t);
-    }
+    struct live_tensor *t;
+    HASH_FREE_ALL(hh, r->live);
     while (r->spare) {
         t = r->spare;
         r->spare = (struct live_tensor *)t->hh.next;
         free(t);
     }
-    struct failed_id *f, *ftmp;
-    HASH_ITER(hh, r->failed, f, ftmp) {
-        HASH_DEL(r->failed, f);
-        free(f);
-    }
+    HASH_FREE_ALL(hh, r->failed);
     if (r->dev->ops->set_workspace) /* the workspaces lent go back while the allocator exists */
         r->dev->ops->set_workspace(r->dev, NULL);
     allocator_destroy(r->a);

@@ -40,6 +40,18 @@ static inline uint64_t hash_bytes(const void *p, size_t len)
     return h ^ (h >> 29);
 }
 
+/* Frees every element of the table at head (allocated with malloc) and the table: a teardown without a
+ * HASH_DEL per element. */
+#define HASH_FREE_ALL(hh, head)                                                                              \
+    do {                                                                                                     \
+        __typeof__(head) elt_ = (head), next_;                                                               \
+        HASH_CLEAR(hh, head);                                                                                \
+        for (; elt_; elt_ = next_) {                                                                         \
+            next_ = elt_->hh.next;                                                                           \
+            free(elt_);                                                                                      \
+        }                                                                                                    \
+    } while (0)
+
 /* Whether the last HASH_ADD of elt went in (uthash clears elt->hh.tbl when it could not). */
 #define HASH_ADDED(elt) ((elt)->hh.tbl != NULL)
 
