@@ -4,23 +4,31 @@
 #include <dlfcn.h>
 #include <stdio.h>
 
-int lazy_lib_open(const char *soname, const char *what, const struct lazy_symbol *syms, size_t n, char *why,
-                  size_t why_len)
+static void open_lib(struct lazy_lib *l)
 {
-    void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *msg = dlerror();
-        snprintf(why, why_len, "cannot load %s: %s", what, msg ? msg : soname);
-        return -1;
+        snprintf(l->why, sizeof l->why, "cannot load %s: %s", l->what, msg ? msg : l->soname);
+        return;
     }
-    for (size_t i = 0; i < n; i++) {
-        if (!dlsym(h, syms[i].name)) {
-            snprintf(why, why_len, "cannot load %s: %s has no %s", what, soname, syms[i].name);
+    for (size_t i = 0; i < l->nsyms; i++) {
+        if (!dlsym(h, l->syms[i].name)) {
+            snprintf(l->why, sizeof l->why, "cannot load %s: %s has no %s", l->what, l->soname, l->syms[i].name);
             dlclose(h);
-            return -1;
+            return;
         }
     }
-    for (size_t i = 0; i < n; i++)
-        *syms[i].slot = dlsym(h, syms[i].name);
-    return 0;
+    for (size_t i = 0; i < l->nsyms; i++)
+        *l->syms[i].slot = dlsym(h, l->syms[i].name);
+}
+
+int lazy_lib_load(struct lazy_lib *l, struct err *e)
+{
+    pthread_mutex_lock(&l->lock);
+    if (!l->tried)
+        open_lib(l);
+    l->tried = true;
+    pthread_mutex_unlock(&l->lock);
+    return l->why[0] ? err_set(e, ERR_INTERNAL, "%s", l->why) : 0;
 }
