@@ -1,12 +1,12 @@
 /* gate.c: comparing results with a baseline (see gate.h). */
 #include "report/gate.h"
 
-#include <libxml/xmlwriter.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "report/report.h"
+#include "report/xml_lib.h"
 #include "util/output.h"
 #include "util/size.h"
 #include "util/vec.h"
@@ -230,6 +230,8 @@ static void job_failures(const struct gate_result *r, size_t first, size_t end, 
 
 int gate_write_junit(const char *path, const struct gate_result *r, double tolerance, struct err *e)
 {
+    if (xml_lib_load(e))
+        return -1;
     xmlBufferPtr buf = xmlBufferCreate();
     xmlTextWriterPtr w = buf ? xmlNewTextWriterMemory(buf, 0) : NULL;
     if (!w) {

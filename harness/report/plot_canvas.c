@@ -1,7 +1,6 @@
 /* plot_canvas.c: the canvas, text, palette and axes oomlab's pictures share (see plot_canvas.h). */
 #include "report/plot_canvas.h"
 
-#include <cairo-svg.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -53,6 +52,8 @@ static int canvas_on(struct plot_canvas *c, cairo_surface_t *surface, double wid
 int plot_canvas_draw(struct plot_canvas *c, double width, double height, plot_draw_fn draw, const void *data,
                      struct err *e)
 {
+    if (cairo_lib_load(e))
+        return -1;
     cairo_surface_t *rec =
         cairo_recording_surface_create(CAIRO_CONTENT_COLOR_ALPHA, &(cairo_rectangle_t){0, 0, width, height});
     if (canvas_on(c, rec, width, height, e))
@@ -106,6 +107,8 @@ static cairo_status_t draw_into(bool svg, double width, double height, plot_draw
 int plot_canvas_write(double width, double height, plot_draw_fn draw, const void *data, const char *base,
                       struct err *e)
 {
+    if (cairo_lib_load(e))
+        return -1;
     for (int svg = 1; svg >= 0; svg--) {
         char path[4096];
         if (snprintf(path, sizeof path, "%s.%s", base, svg ? "svg" : "png") >= (int)sizeof path)

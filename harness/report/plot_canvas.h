@@ -6,12 +6,12 @@
 #ifndef OOMLAB_PLOT_CANVAS_H
 #define OOMLAB_PLOT_CANVAS_H
 
-#include <cairo.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "program/program.h"
+#include "report/cairo_lib.h"
 #include "util/err.h"
 
 #define PLOT_FONT "DejaVu Sans"

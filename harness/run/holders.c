@@ -15,7 +15,9 @@ struct key_entry {
     int grow_run;            /* consecutive step boundaries it grew at */
     int64_t since_step;
     uint64_t grown;
-    UT_hash_handle hh;       /* keyed by h.tag, h.category and h.phase */
+    UT_hash_handle hh;       /* keyed by key: h.category, h.phase with its NUL, then h.tag */
+    size_t keylen;
+    char key[1 + sizeof(((struct holder *)0)->phase) + HOLDER_TAG_MAX];
 };
 
 /* A raw tag in a phase and category, and the (folded) holder it adds to: most allocations repeat a tag
@@ -25,6 +27,16 @@ struct cache_entry {
     size_t len;
     UT_hash_handle hh;
     char key[]; /* phase index (4 bytes), category (1), the raw tag */
+};
+
+/* The cache entry a tag pointer found last, by the pointer: a run's tags are mostly the same interned
+ * strings again, so this skips hashing the tag; an entry is used only if its text still matches. */
+#define RECENT_SLOTS 1024
+struct recent {
+    const char *tag;
+    uint32_t phase_id;
+    uint8_t category;
+    struct cache_entry *c;
 };
 
 struct live_entry {
@@ -37,6 +49,7 @@ struct holders {
     struct run_observer base; /* first */
     struct key_entry *keys;
     struct cache_entry *cache;
+    struct recent recent[RECENT_SLOTS];
     struct live_entry *live;
     struct live_entry *spare; /* freed entries, reused through hh.next */
     char phase[32];
@@ -85,38 +98,48 @@ static int by_bytes(const void *a, const void *b)
     return c ? c : (int)x->category - (int)y->category;
 }
 
+/* The largest holders now, as sorting every nonzero holder by by_bytes (a stable sort) and keeping the
+ * first HOLDERS_TOP would: each enters after the ones that compare equal to it. Runs at every new peak,
+ * so it keeps pointers and copies the holders once. */
 static void capture(struct holders *hs, struct holders_view *v)
 {
-    *v = (struct holders_view){.total = hs->current, .step = hs->step, .seen = true};
+    const struct holder *top[HOLDERS_TOP];
+    size_t n = 0;
     for (struct key_entry *k = hs->keys; k; k = k->hh.next) {
-        if (!k->h.bytes)
+        if (!k->h.bytes || (n == HOLDERS_TOP && by_bytes(&k->h, top[n - 1]) >= 0))
             continue;
-        if (v->n < HOLDERS_TOP) {
-            v->top[v->n++] = k->h;
-            qsort(v->top, v->n, sizeof v->top[0], by_bytes);
-        } else if (by_bytes(&k->h, &v->top[HOLDERS_TOP - 1]) < 0) {
-            v->top[HOLDERS_TOP - 1] = k->h;
-            qsort(v->top, v->n, sizeof v->top[0], by_bytes);
-        }
+        size_t at = n < HOLDERS_TOP ? n++ : n - 1;
+        for (; at > 0 && by_bytes(&k->h, top[at - 1]) < 0; at--)
+            top[at] = top[at - 1];
+        top[at] = &k->h;
     }
+    *v = (struct holders_view){.total = hs->current, .step = hs->step, .seen = true, .n = n};
+    for (size_t i = 0; i < n; i++)
+        v->top[i] = *top[i];
 }
 
 static struct key_entry *key_for(struct holders *hs, const char *tag, uint8_t category)
 {
-    struct holder want;
-    memset(&want, 0, sizeof want); /* the key is bytes, padding included */
-    want.category = category;
-    holders_fold_tag(tag && tag[0] ? tag : "-", want.tag, sizeof want.tag);
-    memcpy(want.phase, hs->phase, sizeof want.phase);
+    char key[sizeof ((struct key_entry *)0)->key];
+    size_t phase_len = strlen(hs->phase) + 1;
+    key[0] = (char)category;
+    memcpy(key + 1, hs->phase, phase_len);
+    char *folded = key + 1 + phase_len;
+    holders_fold_tag(tag && tag[0] ? tag : "-", folded, HOLDER_TAG_MAX);
+    size_t keylen = 1 + phase_len + strlen(folded);
     struct key_entry *k;
-    size_t keylen = offsetof(struct holder, bytes);
-    HASH_FIND(hh, hs->keys, &want, keylen, k);
+    unsigned hv = (unsigned)hash_bytes(key, keylen);
+    HASH_FIND_BYHASHVALUE(hh, hs->keys, key, keylen, hv, k);
     if (k)
         return k;
     if (!(k = calloc(1, sizeof *k)))
         return NULL;
-    k->h = want;
-    HASH_ADD(hh, hs->keys, h, keylen, k);
+    k->h.category = category;
+    memcpy(k->h.phase, hs->phase, phase_len);
+    memcpy(k->h.tag, folded, keylen - 1 - phase_len + 1);
+    memcpy(k->key, key, keylen);
+    k->keylen = keylen;
+    HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->keys, k->key, k->keylen, hv, k);
     if (!HASH_ADDED(k)) {
         free(k);
         return NULL;
@@ -165,32 +188,44 @@ static void before_op(struct run_observer *base, const struct op *op)
     }
 }
 
+static struct recent *recent_slot(struct holders *hs, const char *tag, uint32_t phase_id, uint8_t category)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)tag ^ ((uint64_t)phase_id << 8 | category)) * UINT64_C(0x9E3779B97F4A7C15);
+    return &hs->recent[h >> 54]; /* the top 10 bits: RECENT_SLOTS */
+}
+
 static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t category)
 {
     if (hs->phase_id == 63 && strcmp(hs->phases[63], hs->phase)) /* past 64 phase names */
         return key_for(hs, tag, category);
-    char buf[5 + HOLDER_TAG_MAX];
     size_t n = tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0;
+    struct recent *r = recent_slot(hs, tag, hs->phase_id, category);
+    if (r->c && r->tag == tag && r->phase_id == hs->phase_id && r->category == category && r->c->len == 5 + n &&
+        (n == 0 || !memcmp(r->c->key + 5, tag, n)))
+        return r->c->k;
+    char buf[5 + HOLDER_TAG_MAX];
     memcpy(buf, &hs->phase_id, 4);
     buf[4] = (char)category;
     if (n)
         memcpy(buf + 5, tag, n);
     struct cache_entry *c;
-    HASH_FIND(hh, hs->cache, buf, 5 + n, c);
-    if (c)
-        return c->k;
-    struct key_entry *k = key_for(hs, tag, category);
-    if (!k || !(c = malloc(sizeof *c + 5 + n)))
-        return NULL;
-    c->k = k;
-    c->len = 5 + n;
-    memcpy(c->key, buf, 5 + n);
-    HASH_ADD(hh, hs->cache, key, c->len, c);
-    if (!HASH_ADDED(c)) {
-        free(c);
-        return NULL;
+    unsigned hv = (unsigned)hash_bytes(buf, 5 + n);
+    HASH_FIND_BYHASHVALUE(hh, hs->cache, buf, 5 + n, hv, c);
+    if (!c) {
+        struct key_entry *k = key_for(hs, tag, category);
+        if (!k || !(c = malloc(sizeof *c + 5 + n)))
+            return NULL;
+        c->k = k;
+        c->len = 5 + n;
+        memcpy(c->key, buf, 5 + n);
+        HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->cache, c->key, c->len, hv, c);
+        if (!HASH_ADDED(c)) {
+            free(c);
+            return NULL;
+        }
     }
-    return k;
+    *r = (struct recent){.tag = tag, .phase_id = hs->phase_id, .category = category, .c = c};
+    return c->k;
 }
 
 /* A new live allocation of `bytes` under id. */
@@ -320,21 +355,10 @@ void holders_destroy(struct holders *hs)
 {
     if (!hs)
         return;
-    struct key_entry *k, *ktmp;
-    HASH_ITER(hh, hs->keys, k, ktmp) {
-        HASH_DEL(hs->keys, k);
-        free(k);
-    }
-    struct cache_entry *c, *ctmp;
-    HASH_ITER(hh, hs->cache, c, ctmp) {
-        HASH_DEL(hs->cache, c);
-        free(c);
-    }
-    struct live_entry *l, *ltmp;
-    HASH_ITER(hh, hs->live, l, ltmp) {
-        HASH_DEL(hs->live, l);
-        free(l);
-    }
+    HASH_FREE_ALL(hh, hs->keys);
+    HASH_FREE_ALL(hh, hs->cache);
+    HASH_FREE_ALL(hh, hs->live);
+    struct live_entry *l;
     while ((l = hs->spare)) {
         hs->spare = l->hh.next;
         free(l);

@@ -175,6 +175,10 @@ static void enter_phase(struct runner *r, const char *name)
     snprintf(r->res.phases[r->phase].name, sizeof r->res.phases[r->phase].name, "%s", name);
 }
 
+_Static_assert(sizeof((struct run_result *)0)->peak_allocated_phase == sizeof((struct runner *)0)->phase_name &&
+                   sizeof((struct run_result *)0)->peak_reserved_phase == sizeof((struct runner *)0)->phase_name,
+               "track_peaks copies the phase name whole");
+
 static void track_peaks(struct runner *r)
 {
     const struct alloc_stats *s = allocator_stats(r->a);
@@ -183,13 +187,13 @@ static void track_peaks(struct runner *r)
     if (allocated > r->res.peak_allocated) {
         r->res.peak_allocated = allocated;
         r->res.peak_allocated_step = r->res.steps;
-        snprintf(r->res.peak_allocated_phase, sizeof r->res.peak_allocated_phase, "%s", r->phase_name);
+        memcpy(r->res.peak_allocated_phase, r->phase_name, sizeof r->phase_name); /* a copy per new peak: no printf */
         memcpy(r->res.category_at_peak, r->category_live, sizeof r->category_live);
     }
     if (reserved > r->res.peak_reserved) {
         r->res.peak_reserved = reserved;
         r->res.peak_reserved_step = r->res.steps;
-        snprintf(r->res.peak_reserved_phase, sizeof r->res.peak_reserved_phase, "%s", r->phase_name);
+        memcpy(r->res.peak_reserved_phase, r->phase_name, sizeof r->phase_name);
         r->res.unallocated_at_peak = reserved - allocated;
     }
     struct phase_peak *p = current_phase(r);
@@ -788,21 +792,14 @@ void runner_destroy(struct runner *r)
 {
     if (!r)
         return;
-    struct live_tensor *t, *tmp;
-    HASH_ITER(hh, r->live, t, tmp) {
-        HASH_DEL(r->live, t);
-        free(t);
-    }
+    struct live_tensor *t;
+    HASH_FREE_ALL(hh, r->live);
     while (r->spare) {
         t = r->spare;
         r->spare = (struct live_tensor *)t->hh.next;
         free(t);
     }
-    struct failed_id *f, *ftmp;
-    HASH_ITER(hh, r->failed, f, ftmp) {
-        HASH_DEL(r->failed, f);
-        free(f);
-    }
+    HASH_FREE_ALL(hh, r->failed);
     if (r->dev->ops->set_workspace) /* the workspaces lent go back while the allocator exists */
         r->dev->ops->set_workspace(r->dev, NULL);
     allocator_destroy(r->a);

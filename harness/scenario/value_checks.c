@@ -88,7 +88,7 @@ int parse_preset(const struct key_ctx *c, const struct key *k, yaml_node_t *v, v
     const char *s = string_value(c, k, v, false, e);
     if (!s)
         return -1;
-    if (preset_param_count(s) < 0) {
+    if (!preset_known(s)) {
         char names[64][SPEC_NAME_MAX];
         const char *near = suggest_closest(s, preset_names(names, 64), name_row_at, names);
         if (near)

@@ -5,6 +5,7 @@
 #include "util/size.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,16 +20,62 @@ const char *gen_intern(struct gen *g, const char *s)
     return r ? r : "?";
 }
 
+/* Tags and scopes are built by copying, not printf: gen_tag runs for every tensor a run makes. */
 const char *gen_tag(struct gen *g, const char *leaf)
 {
     char buf[640];
     if (!leaf || !*leaf)
         return gen_intern(g, g->scope);
-    if (g->scope_len)
-        snprintf(buf, sizeof buf, "%s.%s", g->scope, leaf);
-    else
-        snprintf(buf, sizeof buf, "%s", leaf);
+    size_t at = 0, n = strnlen(leaf, sizeof buf - 1);
+    if (g->scope_len) {
+        memcpy(buf, g->scope, (size_t)g->scope_len); /* scope_len < sizeof g->scope < sizeof buf - 1 */
+        buf[g->scope_len] = '.';
+        at = (size_t)g->scope_len + 1;
+        if (n > sizeof buf - 1 - at)
+            n = sizeof buf - 1 - at;
+    }
+    memcpy(buf + at, leaf, n);
+    buf[at + n] = '\0';
     return gen_intern(g, buf);
+}
+
+/* fmt with ap as vsnprintf would print it into part (size len), when its conversions are only %s and
+ * %d (every gen_push caller's); false for any other, which the caller prints with vsnprintf. */
+static bool format_part(char *part, size_t len, const char *fmt, va_list ap)
+{
+    for (const char *f = fmt; (f = strchr(f, '%')); f += 2)
+        if (f[1] != 's' && f[1] != 'd')
+            return false;
+    size_t at = 0;
+    for (const char *f = fmt; *f && at + 1 < len; f++) {
+        char num[16];
+        const char *text = f;
+        size_t n = 1;
+        if (*f == '%') {
+            f++;
+            if (*f == 's') {
+                text = va_arg(ap, const char *);
+                n = strlen(text);
+            } else {
+                int v = va_arg(ap, int);
+                unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+                char *p = num + sizeof num;
+                do
+                    *--p = (char)('0' + u % 10);
+                while (u /= 10);
+                if (v < 0)
+                    *--p = '-';
+                text = p;
+                n = (size_t)(num + sizeof num - p);
+            }
+        }
+        if (n > len - 1 - at)
+            n = len - 1 - at;
+        memcpy(part + at, text, n);
+        at += n;
+    }
+    part[at] = '\0';
+    return true;
 }
 
 void gen_push(struct gen *g, const char *fmt, ...)
@@ -36,15 +83,22 @@ void gen_push(struct gen *g, const char *fmt, ...)
     char part[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(part, sizeof part, fmt, ap);
+    if (!format_part(part, sizeof part, fmt, ap)) {
+        va_end(ap);
+        va_start(ap, fmt);
+        vsnprintf(part, sizeof part, fmt, ap);
+    }
     va_end(ap);
     if (g->scope_depth < (int)(sizeof g->scope_marks / sizeof g->scope_marks[0]))
         g->scope_marks[g->scope_depth] = g->scope_len;
     g->scope_depth++;
-    int n = snprintf(g->scope + g->scope_len, sizeof g->scope - (size_t)g->scope_len, "%s%s",
-                     g->scope_len ? "." : "", part);
-    if (n > 0 && g->scope_len + n < (int)sizeof g->scope)
-        g->scope_len += n;
+    size_t dot = g->scope_len ? 1 : 0, n = strlen(part);
+    if (g->scope_len + dot + n < sizeof g->scope) { /* a part that does not fit is left out */
+        if (dot)
+            g->scope[g->scope_len] = '.';
+        memcpy(g->scope + g->scope_len + dot, part, n + 1);
+        g->scope_len += (int)(dot + n);
+    }
 }
 
 void gen_pop(struct gen *g)

@@ -427,6 +427,11 @@ int preset_apply(struct model_spec *m, const char *name, struct err *e)
     return 0;
 }
 
+bool preset_known(const char *name)
+{
+    return preset_find(name) != NULL;
+}
+
 int64_t preset_param_count(const char *name)
 {
     struct model_spec m;

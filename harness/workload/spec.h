@@ -422,6 +422,7 @@ const char *float_dtype_at(int i);
 /* Presets (presets.c). */
 int preset_apply(struct model_spec *m, const char *name, struct err *e); /* -1 if unknown */
 int64_t preset_param_count(const char *name);                              /* -1 if unknown */
+bool preset_known(const char *name); /* a name lookup, without building the model as counting does */
 void presets_print(FILE *out);
 /* Parameters of a model as the generator enumerates them (-1 and e set on a bad spec). */
 int64_t model_param_count(const struct model_spec *m, struct err *e);

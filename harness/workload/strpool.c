@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/hash.h"
+
 #define CHUNK_BYTES (64 * 1024)
 
 struct chunk {
@@ -21,10 +23,7 @@ struct strpool {
 
 static uint64_t hash_str(const char *s)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
+    return hash_bytes(s, strlen(s));
 }
 
 struct strpool *strpool_create(void)
