@@ -115,8 +115,7 @@ struct alloc_block *try_allocate_expandable_block(struct allocator *a, uint64_t 
             return NULL;
         c = next;
     }
-    RB_REMOVE(size_tree, &p->blocks, c);
-    return c;
+    return c; /* in the pool, as alloc_found_block takes it */
 }
 
 /* Unmaps every whole page inside the free block b, leaving partial pages mapped as free blocks. */

@@ -10,12 +10,14 @@
 
 struct segment;
 
+/* The tree links and the (stream, size, addr) key come first: a search reads one cache line per node
+ * (blocks are 64-byte aligned, blocks.c). */
 struct alloc_block {
     RB_ENTRY(alloc_block) node; /* in pool.blocks (free, mapped) or pool.unmapped (never both) */
     uint64_t stream;
     uint64_t size;
-    uint64_t requested_size;
     uint64_t addr;
+    uint64_t requested_size;
     struct pool *pool;
     struct alloc_block *prev, *next; /* neighbours inside the segment */
     struct segment *seg;
@@ -26,7 +28,7 @@ struct alloc_block {
     bool allocated;
     bool mapped;     /* false only for unmapped ranges of expandable segments */
     bool expandable; /* belongs to an expandable segment */
-};
+} __attribute__((aligned(64)));
 
 RB_HEAD(size_tree, alloc_block);
 RB_HEAD(addr_tree, alloc_block);
@@ -63,6 +65,7 @@ struct allocator {
     alloc_trace_fn trace;
     void *trace_ctx;
     struct alloc_block *free_structs; /* recycled block structs */
+    struct block_slab *slabs;         /* where block structs come from, freed with the allocator */
     struct stream_event *events;       /* outstanding events of freed blocks, in the order recorded */
     size_t nevents, events_cap;
     size_t pending_blocks;             /* blocks waiting for those events, and their bytes */
@@ -76,7 +79,14 @@ struct alloc_block *block_new(struct allocator *a, uint64_t stream, uint64_t siz
 struct alloc_block *block_append(struct allocator *a, struct segment *seg, struct pool *p, struct alloc_block *prev,
                                  uint64_t addr, uint64_t size);
 void block_delete(struct allocator *a, struct alloc_block *b);
+void block_slabs_free(struct allocator *a);
 void pool_insert(struct pool *p, struct alloc_block *b); /* into blocks, stamping gc_count_base */
+/* The first free block of p at or after (stream, size, addr) in (stream, size, addr) order, or NULL:
+ * std::set::lower_bound. */
+struct alloc_block *pool_lower_bound(const struct pool *p, uint64_t stream, uint64_t size, uint64_t addr);
+/* b, which is in p's blocks, now ends at the same address but starts at addr (its low part was handed out):
+ * moved to where its new key belongs, and stamped like pool_insert. */
+void pool_shrink_front(struct pool *p, struct alloc_block *b, uint64_t addr);
 static inline bool block_is_split(const struct alloc_block *b)
 {
     return b->prev || b->next;
