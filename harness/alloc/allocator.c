@@ -16,9 +16,7 @@ struct allocator *allocator_create(struct device *dev, const struct alloc_config
         return NULL;
     a->dev = dev;
     a->cfg = *cfg;
-    RB_INIT(&a->large.blocks);
     RB_INIT(&a->large.unmapped);
-    RB_INIT(&a->small.blocks);
     RB_INIT(&a->small.unmapped);
     a->small.small = true;
     a->stats.max_split_size = cfg->max_split_size == UINT64_MAX ? -1 : (int64_t)cfg->max_split_size;
@@ -48,6 +46,8 @@ void allocator_destroy(struct allocator *a)
         segment_delete(a, s);
     }
     block_slabs_free(a);
+    pool_free(&a->large);
+    pool_free(&a->small);
     free(a->events);
     free(a);
 }
@@ -116,15 +116,15 @@ static struct alloc_block *get_free_block(struct allocator *a, struct pool *p, u
         if (a->cfg.expandable_segments) {
             /* Best fit counts an expandable block as the size it can grow to (its unmapped successor). */
 #define EXPANDABLE_SIZE(x) ((x)->size + ((x)->next && !(x)->next->mapped ? (x)->next->size : 0))
-            struct alloc_block *next = RB_NEXT(size_tree, &p->blocks, b);
+            struct alloc_block *next = pool_next(p, b);
             while (b->expandable && next && next->stream == stream && EXPANDABLE_SIZE(next) < EXPANDABLE_SIZE(b)) {
                 b = next;
-                next = RB_NEXT(size_tree, &p->blocks, b);
+                next = pool_next(p, b);
             }
 #undef EXPANDABLE_SIZE
         } else {
             do
-                b = RB_NEXT(size_tree, &p->blocks, b);
+                b = pool_next(p, b);
             while (b && b->expandable && b->stream == stream);
             if (!b || b->stream != stream)
                 return NULL;
@@ -203,7 +203,7 @@ static struct alloc_block *alloc_found_block(struct allocator *a, struct alloc_b
             stat_array_increase(s->inactive_split, p->small, 1);
         }
     } else {
-        RB_REMOVE(size_tree, &p->blocks, b);
+        pool_remove(p, b);
         if (already_split && !b->expandable) {
             stat_array_decrease(s->inactive_split_bytes, p->small, (int64_t)b->size);
             stat_array_decrease(s->inactive_split, p->small, 1);
@@ -321,8 +321,8 @@ uint64_t allocator_largest_free_block(const struct allocator *a)
     uint64_t largest = 0;
     const struct pool *pools[2] = {&a->large, &a->small};
     for (int i = 0; i < 2; i++) {
-        struct alloc_block *b; /* ordered by stream first: every stream's largest is a candidate */
-        RB_FOREACH(b, size_tree, (struct size_tree *)&pools[i]->blocks)
+        /* ordered by stream first: every stream's largest is a candidate */
+        for (struct alloc_block *b = pool_first(pools[i]); b; b = pool_next(pools[i], b))
             if (b->size > largest)
                 largest = b->size;
     }

@@ -1,17 +1,9 @@
-/* blocks.c: block bookkeeping for the allocator model: the ordered free-block trees, block and segment
+/* blocks.c: block bookkeeping for the allocator model: the unmapped-range tree, block and segment
  * records, merging with free neighbours (try_merge_blocks) and returning a block to its pool (free_block). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "alloc/internal.h"
-
-static int cmp_size(const struct alloc_block *x, const struct alloc_block *y)
-{
-    if (x->stream != y->stream)
-        return x->stream < y->stream ? -1 : 1;
-    if (x->size != y->size)
-        return x->size < y->size ? -1 : 1;
-    return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
 
 static int cmp_addr(const struct alloc_block *x, const struct alloc_block *y)
 {
@@ -20,75 +12,7 @@ static int cmp_addr(const struct alloc_block *x, const struct alloc_block *y)
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-RB_GENERATE(size_tree, alloc_block, node, cmp_size)
 RB_GENERATE(addr_tree, alloc_block, node, cmp_addr)
-
-/* x sorts before the key (stream, size, addr), computed without branches: the way down a tree is
- * unpredictable, so the searches below pick each child with a conditional move. */
-static inline bool block_before(const struct alloc_block *x, uint64_t stream, uint64_t size, uint64_t addr)
-{
-    unsigned __int128 xk = (unsigned __int128)x->size << 64 | x->addr;
-    unsigned __int128 k = (unsigned __int128)size << 64 | addr;
-    return (x->stream < stream) | ((x->stream == stream) & (xk < k));
-}
-
-/* c ? x : y as a mask: GCC turns the ternary back into a branch. */
-static inline struct alloc_block *pick(bool c, struct alloc_block *x, struct alloc_block *y)
-{
-    uintptr_t mask = -(uintptr_t)c;
-    return (struct alloc_block *)(((uintptr_t)x & mask) | ((uintptr_t)y & ~mask));
-}
-
-struct alloc_block *pool_lower_bound(const struct pool *p, uint64_t stream, uint64_t size, uint64_t addr)
-{
-    struct alloc_block *n = RB_ROOT(&p->blocks), *res = NULL;
-    while (n) {
-        bool before = block_before(n, stream, size, addr);
-        struct alloc_block *l = RB_LEFT(n, node), *r = RB_RIGHT(n, node);
-        res = pick(before, res, n);
-        n = pick(before, r, l);
-    }
-    return res;
-}
-
-/* RB_INSERT's descent (keys are unique: no two free blocks share an address), then libbsd's rebalancing. */
-void pool_insert(struct pool *p, struct alloc_block *b)
-{
-    b->gc_count_base = p->get_free_blocks_call_count;
-    struct alloc_block *parent = NULL, *n = RB_ROOT(&p->blocks);
-    bool right = false;
-    while (n) {
-        parent = n;
-        right = block_before(n, b->stream, b->size, b->addr);
-        struct alloc_block *l = RB_LEFT(n, node), *r = RB_RIGHT(n, node);
-        n = pick(right, r, l);
-    }
-    RB_SET(b, parent, node);
-    if (!parent)
-        RB_ROOT(&p->blocks) = b;
-    else if (right)
-        RB_RIGHT(parent, node) = b;
-    else
-        RB_LEFT(parent, node) = b;
-    size_tree_RB_INSERT_COLOR(&p->blocks, b);
-}
-
-/* A smaller key still sorts before b's successor; it keeps b's place when it also sorts after b's
- * predecessor, which saves a removal and an insertion for most splits. */
-void pool_shrink_front(struct pool *p, struct alloc_block *b, uint64_t addr)
-{
-    uint64_t size = b->size - (addr - b->addr);
-    struct alloc_block *prev = RB_PREV(size_tree, &p->blocks, b);
-    bool in_place = !prev || block_before(prev, b->stream, size, addr);
-    if (!in_place)
-        RB_REMOVE(size_tree, &p->blocks, b);
-    b->addr = addr;
-    b->size = size;
-    if (in_place)
-        b->gc_count_base = p->get_free_blocks_call_count;
-    else
-        pool_insert(p, b);
-}
 
 /* Block structs come from 64-byte aligned slabs and go back to a free list: one malloc per 63 blocks. */
 struct block_slab {
@@ -128,7 +52,22 @@ struct alloc_block *block_new(struct allocator *a, uint64_t stream, uint64_t siz
         a->free_structs = b->next;
     else
         b = slab_grow(a);
-    *b = (struct alloc_block){.stream = stream, .size = size, .pool = pool, .addr = addr, .mapped = true};
+    /* field by field: a compound literal clears the whole struct with rep stos first */
+    memset(&b->node, 0, sizeof b->node);
+    b->stream = stream;
+    b->size = size;
+    b->addr = addr;
+    b->requested_size = 0;
+    b->pool = pool;
+    b->prev = b->next = NULL;
+    b->seg = NULL;
+    b->gc_count_base = 0;
+    b->stream_uses = NULL;
+    b->nstream_uses = 0;
+    b->event_count = 0;
+    b->allocated = false;
+    b->mapped = true;
+    b->expandable = false;
     return b;
 }
 
@@ -138,14 +77,6 @@ void block_delete(struct allocator *a, struct alloc_block *b)
     b->stream_uses = NULL;
     b->next = a->free_structs;
     a->free_structs = b;
-}
-
-void record_trace(struct allocator *a, enum alloc_action act, uint64_t addr, uint64_t size, uint64_t stream)
-{
-    if (a->trace) {
-        struct alloc_trace_event ev = {act, addr, size, stream};
-        a->trace(a->trace_ctx, &ev);
-    }
 }
 
 struct segment *segment_new(struct allocator *a, uint64_t addr, uint64_t size, uint64_t stream, bool small)
@@ -190,7 +121,7 @@ uint64_t try_merge_blocks(struct allocator *a, struct alloc_block *dst, struct a
     uint64_t subsumed = src->size;
     dst->size += subsumed;
     if (src->mapped)
-        RB_REMOVE(size_tree, &p->blocks, src);
+        pool_remove(p, src);
     else
         RB_REMOVE(addr_tree, &p->unmapped, src);
     block_delete(a, src);

@@ -126,7 +126,7 @@ void unmap_block(struct allocator *a, struct alloc_block *b)
     if (begin >= end)
         return;
     struct pool *p = b->pool;
-    RB_REMOVE(size_tree, &p->blocks, b);
+    pool_remove(p, b);
     uint64_t before = begin - b->addr, unmapped = end - begin, after = b->size - before - unmapped;
     if (before) {
         struct alloc_block *f = block_new(a, b->stream, before, p, b->addr);
