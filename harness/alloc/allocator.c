@@ -87,6 +87,7 @@ uint64_t alloc_block_size(const struct alloc_block *b)
 
 const struct alloc_stats *allocator_stats(const struct allocator *a)
 {
+    alloc_stats_settle((struct alloc_stats *)&a->stats); /* only derived fields: a is not changed */
     return &a->stats;
 }
 

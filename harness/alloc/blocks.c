@@ -68,13 +68,16 @@ struct alloc_block *block_new(struct allocator *a, uint64_t stream, uint64_t siz
     b->allocated = false;
     b->mapped = true;
     b->expandable = false;
+    b->size_class = 0;
     return b;
 }
 
 void block_delete(struct allocator *a, struct alloc_block *b)
 {
-    free(b->stream_uses);
-    b->stream_uses = NULL;
+    if (b->stream_uses) { /* rare: spare the call */
+        free(b->stream_uses);
+        b->stream_uses = NULL;
+    }
     b->next = a->free_structs;
     a->free_structs = b;
 }

@@ -28,6 +28,7 @@ struct alloc_block {
     bool allocated;
     bool mapped;     /* false only for unmapped ranges of expandable segments */
     bool expandable; /* belongs to an expandable segment */
+    uint16_t size_class; /* its size class while in its pool's free blocks (pool.c) */
 } __attribute__((aligned(64)));
 
 RB_HEAD(size_tree, alloc_block);

@@ -28,7 +28,7 @@ static inline unsigned size_class(uint64_t size)
 }
 
 /* The stream's classes, or the first of a later stream (*exact false), or NULL. Streams are few: a scan. */
-static struct stream_bins *bins_at_or_after(const struct pool *p, uint64_t stream, bool *exact)
+static inline struct stream_bins *bins_at_or_after(const struct pool *p, uint64_t stream, bool *exact)
 {
     for (size_t i = 0; i < p->nbins; i++) {
         if (p->bins[i]->stream >= stream) {
@@ -40,11 +40,12 @@ static struct stream_bins *bins_at_or_after(const struct pool *p, uint64_t strea
     return NULL;
 }
 
-static struct stream_bins *bins_of(const struct pool *p, uint64_t stream)
+static inline struct stream_bins *bins_of(const struct pool *p, uint64_t stream)
 {
-    bool exact;
-    struct stream_bins *s = bins_at_or_after(p, stream, &exact);
-    return exact ? s : NULL;
+    for (size_t i = 0; i < p->nbins; i++)
+        if (p->bins[i]->stream == stream)
+            return p->bins[i];
+    return NULL;
 }
 
 static struct stream_bins *bins_get(struct pool *p, uint64_t stream)
@@ -196,7 +197,7 @@ struct alloc_block *pool_next(const struct pool *p, struct alloc_block *b)
     if (n)
         return n;
     struct stream_bins *s = bins_of(p, b->stream);
-    unsigned c = size_class(b->size);
+    unsigned c = b->size_class;
     unsigned next = c + 1 < POOL_CLASSES ? class_at_or_after(s, c + 1) : POOL_CLASSES;
     if (next < POOL_CLASSES)
         return RB_MIN(size_tree, &s->classes[next]);
@@ -209,7 +210,7 @@ struct alloc_block *pool_prev(const struct pool *p, struct alloc_block *b)
     if (n)
         return n;
     struct stream_bins *s = bins_of(p, b->stream);
-    unsigned c = size_class(b->size);
+    unsigned c = b->size_class;
     unsigned prev = c ? class_at_or_before(s, c - 1) : POOL_CLASSES;
     if (prev < POOL_CLASSES)
         return RB_MAX(size_tree, &s->classes[prev]);
@@ -222,6 +223,7 @@ void pool_insert(struct pool *p, struct alloc_block *b)
     b->gc_count_base = p->get_free_blocks_call_count;
     struct stream_bins *s = bins_get(p, b->stream);
     unsigned c = size_class(b->size);
+    b->size_class = (uint16_t)c;
     struct size_tree *t = &s->classes[c];
     struct alloc_block *parent = NULL, *n = RB_ROOT(t);
     bool right = false;
@@ -246,7 +248,7 @@ void pool_insert(struct pool *p, struct alloc_block *b)
 void pool_remove(struct pool *p, struct alloc_block *b)
 {
     struct stream_bins *s = bins_of(p, b->stream);
-    unsigned c = size_class(b->size);
+    unsigned c = b->size_class;
     struct size_tree *t = &s->classes[c];
     RB_REMOVE(size_tree, t, b);
     if (RB_EMPTY(t)) {
@@ -262,12 +264,14 @@ void pool_remove(struct pool *p, struct alloc_block *b)
 void pool_shrink_front(struct pool *p, struct alloc_block *b, uint64_t addr)
 {
     uint64_t size = b->size - (addr - b->addr);
-    struct alloc_block *prev = RB_PREV(size_tree, NULL, b);
-    if (size_class(size) == size_class(b->size) && (!prev || block_before(prev, size, addr))) {
-        b->addr = addr;
-        b->size = size;
-        b->gc_count_base = p->get_free_blocks_call_count;
-        return;
+    if (size_class(size) == b->size_class) {
+        struct alloc_block *prev = RB_PREV(size_tree, NULL, b);
+        if (!prev || block_before(prev, size, addr)) {
+            b->addr = addr;
+            b->size = size;
+            b->gc_count_base = p->get_free_blocks_call_count;
+            return;
+        }
     }
     pool_remove(p, b);
     b->addr = addr;

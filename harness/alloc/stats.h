@@ -55,18 +55,26 @@ static inline void stat_decrease(struct stat *s, int64_t n)
     s->freed = stat_saturating_add(s->freed, n);
 }
 
-/* Updates the aggregate entry and the pool's entry, like for_each_selected_stat_type. */
+/* Updates the aggregate entry and the pool's entry, like for_each_selected_stat_type (n >= 0). The aggregate's
+ * cumulative counters are the pools' saturating sums, the same numbers as adding every n to them (both only
+ * grow from the same reset), so they are left to alloc_stats_settle and each update writes three fields less. */
 static inline void stat_array_increase(struct stat *a, int small, int64_t n)
 {
-    stat_increase(&a[STAT_ALL], n);
+    struct stat *all = &a[STAT_ALL];
+    all->current += n;
+    if (all->current > all->peak)
+        all->peak = all->current;
     stat_increase(&a[small ? STAT_SMALL_POOL : STAT_LARGE_POOL], n);
 }
 
 static inline void stat_array_decrease(struct stat *a, int small, int64_t n)
 {
-    stat_decrease(&a[STAT_ALL], n);
+    a[STAT_ALL].current -= n;
     stat_decrease(&a[small ? STAT_SMALL_POOL : STAT_LARGE_POOL], n);
 }
+
+/* Fills in the aggregate entries' allocated and freed after stat_array_* updates (before they are read). */
+void alloc_stats_settle(struct alloc_stats *s);
 
 void alloc_stats_reset_peak(struct alloc_stats *s);
 void alloc_stats_reset_accumulated(struct alloc_stats *s);
