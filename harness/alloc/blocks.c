@@ -105,8 +105,10 @@ void segment_delete(struct allocator *a, struct segment *s)
     free(s);
 }
 
-/* Combines src into dst if src is a free neighbour in the same mapped state; returns the bytes subsumed. */
-uint64_t try_merge_blocks(struct allocator *a, struct alloc_block *dst, struct alloc_block *src, struct pool *p)
+/* Combines src into dst if src is a free neighbour in the same mapped state; returns the bytes subsumed.
+ * Inline in free_block, which runs it twice per free. */
+static inline uint64_t merge_blocks(struct allocator *a, struct alloc_block *dst, struct alloc_block *src,
+                                    struct pool *p)
 {
     if (!src || !block_is_free(src) || dst->mapped != src->mapped)
         return 0;
@@ -131,35 +133,32 @@ uint64_t try_merge_blocks(struct allocator *a, struct alloc_block *dst, struct a
     return subsumed;
 }
 
+uint64_t try_merge_blocks(struct allocator *a, struct alloc_block *dst, struct alloc_block *src, struct pool *p)
+{
+    return merge_blocks(a, dst, src, p);
+}
+
 void free_block(struct allocator *a, struct alloc_block *b)
 {
     record_trace(a, ACT_FREE_COMPLETED, b->addr, b->requested_size, b->stream);
     uint64_t original_size = b->size, requested = b->requested_size;
     struct pool *p = b->pool;
     int64_t split_blocks = 0, split_bytes = 0;
-    struct alloc_block *candidates[2] = {b->prev, b->next};
-    for (int i = 0; i < 2; i++) {
-        uint64_t subsumed = try_merge_blocks(a, b, candidates[i], p);
-        if (subsumed) {
-            split_blocks -= 1;
-            split_bytes -= (int64_t)subsumed;
-        }
-    }
+    struct alloc_block *next = b->next;
+    uint64_t subsumed = merge_blocks(a, b, b->prev, p); /* blocks are never empty: 0 = not merged */
+    split_blocks -= subsumed != 0;
+    split_bytes -= (int64_t)subsumed;
+    subsumed = merge_blocks(a, b, next, p);
+    split_blocks -= subsumed != 0;
+    split_bytes -= (int64_t)subsumed;
     pool_insert(p, b);
-    if (block_is_split(b)) {
-        split_blocks += 1;
-        split_bytes += (int64_t)b->size;
-    }
+    bool split = block_is_split(b);
+    split_blocks += split;
+    split_bytes += split ? (int64_t)b->size : 0;
     struct alloc_stats *s = &a->stats;
     if (!b->expandable) {
-        if (split_blocks > 0)
-            stat_array_increase(s->inactive_split, p->small, split_blocks);
-        else if (split_blocks < 0)
-            stat_array_decrease(s->inactive_split, p->small, -split_blocks);
-        if (split_bytes > 0)
-            stat_array_increase(s->inactive_split_bytes, p->small, split_bytes);
-        else if (split_bytes < 0)
-            stat_array_decrease(s->inactive_split_bytes, p->small, -split_bytes);
+        stat_array_change(s->inactive_split, p->small, split_blocks);
+        stat_array_change(s->inactive_split_bytes, p->small, split_bytes);
     }
     stat_array_decrease(s->active, p->small, 1);
     stat_array_decrease(s->active_bytes, p->small, (int64_t)original_size);

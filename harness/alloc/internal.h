@@ -109,7 +109,7 @@ void pool_shrink_front(struct pool *p, struct alloc_block *b, uint64_t addr);
 void pool_free(struct pool *p);
 static inline bool block_is_split(const struct alloc_block *b)
 {
-    return b->prev || b->next;
+    return (b->prev != NULL) | (b->next != NULL);
 }
 /* b is now first in its segment if it has no prev */
 static inline void block_fix_head(struct alloc_block *b)

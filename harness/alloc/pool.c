@@ -225,6 +225,8 @@ void pool_insert(struct pool *p, struct alloc_block *b)
     unsigned c = size_class(b->size);
     b->size_class = (uint16_t)c;
     struct size_tree *t = &s->classes[c];
+    s->cols[c / POOL_COLS] |= (uint16_t)(1u << (c % POOL_COLS));
+    s->rows |= 1ULL << (c / POOL_COLS);
     struct alloc_block *parent = NULL, *n = RB_ROOT(t);
     bool right = false;
     while (n) {
@@ -241,8 +243,6 @@ void pool_insert(struct pool *p, struct alloc_block *b)
     else
         RB_LEFT(parent, node) = b;
     size_tree_RB_INSERT_COLOR(t, b);
-    s->cols[c / POOL_COLS] |= (uint16_t)(1u << (c % POOL_COLS));
-    s->rows |= 1ULL << (c / POOL_COLS);
 }
 
 void pool_remove(struct pool *p, struct alloc_block *b)
