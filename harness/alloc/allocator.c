@@ -170,12 +170,14 @@ static struct alloc_block *alloc_block(struct allocator *a, struct pool *p, uint
     return b;
 }
 
+/* Both rules evaluated and one picked, without branches: which applies is as random as the request sizes. */
 static bool should_split(const struct allocator *a, const struct alloc_block *b, uint64_t size)
 {
     uint64_t remaining = b->size - size;
-    if (b->pool->small || a->cfg.expandable_segments)
-        return remaining >= 512;
-    return size < a->cfg.max_split_size && remaining > MiB;
+    bool small_rule = b->pool->small | a->cfg.expandable_segments;
+    bool small_split = remaining >= 512;
+    bool large_split = (size < a->cfg.max_split_size) & (remaining > MiB);
+    return (small_rule & small_split) | (!small_rule & large_split);
 }
 
 /* b is in its pool; it leaves it whole, or its low `size` bytes are split off and handed out. */

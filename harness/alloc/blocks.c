@@ -110,7 +110,11 @@ void segment_delete(struct allocator *a, struct segment *s)
 static inline uint64_t merge_blocks(struct allocator *a, struct alloc_block *dst, struct alloc_block *src,
                                     struct pool *p)
 {
-    if (!src || !block_is_free(src) || dst->mapped != src->mapped)
+    /* one branch for all the conditions: a missing neighbour reads as an allocated one */
+    static const struct alloc_block none = {.allocated = true};
+    const struct alloc_block *s = src ? src : &none;
+    bool mergeable = !s->allocated & (s->event_count == 0) & (dst->mapped == s->mapped);
+    if (!mergeable)
         return 0;
     if (dst->prev == src) { /* [src dst] */
         dst->addr = src->addr;
@@ -154,7 +158,7 @@ void free_block(struct allocator *a, struct alloc_block *b)
     pool_insert(p, b);
     bool split = block_is_split(b);
     split_blocks += split;
-    split_bytes += split ? (int64_t)b->size : 0;
+    split_bytes += (int64_t)(b->size & -(uint64_t)split);
     struct alloc_stats *s = &a->stats;
     if (!b->expandable) {
         stat_array_change(s->inactive_split, p->small, split_blocks);

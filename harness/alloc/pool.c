@@ -161,10 +161,15 @@ static inline bool block_before(const struct alloc_block *x, uint64_t size, uint
 }
 
 /* c ? x : y as a mask: GCC turns the ternary back into a branch. */
-static inline struct alloc_block *pick(bool c, struct alloc_block *x, struct alloc_block *y)
+static inline void *pick_addr(bool c, void *x, void *y)
 {
     uintptr_t mask = -(uintptr_t)c;
-    return (struct alloc_block *)(((uintptr_t)x & mask) | ((uintptr_t)y & ~mask));
+    return (void *)(((uintptr_t)x & mask) | ((uintptr_t)y & ~mask));
+}
+
+static inline struct alloc_block *pick(bool c, struct alloc_block *x, struct alloc_block *y)
+{
+    return pick_addr(c, x, y);
 }
 
 struct alloc_block *pool_lower_bound(const struct pool *p, uint64_t stream, uint64_t size, uint64_t addr)
@@ -238,10 +243,8 @@ void pool_insert(struct pool *p, struct alloc_block *b)
     RB_SET(b, parent, node);
     if (!parent)
         RB_ROOT(t) = b;
-    else if (right)
-        RB_RIGHT(parent, node) = b;
-    else
-        RB_LEFT(parent, node) = b;
+    else /* the side picked with a mask: it is as random as the descent */
+        *(struct alloc_block **)pick_addr(right, &RB_RIGHT(parent, node), &RB_LEFT(parent, node)) = b;
     size_tree_RB_INSERT_COLOR(t, b);
 }
 
