@@ -141,6 +141,24 @@ static struct alloc_block *last_before(const struct pool *p, size_t i)
     return NULL;
 }
 
+/* The first block after every block of class c of stream s, or NULL. */
+static struct alloc_block *first_after_class(const struct pool *p, struct stream_bins *s, unsigned c)
+{
+    unsigned next = c + 1 < POOL_CLASSES ? class_at_or_after(s, c + 1) : POOL_CLASSES;
+    if (next < POOL_CLASSES)
+        return RB_MIN(size_tree, &s->classes[next]);
+    return first_from(p, bins_index(p, s) + 1);
+}
+
+/* The last block before every block of class c of stream s, or NULL. */
+static struct alloc_block *last_before_class(const struct pool *p, struct stream_bins *s, unsigned c)
+{
+    unsigned prev = c ? class_at_or_before(s, c - 1) : POOL_CLASSES;
+    if (prev < POOL_CLASSES)
+        return RB_MAX(size_tree, &s->classes[prev]);
+    return last_before(p, bins_index(p, s));
+}
+
 struct alloc_block *pool_first(const struct pool *p)
 {
     return first_from(p, 0);
@@ -188,38 +206,19 @@ struct alloc_block *pool_lower_bound(const struct pool *p, uint64_t stream, uint
         res = pick(before, res, n);
         n = pick(before, r, l);
     }
-    if (res)
-        return res;
-    unsigned next = c + 1 < POOL_CLASSES ? class_at_or_after(s, c + 1) : POOL_CLASSES;
-    if (next < POOL_CLASSES)
-        return RB_MIN(size_tree, &s->classes[next]);
-    return first_from(p, bins_index(p, s) + 1);
+    return res ? res : first_after_class(p, s, c);
 }
 
 struct alloc_block *pool_next(const struct pool *p, struct alloc_block *b)
 {
     struct alloc_block *n = RB_NEXT(size_tree, NULL, b);
-    if (n)
-        return n;
-    struct stream_bins *s = bins_of(p, b->stream);
-    unsigned c = b->size_class;
-    unsigned next = c + 1 < POOL_CLASSES ? class_at_or_after(s, c + 1) : POOL_CLASSES;
-    if (next < POOL_CLASSES)
-        return RB_MIN(size_tree, &s->classes[next]);
-    return first_from(p, bins_index(p, s) + 1);
+    return n ? n : first_after_class(p, bins_of(p, b->stream), b->size_class);
 }
 
 struct alloc_block *pool_prev(const struct pool *p, struct alloc_block *b)
 {
     struct alloc_block *n = RB_PREV(size_tree, NULL, b);
-    if (n)
-        return n;
-    struct stream_bins *s = bins_of(p, b->stream);
-    unsigned c = b->size_class;
-    unsigned prev = c ? class_at_or_before(s, c - 1) : POOL_CLASSES;
-    if (prev < POOL_CLASSES)
-        return RB_MAX(size_tree, &s->classes[prev]);
-    return last_before(p, bins_index(p, s));
+    return n ? n : last_before_class(p, bins_of(p, b->stream), b->size_class);
 }
 
 /* RB_INSERT's descent (keys are unique: no two free blocks share an address), then libbsd's rebalancing. */
