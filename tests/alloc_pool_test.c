@@ -73,7 +73,7 @@ static const char *check_walks(const struct pool *p)
 static uint64_t random_size(void)
 {
     switch (rnd() % 6) {
-    case 0: return 1 + rnd() % 40;                     /* below and around the first classes */
+    case 0: return 1 + rnd() % 200;                    /* below and around the first classes */
     case 1: return 512 * (1 + rnd() % 2048);            /* small pool */
     case 2: return 512 * (2048 + rnd() % 40960);        /* large pool */
     case 3: return (1 + rnd() % 4) * 8 * MiB;           /* repeated sizes: ties broken by address */

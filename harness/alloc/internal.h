@@ -37,13 +37,14 @@ RB_PROTOTYPE(size_tree, alloc_block, node, cmp_size)
 RB_PROTOTYPE(addr_tree, alloc_block, node, cmp_addr)
 
 /* One stream's free blocks in a pool: size classes (pool.c), each a tree by (size, address). */
-#define POOL_COLS 16
+#define POOL_COL_BITS 6 /* 64 classes per power of two: most hold one block, so most searches read one */
+#define POOL_COLS (1u << POOL_COL_BITS)
 #define POOL_ROWS 64
 #define POOL_CLASSES (POOL_ROWS * POOL_COLS)
 struct stream_bins {
     uint64_t stream;
     uint64_t rows;            /* bit r: some class of row r is non-empty */
-    uint16_t cols[POOL_ROWS]; /* bit c of cols[r]: class r * POOL_COLS + c is non-empty */
+    uint64_t cols[POOL_ROWS]; /* bit c of cols[r]: class r * POOL_COLS + c is non-empty */
     struct size_tree classes[POOL_CLASSES];
 };
 

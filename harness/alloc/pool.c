@@ -1,6 +1,6 @@
 /* pool.c: a pool's free blocks in PyTorch's order (std::set by (stream, size, address), BlockComparatorSize in
  * c10/cuda/CUDACachingAllocator.cpp), indexed for a fast best fit. Each stream's blocks are split into size
- * classes, 16 per power of two (a two-level bitmap says which are non-empty, as in TLSF), each class a
+ * classes, 64 per power of two (a two-level bitmap says which are non-empty, as in TLSF), each class a
  * libbsd red-black tree by (size, address): lower_bound reads one small tree and at most two bitmap words
  * instead of descending one tree of every free block. Walking in order (next, prev, first, last) crosses
  * classes and streams, so callers see exactly the std::set's order. */
@@ -17,14 +17,14 @@ static int cmp_size(const struct alloc_block *x, const struct alloc_block *y)
 
 RB_GENERATE(size_tree, alloc_block, node, cmp_size)
 
-/* Classes are ordered like sizes: 0..15 for sizes below 16, then row r (2^r <= size < 2^(r+1)) split by the
- * four bits below the leading one. */
+/* Classes are ordered like sizes: one per size below POOL_COLS, then row r (2^r <= size < 2^(r+1)) split by
+ * the POOL_COL_BITS bits below the leading one. */
 static inline unsigned size_class(uint64_t size)
 {
-    if (size < 16)
+    if (size < POOL_COLS)
         return (unsigned)size;
     unsigned row = 63u - (unsigned)__builtin_clzll(size);
-    return row * POOL_COLS + (unsigned)((size >> (row - 4)) & (POOL_COLS - 1));
+    return row * POOL_COLS + (unsigned)((size >> (row - POOL_COL_BITS)) & (POOL_COLS - 1));
 }
 
 /* The stream's classes, or the first of a later stream (*exact false), or NULL. Streams are few: a scan. */
@@ -95,28 +95,28 @@ static size_t bins_index(const struct pool *p, const struct stream_bins *s)
 static unsigned class_at_or_after(const struct stream_bins *s, unsigned c)
 {
     unsigned row = c / POOL_COLS;
-    unsigned cols = s->cols[row] & (0xffffu << (c % POOL_COLS));
+    uint64_t cols = s->cols[row] & (UINT64_MAX << (c % POOL_COLS));
     if (cols)
-        return row * POOL_COLS + (unsigned)__builtin_ctz(cols);
+        return row * POOL_COLS + (unsigned)__builtin_ctzll(cols);
     uint64_t rows = row + 1 < POOL_ROWS ? s->rows & (~0ULL << (row + 1)) : 0;
     if (!rows)
         return POOL_CLASSES;
     row = (unsigned)__builtin_ctzll(rows);
-    return row * POOL_COLS + (unsigned)__builtin_ctz(s->cols[row]);
+    return row * POOL_COLS + (unsigned)__builtin_ctzll(s->cols[row]);
 }
 
 /* The last non-empty class <= c, or POOL_CLASSES when there is none. */
 static unsigned class_at_or_before(const struct stream_bins *s, unsigned c)
 {
     unsigned row = c / POOL_COLS;
-    unsigned cols = s->cols[row] & (0xffffu >> (POOL_COLS - 1 - c % POOL_COLS));
+    uint64_t cols = s->cols[row] & (UINT64_MAX >> (POOL_COLS - 1 - c % POOL_COLS));
     if (cols)
-        return row * POOL_COLS + 31u - (unsigned)__builtin_clz(cols);
+        return row * POOL_COLS + 63u - (unsigned)__builtin_clzll(cols);
     uint64_t rows = row ? s->rows & (~0ULL >> (64 - row)) : 0;
     if (!rows)
         return POOL_CLASSES;
     row = 63u - (unsigned)__builtin_clzll(rows);
-    return row * POOL_COLS + 31u - (unsigned)__builtin_clz(s->cols[row]);
+    return row * POOL_COLS + 63u - (unsigned)__builtin_clzll(s->cols[row]);
 }
 
 /* The smallest block of streams[i..], or NULL. */
@@ -229,7 +229,7 @@ void pool_insert(struct pool *p, struct alloc_block *b)
     unsigned c = size_class(b->size);
     b->size_class = (uint16_t)c;
     struct size_tree *t = &s->classes[c];
-    s->cols[c / POOL_COLS] |= (uint16_t)(1u << (c % POOL_COLS));
+    s->cols[c / POOL_COLS] |= 1ULL << (c % POOL_COLS);
     s->rows |= 1ULL << (c / POOL_COLS);
     struct alloc_block *parent = NULL, *n = RB_ROOT(t);
     bool right = false;
@@ -255,7 +255,7 @@ void pool_remove(struct pool *p, struct alloc_block *b)
     RB_REMOVE(size_tree, t, b);
     if (RB_EMPTY(t)) {
         unsigned row = c / POOL_COLS;
-        s->cols[row] &= (uint16_t)~(1u << (c % POOL_COLS));
+        s->cols[row] &= ~(1ULL << (c % POOL_COLS));
         if (!s->cols[row])
             s->rows &= ~(1ULL << row);
     }
