@@ -110,7 +110,7 @@ void segment_delete(struct allocator *a, struct segment *s)
 static inline uint64_t merge_blocks(struct allocator *a, struct alloc_block *dst, struct alloc_block *src,
                                     struct pool *p)
 {
-    /* one branch for all the conditions: a missing neighbour reads as an allocated one */
+    /* a missing neighbour reads as an allocated one, so the state checks are one bitwise test */
     static const struct alloc_block none = {.allocated = true};
     const struct alloc_block *s = src ? src : &none;
     bool mergeable = !s->allocated & (s->event_count == 0) & (dst->mapped == s->mapped);
