@@ -16,9 +16,7 @@ struct allocator *allocator_create(struct device *dev, const struct alloc_config
         return NULL;
     a->dev = dev;
     a->cfg = *cfg;
-    RB_INIT(&a->large.blocks);
     RB_INIT(&a->large.unmapped);
-    RB_INIT(&a->small.blocks);
     RB_INIT(&a->small.unmapped);
     a->small.small = true;
     a->stats.max_split_size = cfg->max_split_size == UINT64_MAX ? -1 : (int64_t)cfg->max_split_size;
@@ -47,11 +45,9 @@ void allocator_destroy(struct allocator *a)
             a->dev->ops->seg_free(a->dev, s->addr, s->size);
         segment_delete(a, s);
     }
-    while (a->free_structs) {
-        struct alloc_block *b = a->free_structs;
-        a->free_structs = b->next;
-        free(b);
-    }
+    block_slabs_free(a);
+    pool_free(&a->large);
+    pool_free(&a->small);
     free(a->events);
     free(a);
 }
@@ -91,6 +87,7 @@ uint64_t alloc_block_size(const struct alloc_block *b)
 
 const struct alloc_stats *allocator_stats(const struct allocator *a)
 {
+    alloc_stats_settle((struct alloc_stats *)&a->stats); /* only derived fields: a is not changed */
     return &a->stats;
 }
 
@@ -113,23 +110,22 @@ static struct alloc_block *get_free_block(struct allocator *a, struct pool *p, u
 {
     if (gc_enabled(a))
         p->get_free_blocks_call_count++;
-    struct alloc_block key = {.stream = stream, .size = size, .addr = 0};
-    struct alloc_block *b = RB_NFIND(size_tree, &p->blocks, &key);
+    struct alloc_block *b = pool_lower_bound(p, stream, size, 0);
     if (!b || b->stream != stream)
         return NULL;
     if (b->expandable) {
         if (a->cfg.expandable_segments) {
             /* Best fit counts an expandable block as the size it can grow to (its unmapped successor). */
 #define EXPANDABLE_SIZE(x) ((x)->size + ((x)->next && !(x)->next->mapped ? (x)->next->size : 0))
-            struct alloc_block *next = RB_NEXT(size_tree, &p->blocks, b);
+            struct alloc_block *next = pool_next(p, b);
             while (b->expandable && next && next->stream == stream && EXPANDABLE_SIZE(next) < EXPANDABLE_SIZE(b)) {
                 b = next;
-                next = RB_NEXT(size_tree, &p->blocks, b);
+                next = pool_next(p, b);
             }
 #undef EXPANDABLE_SIZE
         } else {
             do
-                b = RB_NEXT(size_tree, &p->blocks, b);
+                b = pool_next(p, b);
             while (b && b->expandable && b->stream == stream);
             if (!b || b->stream != stream)
                 return NULL;
@@ -140,12 +136,11 @@ static struct alloc_block *get_free_block(struct allocator *a, struct pool *p, u
         return NULL; /* an oversize cached block never serves a normal request */
     if (size >= max_split && b->size >= size + a->cfg.max_non_split_rounding)
         return NULL;
-    RB_REMOVE(size_tree, &p->blocks, b);
-    return b;
+    return b; /* still in the pool: alloc_found_block takes it out, or only its low part */
 }
 
 /* alloc_block: a new segment from the device (or mapped pages, with expandable segments).
- * Returns the block, or NULL with *device_error set when the device failed for another reason than OOM. */
+ * Returns the block, in its pool as get_free_block's are, or NULL with *device_error set when the device failed for another reason than OOM. */
 static struct alloc_block *alloc_block(struct allocator *a, struct pool *p, uint64_t size, uint64_t alloc_size,
                                        uint64_t stream, bool is_retry, int *device_error)
 {
@@ -165,6 +160,7 @@ static struct alloc_block *alloc_block(struct allocator *a, struct pool *p, uint
     struct alloc_block *b = block_new(a, stream, alloc_size, p, addr);
     b->seg = segment_new(a, addr, alloc_size, stream, p->small);
     b->seg->head = b;
+    pool_insert(p, b);
     stat_array_increase(a->stats.segment, p->small, 1);
     stat_array_increase(a->stats.reserved_bytes, p->small, (int64_t)alloc_size);
     if (alloc_size >= a->cfg.max_split_size)
@@ -174,14 +170,17 @@ static struct alloc_block *alloc_block(struct allocator *a, struct pool *p, uint
     return b;
 }
 
+/* Both rules evaluated and one picked, without branches: which applies is as random as the request sizes. */
 static bool should_split(const struct allocator *a, const struct alloc_block *b, uint64_t size)
 {
     uint64_t remaining = b->size - size;
-    if (b->pool->small || a->cfg.expandable_segments)
-        return remaining >= 512;
-    return size < a->cfg.max_split_size && remaining > MiB;
+    bool small_rule = b->pool->small | a->cfg.expandable_segments;
+    bool small_split = remaining >= 512;
+    bool large_split = (size < a->cfg.max_split_size) & (remaining > MiB);
+    return (small_rule & small_split) | (!small_rule & large_split);
 }
 
+/* b is in its pool; it leaves it whole, or its low `size` bytes are split off and handed out. */
 static struct alloc_block *alloc_found_block(struct allocator *a, struct alloc_block *b, uint64_t size,
                                              uint64_t orig_size, uint64_t stream)
 {
@@ -199,18 +198,19 @@ static struct alloc_block *alloc_found_block(struct allocator *a, struct alloc_b
         b->next = remaining;
         block_fix_head(b);
         remaining->prev = b;
-        remaining->addr += size;
-        remaining->size -= size;
-        pool_insert(p, remaining);
+        pool_shrink_front(p, remaining, remaining->addr + size);
         if (already_split && !b->expandable) {
             stat_array_decrease(s->inactive_split_bytes, p->small, (int64_t)b->size);
         } else if (!b->expandable) {
             stat_array_increase(s->inactive_split_bytes, p->small, (int64_t)remaining->size);
             stat_array_increase(s->inactive_split, p->small, 1);
         }
-    } else if (already_split && !b->expandable) {
-        stat_array_decrease(s->inactive_split_bytes, p->small, (int64_t)b->size);
-        stat_array_decrease(s->inactive_split, p->small, 1);
+    } else {
+        pool_remove(p, b);
+        if (already_split && !b->expandable) {
+            stat_array_decrease(s->inactive_split_bytes, p->small, (int64_t)b->size);
+            stat_array_decrease(s->inactive_split, p->small, 1);
+        }
     }
     b->allocated = true;
     b->requested_size = orig_size;
@@ -257,7 +257,8 @@ static int malloc_block(struct allocator *a, uint64_t orig_size, uint64_t stream
         return 1;
     }
     a->err = e;
-    process_events(a); /* blocks whose stream events completed return to their pools first */
+    if (a->nevents)
+        process_events(a); /* blocks whose stream events completed return to their pools first */
     uint64_t size = alloc_round_size(&a->cfg, orig_size);
     struct pool *p = alloc_is_small(size) ? &a->small : &a->large;
     uint64_t alloc_size = alloc_segment_size(size);
@@ -323,8 +324,8 @@ uint64_t allocator_largest_free_block(const struct allocator *a)
     uint64_t largest = 0;
     const struct pool *pools[2] = {&a->large, &a->small};
     for (int i = 0; i < 2; i++) {
-        struct alloc_block *b; /* ordered by stream first: every stream's largest is a candidate */
-        RB_FOREACH(b, size_tree, (struct size_tree *)&pools[i]->blocks)
+        /* ordered by stream first: every stream's largest is a candidate */
+        for (struct alloc_block *b = pool_first(pools[i]); b; b = pool_next(pools[i], b))
             if (b->size > largest)
                 largest = b->size;
     }

@@ -108,10 +108,8 @@ void allocator_reset_accumulated_stats(struct allocator *a);
 /* PyTorch's OOM text, byte for byte (the NVML per-process part is omitted: oomlab is the only process). */
 void alloc_oom_message(const struct alloc_oom *oom, int device_index, char *buf, size_t len);
 
-/* Rounding rules, exposed for tests and reports. */
-uint64_t alloc_round_size(const struct alloc_config *cfg, uint64_t size);
-uint64_t alloc_segment_size(uint64_t rounded);
-bool alloc_is_small(uint64_t rounded);
+/* Rounding rules (alloc_round_size, alloc_segment_size, alloc_is_small), exposed for tests and reports. */
+#include "alloc/rounding.h"
 
 /* Rebuilding a state that existed before a trace started (replay of a snapshot recorded mid-run):
  * one segment at the address the device gives (sim: force it first), with its live blocks; the gaps

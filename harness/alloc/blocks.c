@@ -1,17 +1,9 @@
-/* blocks.c: block bookkeeping for the allocator model: the ordered free-block trees, block and segment
+/* blocks.c: block bookkeeping for the allocator model: the unmapped-range tree, block and segment
  * records, merging with free neighbours (try_merge_blocks) and returning a block to its pool (free_block). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "alloc/internal.h"
-
-static int cmp_size(const struct alloc_block *x, const struct alloc_block *y)
-{
-    if (x->stream != y->stream)
-        return x->stream < y->stream ? -1 : 1;
-    if (x->size != y->size)
-        return x->size < y->size ? -1 : 1;
-    return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
 
 static int cmp_addr(const struct alloc_block *x, const struct alloc_block *y)
 {
@@ -20,40 +12,74 @@ static int cmp_addr(const struct alloc_block *x, const struct alloc_block *y)
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-RB_GENERATE(size_tree, alloc_block, node, cmp_size)
 RB_GENERATE(addr_tree, alloc_block, node, cmp_addr)
+
+/* Block structs come from 64-byte aligned slabs and go back to a free list: one malloc per 63 blocks. */
+struct block_slab {
+    struct block_slab *next;
+    struct alloc_block blocks[63];
+};
+
+static struct alloc_block *slab_grow(struct allocator *a)
+{
+    struct block_slab *slab = aligned_alloc(_Alignof(struct block_slab), sizeof *slab);
+    if (!slab)
+        abort(); /* out of host memory: nothing sensible to return to */
+    slab->next = a->slabs;
+    a->slabs = slab;
+    size_t n = sizeof slab->blocks / sizeof slab->blocks[0];
+    for (size_t i = n - 1; i > 0; i--) {
+        slab->blocks[i].next = a->free_structs;
+        a->free_structs = &slab->blocks[i];
+    }
+    return &slab->blocks[0];
+}
+
+void block_slabs_free(struct allocator *a)
+{
+    while (a->slabs) {
+        struct block_slab *next = a->slabs->next;
+        free(a->slabs);
+        a->slabs = next;
+    }
+    a->free_structs = NULL;
+}
 
 struct alloc_block *block_new(struct allocator *a, uint64_t stream, uint64_t size, struct pool *pool, uint64_t addr)
 {
     struct alloc_block *b = a->free_structs;
     if (b)
         a->free_structs = b->next;
-    else if (!(b = malloc(sizeof *b)))
-        abort(); /* out of host memory: nothing sensible to return to */
-    *b = (struct alloc_block){.stream = stream, .size = size, .pool = pool, .addr = addr, .mapped = true};
+    else
+        b = slab_grow(a);
+    /* field by field: a compound literal clears the whole struct with rep stos first */
+    memset(&b->node, 0, sizeof b->node);
+    b->stream = stream;
+    b->size = size;
+    b->addr = addr;
+    b->requested_size = 0;
+    b->pool = pool;
+    b->prev = b->next = NULL;
+    b->seg = NULL;
+    b->gc_count_base = 0;
+    b->stream_uses = NULL;
+    b->nstream_uses = 0;
+    b->event_count = 0;
+    b->allocated = false;
+    b->mapped = true;
+    b->expandable = false;
+    b->size_class = 0;
     return b;
 }
 
 void block_delete(struct allocator *a, struct alloc_block *b)
 {
-    free(b->stream_uses);
-    b->stream_uses = NULL;
+    if (b->stream_uses) { /* rare: spare the call */
+        free(b->stream_uses);
+        b->stream_uses = NULL;
+    }
     b->next = a->free_structs;
     a->free_structs = b;
-}
-
-void pool_insert(struct pool *p, struct alloc_block *b)
-{
-    b->gc_count_base = p->get_free_blocks_call_count;
-    RB_INSERT(size_tree, &p->blocks, b);
-}
-
-void record_trace(struct allocator *a, enum alloc_action act, uint64_t addr, uint64_t size, uint64_t stream)
-{
-    if (a->trace) {
-        struct alloc_trace_event ev = {act, addr, size, stream};
-        a->trace(a->trace_ctx, &ev);
-    }
 }
 
 struct segment *segment_new(struct allocator *a, uint64_t addr, uint64_t size, uint64_t stream, bool small)
@@ -79,10 +105,16 @@ void segment_delete(struct allocator *a, struct segment *s)
     free(s);
 }
 
-/* Combines src into dst if src is a free neighbour in the same mapped state; returns the bytes subsumed. */
-uint64_t try_merge_blocks(struct allocator *a, struct alloc_block *dst, struct alloc_block *src, struct pool *p)
+/* Combines src into dst if src is a free neighbour in the same mapped state; returns the bytes subsumed.
+ * Inline in free_block, which runs it twice per free. */
+static inline uint64_t merge_blocks(struct allocator *a, struct alloc_block *dst, struct alloc_block *src,
+                                    struct pool *p)
 {
-    if (!src || !block_is_free(src) || dst->mapped != src->mapped)
+    /* a missing neighbour reads as an allocated one, so the state checks are one bitwise test */
+    static const struct alloc_block none = {.allocated = true};
+    const struct alloc_block *s = src ? src : &none;
+    bool mergeable = !s->allocated & (s->event_count == 0) & (dst->mapped == s->mapped);
+    if (!mergeable)
         return 0;
     if (dst->prev == src) { /* [src dst] */
         dst->addr = src->addr;
@@ -98,11 +130,16 @@ uint64_t try_merge_blocks(struct allocator *a, struct alloc_block *dst, struct a
     uint64_t subsumed = src->size;
     dst->size += subsumed;
     if (src->mapped)
-        RB_REMOVE(size_tree, &p->blocks, src);
+        pool_remove(p, src);
     else
         RB_REMOVE(addr_tree, &p->unmapped, src);
     block_delete(a, src);
     return subsumed;
+}
+
+uint64_t try_merge_blocks(struct allocator *a, struct alloc_block *dst, struct alloc_block *src, struct pool *p)
+{
+    return merge_blocks(a, dst, src, p);
 }
 
 void free_block(struct allocator *a, struct alloc_block *b)
@@ -111,29 +148,21 @@ void free_block(struct allocator *a, struct alloc_block *b)
     uint64_t original_size = b->size, requested = b->requested_size;
     struct pool *p = b->pool;
     int64_t split_blocks = 0, split_bytes = 0;
-    struct alloc_block *candidates[2] = {b->prev, b->next};
-    for (int i = 0; i < 2; i++) {
-        uint64_t subsumed = try_merge_blocks(a, b, candidates[i], p);
-        if (subsumed) {
-            split_blocks -= 1;
-            split_bytes -= (int64_t)subsumed;
-        }
-    }
+    struct alloc_block *next = b->next;
+    uint64_t subsumed = merge_blocks(a, b, b->prev, p); /* blocks are never empty: 0 = not merged */
+    split_blocks -= subsumed != 0;
+    split_bytes -= (int64_t)subsumed;
+    subsumed = merge_blocks(a, b, next, p);
+    split_blocks -= subsumed != 0;
+    split_bytes -= (int64_t)subsumed;
     pool_insert(p, b);
-    if (block_is_split(b)) {
-        split_blocks += 1;
-        split_bytes += (int64_t)b->size;
-    }
+    bool split = block_is_split(b);
+    split_blocks += split;
+    split_bytes += (int64_t)(b->size & -(uint64_t)split);
     struct alloc_stats *s = &a->stats;
     if (!b->expandable) {
-        if (split_blocks > 0)
-            stat_array_increase(s->inactive_split, p->small, split_blocks);
-        else if (split_blocks < 0)
-            stat_array_decrease(s->inactive_split, p->small, -split_blocks);
-        if (split_bytes > 0)
-            stat_array_increase(s->inactive_split_bytes, p->small, split_bytes);
-        else if (split_bytes < 0)
-            stat_array_decrease(s->inactive_split_bytes, p->small, -split_bytes);
+        stat_array_change(s->inactive_split, p->small, split_blocks);
+        stat_array_change(s->inactive_split_bytes, p->small, split_bytes);
     }
     stat_array_decrease(s->active, p->small, 1);
     stat_array_decrease(s->active_bytes, p->small, (int64_t)original_size);

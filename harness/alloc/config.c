@@ -383,14 +383,3 @@ int alloc_config_set_garbage_collection_threshold(struct alloc_config *c, double
     c->garbage_collection_threshold = threshold;
     return 0;
 }
-
-uint32_t alloc_config_divisions(const struct alloc_config *c, uint64_t size)
-{
-    int log_size = size ? 63 - __builtin_clzll(size) : 0;
-    int index = log_size - 20;
-    if (index < 0)
-        index = 0;
-    if (index > ALLOC_ROUNDUP_INTERVALS - 1)
-        index = ALLOC_ROUNDUP_INTERVALS - 1;
-    return c->roundup_power2_divisions[index];
-}

@@ -45,6 +45,15 @@ int alloc_config_set_max_split_size_mb(struct alloc_config *c, uint64_t mb, stru
 int alloc_config_set_garbage_collection_threshold(struct alloc_config *c, double threshold, struct err *e);
 
 /* The divisions that apply to a request of `size` bytes (bucket clamp(floor(log2 size) - 20, 0, 15)). */
-uint32_t alloc_config_divisions(const struct alloc_config *c, uint64_t size);
+static inline uint32_t alloc_config_divisions(const struct alloc_config *c, uint64_t size)
+{
+    int log_size = size ? 63 - __builtin_clzll(size) : 0;
+    int index = log_size - 20;
+    if (index < 0)
+        index = 0;
+    if (index > ALLOC_ROUNDUP_INTERVALS - 1)
+        index = ALLOC_ROUNDUP_INTERVALS - 1;
+    return c->roundup_power2_divisions[index];
+}
 
 #endif

@@ -115,8 +115,7 @@ struct alloc_block *try_allocate_expandable_block(struct allocator *a, uint64_t 
             return NULL;
         c = next;
     }
-    RB_REMOVE(size_tree, &p->blocks, c);
-    return c;
+    return c; /* in the pool, as alloc_found_block takes it */
 }
 
 /* Unmaps every whole page inside the free block b, leaving partial pages mapped as free blocks. */
@@ -127,7 +126,7 @@ void unmap_block(struct allocator *a, struct alloc_block *b)
     if (begin >= end)
         return;
     struct pool *p = b->pool;
-    RB_REMOVE(size_tree, &p->blocks, b);
+    pool_remove(p, b);
     uint64_t before = begin - b->addr, unmapped = end - begin, after = b->size - before - unmapped;
     if (before) {
         struct alloc_block *f = block_new(a, b->stream, before, p, b->addr);

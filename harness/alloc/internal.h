@@ -1,6 +1,6 @@
 /* internal.h: the allocator model's data structures, shared by its source files only.
- * Free blocks live in red-black trees (libbsd's sys/tree.h) ordered like PyTorch's std::sets:
- * pool.blocks by (stream, size, address), pool.unmapped by (stream, address). */
+ * Free blocks are ordered like PyTorch's std::sets: a pool's free blocks by (stream, size, address) (pool.c:
+ * size classes of libbsd red-black trees), its unmapped ranges by (stream, address) (one libbsd tree). */
 #ifndef OOMLAB_ALLOC_INTERNAL_H
 #define OOMLAB_ALLOC_INTERNAL_H
 
@@ -10,12 +10,14 @@
 
 struct segment;
 
+/* The tree links and the (stream, size, addr) key come first: a search reads one cache line per node
+ * (blocks are 64-byte aligned, blocks.c). */
 struct alloc_block {
-    RB_ENTRY(alloc_block) node; /* in pool.blocks (free, mapped) or pool.unmapped (never both) */
+    RB_ENTRY(alloc_block) node; /* in a size class of its pool (free, mapped) or pool.unmapped (never both) */
     uint64_t stream;
     uint64_t size;
-    uint64_t requested_size;
     uint64_t addr;
+    uint64_t requested_size;
     struct pool *pool;
     struct alloc_block *prev, *next; /* neighbours inside the segment */
     struct segment *seg;
@@ -26,15 +28,29 @@ struct alloc_block {
     bool allocated;
     bool mapped;     /* false only for unmapped ranges of expandable segments */
     bool expandable; /* belongs to an expandable segment */
-};
+    uint16_t size_class; /* its size class while in its pool's free blocks (pool.c) */
+} __attribute__((aligned(64)));
 
 RB_HEAD(size_tree, alloc_block);
 RB_HEAD(addr_tree, alloc_block);
 RB_PROTOTYPE(size_tree, alloc_block, node, cmp_size)
 RB_PROTOTYPE(addr_tree, alloc_block, node, cmp_addr)
 
+/* One stream's free blocks in a pool: size classes (pool.c), each a tree by (size, address). */
+#define POOL_COL_BITS 6 /* 64 classes per power of two: most hold one block, so most searches read one */
+#define POOL_COLS (1u << POOL_COL_BITS)
+#define POOL_ROWS 64
+#define POOL_CLASSES (POOL_ROWS * POOL_COLS)
+struct stream_bins {
+    uint64_t stream;
+    uint64_t rows;            /* bit r: some class of row r is non-empty */
+    uint64_t cols[POOL_ROWS]; /* bit c of cols[r]: class r * POOL_COLS + c is non-empty */
+    struct size_tree classes[POOL_CLASSES];
+};
+
 struct pool {
-    struct size_tree blocks;   /* free mapped blocks */
+    struct stream_bins **bins; /* free mapped blocks, by stream (ascending) */
+    size_t nbins, cap;
     struct addr_tree unmapped; /* unmapped expandable ranges */
     bool small;
     int64_t get_free_blocks_call_count;
@@ -63,6 +79,7 @@ struct allocator {
     alloc_trace_fn trace;
     void *trace_ctx;
     struct alloc_block *free_structs; /* recycled block structs */
+    struct block_slab *slabs;         /* where block structs come from, freed with the allocator */
     struct stream_event *events;       /* outstanding events of freed blocks, in the order recorded */
     size_t nevents, events_cap;
     size_t pending_blocks;             /* blocks waiting for those events, and their bytes */
@@ -76,10 +93,24 @@ struct alloc_block *block_new(struct allocator *a, uint64_t stream, uint64_t siz
 struct alloc_block *block_append(struct allocator *a, struct segment *seg, struct pool *p, struct alloc_block *prev,
                                  uint64_t addr, uint64_t size);
 void block_delete(struct allocator *a, struct alloc_block *b);
-void pool_insert(struct pool *p, struct alloc_block *b); /* into blocks, stamping gc_count_base */
+void block_slabs_free(struct allocator *a);
+
+/* pool.c: the free blocks of a pool as one set ordered by (stream, size, addr). */
+void pool_insert(struct pool *p, struct alloc_block *b); /* stamping gc_count_base */
+void pool_remove(struct pool *p, struct alloc_block *b);
+/* The first free block at or after (stream, size, addr), or NULL: std::set::lower_bound. */
+struct alloc_block *pool_lower_bound(const struct pool *p, uint64_t stream, uint64_t size, uint64_t addr);
+struct alloc_block *pool_first(const struct pool *p);
+struct alloc_block *pool_last(const struct pool *p);
+struct alloc_block *pool_next(const struct pool *p, struct alloc_block *b);
+struct alloc_block *pool_prev(const struct pool *p, struct alloc_block *b);
+/* b, which is in p, now ends at the same address but starts at addr (its low part was handed out): moved to
+ * where its new key belongs, and stamped like pool_insert. */
+void pool_shrink_front(struct pool *p, struct alloc_block *b, uint64_t addr);
+void pool_free(struct pool *p);
 static inline bool block_is_split(const struct alloc_block *b)
 {
-    return b->prev || b->next;
+    return (b->prev != NULL) | (b->next != NULL);
 }
 /* b is now first in its segment if it has no prev */
 static inline void block_fix_head(struct alloc_block *b)
@@ -89,7 +120,14 @@ static inline void block_fix_head(struct alloc_block *b)
 }
 uint64_t try_merge_blocks(struct allocator *a, struct alloc_block *dst, struct alloc_block *src, struct pool *p);
 void free_block(struct allocator *a, struct alloc_block *b);
-void record_trace(struct allocator *a, enum alloc_action act, uint64_t addr, uint64_t size, uint64_t stream);
+static inline void record_trace(struct allocator *a, enum alloc_action act, uint64_t addr, uint64_t size,
+                                uint64_t stream)
+{
+    if (a->trace) {
+        struct alloc_trace_event ev = {act, addr, size, stream};
+        a->trace(a->trace_ctx, &ev);
+    }
+}
 struct segment *segment_new(struct allocator *a, uint64_t addr, uint64_t size, uint64_t stream, bool small);
 void segment_delete(struct allocator *a, struct segment *s);
 

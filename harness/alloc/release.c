@@ -16,7 +16,7 @@ void release_block(struct allocator *a, struct alloc_block *b)
     stat_array_decrease(a->stats.reserved_bytes, p->small, (int64_t)b->size);
     if (b->size >= a->cfg.max_split_size)
         stat_decrease(&a->stats.oversize_segments, 1);
-    RB_REMOVE(size_tree, &p->blocks, b);
+    pool_remove(p, b);
     segment_delete(a, b->seg);
     block_delete(a, b);
 }
@@ -26,24 +26,24 @@ bool release_available_cached_blocks(struct allocator *a, uint64_t size, uint64_
     uint64_t max_split = a->cfg.max_split_size;
     if (max_split == UINT64_MAX)
         return false;
-    struct alloc_block key = {.stream = stream, .size = size < max_split ? max_split : size, .addr = 0};
-    struct alloc_block *it = RB_NFIND(size_tree, &p->blocks, &key);
+    uint64_t key_size = size < max_split ? max_split : size;
+    struct alloc_block *it = pool_lower_bound(p, stream, key_size, 0);
     if (it && it->stream == stream && !it->expandable) {
         release_block(a, it);
         return true;
     }
     /* No single block is large enough: free oversize blocks from the largest down. */
-    it = it ? RB_PREV(size_tree, &p->blocks, it) : RB_MAX(size_tree, &p->blocks);
+    it = it ? pool_prev(p, it) : pool_last(p);
     uint64_t released = 0;
-    while (it && released < key.size && it->size >= max_split && it->stream == stream) {
+    while (it && released < key_size && it->size >= max_split && it->stream == stream) {
         struct alloc_block *cur = it;
-        it = RB_PREV(size_tree, &p->blocks, it);
+        it = pool_prev(p, it);
         if (!cur->expandable) {
             released += cur->size;
             release_block(a, cur);
         }
     }
-    return released >= key.size;
+    return released >= key_size;
 }
 
 /* Frees every whole free segment of the pool; unmaps free pages of expandable segments. */
@@ -51,9 +51,9 @@ static void release_blocks(struct allocator *a, struct pool *p)
 {
     size_t n = 0, cap = 0;
     struct alloc_block **to_unmap = NULL;
-    struct alloc_block *b = RB_MIN(size_tree, &p->blocks);
+    struct alloc_block *b = pool_first(p);
     while (b) {
-        struct alloc_block *next = RB_NEXT(size_tree, &p->blocks, b);
+        struct alloc_block *next = pool_next(p, b);
         if (b->expandable) {
             if (n == cap) {
                 cap = cap ? 2 * cap : 16;
@@ -91,8 +91,7 @@ void garbage_collect_cached_blocks(struct allocator *a)
     struct pool *p = &a->large;
     uint64_t total_age = 0;
     int64_t freeable = 0;
-    struct alloc_block *b;
-    RB_FOREACH(b, size_tree, &p->blocks) {
+    for (struct alloc_block *b = pool_first(p); b; b = pool_next(p, b)) {
         if (!block_is_split(b)) {
             total_age += (uint64_t)(int)(p->get_free_blocks_call_count - b->gc_count_base);
             freeable++;
@@ -104,9 +103,9 @@ void garbage_collect_cached_blocks(struct allocator *a)
     while (reclaimed < target && freed && freeable > 0) {
         double age_threshold = (double)total_age / (double)freeable;
         freed = false;
-        b = RB_MIN(size_tree, &p->blocks);
+        struct alloc_block *b = pool_first(p);
         while (b) {
-            struct alloc_block *next = RB_NEXT(size_tree, &p->blocks, b);
+            struct alloc_block *next = pool_next(p, b);
             uint64_t age = (uint64_t)(int)(p->get_free_blocks_call_count - b->gc_count_base);
             if (!block_is_split(b) && !b->expandable && (double)age >= age_threshold) {
                 freed = true;

@@ -33,6 +33,16 @@ static void reset_accumulated(struct stat *st)
     st->freed = 0;
 }
 
+void alloc_stats_settle(struct alloc_stats *s)
+{
+#define SETTLE(name)                                                                                         \
+    s->name[STAT_ALL].allocated =                                                                            \
+        stat_saturating_add(s->name[STAT_SMALL_POOL].allocated, s->name[STAT_LARGE_POOL].allocated);        \
+    s->name[STAT_ALL].freed = stat_saturating_add(s->name[STAT_SMALL_POOL].freed, s->name[STAT_LARGE_POOL].freed);
+    STAT_ARRAYS(SETTLE)
+#undef SETTLE
+}
+
 void alloc_stats_reset_peak(struct alloc_stats *s)
 {
     for_each_stat(s, reset_peak);

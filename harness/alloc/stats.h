@@ -41,12 +41,17 @@ static inline int64_t stat_saturating_add(int64_t a, int64_t n)
     return __builtin_add_overflow(a, n, &sum) ? INT64_MAX : sum;
 }
 
+/* Peaks are stored unconditionally: whether one moves is as random as the workload. */
+static inline int64_t stat_max(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
 static inline void stat_increase(struct stat *s, int64_t n)
 {
     s->current += n;
     s->allocated = stat_saturating_add(s->allocated, n);
-    if (s->current > s->peak)
-        s->peak = s->current;
+    s->peak = stat_max(s->peak, s->current);
 }
 
 static inline void stat_decrease(struct stat *s, int64_t n)
@@ -55,18 +60,39 @@ static inline void stat_decrease(struct stat *s, int64_t n)
     s->freed = stat_saturating_add(s->freed, n);
 }
 
-/* Updates the aggregate entry and the pool's entry, like for_each_selected_stat_type. */
+/* Updates the aggregate entry and the pool's entry, like for_each_selected_stat_type (n >= 0). The aggregate's
+ * cumulative counters are the pools' saturating sums, the same numbers as adding every n to them (both only
+ * grow from the same reset), so they are left to alloc_stats_settle and each update writes three fields less. */
 static inline void stat_array_increase(struct stat *a, int small, int64_t n)
 {
-    stat_increase(&a[STAT_ALL], n);
+    struct stat *all = &a[STAT_ALL];
+    all->current += n;
+    all->peak = stat_max(all->peak, all->current);
     stat_increase(&a[small ? STAT_SMALL_POOL : STAT_LARGE_POOL], n);
 }
 
 static inline void stat_array_decrease(struct stat *a, int small, int64_t n)
 {
-    stat_decrease(&a[STAT_ALL], n);
+    a[STAT_ALL].current -= n;
     stat_decrease(&a[small ? STAT_SMALL_POOL : STAT_LARGE_POOL], n);
 }
+
+/* stat_array_increase(delta) or stat_array_decrease(-delta), and nothing for 0, without branching on the
+ * sign (the free path's split counts go either way at random); a peak is never below its current. */
+static inline void stat_array_change(struct stat *a, int small, int64_t delta)
+{
+    int64_t up = delta > 0 ? delta : 0, down = up - delta;
+    struct stat *all = &a[STAT_ALL], *pool = &a[small ? STAT_SMALL_POOL : STAT_LARGE_POOL];
+    all->current += delta;
+    all->peak = stat_max(all->peak, all->current);
+    pool->current += delta;
+    pool->peak = stat_max(pool->peak, pool->current);
+    pool->allocated = stat_saturating_add(pool->allocated, up);
+    pool->freed = stat_saturating_add(pool->freed, down);
+}
+
+/* Fills in the aggregate entries' allocated and freed after stat_array_* updates (before they are read). */
+void alloc_stats_settle(struct alloc_stats *s);
 
 void alloc_stats_reset_peak(struct alloc_stats *s);
 void alloc_stats_reset_accumulated(struct alloc_stats *s);

@@ -1,0 +1,282 @@
+/* pool.c: a pool's free blocks in PyTorch's order (std::set by (stream, size, address), BlockComparatorSize in
+ * c10/cuda/CUDACachingAllocator.cpp), indexed for a fast best fit. Each stream's blocks are split into size
+ * classes, 64 per power of two (a two-level bitmap says which are non-empty, as in TLSF), each class a
+ * libbsd red-black tree by (size, address): lower_bound reads one small tree and at most two bitmap words
+ * instead of descending one tree of every free block. Walking in order (next, prev, first, last) crosses
+ * classes and streams, so callers see exactly the std::set's order. */
+#include <stdlib.h>
+
+#include "alloc/internal.h"
+
+static int cmp_size(const struct alloc_block *x, const struct alloc_block *y)
+{
+    if (x->size != y->size)
+        return x->size < y->size ? -1 : 1;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+RB_GENERATE(size_tree, alloc_block, node, cmp_size)
+
+/* Classes are ordered like sizes: one per size below POOL_COLS, then row r (2^r <= size < 2^(r+1)) split by
+ * the POOL_COL_BITS bits below the leading one. */
+static inline unsigned size_class(uint64_t size)
+{
+    if (size < POOL_COLS)
+        return (unsigned)size;
+    unsigned row = 63u - (unsigned)__builtin_clzll(size);
+    return row * POOL_COLS + (unsigned)((size >> (row - POOL_COL_BITS)) & (POOL_COLS - 1));
+}
+
+/* The stream's classes, or the first of a later stream (*exact false), or NULL. Streams are few: a scan. */
+static inline struct stream_bins *bins_at_or_after(const struct pool *p, uint64_t stream, bool *exact)
+{
+    for (size_t i = 0; i < p->nbins; i++) {
+        if (p->bins[i]->stream >= stream) {
+            *exact = p->bins[i]->stream == stream;
+            return p->bins[i];
+        }
+    }
+    *exact = false;
+    return NULL;
+}
+
+static inline struct stream_bins *bins_of(const struct pool *p, uint64_t stream)
+{
+    for (size_t i = 0; i < p->nbins; i++)
+        if (p->bins[i]->stream == stream)
+            return p->bins[i];
+    return NULL;
+}
+
+static struct stream_bins *bins_get(struct pool *p, uint64_t stream)
+{
+    struct stream_bins *s = bins_of(p, stream);
+    if (s)
+        return s;
+    size_t i = 0;
+    while (i < p->nbins && p->bins[i]->stream < stream)
+        i++;
+    if (p->nbins == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 4;
+        struct stream_bins **grown = realloc(p->bins, cap * sizeof *grown);
+        if (!grown)
+            abort(); /* out of host memory: as block_new */
+        p->bins = grown;
+        p->cap = cap;
+    }
+    if (!(s = calloc(1, sizeof *s)))
+        abort();
+    s->stream = stream;
+    for (size_t j = p->nbins; j > i; j--)
+        p->bins[j] = p->bins[j - 1];
+    p->bins[i] = s;
+    p->nbins++;
+    return s;
+}
+
+void pool_free(struct pool *p)
+{
+    for (size_t i = 0; i < p->nbins; i++)
+        free(p->bins[i]);
+    free(p->bins);
+    p->bins = NULL;
+    p->nbins = p->cap = 0;
+}
+
+static size_t bins_index(const struct pool *p, const struct stream_bins *s)
+{
+    size_t i = 0;
+    while (p->bins[i] != s)
+        i++;
+    return i;
+}
+
+/* The first non-empty class >= c (c < POOL_CLASSES), or POOL_CLASSES. */
+static unsigned class_at_or_after(const struct stream_bins *s, unsigned c)
+{
+    unsigned row = c / POOL_COLS;
+    uint64_t cols = s->cols[row] & (UINT64_MAX << (c % POOL_COLS));
+    if (cols)
+        return row * POOL_COLS + (unsigned)__builtin_ctzll(cols);
+    uint64_t rows = row + 1 < POOL_ROWS ? s->rows & (~0ULL << (row + 1)) : 0;
+    if (!rows)
+        return POOL_CLASSES;
+    row = (unsigned)__builtin_ctzll(rows);
+    return row * POOL_COLS + (unsigned)__builtin_ctzll(s->cols[row]);
+}
+
+/* The last non-empty class <= c, or POOL_CLASSES when there is none. */
+static unsigned class_at_or_before(const struct stream_bins *s, unsigned c)
+{
+    unsigned row = c / POOL_COLS;
+    uint64_t cols = s->cols[row] & (UINT64_MAX >> (POOL_COLS - 1 - c % POOL_COLS));
+    if (cols)
+        return row * POOL_COLS + 63u - (unsigned)__builtin_clzll(cols);
+    uint64_t rows = row ? s->rows & (~0ULL >> (64 - row)) : 0;
+    if (!rows)
+        return POOL_CLASSES;
+    row = 63u - (unsigned)__builtin_clzll(rows);
+    return row * POOL_COLS + 63u - (unsigned)__builtin_clzll(s->cols[row]);
+}
+
+/* The smallest block of streams[i..], or NULL. */
+static struct alloc_block *first_from(const struct pool *p, size_t i)
+{
+    for (; i < p->nbins; i++) {
+        unsigned c = class_at_or_after(p->bins[i], 0);
+        if (c < POOL_CLASSES)
+            return RB_MIN(size_tree, &p->bins[i]->classes[c]);
+    }
+    return NULL;
+}
+
+/* The largest block of streams[..i), or NULL. */
+static struct alloc_block *last_before(const struct pool *p, size_t i)
+{
+    while (i-- > 0) {
+        unsigned c = class_at_or_before(p->bins[i], POOL_CLASSES - 1);
+        if (c < POOL_CLASSES)
+            return RB_MAX(size_tree, &p->bins[i]->classes[c]);
+    }
+    return NULL;
+}
+
+/* The first block after every block of class c of stream s, or NULL. */
+static struct alloc_block *first_after_class(const struct pool *p, struct stream_bins *s, unsigned c)
+{
+    unsigned next = c + 1 < POOL_CLASSES ? class_at_or_after(s, c + 1) : POOL_CLASSES;
+    if (next < POOL_CLASSES)
+        return RB_MIN(size_tree, &s->classes[next]);
+    return first_from(p, bins_index(p, s) + 1);
+}
+
+/* The last block before every block of class c of stream s, or NULL. */
+static struct alloc_block *last_before_class(const struct pool *p, struct stream_bins *s, unsigned c)
+{
+    unsigned prev = c ? class_at_or_before(s, c - 1) : POOL_CLASSES;
+    if (prev < POOL_CLASSES)
+        return RB_MAX(size_tree, &s->classes[prev]);
+    return last_before(p, bins_index(p, s));
+}
+
+struct alloc_block *pool_first(const struct pool *p)
+{
+    return first_from(p, 0);
+}
+
+struct alloc_block *pool_last(const struct pool *p)
+{
+    return last_before(p, p->nbins);
+}
+
+/* x sorts before (size, addr) in its class, computed without branches: the way down a tree is unpredictable,
+ * so the searches below pick each child with a mask. */
+static inline bool block_before(const struct alloc_block *x, uint64_t size, uint64_t addr)
+{
+    unsigned __int128 xk = (unsigned __int128)x->size << 64 | x->addr;
+    unsigned __int128 k = (unsigned __int128)size << 64 | addr;
+    return xk < k;
+}
+
+/* c ? x : y as a mask: GCC turns the ternary back into a branch. */
+static inline void *pick_addr(bool c, void *x, void *y)
+{
+    uintptr_t mask = -(uintptr_t)c;
+    return (void *)(((uintptr_t)x & mask) | ((uintptr_t)y & ~mask));
+}
+
+static inline struct alloc_block *pick(bool c, struct alloc_block *x, struct alloc_block *y)
+{
+    return pick_addr(c, x, y);
+}
+
+struct alloc_block *pool_lower_bound(const struct pool *p, uint64_t stream, uint64_t size, uint64_t addr)
+{
+    bool exact;
+    struct stream_bins *s = bins_at_or_after(p, stream, &exact);
+    if (!s)
+        return NULL;
+    if (!exact)
+        return first_from(p, bins_index(p, s));
+    unsigned c = size_class(size);
+    struct alloc_block *n = RB_ROOT(&s->classes[c]), *res = NULL;
+    while (n) {
+        bool before = block_before(n, size, addr);
+        struct alloc_block *l = RB_LEFT(n, node), *r = RB_RIGHT(n, node);
+        res = pick(before, res, n);
+        n = pick(before, r, l);
+    }
+    return res ? res : first_after_class(p, s, c);
+}
+
+struct alloc_block *pool_next(const struct pool *p, struct alloc_block *b)
+{
+    struct alloc_block *n = RB_NEXT(size_tree, NULL, b);
+    return n ? n : first_after_class(p, bins_of(p, b->stream), b->size_class);
+}
+
+struct alloc_block *pool_prev(const struct pool *p, struct alloc_block *b)
+{
+    struct alloc_block *n = RB_PREV(size_tree, NULL, b);
+    return n ? n : last_before_class(p, bins_of(p, b->stream), b->size_class);
+}
+
+/* RB_INSERT's descent (keys are unique: no two free blocks share an address), then libbsd's rebalancing. */
+void pool_insert(struct pool *p, struct alloc_block *b)
+{
+    b->gc_count_base = p->get_free_blocks_call_count;
+    struct stream_bins *s = bins_get(p, b->stream);
+    unsigned c = size_class(b->size);
+    b->size_class = (uint16_t)c;
+    struct size_tree *t = &s->classes[c];
+    s->cols[c / POOL_COLS] |= 1ULL << (c % POOL_COLS);
+    s->rows |= 1ULL << (c / POOL_COLS);
+    struct alloc_block *parent = NULL, *n = RB_ROOT(t);
+    bool right = false;
+    while (n) {
+        parent = n;
+        right = block_before(n, b->size, b->addr);
+        struct alloc_block *l = RB_LEFT(n, node), *r = RB_RIGHT(n, node);
+        n = pick(right, r, l);
+    }
+    RB_SET(b, parent, node);
+    if (!parent)
+        RB_ROOT(t) = b;
+    else /* the side picked with a mask: it is as random as the descent */
+        *(struct alloc_block **)pick_addr(right, &RB_RIGHT(parent, node), &RB_LEFT(parent, node)) = b;
+    size_tree_RB_INSERT_COLOR(t, b);
+}
+
+void pool_remove(struct pool *p, struct alloc_block *b)
+{
+    struct stream_bins *s = bins_of(p, b->stream);
+    unsigned c = b->size_class;
+    struct size_tree *t = &s->classes[c];
+    RB_REMOVE(size_tree, t, b);
+    if (RB_EMPTY(t)) {
+        unsigned row = c / POOL_COLS;
+        s->cols[row] &= ~(1ULL << (c % POOL_COLS));
+        if (!s->cols[row])
+            s->rows &= ~(1ULL << row);
+    }
+}
+
+/* A smaller key still sorts before b's successor; it keeps b's place when it stays in b's class and sorts
+ * after b's predecessor there, which saves a removal and an insertion for most splits. */
+void pool_shrink_front(struct pool *p, struct alloc_block *b, uint64_t addr)
+{
+    uint64_t size = b->size - (addr - b->addr);
+    if (size_class(size) == b->size_class) {
+        struct alloc_block *prev = RB_PREV(size_tree, NULL, b);
+        if (!prev || block_before(prev, size, addr)) {
+            b->addr = addr;
+            b->size = size;
+            b->gc_count_base = p->get_free_blocks_call_count;
+            return;
+        }
+    }
+    pool_remove(p, b);
+    b->addr = addr;
+    b->size = size;
+    pool_insert(p, b);
+}
