@@ -74,4 +74,20 @@ bad "{ pipeline_parallel: 4, micro_batches: 8, strategy: fsdp, world_size: 2 }" 
     "parallel.pipeline_parallel: modelled for strategy none or ddp"
 bad "{ micro_batches: 8 }" "parallel.micro_batches: only with parallel.pipeline_parallel above 1"
 bad "{ pipeline_parallel: 4, schedule: interleaved }" "schedule"
+# on the host the stages' kernels are measured, the bubble is not: the throughput says it is modelled from them
+cat > "$T/host.yaml" <<'EOF2'
+name: host-pipeline
+title: a two-stage pipeline of the tiny transformer on the CPU
+source: "cli_pipeline.sh"
+device: host:2GiB
+model: { preset: tiny-transformer, vocab: 2048 }
+job: { batch_size: 2, seq_len: 64, optimizer: adamw, steps: 2, parallel: { pipeline_parallel: 2, micro_batches: 4 } }
+variants:
+  before:
+    expect: { oom: false }
+EOF2
+"$BIN" run "$T/host.yaml" > "$T/host.txt" 2>&1; rc=$?
+ok $([ $rc = 0 ] && echo 0 || echo 1) "a pipeline runs on the host device (exit $rc)"
+ok $(contains "$(tr -s ' \n' '  ' < "$T/host.txt")" "(modelled from measured stages: the slowest stage's median step") \
+    "its throughput is modelled from the measured stages, not called measured"
 done_testing

@@ -235,6 +235,12 @@ static void print_throughput(FILE *f, const struct job_result *r)
         snprintf(text, sizeof text, "none: the job OOMs");
     else if (r->steps_per_s <= 0)
         snprintf(text, sizeof text, "none: no training step was timed");
+    else if (r->run.measured && r->pipe_stages > 0)
+        snprintf(text, sizeof text,
+                 "%.3f steps/s, %.2f samples/s (modelled from measured stages: the slowest stage's median step of "
+                 "training kernels by %s, stretched by the pipeline bubble (M + P - 1) / M = (%d + %d - 1) / %d)",
+                 r->steps_per_s, r->samples_per_s, r->timed_by, r->pipe_micro_batches, r->pipe_stages,
+                 r->pipe_micro_batches);
     else if (r->run.measured)
         snprintf(text, sizeof text,
                  "%.3f steps/s, %.2f samples/s (measured: median of %lld steps' training kernels by %s, %.3f s; "
