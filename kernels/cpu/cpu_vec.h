@@ -5,6 +5,9 @@
 #ifndef OOMLAB_CPU_VEC_H
 #define OOMLAB_CPU_VEC_H
 
+#include <stdint.h>
+#include <string.h>
+
 #include "cpu/cpu_kernels.h"
 #include "cpu/tensor_io.h"
 
@@ -27,7 +30,8 @@ __attribute__((simd("notinbranch"))) float erff(float);
 /* CPU_DISPATCH(name, (params), (args)) defines static void name(params) running name##_avx2(args)
  * (written by hand, or by CPU_MULTIVERSION) when the CPU has AVX2 and FMA, else name##_body(args)
  * compiled for baseline x86-64. CPU_MULTIVERSION(name, (params), (args)) compiles name##_body
- * twice, for AVX2 + FMA and for the baseline, and dispatches. (target_clones cannot ask for AVX2
+ * three times, for AVX-512 (F, VL, BW, DQ: 16 floats a vector, as PyTorch's CPU kernels use where the
+ * CPU has it), for AVX2 + FMA and for the baseline, and dispatches. (target_clones cannot ask for AVX2
  * and FMA together, and "arch=haswell" misses AMD CPUs.) */
 #if defined(__x86_64__) && defined(__GNUC__)
 /* What every name##_avx2 (target "avx2,fma") needs of the CPU. */
@@ -35,6 +39,14 @@ static inline int cpu_has_avx2_fma(void)
 {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
+
+/* What every name##_avx512 (CPU_AVX512_TARGET) needs of the CPU. */
+static inline int cpu_has_avx512(void)
+{
+    return cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+}
+#define CPU_AVX512_TARGET "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"
 
 #define CPU_DISPATCH(name, params, args)                 \
     static void name##_base params { name##_body args; } \
@@ -45,14 +57,53 @@ static inline int cpu_has_avx2_fma(void)
         else                                             \
             name##_base args;                            \
     }
-#define CPU_MULTIVERSION(name, params, args)                                                 \
-    __attribute__((target("avx2,fma"))) static void name##_avx2 params { name##_body args; } \
-    CPU_DISPATCH(name, params, args)
+#define CPU_MULTIVERSION(name, params, args)                                                            \
+    __attribute__((target(CPU_AVX512_TARGET))) static void name##_avx512 params { name##_body args; } \
+    __attribute__((target("avx2,fma"))) static void name##_avx2 params { name##_body args; }            \
+    static void name##_base params { name##_body args; }                                                \
+    static void name params                                                                             \
+    {                                                                                                   \
+        if (cpu_has_avx512())                                                                           \
+            name##_avx512 args;                                                                         \
+        else if (cpu_has_avx2_fma())                                                                    \
+            name##_avx2 args;                                                                           \
+        else                                                                                            \
+            name##_base args;                                                                           \
+    }
 #else
 #define CPU_DISPATCH(name, params, args) \
     static void name params { name##_body args; }
 #define CPU_MULTIVERSION CPU_DISPATCH
 #endif
+
+/* e^x for the vectorizer: Cephes' expf (Cody-Waite reduction by ln 2, degree-6 polynomial; within
+ * 2 ulp) written without branches, calls or float-to-int conversion, so an `omp simd` loop inlines it at
+ * the full vector width. Results below 2^-125 (x < -86.6) flush to 0, above FLT_MAX are inf; NaN stays
+ * NaN. libmvec's expf is as accurate but an out-of-line call per vector, which keeps the loop's other
+ * work (a running sum, a scale) from fusing with it. */
+CPU_BODY float cpu_expf(float x)
+{
+    const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer in the low bits */
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.8f ? 88.8f : x;
+    float t = x * 1.44269504f + magic, n = t - magic;
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t ti;
+    memcpy(&ti, &t, sizeof ti);
+    /* 2^(n-1), so n = 128 (x near ln FLT_MAX) stays finite; p * 2 makes up the 1 */
+    uint32_t sb = (uint32_t)(ti - 0x4B400000 + 126) << 23;
+    float scale;
+    memcpy(&scale, &sb, sizeof scale);
+    return (p * 2.0f) * scale;
+}
 
 /* Elements per chunk: each fp32 buffer of a chunk is 8 KiB, so a kernel's few stay in L1. */
 #define CPU_CHUNK 2048
