@@ -141,4 +141,18 @@ void cpu_for_chunks(const struct kernel_call *k, void *const *t, size_t n, size_
 void cpu_for_chunks_of(const struct kernel_call *k, void *const *t, size_t n, size_t chunk, size_t work,
                        cpu_chunk_fn *fn);
 
+/* Runs a row-wise fn over rows x cols elements in chunks of whole rows (about CPU_CHUNK elements, at least
+ * one row), long ranges split over the cores; fn walks each row in CPU_CHUNK pieces (cpu_piece). */
+static inline void cpu_for_rows(const struct kernel_call *k, void *const *t, size_t rows, size_t cols, cpu_chunk_fn *fn)
+{
+    if (rows && cols)
+        cpu_for_chunks(k, t, rows * cols, (cols < CPU_CHUNK ? CPU_CHUNK / cols : 1) * cols, fn);
+}
+
+/* Length of the piece of a row of cols elements that starts at c0. */
+static inline size_t cpu_piece(size_t cols, size_t c0)
+{
+    return cols - c0 < CPU_CHUNK ? cols - c0 : CPU_CHUNK;
+}
+
 #endif

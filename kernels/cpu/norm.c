@@ -10,18 +10,6 @@
 #include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
 
-/* Rows per chunk of a row-wise kernel over rows of `cols` elements: whole rows, about CPU_CHUNK elements. */
-static size_t rows_per_chunk(size_t cols)
-{
-    return cols < CPU_CHUNK ? CPU_CHUNK / cols : 1;
-}
-
-/* Length of the piece of a row from c0 (rows are walked in CPU_CHUNK pieces). */
-static inline size_t piece(size_t cols, size_t c0)
-{
-    return cols - c0 < CPU_CHUNK ? cols - c0 : CPU_CHUNK;
-}
-
 /* One row of softmax, in CPU_CHUNK pieces: its max, then exp(x - max) summed, then scaled by 1/sum. An fp32
  * row keeps the exponentials in y between the last two passes; a 16-bit one computes them again rather
  * than round them twice. */
@@ -31,7 +19,7 @@ CPU_BODY void softmax_row(const struct kernel_call *k, void *const *t, size_t ba
     const bool f32 = k->dtype == DT_F32;
     float mx = -INFINITY;
     for (size_t c0 = 0; c0 < cols; c0 += CPU_CHUNK) {
-        size_t n = piece(cols, c0);
+        size_t n = cpu_piece(cols, c0);
         const float *x = chunk_in(t[0], k->dtype, base + c0, n, buf);
 #pragma omp simd reduction(max : mx)
         for (size_t c = 0; c < n; c++)
@@ -39,7 +27,7 @@ CPU_BODY void softmax_row(const struct kernel_call *k, void *const *t, size_t ba
     }
     float sum = 0.0f;
     for (size_t c0 = 0; c0 < cols; c0 += CPU_CHUNK) {
-        size_t n = piece(cols, c0);
+        size_t n = cpu_piece(cols, c0);
         const float *x = chunk_in(t[0], k->dtype, base + c0, n, buf);
         float *y = f32 ? (float *)t[1] + base + c0 : out;
 #pragma omp simd reduction(+ : sum)
@@ -50,7 +38,7 @@ CPU_BODY void softmax_row(const struct kernel_call *k, void *const *t, size_t ba
     }
     const float inv = 1.0f / sum;
     for (size_t c0 = 0; c0 < cols; c0 += CPU_CHUNK) {
-        size_t n = piece(cols, c0);
+        size_t n = cpu_piece(cols, c0);
         float *y = f32 ? (float *)t[1] + base + c0 : out;
         if (!f32) {
             const float *x = chunk_in(t[0], k->dtype, base + c0, n, buf);
@@ -77,8 +65,7 @@ CPU_MULTIVERSION(softmax_rows, (const struct kernel_call *k, void *const *t, siz
 int cpu_softmax_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
     const size_t rows = (size_t)k->dims[0], cols = (size_t)k->dims[1];
-    if (rows && cols)
-        cpu_for_chunks(k, t, rows * cols, rows_per_chunk(cols) * cols, softmax_rows);
+    cpu_for_rows(k, t, rows, cols, softmax_rows);
     return 0;
 }
 
@@ -90,7 +77,7 @@ CPU_BODY void softmax_bwd_rows_body(const struct kernel_call *k, void *const *t,
     for (size_t base = i0; base < i0 + len; base += cols) {
         double dot = 0.0;
         for (size_t c0 = 0; c0 < cols; c0 += CPU_CHUNK) {
-            size_t n = piece(cols, c0);
+            size_t n = cpu_piece(cols, c0);
             const float *y = chunk_in(t[0], k->dtype, base + c0, n, yb), *g = chunk_in(t[1], k->dtype, base + c0, n, gb);
             float d = 0.0f;
 #pragma omp simd reduction(+ : d)
@@ -100,7 +87,7 @@ CPU_BODY void softmax_bwd_rows_body(const struct kernel_call *k, void *const *t,
         }
         const float dt = (float)dot;
         for (size_t c0 = 0; c0 < cols; c0 += CPU_CHUNK) {
-            size_t n = piece(cols, c0);
+            size_t n = cpu_piece(cols, c0);
             const float *y = chunk_in(t[0], k->dtype, base + c0, n, yb), *g = chunk_in(t[1], k->dtype, base + c0, n, gb);
             float *dx = chunk_out(t[2], k->dtype, base + c0, gb);
 #pragma omp simd
@@ -115,8 +102,7 @@ CPU_MULTIVERSION(softmax_bwd_rows, (const struct kernel_call *k, void *const *t,
 int cpu_softmax_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
     const size_t rows = (size_t)k->dims[0], cols = (size_t)k->dims[1];
-    if (rows && cols)
-        cpu_for_chunks(k, t, rows * cols, rows_per_chunk(cols) * cols, softmax_bwd_rows);
+    cpu_for_rows(k, t, rows, cols, softmax_bwd_rows);
     return 0;
 }
 
@@ -126,7 +112,7 @@ CPU_BODY void row_sums(const void *x, int dt, size_t base, size_t cols, float sh
     float buf[CPU_CHUNK];
     double a = 0.0, b = 0.0;
     for (size_t c0 = 0; c0 < cols; c0 += CPU_CHUNK) {
-        size_t n = piece(cols, c0);
+        size_t n = cpu_piece(cols, c0);
         const float *v = chunk_in(x, dt, base + c0, n, buf);
         float p = 0.0f, q = 0.0f;
 #pragma omp simd reduction(+ : p, q)
@@ -148,7 +134,7 @@ CPU_BODY void norm_row_out(const struct kernel_call *k, const void *x, const voi
 {
     float xb[CPU_CHUNK], gb[CPU_CHUNK], bb[CPU_CHUNK];
     for (size_t c0 = 0; c0 < cols; c0 += CPU_CHUNK) {
-        size_t n = piece(cols, c0);
+        size_t n = cpu_piece(cols, c0);
         const float *xv = chunk_in(x, k->dtype, base + c0, n, xb), *g = chunk_in(gamma, k->dtype, c0, n, gb);
         float *yv = chunk_out(y, k->dtype, base + c0, xb);
         if (beta) {
@@ -188,8 +174,7 @@ CPU_MULTIVERSION(layernorm_rows, (const struct kernel_call *k, void *const *t, s
 int cpu_layernorm_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
     const size_t rows = (size_t)k->dims[0], C = (size_t)k->dims[1];
-    if (rows && C)
-        cpu_for_chunks(k, t, rows * C, rows_per_chunk(C) * C, layernorm_rows);
+    cpu_for_rows(k, t, rows, C, layernorm_rows);
     return 0;
 }
 
@@ -210,8 +195,7 @@ CPU_MULTIVERSION(rmsnorm_rows, (const struct kernel_call *k, void *const *t, siz
 int cpu_rmsnorm_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
     const size_t rows = (size_t)k->dims[0], C = (size_t)k->dims[1];
-    if (rows && C)
-        cpu_for_chunks(k, t, rows * C, rows_per_chunk(C) * C, rmsnorm_rows);
+    cpu_for_rows(k, t, rows, C, rmsnorm_rows);
     return 0;
 }
 
@@ -228,7 +212,7 @@ CPU_BODY void norm_dx_rows(const struct kernel_call *k, void *const *t, size_t i
         const float m = center ? mean[base / cols] : 0.0f, rs = rstd[base / cols];
         double sg = 0.0, sgx = 0.0;
         for (size_t c0 = 0; c0 < cols; c0 += CPU_CHUNK) {
-            size_t n = piece(cols, c0);
+            size_t n = cpu_piece(cols, c0);
             const float *dy = chunk_in(t[0], k->dtype, base + c0, n, db), *x = chunk_in(t[1], k->dtype, base + c0, n, xb),
                         *ga = chunk_in(t[2], k->dtype, c0, n, gb);
             float a = 0.0f, b = 0.0f;
@@ -243,7 +227,7 @@ CPU_BODY void norm_dx_rows(const struct kernel_call *k, void *const *t, size_t i
         }
         const float mg = center ? (float)(sg / (double)cols) : 0.0f, mgx = (float)(sgx / (double)cols);
         for (size_t c0 = 0; c0 < cols; c0 += CPU_CHUNK) {
-            size_t n = piece(cols, c0);
+            size_t n = cpu_piece(cols, c0);
             const float *dy = chunk_in(t[0], k->dtype, base + c0, n, db), *x = chunk_in(t[1], k->dtype, base + c0, n, xb),
                         *ga = chunk_in(t[2], k->dtype, c0, n, gb);
             float *out = chunk_out(dx, k->dtype, base + c0, db);
@@ -270,8 +254,7 @@ CPU_MULTIVERSION(rmsnorm_dx_rows, (const struct kernel_call *k, void *const *t, 
 int cpu_layernorm_bwd_dx(const struct kernel_call *k, void *const *t, struct err *e)
 {
     const size_t rows = (size_t)k->dims[0], C = (size_t)k->dims[1];
-    if (rows && C)
-        cpu_for_chunks(k, t, rows * C, rows_per_chunk(C) * C, layernorm_dx_rows);
+    cpu_for_rows(k, t, rows, C, layernorm_dx_rows);
     return 0;
 }
 
@@ -341,7 +324,7 @@ int cpu_rmsnorm_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
     const size_t rows = (size_t)k->dims[0], C = (size_t)k->dims[1];
     if (rows && C) {
-        cpu_for_chunks(k, t, rows * C, rows_per_chunk(C) * C, rmsnorm_dx_rows);
+        cpu_for_rows(k, t, rows, C, rmsnorm_dx_rows);
         cpu_for_chunks_of(k, t, C, NORM_PARAM_CHANNELS, rows * C, rmsnorm_params);
     }
     return 0;
