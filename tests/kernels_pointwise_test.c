@@ -260,9 +260,10 @@ static void bias_case(int dt, int64_t outer, int64_t C, int64_t inner)
 static void bias_and_upsample(int dt)
 {
     bias_case(dt, 3, 5, 4);
-    bias_case(dt, 7, 300, 1);     /* a linear layer's bias (inner 1), more channels than one chunk sums */
+    bias_case(dt, 7, 300, 1);     /* a linear layer's bias (inner 1): one block of 7 rows */
     bias_case(dt, 8192, 300, 1);  /* enough rows to be split over threads */
     bias_case(dt, 2, 3, 5000);    /* a channel's run longer than a chunk */
+    bias_case(dt, 70, 2500, 1);   /* rows longer than a chunk, a last block of 6 rows */
 
     /* upsample2x */
     const int64_t N = 2, Ch = 3, H = 3, W = 4;

@@ -4,6 +4,7 @@
  * the cores (cpu_vec.h); their parameter gradients are summed row by row over blocks of channels. */
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu/cpu_kernels.h"
@@ -258,76 +259,82 @@ int cpu_layernorm_bwd_dx(const struct kernel_call *k, void *const *t, struct err
     return 0;
 }
 
-#define NORM_PARAM_CHANNELS 256 /* channels a chunk of dgamma/dbeta sums: 2 KiB of accumulators each */
-#define NORM_PARAM_ROWS 64      /* rows summed in fp32 before they are added to the fp64 sums */
+#define NORM_PARAM_ROWS 64 /* rows a chunk of dgamma/dbeta sums in fp32, before the blocks are added in fp64 */
 
-/* Channels [c0, c0 + len) of dgamma = sum over rows of dy * (x - mean) * rstd and (LayerNorm, center) dbeta =
- * sum of dy, row by row so every read is contiguous: BIAS_BWD's scheme (pointwise.c). Tensors dy, x, then
- * LayerNorm's mean, rstd, dgamma, dbeta, or RMSNorm's gamma, rstd, dx, dgamma. */
-CPU_BODY void norm_params_channels(const struct kernel_call *k, void *const *t, size_t c0, size_t len, int center)
+/* A block of NORM_PARAM_ROWS rows of dgamma = sum of dy * (x - mean) * rstd and (LayerNorm, center) dbeta = sum
+ * of dy, in fp32, into the block's 2 C partial sums in t[6] (dgamma's C, then dbeta's). Tensors dy, x, then
+ * LayerNorm's mean, rstd or RMSNorm's gamma, rstd. */
+CPU_BODY void norm_params_rows(const struct kernel_call *k, void *const *t, size_t i0, size_t len, int center)
 {
-    const size_t rows = (size_t)k->dims[0], C = (size_t)k->dims[1];
+    const size_t C = (size_t)k->dims[1];
     const float *mean = center ? t[2] : NULL, *rstd = t[3];
-    double ag[NORM_PARAM_CHANNELS] = {0}, ab[NORM_PARAM_CHANNELS] = {0};
-    float db[NORM_PARAM_CHANNELS], xb[NORM_PARAM_CHANNELS];
-    for (size_t r0 = 0; r0 < rows; r0 += NORM_PARAM_ROWS) {
-        float pg[NORM_PARAM_CHANNELS] = {0}, pb[NORM_PARAM_CHANNELS] = {0};
-        for (size_t r = r0; r < rows && r < r0 + NORM_PARAM_ROWS; r++) {
-            const float *dy = chunk_in(t[0], k->dtype, r * C + c0, len, db), *x = chunk_in(t[1], k->dtype, r * C + c0, len, xb);
-            const float m = center ? mean[r] : 0.0f, rs = rstd[r];
+    float *pg = (float *)t[6] + i0 / (NORM_PARAM_ROWS * C) * 2 * C, *pb = pg + C, db[CPU_CHUNK], xb[CPU_CHUNK];
+    memset(pg, 0, 2 * C * sizeof *pg);
+    for (size_t base = i0; base < i0 + len; base += C) {
+        const float m = center ? mean[base / C] : 0.0f, rs = rstd[base / C];
+        for (size_t c0 = 0; c0 < C; c0 += CPU_CHUNK) {
+            size_t n = cpu_piece(C, c0);
+            const float *dy = chunk_in(t[0], k->dtype, base + c0, n, db), *x = chunk_in(t[1], k->dtype, base + c0, n, xb);
+            float *g = pg + c0, *b = pb + c0;
 #pragma omp simd
-            for (size_t j = 0; j < len; j++) {
-                pg[j] += dy[j] * ((x[j] - m) * rs);
-                pb[j] += dy[j];
+            for (size_t j = 0; j < n; j++) {
+                g[j] += dy[j] * ((x[j] - m) * rs);
+                b[j] += dy[j];
             }
         }
-#pragma omp simd
-        for (size_t j = 0; j < len; j++) {
-            ag[j] += (double)pg[j];
-            ab[j] += (double)pb[j];
-        }
-    }
-    float *g = chunk_out(t[center ? 4 : 5], k->dtype, c0, db);
-    for (size_t j = 0; j < len; j++)
-        g[j] = (float)ag[j];
-    chunk_put(t[center ? 4 : 5], k->dtype, c0, len, g);
-    if (center) {
-        float *b = chunk_out(t[5], k->dtype, c0, xb);
-        for (size_t j = 0; j < len; j++)
-            b[j] = (float)ab[j];
-        chunk_put(t[5], k->dtype, c0, len, b);
     }
 }
 
-CPU_BODY void layernorm_params_body(const struct kernel_call *k, void *const *t, size_t c0, size_t len)
+CPU_BODY void layernorm_params_body(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
 {
-    norm_params_channels(k, t, c0, len, 1);
+    norm_params_rows(k, t, i0, len, 1);
 }
-CPU_MULTIVERSION(layernorm_params, (const struct kernel_call *k, void *const *t, size_t c0, size_t len), (k, t, c0, len))
+CPU_MULTIVERSION(layernorm_params, (const struct kernel_call *k, void *const *t, size_t i0, size_t len), (k, t, i0, len))
 
-CPU_BODY void rmsnorm_params_body(const struct kernel_call *k, void *const *t, size_t c0, size_t len)
+CPU_BODY void rmsnorm_params_body(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
 {
-    norm_params_channels(k, t, c0, len, 0);
+    norm_params_rows(k, t, i0, len, 0);
 }
-CPU_MULTIVERSION(rmsnorm_params, (const struct kernel_call *k, void *const *t, size_t c0, size_t len), (k, t, c0, len))
+CPU_MULTIVERSION(rmsnorm_params, (const struct kernel_call *k, void *const *t, size_t i0, size_t len), (k, t, i0, len))
+
+/* dgamma (into tensor dg) and, unless db is -1, dbeta: the row blocks' sums (fn) added in fp64 in block order,
+ * whatever the split over the cores. */
+static int norm_params(const struct kernel_call *k, void *const *t, int dg, int db, cpu_chunk_fn *fn, struct err *e)
+{
+    const size_t rows = (size_t)k->dims[0], C = (size_t)k->dims[1], blocks = (rows + NORM_PARAM_ROWS - 1) / NORM_PARAM_ROWS;
+    float *part = cpu_scratch(blocks * 2 * C, "norm parameter gradient", e);
+    double *acc = part ? calloc(2 * C, sizeof *acc) : NULL;
+    if (!acc) {
+        free(part);
+        return part ? err_set(e, ERR_INTERNAL, "out of host memory for the norm parameter gradient's sums") : -1;
+    }
+    cpu_for_chunks(k, (void *[]){t[0], t[1], t[2], t[3], t[4], t[5], part}, rows * C, NORM_PARAM_ROWS * C, fn);
+    for (size_t b = 0; b < blocks; b++)
+        for (size_t c = 0; c < 2 * C; c++)
+            acc[c] += (double)part[b * 2 * C + c];
+    for (size_t c = 0; c < 2 * C; c++)
+        part[c] = (float)acc[c];
+    tensor_from_f32(t[dg], k->dtype, part, C);
+    if (db >= 0)
+        tensor_from_f32(t[db], k->dtype, part + C, C);
+    free(part);
+    free(acc);
+    return 0;
+}
 
 int cpu_layernorm_bwd_params(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const size_t rows = (size_t)k->dims[0], C = (size_t)k->dims[1];
-    if (C)
-        cpu_for_chunks_of(k, t, C, NORM_PARAM_CHANNELS, rows * C, layernorm_params);
-    return 0;
+    return k->dims[0] && k->dims[1] ? norm_params(k, t, 4, 5, layernorm_params, e) : 0;
 }
 
-/* dx row by row, then dgamma channel by channel. */
+/* dx row by row, then dgamma by row blocks. */
 int cpu_rmsnorm_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
     const size_t rows = (size_t)k->dims[0], C = (size_t)k->dims[1];
-    if (rows && C) {
-        cpu_for_rows(k, t, rows, C, rmsnorm_dx_rows);
-        cpu_for_chunks_of(k, t, C, NORM_PARAM_CHANNELS, rows * C, rmsnorm_params);
-    }
-    return 0;
+    if (!rows || !C)
+        return 0;
+    cpu_for_rows(k, t, rows, C, rmsnorm_dx_rows);
+    return norm_params(k, t, 5, -1, rmsnorm_params, e);
 }
 
 /* Mean and 1/std of n elements at stride 1 from x + base (variance is the biased one, as PyTorch's). */
