@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """torch_peer.py: oomlab's host kernels beside PyTorch CPU at the same shapes and threads (issue 18).
 
-Runs build/bench/host_kernels_bench pinned to 1 and then 2 cores (its kernels use every core they may), times
-the same operations in torch with torch.set_num_threads(1 or 2) on the same cores, and prints one table of
-times and ratios (oomlab / torch: below 1 is faster). Both sides report the fastest of their repetitions.
+Runs each benchmark of build/bench/host_kernels_bench pinned to 1 and then 2 cores (its kernels use every core they
+may), then the same operation in torch with torch.set_num_threads(1 or 2) on the same cores, the pair ROUNDS times
+in turn so that a neighbour's burst of load on a shared machine slows one run of each rather than every run of one,
+and prints one table of times and ratios (oomlab / torch: below 1 is faster), each side the fastest it ran. The
+whole training step (BM_HostTrainStep) is compared with TinyGPT's, the same model built in torch.
 `make bench` runs it when torch can be imported; usage: torch_peer.py [BENCH_BINARY].
 """
 import json
@@ -124,45 +126,43 @@ def torch_time(make, min_time=0.2, reps=3):
     return best * 1e3
 
 
-def oomlab_times(cores):
-    out = subprocess.run(["taskset", "-c", ",".join(map(str, cores)), BENCH, "--benchmark_format=json"],
-                         check=True, capture_output=True, text=True).stdout
-    times = {}
+ROUNDS = 2  # each pair (oomlab's binary, then torch) runs this many times, interleaved; the fastest counts
+
+
+def oomlab_times(cores, name):
+    """The fastest repetition of benchmark `name` of the oomlab binary pinned to `cores`, in ms (None if absent)."""
+    out = subprocess.run(["taskset", "-c", ",".join(map(str, cores)), BENCH, "--benchmark_format=json",
+                          f"--benchmark_filter=^{name}/"], check=True, capture_output=True, text=True, cwd=TOP).stdout
     for b in json.loads(out)["benchmarks"]:
         if b.get("aggregate_name") == "min":
-            times[b["run_name"].split("/")[0]] = b["real_time"]  # ms
-    return times
-
-
-def print_step(mine, threads):
-    """The whole training step's row: oomlab's BM_HostTrainStep beside torch_step_time."""
-    theirs = torch_step_time()
-    ratio = f"{mine / theirs:6.2f}" if mine else "     -"
-    print(f"  {'TrainStep':20s} {threads:7d} {mine if mine else float('nan'):10.2f} {theirs:9.2f} {ratio}")
+            return b["real_time"]  # ms
+    return None
 
 
 def main():
     if not os.access(BENCH, os.X_OK):
         sys.exit(f"torch_peer.py: {BENCH} is not built (make bench builds it)")
     ncores = len(os.sched_getaffinity(0))
-    cases = torch_cases()
-    print(f"host kernels against PyTorch {torch.__version__} CPU (fastest of 3; ratio = oomlab / torch)")
+    cases = {name: (lambda make=make: torch_time(make)) for name, make in torch_cases().items()}
+    cases["BM_HostTrainStep"] = torch_step_time
+    print(f"host kernels against PyTorch {torch.__version__} CPU (ratio = oomlab / torch; each side the fastest of its "
+          f"repetitions over {ROUNDS} interleaved rounds)")
     print(f"  {'kernel':20s} {'threads':>7s} {'oomlab ms':>10s} {'torch ms':>9s} {'ratio':>6s}")
     for threads in (1, 2):
         if threads > ncores:
             continue
         cores = sorted(os.sched_getaffinity(0))[:threads]
-        ours = oomlab_times(cores)
         saved = os.sched_getaffinity(0)
         os.sched_setaffinity(0, cores)
         torch.set_num_threads(threads)
         try:
-            for name, make in cases.items():
-                theirs = torch_time(make)
-                mine = ours.get(name)
-                ratio = f"{mine / theirs:6.2f}" if mine else "     -"
-                print(f"  {name[7:]:20s} {threads:7d} {mine if mine else float('nan'):10.2f} {theirs:9.2f} {ratio}")
-            print_step(ours.get("BM_HostTrainStep"), threads)
+            for name, theirs_ms in cases.items():
+                mine, theirs = float("inf"), float("inf")
+                for _ in range(ROUNDS):
+                    mine = min(mine, oomlab_times(cores, name) or float("inf"))
+                    theirs = min(theirs, theirs_ms())
+                ratio = f"{mine / theirs:6.2f}" if mine < float("inf") else "     -"
+                print(f"  {name[7:]:20s} {threads:7d} {mine:10.2f} {theirs:9.2f} {ratio}", flush=True)
         finally:
             os.sched_setaffinity(0, saved)
 
