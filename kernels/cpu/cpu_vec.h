@@ -5,6 +5,7 @@
 #ifndef OOMLAB_CPU_VEC_H
 #define OOMLAB_CPU_VEC_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -153,6 +154,20 @@ static inline void cpu_for_rows(const struct kernel_call *k, void *const *t, siz
 static inline size_t cpu_piece(size_t cols, size_t c0)
 {
     return cols - c0 < CPU_CHUNK ? cols - c0 : CPU_CHUNK;
+}
+
+/* The largest of a row's cols elements from base (NaNs skipped; -inf for none), in CPU_CHUNK pieces. */
+CPU_BODY float cpu_row_max(const void *x, int dt, size_t base, size_t cols)
+{
+    float buf[CPU_CHUNK], mx = -INFINITY;
+    for (size_t c0 = 0; c0 < cols; c0 += CPU_CHUNK) {
+        size_t n = cpu_piece(cols, c0);
+        const float *v = chunk_in(x, dt, base + c0, n, buf);
+#pragma omp simd reduction(max : mx)
+        for (size_t c = 0; c < n; c++)
+            mx = v[c] > mx ? v[c] : mx;
+    }
+    return mx;
 }
 
 #endif

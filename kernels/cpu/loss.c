@@ -25,14 +25,7 @@ CPU_BODY void ce_fwd_rows_body(const struct kernel_call *k, void *const *t, size
     float *loss = t[2], *lse = t[3], buf[CPU_CHUNK];
     for (size_t base = i0; base < i0 + len; base += V) {
         const size_t r = base / V;
-        float mx = -INFINITY;
-        for (size_t c0 = 0; c0 < V; c0 += CPU_CHUNK) {
-            size_t n = cpu_piece(V, c0);
-            const float *x = chunk_in(t[0], k->dtype, base + c0, n, buf);
-#pragma omp simd reduction(max : mx)
-            for (size_t c = 0; c < n; c++)
-                mx = x[c] > mx ? x[c] : mx;
-        }
+        const float mx = cpu_row_max(t[0], k->dtype, base, V);
         double sum = 0.0;
         for (size_t c0 = 0; c0 < V; c0 += CPU_CHUNK) {
             size_t n = cpu_piece(V, c0);

@@ -18,14 +18,7 @@ CPU_BODY void softmax_row(const struct kernel_call *k, void *const *t, size_t ba
 {
     float buf[CPU_CHUNK], out[CPU_CHUNK];
     const bool f32 = k->dtype == DT_F32;
-    float mx = -INFINITY;
-    for (size_t c0 = 0; c0 < cols; c0 += CPU_CHUNK) {
-        size_t n = cpu_piece(cols, c0);
-        const float *x = chunk_in(t[0], k->dtype, base + c0, n, buf);
-#pragma omp simd reduction(max : mx)
-        for (size_t c = 0; c < n; c++)
-            mx = x[c] > mx ? x[c] : mx;
-    }
+    const float mx = cpu_row_max(t[0], k->dtype, base, cols);
     float sum = 0.0f;
     for (size_t c0 = 0; c0 < cols; c0 += CPU_CHUNK) {
         size_t n = cpu_piece(cols, c0);
@@ -65,8 +58,7 @@ CPU_MULTIVERSION(softmax_rows, (const struct kernel_call *k, void *const *t, siz
 
 int cpu_softmax_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const size_t rows = (size_t)k->dims[0], cols = (size_t)k->dims[1];
-    cpu_for_rows(k, t, rows, cols, softmax_rows);
+    cpu_for_rows(k, t, (size_t)k->dims[0], (size_t)k->dims[1], softmax_rows);
     return 0;
 }
 
@@ -102,8 +94,7 @@ CPU_MULTIVERSION(softmax_bwd_rows, (const struct kernel_call *k, void *const *t,
 
 int cpu_softmax_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const size_t rows = (size_t)k->dims[0], cols = (size_t)k->dims[1];
-    cpu_for_rows(k, t, rows, cols, softmax_bwd_rows);
+    cpu_for_rows(k, t, (size_t)k->dims[0], (size_t)k->dims[1], softmax_bwd_rows);
     return 0;
 }
 
@@ -174,8 +165,7 @@ CPU_MULTIVERSION(layernorm_rows, (const struct kernel_call *k, void *const *t, s
 
 int cpu_layernorm_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const size_t rows = (size_t)k->dims[0], C = (size_t)k->dims[1];
-    cpu_for_rows(k, t, rows, C, layernorm_rows);
+    cpu_for_rows(k, t, (size_t)k->dims[0], (size_t)k->dims[1], layernorm_rows);
     return 0;
 }
 
@@ -195,8 +185,7 @@ CPU_MULTIVERSION(rmsnorm_rows, (const struct kernel_call *k, void *const *t, siz
 
 int cpu_rmsnorm_fwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const size_t rows = (size_t)k->dims[0], C = (size_t)k->dims[1];
-    cpu_for_rows(k, t, rows, C, rmsnorm_rows);
+    cpu_for_rows(k, t, (size_t)k->dims[0], (size_t)k->dims[1], rmsnorm_rows);
     return 0;
 }
 
@@ -254,8 +243,7 @@ CPU_MULTIVERSION(rmsnorm_dx_rows, (const struct kernel_call *k, void *const *t, 
 
 int cpu_layernorm_bwd_dx(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const size_t rows = (size_t)k->dims[0], C = (size_t)k->dims[1];
-    cpu_for_rows(k, t, rows, C, layernorm_dx_rows);
+    cpu_for_rows(k, t, (size_t)k->dims[0], (size_t)k->dims[1], layernorm_dx_rows);
     return 0;
 }
 
