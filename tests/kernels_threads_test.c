@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "cpu/cpu_vec.h"
+#include "cpu/cpu_threads.h"
 #include "kernels_test_util.h"
 
 #define N ((size_t)3000000 + 17) /* enough for every core, and a short last chunk */

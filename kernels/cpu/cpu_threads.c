@@ -1,4 +1,4 @@
-/* cpu_threads.c: the split of chunked CPU kernels over the cores (cpu_vec.h), on a pool of worker threads
+/* cpu_threads.c: the split of chunked CPU kernels over the cores (cpu_threads.h), on a pool of worker threads
  * started on first use and kept, so a kernel of a few hundred thousand elements (a layer of a small model)
  * is worth splitting: waking a waiting worker costs microseconds where starting a thread cost tens.
  * One call at a time uses the pool; a call made meanwhile (another thread's, or one from inside a
@@ -8,8 +8,7 @@
 #include <sched.h>
 #include <stdint.h>
 
-#include "cpu/cpu_kernels.h"
-#include "cpu/cpu_vec.h"
+#include "cpu/cpu_threads.h"
 
 /* Below this many elements per thread, waking a worker costs more than it saves. */
 #define CPU_THREAD_MIN_ELEMS ((size_t)1 << 16)

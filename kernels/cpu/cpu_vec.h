@@ -1,7 +1,7 @@
 /* cpu_vec.h: what lets the CPU elementwise kernels run at memory speed: glibc's vector math
- * (libmvec) made visible to the vectorizer, loops compiled twice (AVX2 + FMA, and baseline x86-64)
- * with the choice made at run time, fp32 views of chunks of fp32/bf16/fp16 tensors, and the split
- * of long tensors over the cores. */
+ * (libmvec) made visible to the vectorizer, an exp the vectorizer inlines, loops compiled three times
+ * (AVX-512, AVX2 + FMA, baseline x86-64) with the choice made at run time, fp32 views of chunks of
+ * fp32/bf16/fp16 tensors, and the split of long tensors and of whole rows over the cores (cpu_threads.h). */
 #ifndef OOMLAB_CPU_VEC_H
 #define OOMLAB_CPU_VEC_H
 
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_threads.h"
 #include "cpu/tensor_io.h"
 
 /* math.h declares the vector variants only under -ffast-math; with these, gcc's `#pragma omp simd`
@@ -130,17 +131,6 @@ static inline void chunk_put(void *p, int dt, size_t i0, size_t len, const float
     if (dt != DT_F32)
         tensor_from_f32((uint16_t *)p + i0, dt, buf, len);
 }
-
-/* Processes elements [i0, i0 + len) of a call, len <= the chunk size cpu_for_chunks was given. */
-typedef void cpu_chunk_fn(const struct kernel_call *k, void *const *t, size_t i0, size_t len);
-
-/* Runs fn over [0, n) in chunks of `chunk` elements; long ranges are split over the cores.
- * Chunk boundaries do not depend on the split, so neither do the results. */
-void cpu_for_chunks(const struct kernel_call *k, void *const *t, size_t n, size_t chunk, cpu_chunk_fn *fn);
-/* The same where each of the n elements stands for work/n elements of work (a column of a reduction), so
- * the number of threads follows the work, not n. */
-void cpu_for_chunks_of(const struct kernel_call *k, void *const *t, size_t n, size_t chunk, size_t work,
-                       cpu_chunk_fn *fn);
 
 /* Runs a row-wise fn over rows x cols elements in chunks of whole rows (about CPU_CHUNK elements, at least
  * one row), long ranges split over the cores; fn walks each row in CPU_CHUNK pieces (cpu_piece). */
