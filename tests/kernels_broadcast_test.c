@@ -82,6 +82,7 @@ int main(void)
     test_bcast(5, 3, 3000);
     test_expand_reduce(3, 5, 2);
     test_expand_reduce(3, 700, 1);
+    test_expand_reduce(2, 5000, 1); /* a sum over a run longer than a chunk */
     test_expand_reduce(1100, 1, 2000);
     return done_testing();
 }

@@ -1,6 +1,6 @@
 /* broadcast.c: CPU kernels over {outer, repeat, inner}: multiply and add with an operand
- * broadcast over the middle dim and the broadcast copy (expand), as vectorized loops over fp32 chunks of
- * the output split over the cores; and the expand's adjoint (the sum over the middle dim, in double). */
+ * broadcast over the middle dim, the broadcast copy (expand) and its adjoint (the sum over the middle dim,
+ * in double), as vectorized loops over fp32 chunks of the output split over the cores. */
 #include <string.h>
 
 #include "cpu/cpu_kernels.h"
@@ -102,20 +102,47 @@ int cpu_expand(const struct kernel_call *k, void *const *t, struct err *e)
     return 0;
 }
 
+/* Outputs [j0, j0 + len) of reduce_sum (output (o, i) at o * inner + i), each the sum over r of its inputs in
+ * fp64, times alpha: in runs of one o, the repeat's rows of the run added in turn; with inner 1, each output's
+ * own contiguous run of repeat elements. */
+CPU_BODY void reduce_sum_chunk_body(const struct kernel_call *k, void *const *t, size_t j0, size_t len)
+{
+    const size_t R = (size_t)k->dims[1], I = (size_t)k->dims[2];
+    double acc[CPU_CHUNK];
+    float buf[CPU_CHUNK], yb[CPU_CHUNK];
+    float *y = chunk_out(t[1], k->dtype, j0, yb);
+    for (size_t j = 0, run; j < len; j += run) {
+        const size_t o = (j0 + j) / I, i = (j0 + j) % I;
+        run = I - i < len - j ? I - i : len - j;
+        if (I == 1) {
+            double s = 0.0;
+            for (size_t r0 = 0; r0 < R; r0 += CPU_CHUNK) {
+                size_t n = cpu_piece(R, r0);
+                const float *x = chunk_in(t[0], k->dtype, o * R + r0, n, buf);
+#pragma omp simd reduction(+ : s)
+                for (size_t c = 0; c < n; c++)
+                    s += (double)x[c];
+            }
+            acc[0] = s;
+        } else {
+            memset(acc, 0, run * sizeof *acc);
+            for (size_t r = 0; r < R; r++) {
+                const float *x = chunk_in(t[0], k->dtype, (o * R + r) * I + i, run, buf);
+#pragma omp simd
+                for (size_t c = 0; c < run; c++)
+                    acc[c] += (double)x[c];
+            }
+        }
+        for (size_t c = 0; c < run; c++)
+            y[j + c] = (float)(k->fparam[0] * acc[c]);
+    }
+    chunk_put(t[1], k->dtype, j0, len, y);
+}
+CPU_MULTIVERSION(reduce_sum_chunk, (const struct kernel_call *k, void *const *t, size_t i0, size_t len), (k, t, i0, len))
+
 int cpu_reduce_sum(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const int64_t O = k->dims[0], R = k->dims[1], I = k->dims[2];
-    double *acc = calloc((size_t)I, sizeof *acc);
-    if (!acc)
-        return err_set(e, ERR_INTERNAL, "out of host memory for reduce_sum scratch");
-    for (int64_t o = 0; o < O; o++) {
-        memset(acc, 0, (size_t)I * sizeof *acc);
-        for (int64_t r = 0; r < R; r++)
-            for (int64_t i = 0; i < I; i++)
-                acc[i] += ld(t[0], k->dtype, (size_t)((o * R + r) * I + i));
-        for (int64_t i = 0; i < I; i++)
-            st(t[1], k->dtype, (size_t)(o * I + i), (float)(k->fparam[0] * acc[i]));
-    }
-    free(acc);
+    const size_t outs = (size_t)(k->dims[0] * k->dims[2]);
+    cpu_for_chunks_of(k, t, outs, CPU_CHUNK, bcast_elems(k), reduce_sum_chunk);
     return 0;
 }
