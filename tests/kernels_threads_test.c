@@ -1,8 +1,11 @@
 /* kernels_threads_test.c: the split of chunked CPU kernels over the cores (kernels/cpu/cpu_threads.c): every
  * element visited once in whole chunks, whatever the thread limit; a split started from inside a chunk
- * function (the pool busy) and kernels run from two threads at once finish, with the results of a run alone. */
+ * function (the pool busy), kernels run from two threads at once, and a split in a child of fork (which has no
+ * workers) finish, with the results of a run alone. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cpu/cpu_threads.h"
 #include "kernels_test_util.h"
@@ -84,6 +87,15 @@ int main(void)
         pthread_join(th, NULL);
     ok(started && !memcmp(two[0].y, want, n * 4) && !memcmp(two[1].y, want, n * 4),
        "kernels from two threads at once: the results of a run alone");
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(30); /* a child waiting for workers it does not have fails rather than hangs */
+        add_many(&two[0]);
+        _exit(memcmp(two[0].y, want, n * 4) != 0);
+    }
+    int status = -1;
+    ok(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+       "a split in a child of fork finishes with the same results");
     free(a), free(b), free(want), free(two[0].y), free(two[1].y);
     return done_testing();
 }

@@ -60,9 +60,24 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* A child of fork has none of the workers, and whatever lock another thread held: it starts afresh. */
+static void pool_forget(void)
+{
+    pthread_mutex_init(&pool.mu, NULL);
+    pthread_cond_init(&pool.wake, NULL);
+    pthread_cond_init(&pool.done, NULL);
+    pthread_mutex_init(&pool_user, NULL);
+    pool.nworkers = pool.njob = pool.pending = 0;
+}
+
 /* Workers 1 .. want - 1 started (as many as can be): how many spans the pool can run at once. */
 static size_t pool_grow(size_t want)
 {
+    static int forget_at_fork; /* pool_forget registered */
+    if (!forget_at_fork && want > 1)
+        forget_at_fork = pthread_atfork(NULL, NULL, pool_forget) == 0;
+    if (!forget_at_fork)
+        return 1;
     while (pool.nworkers + 1 < want) {
         pthread_t th;
         pthread_attr_t attr;
