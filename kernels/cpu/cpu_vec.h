@@ -160,4 +160,12 @@ CPU_BODY float cpu_row_max(const void *x, int dt, size_t base, size_t cols)
     return mx;
 }
 
+/* acc[i] += x[i]: a row added into running sums (instantiate with CPU_MULTIVERSION(cpu_acc, ...)). */
+CPU_BODY void cpu_acc_body(float *restrict acc, const float *restrict x, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        acc[i] += x[i];
+}
+
 #endif

@@ -20,14 +20,7 @@ int cpu_embedding_fwd(const struct kernel_call *k, void *const *t, struct err *e
     return 0;
 }
 
-/* acc[c] += x[c]: one row of the scatter-add. */
-CPU_BODY void add_into_body(float *restrict acc, const float *restrict x, size_t n)
-{
-#pragma omp simd
-    for (size_t c = 0; c < n; c++)
-        acc[c] += x[c];
-}
-CPU_MULTIVERSION(add_into, (float *restrict acc, const float *restrict x, size_t n), (acc, x, n))
+CPU_MULTIVERSION(cpu_acc, (float *restrict acc, const float *restrict x, size_t n), (acc, x, n))
 
 /* Every id checked first; then each row of dy added to its id's row of the fp32 gradient (the output itself
  * when it is fp32), rows in order. */
@@ -45,7 +38,7 @@ int cpu_embedding_bwd(const struct kernel_call *k, void *const *t, struct err *e
     for (int64_t r = 0; r < rows; r++)
         for (size_t c0 = 0; c0 < (size_t)C; c0 += CPU_CHUNK) {
             size_t n = cpu_piece((size_t)C, c0);
-            add_into(acc + (size_t)(ids[r] * C) + c0, chunk_in(t[1], k->dtype, (size_t)(r * C) + c0, n, buf), n);
+            cpu_acc(acc + (size_t)(ids[r] * C) + c0, chunk_in(t[1], k->dtype, (size_t)(r * C) + c0, n, buf), n);
         }
     if (acc != t[2]) {
         tensor_from_f32(t[2], k->dtype, acc, (size_t)(V * C));

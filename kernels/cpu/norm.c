@@ -1,7 +1,7 @@
 /* norm.c: CPU row-wise softmax, the normalisations (LayerNorm, RMSNorm, GroupNorm) with their
  * backward kernels (statistics kept in fp32 and saved for the backward), and the row L2 norm (DoRA).
  * Softmax, LayerNorm and RMSNorm are vectorized loops over fp32 pieces of whole rows, the rows split over
- * the cores (cpu_vec.h); their parameter gradients are summed row by row over blocks of channels. */
+ * the cores (cpu_vec.h); their parameter gradients are summed over blocks of rows, added in block order. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>

@@ -242,12 +242,7 @@ int cpu_bias_add(const struct kernel_call *k, void *const *t, struct err *e)
 #define BIAS_BWD_CHANNELS 256 /* channels a chunk of a convolution's bias gradient sums */
 #define BIAS_BWD_ROWS 64       /* rows summed in fp32 before they are added to the fp64 sums */
 
-CPU_BODY void add_row_body(float *sum, const float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        sum[i] += x[i];
-}
-CPU_MULTIVERSION(add_row, (float *sum, const float *x, size_t n), (sum, x, n))
+CPU_MULTIVERSION(cpu_acc, (float *restrict acc, const float *restrict x, size_t n), (acc, x, n))
 
 /* A linear layer's bias gradient (inner 1), BIAS_BWD_ROWS rows a chunk: their sum in fp32 per channel, into
  * row block i0 / (BIAS_BWD_ROWS * C) of the partial sums t[2]. Each chunk reads one contiguous run of rows. */
@@ -259,7 +254,7 @@ static void bias_bwd_rows(const struct kernel_call *k, void *const *t, size_t i0
     for (size_t r0 = i0; r0 < i0 + len; r0 += C)
         for (size_t c0 = 0; c0 < C; c0 += CPU_CHUNK) {
             size_t n = cpu_piece(C, c0);
-            add_row(part + c0, chunk_in(t[0], k->dtype, r0 + c0, n, buf), n);
+            cpu_acc(part + c0, chunk_in(t[0], k->dtype, r0 + c0, n, buf), n);
         }
 }
 
