@@ -2,6 +2,8 @@
  * (x * sigmoid(1.702 x), CLIP's activation), forward and backward, on the per-element math of
  * elementwise.h; all but the gated forms as unary activations (cpu_unary.h); ReLU on bf16/fp16
  * works on the bit patterns. */
+#include <math.h>
+
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_unary.h"
 #include "cpu/cpu_vec.h"
@@ -20,11 +22,11 @@ static inline float gelu_tanh_dx(float x, float dy)
  * as slow here. */
 CPU_BODY float gelu_phi(float x, float *pdf)
 {
-    const float z = x * 0.70710678f, az = z < 0.0f ? -z : z, t = 1.0f / (1.0f + 0.3275911f * az);
+    const float z = x * 0.70710678f, az = fabsf(z), t = 1.0f / (1.0f + 0.3275911f * az);
     const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
-    const float e = cpu_expf(-z * z), half_erfc = 0.5f * poly * e;
+    const float e = cpu_exp_nonpos(-az * az), half_erfc = 0.5f * poly * e;
     *pdf = e * 0.39894228f;
-    return z < 0.0f ? half_erfc : 1.0f - half_erfc;
+    return 0.5f + copysignf(0.5f - half_erfc, z); /* half_erfc below 0, 1 - half_erfc above */
 }
 
 CPU_BODY float gelu_erf_y(float x)

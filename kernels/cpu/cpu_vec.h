@@ -78,16 +78,16 @@ static inline int cpu_has_avx512(void)
 #define CPU_MULTIVERSION CPU_DISPATCH
 #endif
 
-/* e^x for the vectorizer: Cephes' expf (Cody-Waite reduction by ln 2, degree-6 polynomial; within
- * 2 ulp) written without branches, calls or float-to-int conversion, so an `omp simd` loop inlines it at
- * the full vector width. Results below 2^-125 (x < -86.6) flush to 0, above FLT_MAX are inf; NaN stays
- * NaN. libmvec's expf is as accurate but an out-of-line call per vector, which keeps the loop's other
+/* e^x for x <= 0 (and NaN), for the vectorizer: Cephes' expf (Cody-Waite reduction by ln 2, degree-6
+ * polynomial; within 1.5 ulp) written without branches, calls or float-to-int conversion, so an `omp simd`
+ * loop inlines it at the full vector width. The kernels' arguments are differences from a row's maximum (or
+ * -z^2), never above 0, so there is no overflow to guard; results below about 2^-126 (x < -87.7) flush to 0; NaN
+ * stays NaN. libmvec's expf is as accurate but an out-of-line call per vector, which keeps the loop's other
  * work (a running sum, a scale) from fusing with it. */
-CPU_BODY float cpu_expf(float x)
+CPU_BODY float cpu_exp_nonpos(float x)
 {
     const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer in the low bits */
-    x = x < -87.0f ? -87.0f : x;
-    x = x > 88.8f ? 88.8f : x;
+    x = x < -88.0f ? -88.0f : x; /* n = -127 there: a scale of 0 */
     float t = x * 1.44269504f + magic, n = t - magic;
     float r = x - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
@@ -100,11 +100,10 @@ CPU_BODY float cpu_expf(float x)
     p = p * r * r + r + 1.0f;
     int32_t ti;
     memcpy(&ti, &t, sizeof ti);
-    /* 2^(n-1), so n = 128 (x near ln FLT_MAX) stays finite; p * 2 makes up the 1 */
-    uint32_t sb = (uint32_t)(ti - 0x4B400000 + 126) << 23;
+    uint32_t sb = (uint32_t)(ti - 0x4B400000 + 127) << 23; /* 2^n, n in [-127, 0] */
     float scale;
     memcpy(&scale, &sb, sizeof scale);
-    return (p * 2.0f) * scale;
+    return p * scale;
 }
 
 /* Elements per chunk: each fp32 buffer of a chunk is 8 KiB, so a kernel's few stay in L1. */

@@ -1,5 +1,5 @@
 /* loss.c: CPU cross-entropy over logits and its gradient; rows with a negative target (ignore_index)
- * count 0. Vectorized loops over fp32 pieces of whole rows (cpu_expf), the rows split over the cores;
+ * count 0. Vectorized loops over fp32 pieces of whole rows (cpu_exp_nonpos), the rows split over the cores;
  * every target is checked before any row runs. */
 #include <math.h>
 
@@ -33,7 +33,7 @@ CPU_BODY void ce_fwd_rows_body(const struct kernel_call *k, void *const *t, size
             float s = 0.0f;
 #pragma omp simd reduction(+ : s)
             for (size_t c = 0; c < n; c++)
-                s += cpu_expf(x[c] - mx);
+                s += cpu_exp_nonpos(x[c] - mx);
             sum += s;
         }
         lse[r] = mx + (float)log(sum);
@@ -58,7 +58,7 @@ CPU_BODY void ce_bwd_rows_body(const struct kernel_call *k, void *const *t, size
             float *g = chunk_out(t[3], k->dtype, base + c0, buf);
 #pragma omp simd
             for (size_t c = 0; c < n; c++)
-                g[c] = s * cpu_expf(x[c] - m);
+                g[c] = s * cpu_exp_nonpos(x[c] - m);
             if (target[r] >= (int64_t)c0 && target[r] < (int64_t)(c0 + n))
                 g[target[r] - (int64_t)c0] -= s;
             chunk_put(t[3], k->dtype, base + c0, n, g);

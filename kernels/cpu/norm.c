@@ -26,7 +26,7 @@ CPU_BODY void softmax_row(const struct kernel_call *k, void *const *t, size_t ba
         float *y = f32 ? (float *)t[1] + base + c0 : out;
 #pragma omp simd reduction(+ : sum)
         for (size_t c = 0; c < n; c++) {
-            y[c] = cpu_expf(x[c] - mx);
+            y[c] = cpu_exp_nonpos(x[c] - mx);
             sum += y[c];
         }
     }
@@ -38,7 +38,7 @@ CPU_BODY void softmax_row(const struct kernel_call *k, void *const *t, size_t ba
             const float *x = chunk_in(t[0], k->dtype, base + c0, n, buf);
 #pragma omp simd
             for (size_t c = 0; c < n; c++)
-                y[c] = cpu_expf(x[c] - mx);
+                y[c] = cpu_exp_nonpos(x[c] - mx);
         }
 #pragma omp simd
         for (size_t c = 0; c < n; c++)
