@@ -1,7 +1,7 @@
 // host_kernels_bench.cc: the host kernels issue 18 compares with PyTorch CPU, at the shapes of a GPT-2-small
 // style layer (tokens 8192 = batch 32 x 256, width 768, 12 heads of 64) and a ResNet-style convolution:
-// bias gradient (dy.sum(0)), softmax over attention rows, LayerNorm, causal flash attention forward, conv2d
-// forward 3x3, and the fused fp32 AdamW step over 10 M parameters. Each runs through the kernel table on
+// bias gradient (dy.sum(0)), softmax over attention rows, LayerNorm, causal flash attention forward and backward,
+// causal eager attention forward and backward, conv2d 3x3 forward and both gradients, and the fused fp32 AdamW step over 10 M parameters. Each runs through the kernel table on
 // as many threads as the process may use (taskset chooses); bench/torch_peer.py runs this file on one and two
 // cores beside torch at the same shapes and prints the ratios. Real time, fastest of the repetitions.
 // BM_HostTrainStep is a whole training step of the tiny GPT-2-style transformer of scenarios/host/checkpointing.yaml
@@ -74,6 +74,45 @@ void BM_HostConv2d(benchmark::State &state)
 {
     run_call(state, make_call(K_CONV2D_FWD, DT_F32, {8, 64, 56, 56, 64, 3, 1, 1}));
 }
+// kernattn's entries: the fused attention backward (its prep pass and the block pass, from the forward's own o
+// and lse), eager attention forward and backward, and conv2d's two gradients, at the shapes above.
+kernel_call flash_call(unsigned kernel)
+{
+    kernel_call k = make_call(kernel, DT_F32, {8, 12, 256, 256, 64, 1, 12, 0});
+    k.fparam[0] = 0.125f;
+    return k;
+}
+void BM_HostFlashBwd(benchmark::State &state)
+{
+    kernel_call fwd = flash_call(K_FLASH_FWD), prep = flash_call(K_FLASH_BWD_PREP), bwd = flash_call(K_FLASH_BWD);
+    auto in = tensors_for(bwd); // q, kv, stats, do, dq, dkv
+    std::vector<float> o(in[3].size()), lse(in[2].size() / 2);
+    void *tf[] = {in[0].data(), in[1].data(), o.data(), lse.data()};
+    void *tp[] = {o.data(), in[3].data(), lse.data(), in[2].data()};
+    void *tb[] = {in[0].data(), in[1].data(), in[2].data(), in[3].data(), in[4].data(), in[5].data()};
+    err e{};
+    if (kernel_run_cpu(&fwd, tf, &e) < 0) {
+        state.SkipWithError(e.msg);
+        return;
+    }
+    for (auto _ : state)
+        if (kernel_run_cpu(&prep, tp, &e) < 0 || kernel_run_cpu(&bwd, tb, &e) < 0) {
+            state.SkipWithError(e.msg);
+            return;
+        }
+}
+// Eager (unfused) attention, the host step's default: the forward saving P, the backward from it.
+void BM_HostAttnEagerFwd(benchmark::State &state) { run_call(state, flash_call(K_ATTN_FWD)); }
+void BM_HostAttnEagerBwd(benchmark::State &state) { run_call(state, flash_call(K_ATTN_BWD)); }
+void BM_HostConv2dBwdData(benchmark::State &state)
+{
+    run_call(state, make_call(K_CONV2D_BWD_DATA, DT_F32, {8, 64, 56, 56, 64, 3, 1, 1}));
+}
+void BM_HostConv2dBwdFilter(benchmark::State &state)
+{
+    run_call(state, make_call(K_CONV2D_BWD_FILTER, DT_F32, {8, 64, 56, 56, 64, 3, 1, 1}));
+}
+
 void BM_HostAdamWFused(benchmark::State &state)
 {
     kernel_call k = make_call(K_ADAMW, DT_F32, {10000000, 10});
@@ -123,6 +162,11 @@ BENCHMARK(BM_HostSoftmax)->Apply(opts);
 BENCHMARK(BM_HostLayerNorm)->Apply(opts);
 BENCHMARK(BM_HostFlashFwd)->Apply(opts);
 BENCHMARK(BM_HostConv2d)->Apply(opts);
+BENCHMARK(BM_HostFlashBwd)->Apply(opts);
+BENCHMARK(BM_HostAttnEagerFwd)->Apply(opts);
+BENCHMARK(BM_HostAttnEagerBwd)->Apply(opts);
+BENCHMARK(BM_HostConv2dBwdData)->Apply(opts);
+BENCHMARK(BM_HostConv2dBwdFilter)->Apply(opts);
 BENCHMARK(BM_HostAdamWFused)->Apply(opts);
 BENCHMARK(BM_HostTrainStep)->Apply(repeated)->UseManualTime()->Iterations(1);
 BENCHMARK_MAIN();

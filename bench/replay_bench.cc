@@ -1,5 +1,6 @@
-// replay_bench.cc: how fast `oomlab replay` reads and replays in process (issue 18): the pickle reader alone,
-// the snapshot reader (pickle + walk + frame folding), and parse plus replay, on the DeComFL snapshot and the
+// replay_bench.cc: how fast `oomlab replay` reads and replays in process (issue 18): the pickle reader alone
+// (the whole value tree), the snapshot reader as replay runs it (the trace streamed: snapshot_parse) and as
+// it reads a file it cannot stream (the tree, then the walk: snapshot_parse_whole), and parse plus replay, on the DeComFL snapshot and the
 // largest shared one (3.3 MB). Whole processes, the issue's targets, are timed by process_bench.cc.
 // OOMLAB_SHARED locates the snapshots.
 #include <benchmark/benchmark.h>
@@ -71,6 +72,16 @@ void BM_SnapshotParse(benchmark::State &state, const std::string &file)
     });
 }
 
+void BM_SnapshotParseWhole(benchmark::State &state, const std::string &file)
+{
+    parse_bench(state, file, [](const char *name, const unsigned char *data, size_t len, err *e) {
+        snapshot s;
+        int rc = snapshot_parse_whole(name, data, len, &s, e);
+        snapshot_free(&s);
+        return rc;
+    });
+}
+
 void BM_Replay(benchmark::State &state, const std::string &file)
 {
     std::string path = shared_dir() + file;
@@ -92,8 +103,10 @@ void BM_Replay(benchmark::State &state, const std::string &file)
 
 BENCHMARK_CAPTURE(BM_PickleParse, decomfl, kDeComFL)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_SnapshotParse, decomfl, kDeComFL)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SnapshotParseWhole, decomfl, kDeComFL)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Replay, decomfl, kDeComFL)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PickleParse, largest, kLargest)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_SnapshotParse, largest, kLargest)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SnapshotParseWhole, largest, kLargest)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Replay, largest, kLargest)->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

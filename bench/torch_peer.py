@@ -57,7 +57,41 @@ def torch_cases():
         return opt.step
 
     return {"BM_HostBiasGrad": bias_grad, "BM_HostSoftmax": softmax, "BM_HostLayerNorm": layernorm,
-            "BM_HostFlashFwd": flash, "BM_HostConv2d": conv, "BM_HostAdamWFused": adamw}
+            "BM_HostFlashFwd": flash, "BM_HostConv2d": conv, "BM_HostAdamWFused": adamw} | backward_cases(rnd)
+
+
+def backward_cases(rnd):
+    """kernattn's entries: SDPA's backward from its own output (torch's CPU flash backward; grads of q, k, v),
+    eager attention as transformers' eager_attention_forward computes it (matmul, causal mask added, softmax,
+    matmul) and its backward, conv2d's gradient to the input and to the filter apart."""
+
+    def eager(q, k, v):
+        mask = torch.full((256, 256), float("-inf")).triu(1)
+        return torch.softmax(q @ k.transpose(-1, -2) * 0.125 + mask, -1) @ v
+
+    def attn_fwd():
+        q, k, v = (rnd(8, 12, 256, 64) for _ in range(3))
+        return lambda: eager(q, k, v)
+
+    def backward_of(forward):
+        q, k, v = (rnd(8, 12, 256, 64).requires_grad_() for _ in range(3))
+        with torch.enable_grad():
+            out = forward(q, k, v)
+        dout = rnd(8, 12, 256, 64)
+        return lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
+
+    def sdpa(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.125)
+
+    def conv_bwd(mask):
+        x, w, dy = rnd(8, 64, 56, 56), rnd(64, 64, 3, 3), rnd(8, 64, 56, 56)
+        return lambda: torch.ops.aten.convolution_backward(dy, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+                                                           mask)
+
+    return {"BM_HostFlashBwd": lambda: backward_of(sdpa), "BM_HostAttnEagerFwd": attn_fwd,
+            "BM_HostAttnEagerBwd": lambda: backward_of(eager),
+            "BM_HostConv2dBwdData": lambda: conv_bwd([True, False, False]),
+            "BM_HostConv2dBwdFilter": lambda: conv_bwd([False, True, False])}
 
 
 class TinyGPT(torch.nn.Module):

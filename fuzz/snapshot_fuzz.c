@@ -1,11 +1,13 @@
 /* snapshot_fuzz.c: the snapshot-file loader (pickle, then the walk into struct snapshot) on arbitrary
  * bytes: a clear error or a snapshot whose counts respect the one-record-per-input-byte budget, whose
  * devices partition its segments and events in order, and whose sites
- * read FILE:LINE NAME, aten::OP or autograd NODE. */
+ * read FILE:LINE NAME, aten::OP or autograd NODE; and the streamed reading the same as the whole-tree one
+ * (snapshot_parse_whole): the same message, or the same snapshot field by field. */
 #include <string.h>
 
 #include "fuzz.h"
 #include "replay/snapshot_file.h"
+#include "snapshot_same.h"
 
 /* Each device in ascending order, with something, its segments sorted by address and on it; together the
  * devices hold every segment and event once, in storage order. */
@@ -36,9 +38,25 @@ static void check_devices(const struct snapshot *s)
 
 FUZZ_TARGET(snapshot)
 {
-    struct snapshot s;
-    struct err e = {0};
-    if (snapshot_parse("fuzz.pickle", data, size, &s, &e)) {
+    struct snapshot s, w, streamed;
+    struct err e = {0}, we = {0};
+    int rc = snapshot_parse("fuzz.pickle", data, size, &s, &e);
+    int wrc = snapshot_parse_whole("fuzz.pickle", data, size, &w, &we);
+    fuzz_require(rc == wrc && e.code == we.code && !strcmp(e.msg, we.msg),
+                 "snapshot_parse and the whole reading fail alike ('%s' / '%s')", e.msg, we.msg);
+    if (snapshot_parse_streamed("fuzz.pickle", data, size, &streamed) == 0) {
+        fuzz_require(wrc == 0, "what the streamed reading takes, the whole one takes (it says: %s)", we.msg);
+        size_t at = 0;
+        const char *differs = wrc == 0 ? snapshot_difference(&streamed, &w, &at) : NULL;
+        fuzz_require(!differs, "the streamed and whole readings agree (not on %s %zu)", differs, at);
+        snapshot_free(&streamed);
+    } else {
+        fuzz_require(!streamed.segments && !streamed.events && !streamed.devices && !streamed.sites,
+                     "a dropped streamed reading leaves nothing");
+    }
+    if (wrc == 0)
+        snapshot_free(&w);
+    if (rc) {
         fuzz_require(e.code != ERR_NONE && e.msg[0] && !s.segments && !s.events && !s.devices,
                      "a failure sets a message, no data");
         return 0;

@@ -92,6 +92,11 @@ printf 'alloc a 10 010\nalloc b 10 0x1\n' > "$T/octal.trace"
 bad "a stream is decimal" "octal.trace:2:12: stream '0x1' is not sN or a decimal number N" "$BIN" replay --json "$T/bad.json" "$T/octal.trace"
 printf 'alloc a 10\nfree a\0\n' > "$T/nul.trace"
 bad "a NUL byte" "nul.trace:2:7: a NUL byte" "$BIN" replay --json "$T/bad.json" "$T/nul.trace"
+# a bad line after 300000 good ones (the trace streams through the run): still exit 2, its line, no file
+awk 'BEGIN { for (i = 0; i < 150000; i++) printf "alloc t%d %d\nfree t%d\n", i, 512 * (i % 9 + 1), i;
+             print "free t7" }' > "$T/late.trace"
+bad "a bad line late in a long trace" "late.trace:300001:6: free of 't7', which is not live" \
+    "$BIN" replay --json "$T/bad.json" "$T/late.trace"
 bad "a directory" "is a directory, not a trace or snapshot file" "$BIN" replay --json "$T/bad.json" "$T"
 bad "--json and --csv on one file" "are the same file: give each its own" "$BIN" replay --json "$T/bad.json" --csv "$T/bad.json" "$T/oom.trace"
 

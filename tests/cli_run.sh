@@ -59,6 +59,16 @@ ok $rc "oomlab fit --param world_size exits 0"
 ok $(contains "$fit" "smallest world_size that fits") "and says it searched for the smallest"
 ok $([ "$(largest before)" = 4 ] && echo 0 || echo 1) "FSDP Llama-3-8B: 4 ranks ($(largest before))"
 ok $(grep -q '"smallest": 4' "$T/ws.json" && echo 0 || echo 1) "the JSON names it smallest"
+# --param tensor_parallel: Llama-3-8B at 8k tokens needs 8 tensor-parallel ranks, 4 with sequence parallelism
+fit=$("$BIN" fit --param tensor_parallel --json "$T/tp.json" scenarios/tensor_parallel_activations.yaml 2>&1); rc=$?
+ok $rc "oomlab fit --param tensor_parallel exits 0"
+ok $([ "$(largest before)" = 8 ] && [ "$(largest after-tp-4-sequence-parallel)" = 4 ] && echo 0 || echo 1) \
+    "TP alone: 8 ranks ($(largest before)); with sequence parallelism: 4 ($(largest after-tp-4-sequence-parallel))"
+ok $(grep -q '"smallest": 8' "$T/tp.json" && echo 0 || echo 1) "the JSON names the smallest degree"
+# --param world_size with tensor_parallel 2: multiples of 2 (FSDP over world_size / 2 data-parallel ranks)
+sed 's/world_size: 2 }/world_size: 2, tensor_parallel: 2 }/; /after-/,$d' scenarios/fsdp_too_few_ranks.yaml > "$T/tp_fsdp.yaml"
+fit=$("$BIN" fit --param world_size "$T/tp_fsdp.yaml" 2>&1); rc=$?
+ok $([ $rc = 0 ] && [ "$(largest before)" = 4 ] && echo 0 || echo 1) "TP 2 x FSDP: 4 ranks in all ($(largest before))"
 out=$("$BIN" fit --param world_size scenarios/activation_growth.yaml 2>&1); rc=$?
 ok $([ $rc = 2 ] && echo 0 || echo 1) "fit --param world_size of a job without job.parallel exits 2"
 ok $(contains "$out" "--param world_size: variant before has no job.parallel.strategy") "and says why ($out)"

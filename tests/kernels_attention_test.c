@@ -1,7 +1,8 @@
 /* kernels_attention_test.c: unfused and fused attention against naive attention (causal, GQA,
  * Tq != Tk, packed qkv) in every dtype; fused equals unfused; both backward kernels (and the
  * fused backward's prep pass) against naive backward in every dtype, against finite differences
- * of the forward and against each other; attention with a score bias and the score gradient
+ * of the forward and against each other; calls split over the cores give the bits of one thread;
+ * causal rows that see no key; attention with a score bias and the score gradient
  * against references in every dtype and finite differences in fp32. */
 #include "kernels_test_util.h"
 
@@ -255,6 +256,98 @@ static void packed_case(unsigned fwd, unsigned bwd)
         free(all[i]);
 }
 
+/* Forward and backward of one call, fused (flash) or not, on the default threads or on `threads`:
+ * o, lse (fused) or P, dq, dkv (fp32). */
+static void attn_run(int fused, struct cfg c, const float *q, const float *kv, const float *dout, unsigned threads,
+                     float *o, float *aux, float *dq, float *dkv)
+{
+    float *stats = zeros(2 * nrows(c));
+    kernel_cpu_set_threads(threads);
+    struct kernel_call k = call(fused ? K_FLASH_FWD : K_ATTN_FWD, DT_F32, c);
+    run(&k, fused ? (void *[]){(void *)q, (void *)kv, o, aux} : (void *[]){(void *)q, (void *)kv, aux, o});
+    if (fused) {
+        k = call(K_FLASH_BWD_PREP, DT_F32, c);
+        run(&k, (void *[]){o, (void *)dout, aux, stats});
+    }
+    k = call(fused ? K_FLASH_BWD : K_ATTN_BWD, DT_F32, c);
+    run(&k, (void *[]){(void *)q, (void *)kv, fused ? stats : aux, (void *)dout, dq, dkv});
+    kernel_cpu_set_threads(0);
+    free(stats);
+}
+
+/* A call big enough to be split over the cores (where there are two) gives the bits it gives on one
+ * thread, and matches naive attention: grouped heads, causal with Tk > Tq, Tq not a multiple of the
+ * query block and D (72) not a multiple of 16; fused and unfused. */
+static void threads_case(int fused)
+{
+    struct cfg c = {2, 4, 300, 332, 72, 1, 2};
+    const char *name = fused ? "flash" : "attn";
+    const size_t naux = fused ? nrows(c) : np(c);
+    float *q = rnd_vec(nq(c), 1.0f), *kv = rnd_vec(nkv(c), 1.0f), *dout = rnd_vec(nq(c), 1.0f);
+    float *o[2], *aux[2], *dq[2], *dkv[2];
+    for (int i = 0; i < 2; i++) {
+        o[i] = zeros(nq(c));
+        aux[i] = zeros(naux);
+        dq[i] = zeros(nq(c));
+        dkv[i] = zeros(nkv(c));
+        attn_run(fused, c, q, kv, dout, i ? 1 : 0, o[i], aux[i], dq[i], dkv[i]);
+    }
+    ok(!memcmp(o[0], o[1], nq(c) * 4) && !memcmp(aux[0], aux[1], naux * 4), "%s_fwd: same bits on all cores and on one", name);
+    ok(!memcmp(dq[0], dq[1], nq(c) * 4) && !memcmp(dkv[0], dkv[1], nkv(c) * 4), "%s_bwd: same bits on all cores and on one", name);
+    double *o_ref = malloc(nq(c) * sizeof(double)), *p_ref = malloc(np(c) * sizeof(double));
+    double *lse_ref = malloc(nrows(c) * sizeof(double)), *dq_ref = malloc(nq(c) * sizeof(double));
+    double *dkv_ref = malloc(nkv(c) * sizeof(double)), *stats_ref = malloc(2 * nrows(c) * sizeof(double));
+    attn_ref(c, q, kv, o_ref, p_ref, lse_ref);
+    attn_bwd_ref(c, q, kv, p_ref, o_ref, lse_ref, dout, dq_ref, dkv_ref, stats_ref);
+    unsigned fwd = fused ? K_FLASH_FWD : K_ATTN_FWD, bwd = fused ? K_FLASH_BWD : K_ATTN_BWD;
+    char msg[96];
+    snprintf(msg, sizeof msg, "%s_fwd o, large call", name);
+    check_close(o[0], DT_F32, o_ref, nq(c), kernel_get(fwd)->tol[DT_F32], msg);
+    snprintf(msg, sizeof msg, "%s_fwd %s, large call", name, fused ? "lse" : "p");
+    check_close(aux[0], DT_F32, fused ? lse_ref : p_ref, naux, fused ? 1e-5 : kernel_get(fwd)->tol[DT_F32], msg);
+    snprintf(msg, sizeof msg, "%s_bwd dq, large call", name);
+    check_close(dq[0], DT_F32, dq_ref, nq(c), kernel_get(bwd)->tol[DT_F32], msg);
+    snprintf(msg, sizeof msg, "%s_bwd dkv, large call", name);
+    check_close(dkv[0], DT_F32, dkv_ref, nkv(c), kernel_get(bwd)->tol[DT_F32], msg);
+    void *all[] = {q, kv, dout, o[0], o[1], aux[0], aux[1], dq[0], dq[1], dkv[0], dkv[1], o_ref, p_ref, lse_ref,
+                   dq_ref, dkv_ref, stats_ref};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        free(all[i]);
+}
+
+/* Causal with Tq > Tk: the first Tq - Tk queries see no key; their o and dq are 0, their lse -inf
+ * (fused; P 0 unfused), and nothing is NaN. */
+static void keyless_rows_case(int fused)
+{
+    struct cfg c = {1, 2, 70, 3, 8, 1, 1};
+    float *q = rnd_vec(nq(c), 1.0f), *kv = rnd_vec(nkv(c), 1.0f), *dout = rnd_vec(nq(c), 1.0f);
+    float *o = zeros(nq(c)), *lse = zeros(fused ? nrows(c) : np(c)), *dq = zeros(nq(c)), *dkv = zeros(nkv(c));
+    attn_run(fused, c, q, kv, dout, 0, o, lse, dq, dkv);
+    int keyless = 1, finite = 1;
+    for (int64_t h = 0; h < c.H; h++)
+        for (int64_t i = 0; i < c.Tq; i++) {
+            int none = i < c.Tq - c.Tk;
+            for (int64_t jj = 0; jj < (fused ? 1 : c.Tk); jj++) {
+                float aux = fused ? lse[h * c.Tq + i] : lse[(h * c.Tq + i) * c.Tk + jj];
+                keyless &= !none || (fused ? isinf(aux) : aux == 0.0f);
+                finite &= (fused && none) || isfinite(aux);
+            }
+            for (int64_t d = 0; d < c.D; d++) {
+                size_t x = (size_t)((i * c.H + h) * c.D + d);
+                keyless &= !none || (o[x] == 0.0f && dq[x] == 0.0f);
+                finite &= isfinite(o[x]) && isfinite(dq[x]);
+            }
+        }
+    for (size_t x = 0; x < nkv(c); x++)
+        finite &= isfinite(dkv[x]);
+    ok(keyless, "%s: causal rows that see no key give o = dq = 0 and %s", fused ? "flash" : "attn",
+       fused ? "lse = -inf" : "P = 0");
+    ok(finite, "%s: every other figure of a call with keyless rows is finite", fused ? "flash" : "attn");
+    void *all[] = {q, kv, dout, o, lse, dq, dkv};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        free(all[i]);
+}
+
 struct attn_bias_ctx {
     struct kernel_call k;
     float *q, *kv, *bias, *p, *o, *w;
@@ -346,6 +439,10 @@ int main(void)
     }
     packed_case(K_ATTN_FWD, K_ATTN_BWD);
     packed_case(K_FLASH_FWD, K_FLASH_BWD);
+    for (int fused = 0; fused < 2; fused++) {
+        threads_case(fused);
+        keyless_rows_case(fused);
+    }
     test_attn_bias();
     return done_testing();
 }

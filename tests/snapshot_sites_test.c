@@ -36,12 +36,14 @@ static void test_plan(const struct snapshot *s)
     size_t allocs = 0;
     bool named = true;
     for (size_t i = 0; i < p.nops; i++) {
-        if (p.ops[i].kind != OP_ALLOC) {
-            named = named && !p.ops[i].name;
+        struct op op;
+        snapshot_plan_op(&p, i, &op);
+        if (op.kind != OP_ALLOC) {
+            named = named && !op.name;
             continue;
         }
         allocs++;
-        named = named && p.ops[i].name == s->event_sites[p.ops[i].where];
+        named = named && op.name == s->event_sites[op.where];
     }
     ok(allocs == 2 && named, "each ALLOC op is named by its event's site, other ops by nothing");
     ok(p.ninitial == 1 && p.initial[0].nblocks == 1 && p.initial[0].sites &&

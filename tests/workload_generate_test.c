@@ -12,38 +12,6 @@
 #include "workload_run.h"
 
 
-/* A GPT-2 style model configured like Korthikanti et al.: 16-bit, dropout, unfused attention,
- * GELU MLP of 4h, LayerNorm, biases. */
-static void korthikanti(struct job_spec *s, int layers, enum attn_impl attn)
-{
-    job_spec_init(s);
-    s->model.preset[0] = 0;
-    s->model.family = FAMILY_DECODER;
-    s->model.hidden = 256;
-    s->model.heads = 8;
-    s->model.layers = layers;
-    s->model.ffn = 1024;
-    s->model.vocab = 512;
-    s->model.max_positions = 512;
-    s->model.attn = attn;
-    s->model.dropout = 0.1f;
-    s->load_dtype = s->param_dtype = DT_BF16;
-    s->batch = 4;
-    s->seq_len = 128;
-    s->steps = 1;
-}
-
-/* Activation bytes the forward leaves for backward: live CAT_ACTIVATION at the backward phase. */
-static int64_t saved_activations(const struct job_spec *s)
-{
-    struct live_sink k;
-    run(s, &k);
-    const struct live_mark *m = live_sink_mark(&k, "backward", 0);
-    int64_t v = m ? m->cat[CAT_ACTIVATION] : -1;
-    live_sink_fini(&k);
-    return v;
-}
-
 static void test_consistency(void)
 {
     static const char *models[] = {"tiny-transformer", "tiny-mlp", "tiny-cnn", "gpt2", "flan-t5-base",
@@ -91,8 +59,8 @@ static void test_consistency(void)
 static void test_korthikanti(void)
 {
     struct job_spec s1, s2;
-    korthikanti(&s1, 1, ATTN_EAGER);
-    korthikanti(&s2, 2, ATTN_EAGER);
+    korthikanti_job(&s1, 1, ATTN_EAGER);
+    korthikanti_job(&s2, 2, ATTN_EAGER);
     int64_t s = 128, b = 4, h = 256, a = 8;
     int64_t sbh = s * b * h;
     /* sbh(34 + 5as/h) plus the fp32 mean and rstd per row of the two LayerNorms (16sb) */
@@ -100,8 +68,8 @@ static void test_korthikanti(void)
     int64_t per_layer = saved_activations(&s2) - saved_activations(&s1);
     is_int(per_layer, want, "eager, dropout, bf16: one layer saves sbh(34 + 5as/h) + 16sb = %lld B", (long long)want);
 
-    korthikanti(&s1, 1, ATTN_SDPA);
-    korthikanti(&s2, 2, ATTN_SDPA);
+    korthikanti_job(&s1, 1, ATTN_SDPA);
+    korthikanti_job(&s2, 2, ATTN_SDPA);
     int64_t sdpa = saved_activations(&s2) - saved_activations(&s1);
     /* SDPA drops probabilities, their dropout mask and dropped copy (5as^2b) and eager's copy of q for its
      * matmul (2sbh); its q is a view that keeps the fused qkv projection (6sbh), the KV cache's copies of
@@ -109,8 +77,8 @@ static void test_korthikanti(void)
      * are; it adds an fp32 log-sum-exp per row and head (4asb) and the RNG seed and offset (16 + 8 B) */
     is_int(per_layer - sdpa, 5 * a * s * s * b - 4 * sbh - 4 * a * s * b - 24, "sdpa_attention removes the 5as^2b terms");
 
-    korthikanti(&s1, 1, ATTN_EAGER);
-    korthikanti(&s2, 2, ATTN_EAGER);
+    korthikanti_job(&s1, 1, ATTN_EAGER);
+    korthikanti_job(&s2, 2, ATTN_EAGER);
     s1.fixes = s2.fixes = 1u << FIX_GRADIENT_CHECKPOINTING;
     is_int(saved_activations(&s2) - saved_activations(&s1), 2 * sbh,
            "gradient checkpointing keeps only the layer input, 2sbh per layer");
@@ -121,7 +89,7 @@ static void test_korthikanti(void)
     is_int(saved_activations(&s2) - saved_activations(&s1), 2 * sbh,
            "checkpointing every 2 layers keeps one input per 2 layers");
     struct live_sink k;
-    korthikanti(&s1, 3, ATTN_EAGER);
+    korthikanti_job(&s1, 3, ATTN_EAGER);
     s1.fixes = 1u << FIX_GRADIENT_CHECKPOINTING;
     ok(run(&s1, &k) == 0 && live_sink_consistent(&k), "checkpointed backward (recompute) is consistent");
     is_int(k.live - k.cat[CAT_PARAM] - k.cat[CAT_OPTIMIZER_STATE] - k.cat[CAT_WORKSPACE], 0, "and leaves nothing behind");
@@ -151,7 +119,7 @@ static int count_gemm(struct op_sink *sink, const struct op *op, struct err *e)
 static void test_checkpoint_under_autocast(void)
 {
     struct job_spec s;
-    korthikanti(&s, 2, ATTN_EAGER);
+    korthikanti_job(&s, 2, ATTN_EAGER);
     s.load_dtype = s.param_dtype = DT_F32;
     s.fixes = 1u << FIX_GRADIENT_CHECKPOINTING | 1u << FIX_MIXED_PRECISION;
     struct err e = {0};

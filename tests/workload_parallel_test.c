@@ -8,29 +8,8 @@
 #include "workload/generate.h"
 #include "workload/live_sink.h"
 #include "workload/parallel.h"
+#include "workload_parallel_job.h"
 #include "workload_run.h"
-
-#define GPT2_P 124439808LL
-#define GPT2_WTE (50257LL * 768) /* transformer.wte.weight, the first parameter */
-
-
-static void gpt2_job(struct job_spec *s, enum parallel_strategy st, int world)
-{
-    job_spec_init(s);
-    snprintf(s->model.preset, sizeof s->model.preset, "gpt2");
-    s->load_dtype = s->param_dtype = DT_BF16;
-    s->batch = 1;
-    s->seq_len = 64;
-    s->steps = 2;
-    s->parallel.strategy = st;
-    s->parallel.world_size = world;
-}
-
-static int64_t cat_at(const struct live_sink *k, const char *phase, int n, enum category c)
-{
-    const struct live_mark *m = live_sink_mark(k, phase, n);
-    return m ? m->cat[c] : -1;
-}
 
 static void test_estimators(void)
 {

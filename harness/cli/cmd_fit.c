@@ -20,7 +20,8 @@ void cmd_fit_usage(FILE *f)
                "  peak; with the samples/s at that value\n"
                "options:\n" CLI_HF_HELP
                "  --param P        batch_size (default), seq_len, image_size, or world_size: the\n"
-               "                   smallest data-parallel world size of the variant's job.parallel\n"
+               "                   smallest world size of the variant's job.parallel, or\n"
+               "                   tensor_parallel: the smallest tensor-parallel degree (1, 2, 4, ...)\n"
                "  --limit N        largest value tried (default 4096, at most 1048576)\n"
                "  --max-forwards N run jobs of up to N forward passes (default 100000)\n"
                "  --device DEV     run on DEV instead of the scenario's device\n"
@@ -29,7 +30,7 @@ void cmd_fit_usage(FILE *f)
                "exit: 0 every variant fits at some value, 1 one fits at none, 2 bad input, 3 internal error\n");
 }
 
-static const char *const param_names[] = {"batch_size", "seq_len", "image_size", "world_size"};
+static const char *const param_names[] = {"batch_size", "seq_len", "image_size", "world_size", "tensor_parallel"};
 #define NPARAMS (int)(sizeof param_names / sizeof param_names[0])
 
 static int fit_all(const struct scenario *sc, const struct harness_options *opt, const struct fit_options *fo,
@@ -49,7 +50,7 @@ static int fit_all(const struct scenario *sc, const struct harness_options *opt,
         struct report_group g = {.kind = REPORT_FIT, .name = sc->name, .title = sc->title, .source = sc->source,
                                  .file = sc->path, .jobs = jobs, .njobs = sc->nvariants, .fits = rows,
                                  .fit_param = param_names[fo->param], .fit_margin = fo->margin,
-                                 .fit_smallest = fo->param == FIT_WORLD_SIZE,
+                                 .fit_smallest = fo->param == FIT_WORLD_SIZE || fo->param == FIT_TENSOR_PARALLEL,
                                  .capacity_text = capacity_s};
         report_outputs_add(out, &g);
     }
@@ -89,7 +90,7 @@ int cmd_fit(int argc, char **argv)
             for (fo.param = 0; (int)fo.param < NPARAMS && strcmp(optarg, param_names[fo.param]); fo.param++)
                 ;
             if ((int)fo.param == NPARAMS) {
-                fprintf(stderr, "oomlab fit: --param must be batch_size, seq_len, image_size or world_size\n");
+                fprintf(stderr, "oomlab fit: --param must be batch_size, seq_len, image_size, world_size or tensor_parallel\n");
                 return 2;
             }
             break;

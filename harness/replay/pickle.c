@@ -5,13 +5,18 @@
  * mark and memo arrays are scratch space freed when parsing ends. Every opcode does work bounded by
  * the values it pushed or pops, so parsing is linear in the input. Dicts of more than
  * DICT_INDEX_MIN keys get a sorted index of their str keys when parsing ends, so a lookup costs
- * O(log n) however often a shared dict is read. */
+ * O(log n) however often a shared dict is read. A streamed parse (pickle_parse_streamed) runs the same
+ * machine but hands one list of lists of records to its client as they close (see "streaming"). */
 #define _GNU_SOURCE /* qsort_r */
 #include "replay/pickle.h"
 
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The per-opcode helpers of the hot opcodes (memo GETs and PUTs, small ints, pushes): inlined into the
+ * dispatch loop, which runs once per opcode (hundreds of thousands in a snapshot). */
+#define HOT static inline __attribute__((always_inline))
 
 /* Values are 16 bytes; strings and containers keep their variable part in a second record. */
 struct pickle_string {
@@ -32,6 +37,8 @@ struct pickle_seq {
 struct pickle_value {
     unsigned char type;  /* enum pickle_type */
     bool negative;       /* int: bits holds a negative value in two's complement */
+    unsigned char role;  /* enum role: what a streamed parse made of it (see "streaming" below) */
+    unsigned char state; /* a placeholder's: enum placeholder_state */
     union {
         bool b;
         uint64_t bits;
@@ -40,6 +47,12 @@ struct pickle_value {
         struct pickle_seq *seq;
     } as;
 };
+
+/* What a streamed parse (pickle_parse_streamed) made of a value: the root dict's root_key list of lists
+ * (ROLE_TRACES), one of its lists (ROLE_RECORDS), a placeholder for one of their dicts (ROLE_RECORD), a
+ * placeholder for a record's list_key list (ROLE_LIST); 0 for everything else. */
+enum role { ROLE_NONE, ROLE_TRACES, ROLE_RECORDS, ROLE_RECORD, ROLE_LIST };
+enum placeholder_state { OPEN, DONE, TAKEN_EMPTY }; /* TAKEN_EMPTY: a list_key list used before any item came */
 
 #define ARENA_CHUNK (64 * 1024)
 #define ARENA_ALIGN 8  /* the strictest alignment of what the arena holds: pointers, uint64_t, double */
@@ -78,7 +91,7 @@ static void *arena_alloc_chunk(struct pickle_doc *doc, size_t n)
 }
 
 /* n bytes from the arena: every value of the document is one, so the common case is a bump of the head. */
-static inline void *arena_alloc(struct pickle_doc *doc, size_t n)
+HOT void *arena_alloc(struct pickle_doc *doc, size_t n)
 {
     n = (n + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
     struct arena_chunk *head = doc->chunks;
@@ -155,7 +168,17 @@ struct parser {
      * False, True, and the ints 0-255 (BININT1: a snapshot's streams, devices, many sizes). */
     struct pickle_value *none, *bools[2], *small_ints[256];
     struct err *e;
+    /* pickle_parse_streamed: the client, the root dict, its root_key list, and the record lists in the
+     * order they were made (how many of them are in the root_key list so far), and the records made and
+     * appended to the lists so far */
+    const struct pickle_stream *stream;
+    struct pickle_value *stream_root, *traces;
+    struct pickle_value **lists;
+    size_t nlists, lists_cap, lists_placed;
+    size_t nrecords, records_placed;
 };
+
+static int leave_stream(struct parser *p);
 
 static const char *op_name(const struct parser *p)
 {
@@ -180,7 +203,7 @@ static int truncated(struct parser *p, uint64_t needed)
 }
 
 /* The next n argument bytes, or NULL (error set) when the data ends first. */
-static inline const unsigned char *take(struct parser *p, uint64_t n)
+HOT const unsigned char *take(struct parser *p, uint64_t n)
 {
     if (__builtin_expect(n > p->len - p->pos, 0)) {
         truncated(p, n);
@@ -212,7 +235,7 @@ static inline int take_uint(struct parser *p, size_t n, uint64_t *out)
 
 /* A value of `type` followed in the same allocation by `extra` bytes for its string or container
  * record; the record itself is left for the caller to fill. */
-static inline struct pickle_value *new_value_with(struct parser *p, enum pickle_type type, size_t extra)
+HOT struct pickle_value *new_value_with(struct parser *p, enum pickle_type type, size_t extra)
 {
     struct pickle_value *v = arena_alloc(p->doc, sizeof *v + extra);
     if (!v) {
@@ -223,7 +246,7 @@ static inline struct pickle_value *new_value_with(struct parser *p, enum pickle_
     return v;
 }
 
-static struct pickle_value *new_value(struct parser *p, enum pickle_type type)
+HOT struct pickle_value *new_value(struct parser *p, enum pickle_type type)
 {
     return new_value_with(p, type, 0);
 }
@@ -328,7 +351,7 @@ static int grow_pointers(struct parser *p, struct pickle_value ***arr, size_t *c
     return 0;
 }
 
-static inline int push(struct parser *p, struct pickle_value *v)
+HOT int push(struct parser *p, struct pickle_value *v)
 {
     if (!v || (p->depth == p->stack_cap && grow_pointers(p, &p->stack, &p->stack_cap, p->depth + 1)))
         return -1;
@@ -397,7 +420,7 @@ static struct pickle_value *mark_target(struct parser *p, enum pickle_type want)
 
 /* ---- opcode handlers ---- */
 
-static int push_int(struct parser *p, uint64_t bits, bool negative)
+HOT int push_int(struct parser *p, uint64_t bits, bool negative)
 {
     struct pickle_value *v = new_value(p, PICKLE_INT);
     if (v) {
@@ -434,7 +457,14 @@ static int op_long(struct parser *p, size_t width)
         return -1;
     bool negative = n && (b[n - 1] & 0x80);
     size_t low = n < 8 ? n : 8;
-    uint64_t bits = little_endian(b, low);
+    uint64_t bits = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (p->len - (size_t)(b - p->data) >= 8) { /* one load where eight bytes remain (a snapshot's addresses) */
+        memcpy(&bits, b, 8);
+        bits = low == 8 ? bits : bits & ((UINT64_C(1) << (8 * low)) - 1);
+    } else
+#endif
+        bits = little_endian(b, low);
     if (negative && low < 8)
         bits |= ~UINT64_C(0) << (8 * low);
     bool fits = !negative || (bits >> 63);
@@ -476,7 +506,7 @@ static int op_none(struct parser *p)
 }
 
 /* BININT1: an int 0-255, shared. */
-static int op_binint1(struct parser *p)
+HOT int op_binint1(struct parser *p)
 {
     const unsigned char *b = take(p, 1);
     if (!b)
@@ -497,12 +527,18 @@ static int op_string(struct parser *p, enum pickle_type type, size_t width)
     return b ? push(p, new_string(p, type, b, n)) : -1;
 }
 
+static int stream_new(struct parser *p, enum pickle_type type);
+
 static int op_empty(struct parser *p, enum pickle_type type)
 {
+    if (p->stream && type != PICKLE_TUPLE)
+        return stream_new(p, type);
     return push(p, new_container(p, type, NULL, 0));
 }
 
 /* LIST, TUPLE and DICT: a new container from the values since the last MARK. */
+static int stream_plain(struct parser *p, struct pickle_value *const *items, size_t n);
+
 static int op_from_mark(struct parser *p, enum pickle_type type)
 {
     struct pickle_value **items = NULL;
@@ -511,6 +547,8 @@ static int op_from_mark(struct parser *p, enum pickle_type type)
         return -1;
     if (type == PICKLE_DICT && n % 2)
         return malformed(p, "has an odd number of values after its MARK");
+    if (p->stream && stream_plain(p, items, n))
+        return -1;
     return push(p, new_container(p, type, items, n));
 }
 
@@ -520,14 +558,24 @@ static int op_small_tuple(struct parser *p, size_t n)
     if (require(p, n))
         return -1;
     p->depth -= n;
+    if (p->stream && stream_plain(p, p->stack + p->depth, n))
+        return -1;
     return push(p, new_container(p, PICKLE_TUPLE, p->stack + p->depth, n));
 }
+
+static int stream_extend(struct parser *p, struct pickle_value *target, struct pickle_value *const *items, size_t n,
+                         bool pairs);
 
 static int op_append(struct parser *p)
 {
     if (require(p, 2))
         return -1;
     struct pickle_value *list = p->stack[p->depth - 2];
+    int streamed = p->stream ? stream_extend(p, list, p->stack + p->depth - 1, 1, false) : 0;
+    if (streamed) {
+        p->depth--;
+        return streamed < 0 ? -1 : 0;
+    }
     if (list->type != PICKLE_LIST)
         return err_set(p->e, ERR_INPUT, "%s: byte %zu: malformed pickle: APPEND to a %s, expected a list", p->name,
                        p->op_pos, pickle_type_name(pickle_type(list)));
@@ -540,6 +588,11 @@ static int op_setitem(struct parser *p)
     if (require(p, 3))
         return -1;
     struct pickle_value *dict = p->stack[p->depth - 3];
+    int streamed = p->stream ? stream_extend(p, dict, p->stack + p->depth - 2, 2, true) : 0;
+    if (streamed) {
+        p->depth -= 2;
+        return streamed < 0 ? -1 : 0;
+    }
     if (dict->type != PICKLE_DICT)
         return err_set(p->e, ERR_INPUT, "%s: byte %zu: malformed pickle: SETITEM on a %s, expected a dict", p->name,
                        p->op_pos, pickle_type_name(pickle_type(dict)));
@@ -556,6 +609,11 @@ static int op_extend(struct parser *p, enum pickle_type type)
         return -1;
     if (type == PICKLE_DICT && n % 2)
         return malformed(p, "has an odd number of values after its MARK");
+    int streamed = p->stream && p->depth > stack_base(p)
+                       ? stream_extend(p, p->stack[p->depth - 1], items, n, type == PICKLE_DICT)
+                       : 0;
+    if (streamed)
+        return streamed < 0 ? -1 : 0;
     struct pickle_value *target = mark_target(p, type);
     if (!target)
         return -1;
@@ -584,7 +642,7 @@ static int memo_put_checked(struct parser *p, uint64_t index)
 }
 
 /* The common case inline: a value on the stack stored under an index that has room. */
-static inline int memo_put(struct parser *p, uint64_t index)
+HOT int memo_put(struct parser *p, uint64_t index)
 {
     if (index < p->memo_cap && p->depth > stack_base(p)) {
         p->memo_count += !p->memo[index];
@@ -601,15 +659,39 @@ static int memo_get_checked(struct parser *p, uint64_t index)
     if (index >= p->memo_cap || !p->memo[index])
         return err_set(p->e, ERR_INPUT, "%s: byte %zu: malformed pickle: %s of memo index %llu, which was never stored",
                        p->name, p->op_pos, op_name(p), (unsigned long long)index);
+    if (p->memo[index]->role == ROLE_RECORD)
+        return leave_stream(p);
     return push(p, p->memo[index]);
 }
 
 /* The common case inline: an index that was stored. */
-static inline int memo_get(struct parser *p, uint64_t index)
+HOT int memo_get(struct parser *p, uint64_t index)
 {
-    if (index < p->memo_cap && p->memo[index])
+    if (index < p->memo_cap && p->memo[index]) {
+        if (__builtin_expect(p->memo[index]->role == ROLE_RECORD, 0))
+            return leave_stream(p);
         return push(p, p->memo[index]);
+    }
     return memo_get_checked(p, index);
+}
+
+/* BINGET and LONG_BINGET, over half the opcodes of a snapshot (its keys and frames are memo references),
+ * ahead of the dispatch when nothing can go wrong: the index stored, the stack with room. false: the
+ * dispatch runs the opcode (and says what is wrong). */
+HOT bool memo_get_fast(struct parser *p)
+{
+    unsigned char op = p->data[p->pos];
+    size_t width = op == OP_BINGET ? 1 : op == OP_LONG_BINGET ? 4 : 0;
+    if (!width || p->len - p->pos <= width || p->depth == p->stack_cap)
+        return false;
+    const unsigned char *b = p->data + p->pos + 1;
+    uint64_t index = width == 1 ? b[0] : (uint64_t)b[0] | (uint64_t)b[1] << 8 | (uint64_t)b[2] << 16 | (uint64_t)b[3] << 24;
+    struct pickle_value *v = index < p->memo_cap ? p->memo[index] : NULL;
+    if (!v || v->role == ROLE_RECORD)
+        return false;
+    p->stack[p->depth++] = v;
+    p->pos += 1 + width;
+    return true;
 }
 
 /* The decimal argument of the text opcodes PUT and GET, ended by a newline. */
@@ -643,7 +725,7 @@ static int op_memo_text(struct parser *p, bool put)
 }
 
 /* BINPUT, LONG_BINPUT, BINGET, LONG_BINGET: a 1- or 4-byte index (most opcodes of a snapshot are these). */
-static inline int op_memo(struct parser *p, size_t width, bool put)
+HOT int op_memo(struct parser *p, size_t width, bool put)
 {
     const unsigned char *b = take(p, width);
     if (!b)
@@ -685,7 +767,7 @@ static int unsupported(struct parser *p)
                    p->name, p->op_pos, p->op, op_name(p));
 }
 
-static inline int run_opcode(struct parser *p)
+HOT int run_opcode(struct parser *p)
 {
     switch (p->op) {
     case OP_PROTO: return op_proto(p);
@@ -788,17 +870,155 @@ static const struct pickle_value *indexed_get(const struct pickle_seq *seq, cons
     return k->len == klen && memcmp(k->data, key, klen) == 0 ? seq->items[2 * pair + 1] : NULL;
 }
 
+/* ---- streaming (pickle_parse_streamed) ----
+ * Roles are given where a container is made (EMPTY_LIST, EMPTY_DICT), from where it will sit: the list
+ * after the root dict's root_key becomes the record lists' list; a list made as its item, a record list; a
+ * dict made as a record list's item, a record placeholder, whose pairs go to on_record at its SETITEMS;
+ * a list made as a record's list_key value, a placeholder whose items go to on_list at its APPENDS. The
+ * guess is then held to what the pickle does with each value: a streamed value stored anywhere but where
+ * its role says, a record reached again through the memo, records placed out of order, or a root_key
+ * that is not the final root's leaves the streamed shape (the caller parses the input whole). */
+
+static int leave_stream(struct parser *p)
+{
+    return err_set(p->e, ERR_INPUT, "%s: byte %zu: leaves the streamed layout", p->name, p->op_pos);
+}
+
+static bool is_str(const struct pickle_value *v, const char *s)
+{
+    size_t n = strlen(s);
+    return v && v->type == PICKLE_STR && v->as.s->len == n && memcmp(v->as.s->data, s, n) == 0;
+}
+
+/* The role of the container EMPTY_LIST or EMPTY_DICT is about to push, from the container its MARK frame
+ * extends (target), the value right below it (APPEND's or SETITEM's target, or its key) and the one below. */
+static enum role new_role(const struct parser *p, enum pickle_type type)
+{
+    size_t d = p->depth, base = stack_base(p);
+    struct pickle_value *const *s = p->stack;
+    unsigned char target = p->nmarks && base ? s[base - 1]->role : ROLE_NONE;
+    const struct pickle_value *below = d > base ? s[d - 1] : NULL, *below2 = d >= base + 2 ? s[d - 2] : NULL;
+    unsigned char under = below ? below->role : ROLE_NONE;
+    if (type == PICKLE_DICT)
+        return target == ROLE_RECORDS || under == ROLE_RECORDS ? ROLE_RECORD : ROLE_NONE;
+    if (!p->traces && d >= 2 && s[0]->type == PICKLE_DICT && is_str(below, p->stream->root_key) &&
+        ((p->nmarks == 1 && base == 1 && (d - base) % 2 == 1) || (p->nmarks == 0 && d == 2)))
+        return ROLE_TRACES;
+    if (target == ROLE_TRACES || under == ROLE_TRACES)
+        return ROLE_RECORDS;
+    if (is_str(below, p->stream->list_key) &&
+        ((target == ROLE_RECORD && (d - base) % 2 == 1) || (below2 && below2->role == ROLE_RECORD)))
+        return ROLE_LIST;
+    return ROLE_NONE;
+}
+
+/* EMPTY_LIST or EMPTY_DICT in a streamed parse. */
+static int stream_new(struct parser *p, enum pickle_type type)
+{
+    enum role role = new_role(p, type);
+    struct pickle_value *v = role == ROLE_RECORD || role == ROLE_LIST ? new_value(p, PICKLE_NONE)
+                                                                      : new_container(p, type, NULL, 0);
+    if (!v)
+        return -1;
+    v->role = (unsigned char)role;
+    if (role == ROLE_RECORD)
+        v->as.bits = p->nrecords++;
+    if (role == ROLE_TRACES) {
+        p->traces = v;
+        p->stream_root = p->stack[0];
+    }
+    if (role == ROLE_RECORDS) {
+        if (grow_pointers(p, &p->lists, &p->lists_cap, p->nlists + 1))
+            return -1;
+        p->lists[p->nlists++] = v;
+    }
+    return push(p, v);
+}
+
+/* Items going into a container made from them (LIST, TUPLE, DICT): no streamed value may. */
+static int stream_plain(struct parser *p, struct pickle_value *const *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (items[i]->role)
+            return leave_stream(p);
+    return 0;
+}
+
+/* APPEND(S) or SETITEM(S) of items (pairs: key, value, ...) to target in a streamed parse: 1 when the
+ * client took them (a record's pairs, a list_key list's items), 0 to store them, -1 to leave. */
+static int stream_extend(struct parser *p, struct pickle_value *target, struct pickle_value *const *items, size_t n,
+                         bool pairs)
+{
+    const struct pickle_stream *st = p->stream;
+    switch (target->role) {
+    case ROLE_RECORD:
+        if (!pairs || target->state != OPEN)
+            return leave_stream(p);
+        for (size_t i = 0; i < n; i += 2) {
+            struct pickle_value *v = items[i + 1];
+            if (items[i]->role || (v->role && (v->role != ROLE_LIST || !is_str(items[i], st->list_key))))
+                return leave_stream(p);
+            if (v->role == ROLE_LIST && v->state == OPEN)
+                v->state = TAKEN_EMPTY;
+        }
+        if (st->on_record(st->ctx, (size_t)target->as.bits, (const struct pickle_value *const *)items, n / 2))
+            return leave_stream(p);
+        target->state = DONE;
+        return 1;
+    case ROLE_LIST: {
+        uintptr_t token = 0;
+        if (pairs || target->state != OPEN || stream_plain(p, items, n) ||
+            st->on_list(st->ctx, (const struct pickle_value *const *)items, n, &token) || !token)
+            return leave_stream(p);
+        target->as.bits = token;
+        target->state = DONE;
+        return 1;
+    }
+    case ROLE_TRACES:
+        for (size_t i = 0; i < n; i++)
+            if (pairs || p->lists_placed == p->nlists || items[i] != p->lists[p->lists_placed++])
+                return leave_stream(p);
+        return 0;
+    case ROLE_RECORDS:
+        for (size_t i = 0; i < n; i++)
+            if (pairs || target != p->lists[p->nlists - 1] || items[i]->role != ROLE_RECORD ||
+                items[i]->state != DONE || items[i]->as.bits != p->records_placed++)
+                return leave_stream(p);
+        return 0;
+    default:
+        for (size_t i = 0; i < n; i++)
+            if (items[i]->role && (items[i]->role != ROLE_TRACES || !pairs || i % 2 == 0 || target != p->stream_root ||
+                                   !is_str(items[i - 1], st->root_key)))
+                return leave_stream(p);
+        return 0;
+    }
+}
+
+/* At STOP: the root is the dict the record lists were made in, they are its root_key's value, in the
+ * order they were made, and every record was placed. */
+static int stream_check(struct parser *p)
+{
+    if (p->doc->root != p->stream_root || pickle_dict_get(p->doc->root, p->stream->root_key) != p->traces ||
+        p->traces->as.seq->len != p->nlists || p->lists_placed != p->nlists || p->records_placed != p->nrecords)
+        return leave_stream(p);
+    return 0;
+}
+
 /* Runs opcodes up to STOP and leaves the value it pops in doc->root. */
 static int run(struct parser *p)
 {
     while (p->pos < p->len) {
+        if (memo_get_fast(p))
+            continue;
         p->op_pos = p->pos;
         p->op = p->data[p->pos++];
         if (p->op == OP_STOP) {
             if (require(p, 1))
                 return -1;
             p->doc->root = p->stack[--p->depth];
-            return index_big_dicts(p);
+            if (index_big_dicts(p))
+                return -1;
+            return p->traces ? stream_check(p) : 0;
         }
         if (run_opcode(p))
             return -1;
@@ -806,10 +1026,11 @@ static int run(struct parser *p)
     return err_set(p->e, ERR_INPUT, "%s: truncated pickle at byte %zu (no STOP opcode)", p->name, p->len);
 }
 
-int pickle_parse(const char *name, const unsigned char *data, size_t len, struct pickle_doc **out, struct err *e)
+static int parse(const char *name, const unsigned char *data, size_t len, const struct pickle_stream *stream,
+                 struct pickle_doc **out, struct err *e)
 {
     *out = NULL;
-    struct parser p = {.name = name, .data = data, .len = len, .e = e};
+    struct parser p = {.name = name, .data = data, .len = len, .e = e, .stream = stream};
     p.doc = calloc(1, sizeof *p.doc);
     if (!p.doc)
         return err_set(e, ERR_INTERNAL, "%s: out of memory reading the pickle", name);
@@ -818,12 +1039,33 @@ int pickle_parse(const char *name, const unsigned char *data, size_t len, struct
     free(p.marks);
     free(p.memo);
     free(p.big_dicts);
+    free(p.lists);
     if (rc) {
         pickle_free(p.doc);
         return -1;
     }
     *out = p.doc;
     return 0;
+}
+
+int pickle_parse(const char *name, const unsigned char *data, size_t len, struct pickle_doc **out, struct err *e)
+{
+    return parse(name, data, len, NULL, out, e);
+}
+
+int pickle_parse_streamed(const char *name, const unsigned char *data, size_t len, const struct pickle_stream *s,
+                          struct pickle_doc **out)
+{
+    struct err ignored = {0}; /* the whole parse that follows says what is wrong */
+    return parse(name, data, len, s, out, &ignored) ? 1 : 0;
+}
+
+bool pickle_streamed_list(const struct pickle_value *v, uintptr_t *token)
+{
+    if (v->role != ROLE_LIST)
+        return false;
+    *token = v->state == DONE ? (uintptr_t)v->as.bits : 0;
+    return true;
 }
 
 /* ---- the value API ---- */
@@ -920,6 +1162,13 @@ const struct pickle_value *const *pickle_items(const struct pickle_value *v, siz
     bool seq = v->type == PICKLE_LIST || v->type == PICKLE_TUPLE;
     *n = seq ? v->as.seq->len : 0;
     return seq ? (const struct pickle_value *const *)v->as.seq->items : NULL;
+}
+
+const struct pickle_value *const *pickle_dict_pairs(const struct pickle_value *dict, size_t *npairs)
+{
+    bool is_dict = dict->type == PICKLE_DICT;
+    *npairs = is_dict ? dict->as.seq->len : 0;
+    return is_dict ? (const struct pickle_value *const *)dict->as.seq->items : NULL;
 }
 
 const struct pickle_value *pickle_dict_key(const struct pickle_value *dict, size_t i)

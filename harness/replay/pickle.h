@@ -54,5 +54,32 @@ const struct pickle_value *pickle_dict_key(const struct pickle_value *dict, size
 const struct pickle_value *pickle_dict_value(const struct pickle_value *dict, size_t i);
 /* The value stored under the str key `key` (the last one if set twice), or NULL. */
 const struct pickle_value *pickle_dict_get(const struct pickle_value *dict, const char *key);
+/* A dict's pairs in one array, key, value, key, value, ... (*npairs pairs; NULL and 0 for anything else). */
+const struct pickle_value *const *pickle_dict_pairs(const struct pickle_value *dict, size_t *npairs);
+
+/* Streaming: the records of a root dict's list of lists (a snapshot's device_traces, each device's list of
+ * event dicts) handed to the client as each is built instead of being kept, and the list each record holds
+ * under one key (an event's frames) handed over as its items are appended. The document then holds, under
+ * root_key, the lists with a placeholder per record, in order. This holds only for the shape CPython's
+ * pickler writes; whatever leaves it (a record reached twice through the memo, a record list extended out
+ * of order, a streamed value stored anywhere else, a malformed pickle) makes pickle_parse_streamed return
+ * 1, and the caller parses the input whole with pickle_parse. */
+struct pickle_stream {
+    const char *root_key;  /* "device_traces" */
+    const char *list_key;  /* "frames" */
+    void *ctx;
+    /* A record list_key list's items (not kept): 0 with *token (not 0) naming what the client made of them,
+     * or -1 (the parse stops and returns 1). */
+    int (*on_list)(void *ctx, const struct pickle_value *const *items, size_t n, uintptr_t *token);
+    /* Record `index` (in the order they appear under root_key) complete, its pairs key, value, ...: 0, or -1. A
+     * value may be a list_key list's placeholder (pickle_streamed_list). */
+    int (*on_record)(void *ctx, size_t index, const struct pickle_value *const *pairs, size_t npairs);
+};
+/* 0 (*out the document), 1 (the input leaves the streamed shape, or is not a valid pickle, or memory ran
+ * out: nothing to free, parse it with pickle_parse for the document or the message), never -1. */
+int pickle_parse_streamed(const char *name, const unsigned char *data, size_t len, const struct pickle_stream *s,
+                          struct pickle_doc **out);
+/* Whether v is a streamed list_key list; *token is what on_list returned, 0 for one that got no items. */
+bool pickle_streamed_list(const struct pickle_value *v, uintptr_t *token);
 
 #endif

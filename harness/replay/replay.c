@@ -179,15 +179,18 @@ static int restore_initial(struct replay_run *rr, const struct snapshot_plan *p,
 static int force_recorded_addresses(struct replay_run *rr, const struct snapshot_plan *p, struct err *e)
 {
     size_t n = 0;
+    struct op op;
     for (size_t i = 0; i < p->nops; i++)
-        n += p->ops[i].kind == OP_SEGMENT_ALLOC;
+        n += p->events->events[p->op_events[i]].action == ACT_SEGMENT_ALLOC;
     uint64_t *addrs = malloc((n + 1) * sizeof *addrs);
     if (!addrs)
         return err_set(e, ERR_INTERNAL, "out of host memory for %zu recorded segment addresses", n);
     n = 0;
     for (size_t i = 0; i < p->nops; i++)
-        if (p->ops[i].kind == OP_SEGMENT_ALLOC)
-            addrs[n++] = p->ops[i].id;
+        if (p->events->events[p->op_events[i]].action == ACT_SEGMENT_ALLOC) {
+            snapshot_plan_op(p, i, &op);
+            addrs[n++] = op.id;
+        }
     int rc = rr->dev->ops->place_next(rr->dev, addrs, n, e);
     free(addrs);
     return rc;
@@ -243,9 +246,12 @@ static int run_plan(const struct snapshot_plan *plan, const struct setup *su, st
     if (rc == 0 && su->recorded_addresses && rr.dev->ops->place_next)
         rc = force_recorded_addresses(&rr, plan, e);
     struct op_sink *sink = rc ? NULL : runner_sink(rr.runner);
-    for (size_t i = 0; rc == 0 && i < plan->nops && !runner_stopped_by_oom(rr.runner); i++)
-        if ((rc = sink->emit(sink, &plan->ops[i], e)) && !runner_stopped_by_oom(rr.runner))
-            err_prefix(e, "%s: event %llu: ", plan->name, (unsigned long long)plan->ops[i].where);
+    struct op op;
+    for (size_t i = 0; rc == 0 && i < plan->nops && !runner_stopped_by_oom(rr.runner); i++) {
+        snapshot_plan_op(plan, i, &op);
+        if ((rc = sink->emit(sink, &op, e)) && !runner_stopped_by_oom(rr.runner))
+            err_prefix(e, "%s: event %llu: ", plan->name, (unsigned long long)op.where);
+    }
     if (runner_stopped_by_oom(rr.runner))
         rc = 0; /* the OOM is the result */
     if (rc == 0 &&

@@ -20,6 +20,7 @@
 #include "replay/pickle.h"
 
 #include "util/hash.h"
+#include "util/vec.h"
 
 /* One step of a path inside the file: a dict key, or (key NULL) a list index. */
 struct path_step {
@@ -34,6 +35,7 @@ struct path_step {
 struct frame_seen {
     const struct pickle_value *value;
     enum frame_kind kind;
+    bool autograd_node, aten_op;     /* a native frame naming an autograd node / an ATen operator */
     const char *filename, *name;
     size_t len;
     int64_t line;
@@ -44,6 +46,14 @@ struct frame_seen {
 };
 
 #define RECENT_FRAMES 1024 /* a cache in front of the table: most frames repeat */
+
+/* A dict key already matched against the fields an event is read for: its field, or -1. An event's keys are
+ * memoized strs shared by every event, so a key is matched once and then known by its address. */
+struct key_seen {
+    const struct pickle_value *key;
+    int field;
+};
+#define KEYS_SEEN 64
 
 struct reader {
     const char *name;
@@ -59,6 +69,23 @@ struct reader {
     struct frame_seen *recent[RECENT_FRAMES];  /* the last found, by their value's address */
     const struct pickle_value *last_frames;    /* the list folded last (a free_completed repeats its */
     const char *last_site;                     /* free_requested's), and its site */
+    struct key_seen event_keys_seen[KEYS_SEEN];
+    /* A streamed parse (pickle_parse_streamed): the events read as the pickle is, each with its frames list
+     * (the value, for last_frames), that list's site and the frames its fold visited, charged when the
+     * events are taken in read_events; and the folds of the frames lists the pickle handed over. */
+    bool streamed;
+    struct alloc_trace_event *sevents;
+    struct streamed_frames {
+        const struct pickle_value *frames;
+        const char *site;
+        size_t visited;
+    } *sframes;
+    size_t nsevents, sevents_cap, sframes_cap;
+    struct fold {
+        const char *site;
+        size_t visited;
+    } *folds;
+    size_t nfolds, folds_cap;
 };
 
 /* ---- paths and typed getters ---- */
@@ -216,19 +243,26 @@ FIELD_GETTER(field_float, value_float, double, as_float)
 
 /* The values under keys[0..n) of a dict, read in one pass over its pairs (the later of a key set twice,
  * as pickle_dict_get): NULL where a key is missing. */
-static void pick_fields(const struct pickle_value *dict, const char *const *keys, const size_t *key_lens, size_t n,
-                        const struct pickle_value **out)
+static void pick_fields(struct key_seen *seen, const struct pickle_value *const *pairs, size_t npairs,
+                        const char *const *keys, const size_t *key_lens, size_t n, const struct pickle_value **out)
 {
     for (size_t j = 0; j < n; j++)
         out[j] = NULL;
-    for (size_t i = 0, pairs = pickle_len(dict); i < pairs; i++) {
-        size_t len;
-        const char *k = pickle_str(pickle_dict_key(dict, i), &len);
-        for (size_t j = 0; k && j < n; j++)
-            if (len == key_lens[j] && memcmp(k, keys[j], len) == 0) {
-                out[j] = pickle_dict_value(dict, i);
-                break;
-            }
+    for (size_t i = 0; i < npairs; i++) {
+        const struct pickle_value *key = pairs[2 * i];
+        struct key_seen *ks = &seen[((uintptr_t)key >> 4) % KEYS_SEEN];
+        if (ks->key != key) {
+            size_t len;
+            const char *k = pickle_str(key, &len);
+            *ks = (struct key_seen){key, -1};
+            for (size_t j = 0; k && j < n; j++)
+                if (len == key_lens[j] && memcmp(k, keys[j], len) == 0) {
+                    ks->field = (int)j;
+                    break;
+                }
+        }
+        if (ks->field >= 0)
+            out[ks->field] = pairs[2 * i + 1];
     }
 }
 
@@ -302,6 +336,10 @@ static struct frame_seen *read_frame(struct reader *r, const struct pickle_value
     }
     *f = (struct frame_seen){.value = frame, .kind = frame_kind(filename, len), .filename = filename, .name = name,
                              .len = len, .line = line};
+    if (f->kind == FRAME_NATIVE) { /* told once per distinct frame, not at every fold that passes it */
+        f->autograd_node = frame_autograd_node(name, NULL, 0);
+        f->aten_op = frame_aten_op(name, NULL, 0);
+    }
     HASH_ADD(hh, r->frames, value, sizeof f->value, f);
     if (!HASH_ADDED(f)) {
         free(f);
@@ -325,12 +363,12 @@ static const char *native_site(struct reader *r, bool node, const char *name)
 /* Folds the list of frames at the current path: the user's innermost frame with its user caller, else
  * the innermost library Python frame, else the innermost frame (frame_site.h); NULL for an empty list. The frames visited are
  * charged to the budget: a list shared by many events is walked again for each. */
-static int fold_frames(struct reader *r, const struct pickle_value *frames, const char **site)
+static int fold_items(struct reader *r, const struct pickle_value *const *items, size_t n, const char **site,
+                      size_t *visited)
 {
     struct frame_seen *innermost = NULL, *library = NULL, *user = NULL, *caller = NULL, *inlined = NULL;
     struct frame_seen *node = NULL, *op = NULL;
-    size_t i = 0, n;
-    const struct pickle_value *const *items = pickle_items(frames, &n);
+    size_t i = 0;
     for (; i < n && !caller; i++) {
         struct frame_seen *f = read_frame(r, items[i], i);
         if (!f)
@@ -343,9 +381,9 @@ static int fold_frames(struct reader *r, const struct pickle_value *frames, cons
             user = f;
         else if (f->kind == FRAME_LIBRARY && !library)
             library = f;
-        else if (f->kind == FRAME_NATIVE && !node && frame_autograd_node(f->name, NULL, 0))
+        else if (f->autograd_node && !node)
             node = f;
-        else if (f->kind == FRAME_NATIVE && !op && frame_aten_op(f->name, NULL, 0))
+        else if (f->aten_op && !op)
             op = f;
         if (i == 0)
             innermost = f;
@@ -367,7 +405,15 @@ static int fold_frames(struct reader *r, const struct pickle_value *frames, cons
     }
     if (caller)
         *site = chosen->call_site;
-    return charge(r, i, "frames");
+    *visited = i;
+    return 0;
+}
+
+static int fold_frames(struct reader *r, const struct pickle_value *frames, const char **site)
+{
+    size_t n, visited;
+    const struct pickle_value *const *items = pickle_items(frames, &n);
+    return fold_items(r, items, n, site, &visited) || charge(r, visited, "frames") ? -1 : 0;
 }
 
 /* The site of a dict's `frames` value (NULL without them). */
@@ -569,22 +615,99 @@ enum { EV_ACTION, EV_ADDR, EV_DEVICE_FREE, EV_SIZE, EV_STREAM, EV_FRAMES, EV_FIE
 static const char *const event_keys[EV_FIELDS] = {"action", "addr", "device_free", "size", "stream", "frames"};
 static const size_t event_key_lens[EV_FIELDS] = {6, 4, 11, 4, 6, 6};
 
-static int read_event(struct reader *r, const struct pickle_value *ev, struct alloc_trace_event *out, const char **site)
+/* An event's action, addr (device_free), size and stream from its fields f. */
+static int event_fields(struct reader *r, const struct pickle_value *const *f, struct alloc_trace_event *out)
 {
-    const struct pickle_value *f[EV_FIELDS];
     const char *action;
-    if (as_dict(r, ev))
-        return -1;
-    pick_fields(ev, event_keys, event_key_lens, EV_FIELDS, f);
     if (value_str(r, f[EV_ACTION], "action", false, &action))
         return -1;
     out->action = action_of(action);
     bool optional = out->action == ACT_OTHER, oom = out->action == ACT_OOM;
     if (value_u64(r, f[oom ? EV_DEVICE_FREE : EV_ADDR], oom ? "device_free" : "addr", optional, &out->addr) ||
         value_u64(r, f[EV_SIZE], "size", optional, &out->size) ||
-        value_u64(r, f[EV_STREAM], "stream", optional, &out->stream) ||
-        read_frames_site(r, f[EV_FRAMES], site))
+        value_u64(r, f[EV_STREAM], "stream", optional, &out->stream))
         return -1;
+    return 0;
+}
+
+static int read_event(struct reader *r, const struct pickle_value *ev, struct alloc_trace_event *out, const char **site)
+{
+    const struct pickle_value *f[EV_FIELDS];
+    size_t npairs;
+    if (as_dict(r, ev))
+        return -1;
+    const struct pickle_value *const *pairs = pickle_dict_pairs(ev, &npairs);
+    pick_fields(r->event_keys_seen, pairs, npairs, event_keys, event_key_lens, EV_FIELDS, f);
+    return event_fields(r, f, out) || read_frames_site(r, f[EV_FRAMES], site) ? -1 : 0;
+}
+
+/* ---- events as the pickle is read (pickle_parse_streamed) ----
+ * Any failure here only abandons the streamed parse: the whole one that follows gives the message. */
+
+/* A frames list handed over as its items are appended: folded now, its visits charged with its event. */
+static int stream_list(void *ctx, const struct pickle_value *const *items, size_t n, uintptr_t *token)
+{
+    struct reader *r = ctx;
+    struct fold f;
+    if (fold_items(r, items, n, &f.site, &f.visited) || vec_grow((void **)&r->folds, &r->folds_cap, r->nfolds + 1,
+                                                                 sizeof *r->folds))
+        return -1;
+    r->folds[r->nfolds++] = f;
+    *token = r->nfolds;
+    return 0;
+}
+
+/* Event `index` complete: its fields, and its frames' site and visits (a streamed list's, or a list
+ * the file shares with a segment or block, folded here). */
+static int stream_event(void *ctx, size_t index, const struct pickle_value *const *pairs, size_t npairs)
+{
+    struct reader *r = ctx;
+    const struct pickle_value *f[EV_FIELDS];
+    if (index != r->nsevents ||
+        vec_grow((void **)&r->sevents, &r->sevents_cap, index + 1, sizeof *r->sevents) ||
+        vec_grow((void **)&r->sframes, &r->sframes_cap, index + 1, sizeof *r->sframes))
+        return -1;
+    pick_fields(r->event_keys_seen, pairs, npairs, event_keys, event_key_lens, EV_FIELDS, f);
+    struct alloc_trace_event *ev = &r->sevents[index];
+    struct streamed_frames *sf = &r->sframes[index];
+    *ev = (struct alloc_trace_event){0};
+    *sf = (struct streamed_frames){.frames = f[EV_FRAMES]};
+    uintptr_t token;
+    size_t n = 0;
+    const struct pickle_value *const *items = sf->frames ? pickle_items(sf->frames, &n) : NULL;
+    if (event_fields(r, f, ev))
+        return -1;
+    if (sf->frames && pickle_streamed_list(sf->frames, &token)) {
+        if (token)
+            *sf = (struct streamed_frames){sf->frames, r->folds[token - 1].site, r->folds[token - 1].visited};
+    } else if (sf->frames && (pickle_type(sf->frames) != PICKLE_LIST ||
+                              fold_items(r, items, n, &sf->site, &sf->visited))) {
+        return -1;
+    }
+    r->nsevents++;
+    return 0;
+}
+
+/* The streamed events into out (n of them, counted in the document), their visits charged as a whole
+ * read would: a frames list repeated by the next event is not folded again. */
+static int take_streamed_events(struct reader *r, size_t n, struct snapshot *out)
+{
+    if (n != r->nsevents || (n && !(out->event_sites = calloc(n, sizeof *out->event_sites))))
+        return -1;
+    out->events = r->sevents;
+    out->nevents = n;
+    r->sevents = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const struct streamed_frames *sf = &r->sframes[i];
+        if (!sf->frames || sf->frames == r->last_frames) {
+            out->event_sites[i] = sf->frames ? r->last_site : NULL;
+            continue;
+        }
+        if (charge(r, sf->visited, "frames"))
+            return -1;
+        out->event_sites[i] = r->last_site = sf->site;
+        r->last_frames = sf->frames;
+    }
     return 0;
 }
 
@@ -609,6 +732,10 @@ static int read_events(struct reader *r, const struct pickle_value *traces, stru
 {
     size_t saved = path_enter_key(r, "device_traces"), n;
     int rc = count_events(r, traces, &n) || charge(r, n, "events");
+    if (r->streamed) {
+        path_restore(r, saved);
+        return rc || take_streamed_events(r, n, out) ? -1 : 0;
+    }
     if (rc == 0 && n && (!(out->events = calloc(n, sizeof *out->events)) ||
                          !(out->event_sites = calloc(n, sizeof *out->event_sites))))
         rc = err_set(r->e, ERR_INTERNAL, "%s: out of memory for %zu events", r->name, n);
@@ -728,7 +855,40 @@ static int read_snapshot(struct reader *r, const struct pickle_value *top, struc
     return 0;
 }
 
-int snapshot_parse(const char *name, const unsigned char *data, size_t len, struct snapshot *out, struct err *e)
+static void reader_free(struct reader *r)
+{
+    struct frame_seen *f, *tmp;
+    HASH_ITER(hh, r->frames, f, tmp) {
+        HASH_DEL(r->frames, f);
+        free(f);
+    }
+    free(r->sevents);
+    free(r->sframes);
+    free(r->folds);
+}
+
+int snapshot_parse_streamed(const char *name, const unsigned char *data, size_t len, struct snapshot *out)
+{
+    memset(out, 0, sizeof *out);
+    out->max_split_size = -1;
+    struct err ignored = {0};
+    struct reader r = {.name = name, .e = &ignored, .input_bytes = len, .budget = len, .streamed = true};
+    struct pickle_stream st = {.root_key = "device_traces", .list_key = "frames", .ctx = &r,
+                               .on_list = stream_list, .on_record = stream_event};
+    struct pickle_doc *doc = NULL;
+    int rc = (out->sites = r.sites = site_table_create()) && pickle_parse_streamed(name, data, len, &st, &doc) == 0
+                 ? read_snapshot(&r, pickle_root(doc), out)
+                 : -1;
+    reader_free(&r);
+    pickle_free(doc);
+    if (rc) {
+        snapshot_free(out);
+        out->max_split_size = -1;
+    }
+    return rc;
+}
+
+int snapshot_parse_whole(const char *name, const unsigned char *data, size_t len, struct snapshot *out, struct err *e)
 {
     memset(out, 0, sizeof *out);
     out->max_split_size = -1;
@@ -738,15 +898,16 @@ int snapshot_parse(const char *name, const unsigned char *data, size_t len, stru
     struct reader r = {.name = name, .e = e, .input_bytes = len, .budget = len};
     int rc = (out->sites = r.sites = site_table_create()) ? read_snapshot(&r, pickle_root(doc), out)
                                                           : out_of_memory(&r);
-    struct frame_seen *f, *tmp;
-    HASH_ITER(hh, r.frames, f, tmp) {
-        HASH_DEL(r.frames, f);
-        free(f);
-    }
+    reader_free(&r);
     pickle_free(doc);
     if (rc)
         snapshot_free(out);
     return rc;
+}
+
+int snapshot_parse(const char *name, const unsigned char *data, size_t len, struct snapshot *out, struct err *e)
+{
+    return snapshot_parse_streamed(name, data, len, out) == 0 ? 0 : snapshot_parse_whole(name, data, len, out, e);
 }
 
 static int too_large(const char *path, struct err *e)

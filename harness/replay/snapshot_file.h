@@ -72,6 +72,12 @@ int snapshot_load(const char *path, struct snapshot *out, struct err *e);   /* 0
 /* Parses a pickle already in memory; `name` starts every message. On failure *out is left zeroed
  * (safe to pass to snapshot_free). */
 int snapshot_parse(const char *name, const unsigned char *data, size_t len, struct snapshot *out, struct err *e);
+/* snapshot_parse is these two: the trace read as the pickle is (pickle_parse_streamed), and, when the file
+ * leaves the shape CPython's pickler gives it or anything is wrong (-1, no message), the file read whole into
+ * a value tree and walked, which also says what is wrong. Apart for tests and fuzzing, which hold the two to
+ * one result. */
+int snapshot_parse_streamed(const char *name, const unsigned char *data, size_t len, struct snapshot *out);
+int snapshot_parse_whole(const char *name, const unsigned char *data, size_t len, struct snapshot *out, struct err *e);
 void snapshot_free(struct snapshot *s);
 
 #endif

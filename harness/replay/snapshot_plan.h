@@ -1,5 +1,5 @@
-/* snapshot_plan.h: one device of a PyTorch snapshot made ready to replay (snapshot_replay.c): its events
- * as ops (an alloc's name is its recorded site), the allocator state at trace start when recording began
+/* snapshot_plan.h: one device of a PyTorch snapshot made ready to replay (snapshot_replay.c): which of its
+ * events become ops (an alloc's name is its recorded site; each op is made from its event as it is replayed), the allocator state at trace start when recording began
  * mid-run (each live block with its site), and its final segments to check the replay against. A plan
  * points into the snapshot it was built from (its final segments, the sites' text): free it first. */
 #ifndef OOMLAB_SNAPSHOT_PLAN_H
@@ -41,7 +41,8 @@ struct replay_expandable {
 struct snapshot_plan {
     const char *name;                /* starts every message: the file, and the device when it has several */
     int device;
-    struct op *ops;                  /* alloc, free_completed, segment_alloc, segment_free; ids are addresses */
+    const struct snapshot_device *events; /* the device whose events the ops are made from */
+    size_t *op_events;               /* the events that become ops (alloc, free_completed, segment_*, oom), in order */
     size_t nops;
     struct replay_segment *initial;  /* the state at trace start, sorted by address */
     size_t ninitial;
@@ -55,6 +56,9 @@ struct snapshot_plan {
     size_t inferred_sizes;           /* blocks live at trace start whose size the file lost, inferred */
     size_t private_pool_segments;    /* final segments in a CUDA graph's private pool (segment_pool_id != (0, 0)) */
 };
+
+/* Op i of the plan: its event as an op (ids are addresses; an alloc's or OOM's name its site). */
+void snapshot_plan_op(const struct snapshot_plan *p, size_t i, struct op *op);
 
 /* The plan of device d of s (d NULL: an empty device 0, for a file that records nothing); name starts
  * every message. */

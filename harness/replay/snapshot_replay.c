@@ -52,25 +52,31 @@ bool snapshot_device_replayable(const struct snapshot_device *d)
     return false;
 }
 
+/* The events that become ops: a few bytes each, not an op each (a struct op is some 200 bytes). */
 static int build_ops(const struct snapshot_device *d, struct snapshot_plan *p)
 {
-    size_t cap = 0;
+    p->events = d;
+    if (d->nevents && !(p->op_events = malloc(d->nevents * sizeof *p->op_events)))
+        return -1;
     for (size_t i = 0; i < d->nevents; i++) {
-        const struct alloc_trace_event *ev = &d->events[i];
-        struct op op = {.kind = op_of(ev->action), .id = ev->addr, .bytes = ev->size, .stream = (int32_t)ev->stream,
-                        .where = i, .category = CAT_OTHER,
-                        .name = ev->action == ACT_ALLOC || ev->action == ACT_OOM ? d->event_sites[i] : NULL};
-        if (ev->action == ACT_OOM)
-            op.id = 0; /* its addr is the device's free bytes then, not an address */
-        if (op.kind == OP_KIND_COUNT) {
+        if (op_of(d->events[i].action) == OP_KIND_COUNT)
             p->skipped_events++;
-            continue;
-        }
-        if (vec_grow((void **)&p->ops, &cap, p->nops + 1, sizeof *p->ops))
-            return -1;
-        p->ops[p->nops++] = op;
+        else
+            p->op_events[p->nops++] = i;
     }
     return 0;
+}
+
+void snapshot_plan_op(const struct snapshot_plan *p, size_t i, struct op *op)
+{
+    const struct snapshot_device *d = p->events;
+    size_t k = p->op_events[i];
+    const struct alloc_trace_event *ev = &d->events[k];
+    *op = (struct op){.kind = op_of(ev->action), .id = ev->addr, .bytes = ev->size, .stream = (int32_t)ev->stream,
+                      .where = k, .category = CAT_OTHER,
+                      .name = ev->action == ACT_ALLOC || ev->action == ACT_OOM ? d->event_sites[k] : NULL};
+    if (ev->action == ACT_OOM)
+        op->id = 0; /* its addr is the device's free bytes then, not an address */
 }
 
 /* Walks the trace backwards from the final state to the live blocks and segments at its start. */
@@ -436,7 +442,7 @@ int snapshot_plan_build(const char *name, const struct snapshot *s, const struct
 
 void snapshot_plan_free(struct snapshot_plan *p)
 {
-    free(p->ops);
+    free(p->op_events);
     for (size_t i = 0; i < p->ninitial; i++) {
         free(p->initial[i].blocks);
         free(p->initial[i].keys);

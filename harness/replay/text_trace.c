@@ -18,29 +18,18 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "replay/id_map.h"
 #include "replay/replay.h"
 #include "replay/trace_input.h"
-#include "util/hash.h"
 #include "util/size.h"
 
 #define MAX_WORDS (4 + KERNEL_MAX_DIMS + KERNEL_MAX_TENSORS + 2)
 
-/* A live ID. Records of IDs up to ID_SHORT bytes are recycled through a free list (a trace allocates
- * and frees millions of them), longer ones are allocated to size. */
-#define ID_SHORT 31
-struct live_id {
-    uint64_t key;
-    UT_hash_handle hh;
-    size_t cap;  /* bytes of word */
-    char word[]; /* the ID as written */
-};
-
 struct reader {
     const char *name;
     size_t lineno;
-    struct live_id *live;
-    struct live_id *freed; /* the ID the current line frees, dropped once its op is emitted */
-    struct live_id *spare; /* recycled short records, linked through hh.next */
+    struct id_map live;
+    ptrdiff_t freed; /* the slot of the ID the current line frees, dropped once its op is emitted; -1: none */
     uint64_t next_key;
 };
 
@@ -56,23 +45,33 @@ static int line_error(const struct reader *r, int col, struct err *e, const char
     return err_set(e, ERR_INPUT, "%s:%zu:%d: %s", r->name, r->lineno, col, msg);
 }
 
-/* Splits a line into words, remembering their columns; '#' starts a comment. Returns the count, or
- * max + 1 when there are more. */
-static int split_words(char *line, char **words, int *cols, int max)
+/* What ends a word: isspace() of the C locale, which oomlab runs in, and the end of the line or the
+ * start of a comment. */
+enum { BLANK = 1, END = 2 };
+static const unsigned char char_class[256] = {
+    ['\t'] = BLANK, ['\n'] = BLANK, ['\v'] = BLANK, ['\f'] = BLANK, ['\r'] = BLANK, [' '] = BLANK,
+    ['\0'] = END, ['#'] = END,
+};
+
+/* Splits a line into words, remembering their columns and lengths; '#' starts a comment. Returns the
+ * count, or max + 1 when there are more. */
+static int split_words(char *line, char **words, int *cols, size_t *lens, int max)
 {
     int n = 0;
     char *p = line;
     for (;;) {
-        while (*p && isspace((unsigned char)*p))
+        while (char_class[(unsigned char)*p] == BLANK)
             p++;
-        if (!*p || *p == '#')
+        if (char_class[(unsigned char)*p] == END)
             return n;
         if (n == max)
             return max + 1;
         words[n] = p;
-        cols[n++] = (int)(p - line) + 1;
-        while (*p && !isspace((unsigned char)*p) && *p != '#')
+        cols[n] = (int)(p - line) + 1;
+        while (!char_class[(unsigned char)*p])
             p++;
+        lens[n] = (size_t)(p - words[n]);
+        n++;
         if (*p == '#') {
             *p = '\0';
             return n;
@@ -97,34 +96,37 @@ static bool decimal(const char *s, uint64_t max, uint64_t *out)
     return true;
 }
 
-/* The live record of the ID word[0, len), hashed once by the caller into *hash. */
-static struct live_id *find_id(const struct reader *r, const char *word, size_t len, unsigned *hash)
+/* A byte count: plain digits (most of a trace's, below 10^18 and so below size_parse's 2^62 limit)
+ * directly, anything else through size_parse, which reads units and says what is wrong. */
+static int byte_count(const struct reader *r, const char *w, size_t len, int col, uint64_t *out, struct err *e)
 {
-    struct live_id *it;
-    HASH_VALUE(word, len, *hash);
-    HASH_FIND_BYHASHVALUE(hh, r->live, word, len, *hash, it);
-    return it;
-}
-
-/* The live record of an ID; `use` says what the line does with it ("free of", "kernel reads"). */
-static struct live_id *live_of(struct reader *r, const char *use, const char *word, int col, struct err *e)
-{
-    unsigned hash;
-    struct live_id *it = find_id(r, word, strlen(word), &hash);
-    if (!it)
-        line_error(r, col, e, "%s '%s', which is not live (no earlier line allocates it, or it was freed)", use, word);
-    return it;
-}
-
-static void drop_id(struct reader *r, struct live_id *it)
-{
-    HASH_DEL(r->live, it);
-    if (it->cap == ID_SHORT + 1) {
-        it->hh.next = r->spare;
-        r->spare = it;
-    } else {
-        free(it);
+    uint64_t v = 0;
+    size_t i = 0;
+    if (len <= 18)
+        for (; i < len && w[i] >= '0' && w[i] <= '9'; i++)
+            v = v * 10 + (uint64_t)(w[i] - '0');
+    if (len && i == len) {
+        *out = v;
+        return 0;
     }
+    if (size_parse(w, out, e))
+        return err_prefix(e, "%s:%zu:%d: ", r->name, r->lineno, col);
+    return 0;
+}
+
+/* The live ID's key; `use` says what the line does with it ("free of", "kernel reads"). *slot (if
+ * given) is where it sits, for dropping it. */
+static int live_of(struct reader *r, const char *use, const char *word, size_t len, int col, uint64_t *key,
+                   ptrdiff_t *slot, struct err *e)
+{
+    ptrdiff_t at = id_map_find(&r->live, word, len, id_map_hash(word, len));
+    if (at < 0)
+        return line_error(r, col, e, "%s '%s', which is not live (no earlier line allocates it, or it was freed)", use,
+                          word);
+    *key = id_map_key(&r->live, at);
+    if (slot)
+        *slot = at;
+    return 0;
 }
 
 static int stream_of(const struct reader *r, const char *w, int col, int32_t *stream, struct err *e)
@@ -141,16 +143,16 @@ static bool looks_like_stream(const char *w)
     return isdigit((unsigned char)w[w[0] == 's']);
 }
 
-static int parse_alloc(struct reader *r, char **w, const int *col, int n, struct op *op, struct err *e)
+static int parse_alloc(struct reader *r, char **w, const int *col, const size_t *len, int n, struct op *op,
+                       struct err *e)
 {
     if (n < 3 || n > 6)
         return line_error(r, col[n < 3 ? 0 : 6], e, "expected 'alloc ID BYTES [STREAM] [CATEGORY [TAG]]'");
-    size_t len = strlen(w[1]);
-    unsigned hash;
-    if (find_id(r, w[1], len, &hash))
+    uint64_t hash = id_map_hash(w[1], len[1]);
+    if (id_map_find(&r->live, w[1], len[1], hash) >= 0)
         return line_error(r, col[1], e, "'%s' is allocated again while still live", w[1]);
-    if (size_parse(w[2], &op->bytes, e))
-        return err_prefix(e, "%s:%zu:%d: ", r->name, r->lineno, col[2]);
+    if (byte_count(r, w[2], len[2], col[2], &op->bytes, e))
+        return -1;
     int at = 3;
     op->category = CAT_OTHER;
     if (at < n && looks_like_stream(w[at]) && stream_of(r, w[at], col[at], &op->stream, e))
@@ -168,30 +170,20 @@ static int parse_alloc(struct reader *r, char **w, const int *col, int n, struct
         op->name = w[at++];
     if (at < n)
         return line_error(r, col[at], e, "expected 'alloc ID BYTES [STREAM] [CATEGORY [TAG]]'");
-    size_t cap = len > ID_SHORT ? len + 1 : ID_SHORT + 1;
-    struct live_id *it = cap == ID_SHORT + 1 && r->spare ? r->spare : malloc(sizeof *it + cap);
-    if (!it)
+    op->id = r->next_key++;
+    if (id_map_insert(&r->live, w[1], len[1], hash, op->id))
         return err_set(e, ERR_INTERNAL, "out of host memory reading %s", r->name);
-    if (it == r->spare)
-        r->spare = it->hh.next;
-    it->cap = cap;
-    memcpy(it->word, w[1], len + 1);
-    it->key = op->id = r->next_key++;
-    HASH_ADD_KEYPTR_BYHASHVALUE(hh, r->live, it->word, len, hash, it);
-    if (!HASH_ADDED(it)) {
-        free(it);
-        return err_set(e, ERR_INTERNAL, "out of host memory reading %s", r->name);
-    }
     return 0;
 }
 
 /* "oom BYTES [STREAM] [TAG]": a request the recording OOMed on. */
-static int parse_recorded_oom(struct reader *r, char **w, const int *col, int n, struct op *op, struct err *e)
+static int parse_recorded_oom(struct reader *r, char **w, const int *col, const size_t *len, int n, struct op *op,
+                              struct err *e)
 {
     if (n < 2 || n > 4)
         return line_error(r, col[n < 2 ? 0 : 4], e, "expected 'oom BYTES [STREAM] [TAG]'");
-    if (size_parse(w[1], &op->bytes, e))
-        return err_prefix(e, "%s:%zu:%d: ", r->name, r->lineno, col[1]);
+    if (byte_count(r, w[1], len[1], col[1], &op->bytes, e))
+        return -1;
     int at = 2;
     if (at < n && looks_like_stream(w[at]) && stream_of(r, w[at], col[at], &op->stream, e))
         return -1;
@@ -220,7 +212,8 @@ static int parse_fparams(const struct reader *r, const char *s, int col, float *
     return line_error(r, col, e, "expected f= with one to four comma-separated numbers");
 }
 
-static int parse_kernel(struct reader *r, char **w, const int *col, int n, struct op *op, struct err *e)
+static int parse_kernel(struct reader *r, char **w, const int *col, const size_t *len, int n, struct op *op,
+                        struct err *e)
 {
     if (n < 3)
         return line_error(r, col[0], e, "expected 'kernel NAME DTYPE DIM=N... ID... TAG'");
@@ -235,11 +228,11 @@ static int parse_kernel(struct reader *r, char **w, const int *col, int n, struc
     k->dtype = (uint8_t)dt;
     int at = 3;
     for (int i = 0; i < KERNEL_MAX_DIMS && d->dim_names[i]; i++, at++) {
-        size_t len = strlen(d->dim_names[i]);
+        size_t dlen = strlen(d->dim_names[i]);
         uint64_t v;
-        if (at >= n || strncmp(w[at], d->dim_names[i], len) || w[at][len] != '=')
+        if (at >= n || strncmp(w[at], d->dim_names[i], dlen) || w[at][dlen] != '=')
             return line_error(r, col[at < n ? at : 0], e, "%s: expected %s=N", d->name, d->dim_names[i]);
-        if (!decimal(w[at] + len + 1, INT64_MAX, &v))
+        if (!decimal(w[at] + dlen + 1, INT64_MAX, &v))
             return line_error(r, col[at], e, "%s: %s is not a decimal number", d->name, w[at]);
         k->dims[i] = (int64_t)v;
     }
@@ -250,19 +243,17 @@ static int parse_kernel(struct reader *r, char **w, const int *col, int n, struc
         return line_error(r, col[at < n ? at : 0], e, "%s: expected %u tensor IDs and a tag", d->name,
                           (unsigned)d->ntensors);
     k->ntensors = d->ntensors;
-    for (unsigned i = 0; i < d->ntensors; i++, at++) {
-        const struct live_id *it = live_of(r, "kernel names", w[at], col[at], e);
-        if (!it)
+    for (unsigned i = 0; i < d->ntensors; i++, at++)
+        if (live_of(r, "kernel names", w[at], len[at], col[at], &k->tensors[i], NULL, e))
             return -1;
-        k->tensors[i] = it->key;
-    }
     op->name = w[at];
     if (kernel_validate(k, e))
         return err_prefix(e, "%s:%zu:%d: ", r->name, r->lineno, col[0]);
     return 0;
 }
 
-static int parse_segment(const struct reader *r, char **w, const int *col, int n, struct op *op, struct err *e)
+static int parse_segment(const struct reader *r, char **w, const int *col, const size_t *len, int n, struct op *op,
+                         struct err *e)
 {
     if (n < 3 || n > 4)
         return line_error(r, col[n < 3 ? 0 : 4], e, "expected '%s ADDRESS BYTES [STREAM]'", w[0]);
@@ -271,40 +262,40 @@ static int parse_segment(const struct reader *r, char **w, const int *col, int n
     op->id = strtoull(w[1], &end, !strncmp(w[1], "0x", 2) ? 16 : 10);
     if (*end || errno || w[1][0] == '-')
         return line_error(r, col[1], e, "address '%s' is not 0x-hex or decimal", w[1]);
-    if (size_parse(w[2], &op->bytes, e))
-        return err_prefix(e, "%s:%zu:%d: ", r->name, r->lineno, col[2]);
+    if (byte_count(r, w[2], len[2], col[2], &op->bytes, e))
+        return -1;
     return n == 4 ? stream_of(r, w[3], col[3], &op->stream, e) : 0;
 }
 
 static int parse_line(struct reader *r, char *line, struct op *op, struct err *e)
 {
     char *w[MAX_WORDS];
-    int col[MAX_WORDS + 1];
-    int n = split_words(line, w, col, MAX_WORDS);
+    int col[MAX_WORDS];
+    size_t len[MAX_WORDS];
+    int n = split_words(line, w, col, len, MAX_WORDS);
     op->kind = OP_KIND_COUNT; /* nothing to emit */
     if (n == 0)
         return 0;
     if (n > MAX_WORDS)
         return line_error(r, 1, e, "more than %d words", MAX_WORDS);
-    col[n] = (int)strlen(line) + 1;
-    int kind = op_kind_from_name(w[0]);
+    /* the verbs of nearly every line first, then the table */
+    int kind = len[0] == 5 && !memcmp(w[0], "alloc", 5) ? OP_ALLOC
+               : len[0] == 4 && !memcmp(w[0], "free", 4) ? OP_FREE
+                                                         : op_kind_from_name(w[0]);
     *op = (struct op){.kind = (enum op_kind)kind, .where = r->lineno};
     switch (kind) {
     case OP_ALLOC:
-    case OP_MANAGED_ALLOC: return parse_alloc(r, w, col, n, op, e);
-    case OP_KERNEL: return parse_kernel(r, w, col, n, op, e);
+    case OP_MANAGED_ALLOC: return parse_alloc(r, w, col, len, n, op, e);
+    case OP_KERNEL: return parse_kernel(r, w, col, len, n, op, e);
     case OP_SEGMENT_ALLOC:
     case OP_SEGMENT_FREE:
     case OP_SEGMENT_MAP:
-    case OP_SEGMENT_UNMAP: return parse_segment(r, w, col, n, op, e);
-    case OP_RECORDED_OOM: return parse_recorded_oom(r, w, col, n, op, e);
+    case OP_SEGMENT_UNMAP: return parse_segment(r, w, col, len, n, op, e);
+    case OP_RECORDED_OOM: return parse_recorded_oom(r, w, col, len, n, op, e);
     case OP_FREE:
         if (n != 2)
             return line_error(r, col[n < 2 ? 0 : 2], e, "expected 'free ID'");
-        if (!(r->freed = live_of(r, "free of", w[1], col[1], e)))
-            return -1;
-        op->id = r->freed->key;
-        return 0;
+        return live_of(r, "free of", w[1], len[1], col[1], &op->id, &r->freed, e);
     case OP_PHASE:
     case OP_MARK:
         if (n != 2)
@@ -319,10 +310,8 @@ static int parse_line(struct reader *r, char *line, struct op *op, struct err *e
     case OP_RECORD_STREAM: {
         if (n != 3)
             return line_error(r, col[n < 3 ? 0 : 3], e, "expected 'record_stream ID STREAM'");
-        struct live_id *used = live_of(r, "record_stream of", w[1], col[1], e);
-        if (!used)
+        if (live_of(r, "record_stream of", w[1], len[1], col[1], &op->id, NULL, e))
             return -1;
-        op->id = used->key;
         return stream_of(r, w[2], col[2], &op->stream, e);
     }
     case OP_SYNC:
@@ -343,7 +332,7 @@ static int parse_line(struct reader *r, char *line, struct op *op, struct err *e
 
 int text_trace_run(struct trace_input *in, struct op_sink *sink, struct err *e)
 {
-    struct reader r = {.name = trace_input_name(in), .next_key = 1};
+    struct reader r = {.name = trace_input_name(in), .freed = -1, .next_key = 1};
     int rc = 0;
     for (;;) {
         char *line;
@@ -356,19 +345,11 @@ int text_trace_run(struct trace_input *in, struct op_sink *sink, struct err *e)
             continue;
         if ((rc = sink->emit(sink, &op, e)))
             break;
-        if (r.freed) {
-            drop_id(&r, r.freed);
-            r.freed = NULL;
+        if (r.freed >= 0) {
+            id_map_remove(&r.live, r.freed);
+            r.freed = -1;
         }
     }
-    struct live_id *it, *tmp;
-    HASH_ITER(hh, r.live, it, tmp) {
-        HASH_DEL(r.live, it);
-        free(it);
-    }
-    while ((it = r.spare)) {
-        r.spare = it->hh.next;
-        free(it);
-    }
+    id_map_free(&r.live);
     return rc;
 }

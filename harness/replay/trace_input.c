@@ -22,6 +22,9 @@ struct trace_input {
     char *buf;            /* BUF_SIZE bytes plus a NUL */
     size_t start, end;    /* unread bytes are buf[start, end) */
     bool eof;
+    bool gz_used;         /* something was read through zlib */
+    unsigned char head[2]; /* a regular file's first bytes, read without zlib */
+    size_t nhead;
     size_t lineno;
     unsigned char *all;   /* what trace_input_read_all returned: a copy, or (mapped) the file mapped */
     size_t all_len;
@@ -69,6 +72,10 @@ struct trace_input *trace_input_open(const char *path, struct err *e)
         return NULL;
     }
     gzbuffer(in->gz, 256 * 1024);
+    if (in->size > 0) { /* a plain snapshot is then mapped without zlib's buffers ever being filled */
+        ssize_t n = pread(fd, in->head, sizeof in->head, 0);
+        in->nhead = n > 0 ? (size_t)n : 0;
+    }
     return in;
 }
 
@@ -93,6 +100,7 @@ const char *trace_input_name(const struct trace_input *in)
 /* Reads more bytes after buf[end); 0 (possibly at EOF) or -1. */
 static int fill(struct trace_input *in, struct err *e)
 {
+    in->gz_used = true;
     if (in->start > 0) {
         memmove(in->buf, in->buf + in->start, in->end - in->start);
         in->end -= in->start;
@@ -111,8 +119,16 @@ static int fill(struct trace_input *in, struct err *e)
     return 0;
 }
 
+/* Whether zlib would copy the file as it is: it does not start with gzip's magic bytes (zlib's gz_look). */
+static bool plain_file(const struct trace_input *in)
+{
+    return in->nhead == sizeof in->head && !(in->head[0] == 0x1f && in->head[1] == 0x8b);
+}
+
 int trace_input_peek(struct trace_input *in, struct err *e)
 {
+    if (!in->gz_used && plain_file(in))
+        return in->head[0];
     if (in->start == in->end && fill(in, e))
         return -2;
     return in->start < in->end ? (unsigned char)in->buf[in->start] : -1;
@@ -123,8 +139,10 @@ int trace_input_peek(struct trace_input *in, struct err *e)
 static int map_rest(struct trace_input *in, const unsigned char **data, size_t *len)
 {
     *data = NULL;
-    z_off_t delivered = gztell(in->gz);
-    if (in->size <= 0 || !gzdirect(in->gz) || delivered < 0 || (uint64_t)in->size > TRACE_MAX_PICKLE)
+    /* zlib's verdict and position, or the file's head when nothing went through zlib yet */
+    bool direct = in->gz_used ? gzdirect(in->gz) : plain_file(in);
+    z_off_t delivered = in->gz_used ? gztell(in->gz) : 0;
+    if (in->size <= 0 || !direct || delivered < 0 || (uint64_t)in->size > TRACE_MAX_PICKLE)
         return 0;
     off_t from = (off_t)delivered - (off_t)(in->end - in->start);
     if (from < 0 || from >= in->size)

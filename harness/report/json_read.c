@@ -304,6 +304,20 @@ static int read_unified(const json_t *o, struct run_result *run, struct err *e)
     return 0;
 }
 
+static int read_nccl(const json_t *o, struct job_result *r, struct err *e)
+{
+    if (!o)
+        return 0;
+    json_error_t je;
+    json_int_t bytes;
+    const char *figures;
+    if (json_unpack_ex((json_t *)o, &je, 0, "{s:I, s:i, s:s}", "bytes", &bytes, "channels",
+                       &r->assumptions.nccl_channels, "figures", &figures))
+        return unpack_error(&je, "nccl_buffers", e);
+    r->assumptions.nccl_bytes = (int64_t)bytes;
+    return 0;
+}
+
 static int read_job(const json_t *job, struct job_result *r, struct err *e)
 {
     json_error_t je;
@@ -339,7 +353,8 @@ static int read_job(const json_t *job, struct job_result *r, struct err *e)
         (!json_is_null(oom) && read_oom(oom, &run->oom, e)) || read_events(events, run, e) ||
         read_holders(holders, &r->holders, e) || read_throughput(throughput, r, e) || read_expect(expect, r, e) ||
         read_robust(json_object_get(job, "robust"), &r->robust, run->measured, e) ||
-        read_unified(json_object_get(job, "unified_memory"), run, e))
+        read_unified(json_object_get(job, "unified_memory"), run, e) ||
+        read_nccl(json_object_get(job, "nccl_buffers"), r, e))
         return -1;
     return 0;
 }

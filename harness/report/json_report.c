@@ -157,6 +157,10 @@ static json_t *job_json(const struct report_group *g, size_t i)
     json_object_set_new(v, "unified_memory",
                         json_pack("{s:I, s:I}", "peak_resident", (json_int_t)r->run.managed_peak, "on_host",
                                   (json_int_t)r->run.managed_on_host));
+    if (r->has_assumptions && r->assumptions.nccl_bytes) /* only for job.parallel: other reports keep their keys */
+        json_object_set_new(v, "nccl_buffers",
+                            json_pack("{s:I, s:i, s:s}", "bytes", (json_int_t)r->assumptions.nccl_bytes, "channels",
+                                      r->assumptions.nccl_channels, "figures", "modelled"));
     json_object_set_new(v, "breakdown_at_peak_allocated", category_bytes(r->run.category_at_peak));
     json_object_set_new(v, "peaks",
                         json_pack("{s:I, s:I, s:s, s:I, s:I, s:s}", "allocated", (json_int_t)r->run.peak_allocated,

@@ -188,6 +188,13 @@ static void print_rows(FILE *f, const struct report_group *g)
                 snprintf(text + n, sizeof text - (size_t)n, "; %s kept on the host for want of room", h);
             wrap_print(f, "     paged: ", 12, text);
         }
+        if (r->has_assumptions && r->assumptions.nccl_bytes) {
+            char n[32], text[320];
+            size_format_pytorch((uint64_t)r->assumptions.nccl_bytes, n, sizeof n);
+            snprintf(text, sizeof text, "%s of NCCL's own device buffers over %d channels (modelled), outside "
+                     "PyTorch's allocator and its reserved memory", n, r->assumptions.nccl_channels);
+            wrap_print(f, "     nccl: ", 12, text);
+        }
         if (r->has_expect && !r->expect_ok)
             wrap_print(f, "     expectation failed: ", 7, r->expect_why);
     }

@@ -1,5 +1,5 @@
 /* fit.c: the search for the largest batch size, sequence length or image size, or the smallest world
- * size (see fit.h). */
+ * size or tensor-parallel degree (see fit.h). */
 #include "run/fit.h"
 
 #include <stdlib.h>
@@ -10,9 +10,15 @@ static int *field(struct job_spec *job, enum fit_param p)
     case FIT_SEQ_LEN: return &job->seq_len;
     case FIT_IMAGE_SIZE: return &job->image_size;
     case FIT_WORLD_SIZE: return &job->parallel.world_size;
+    case FIT_TENSOR_PARALLEL: return &job->parallel.tensor_parallel;
     case FIT_BATCH: break;
     }
     return &job->batch;
+}
+
+static int tensor_degree(const struct job_spec *job)
+{
+    return job->parallel.tensor_parallel > 1 ? job->parallel.tensor_parallel : 1;
 }
 
 /* 1 fits (no OOM, and the margin free at the reserved peak), 0 does not, -1 error. A value the job
@@ -23,6 +29,8 @@ static int probe(const struct scenario *sc, const struct variant *v, const struc
     struct job_spec job = v->job;
     if (fo->param == FIT_WORLD_SIZE && job.parallel.strategy == PAR_NONE)
         return err_set(e, ERR_INPUT, "--param world_size: variant %s has no job.parallel.strategy", v->name);
+    if (fo->param == FIT_TENSOR_PARALLEL && job.parallel.strategy != PAR_NONE) /* the data-parallel degree kept */
+        job.parallel.world_size = job.parallel.world_size / tensor_degree(&v->job) * value;
     *field(&job, fo->param) = value;
     job.robust.on_oom = ON_OOM_FAIL; /* what fits a fresh process, without retries */
     /* the worst step: the first step's optimizer creates the optimizer state, so only the second runs
@@ -68,23 +76,47 @@ static int bisect(const struct scenario *sc, const struct variant *v, const stru
     return 0;
 }
 
-/* The smallest world size that fits: doubling from 1 until one fits, then bisection below it (fewer
- * ranks never take less memory per rank). */
+/* The smallest world size that fits: doubling from 1 (from the tensor-parallel degree, in its multiples)
+ * until one fits, then bisection below it (fewer ranks never take less memory per rank). */
 static int fit_smallest(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
                         const struct fit_options *fo, struct fit_result *out, struct err *e)
 {
-    int bad = 0;
-    for (int x = 1; x <= fo->limit; x = x * 2 > fo->limit && x < fo->limit ? fo->limit : x * 2) {
+    int bad = 0, u = tensor_degree(&v->job);
+    for (int x = u; x <= fo->limit; x = x * 2 > fo->limit && x < fo->limit ? fo->limit / u * u : x * 2) {
         int rc = probe(sc, v, opt, fo, x, out, e);
         if (rc < 0)
             return -1;
         if (rc)
-            return bisect(sc, v, opt, fo, x, bad, 1, out, e);
+            return bisect(sc, v, opt, fo, x, bad, u, out, e);
         bad = x;
-        if (x == fo->limit)
+        if (x >= fo->limit / u * u)
             break;
     }
     return 0; /* none up to the limit */
+}
+
+/* The smallest tensor-parallel degree that fits: 1, 2, 4, ... until one fits, or the model cannot be split
+ * that many ways (job.parallel.tensor_parallel's checks: heads, KV heads, ...). */
+static int fit_tensor_parallel(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
+                               const struct fit_options *fo, struct fit_result *out, struct err *e)
+{
+    for (int t = 1; t <= fo->limit; t *= 2) {
+        struct job_spec job = v->job;
+        struct err ignored = {0};
+        job.parallel.tensor_parallel = t;
+        if (job.parallel.strategy != PAR_NONE)
+            job.parallel.world_size = job.parallel.world_size / tensor_degree(&v->job) * t;
+        if (t > 1 && job_spec_validate(&job, &ignored) < 0)
+            return 0; /* no degree up to t / 2 fits */
+        int rc = probe(sc, v, opt, fo, t, out, e);
+        if (rc < 0)
+            return -1;
+        if (rc) {
+            out->largest = t;
+            return 0;
+        }
+    }
+    return 0;
 }
 
 int fit_variant(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
@@ -93,6 +125,8 @@ int fit_variant(const struct scenario *sc, const struct variant *v, const struct
     *out = (struct fit_result){0};
     if (fo->param == FIT_WORLD_SIZE)
         return fit_smallest(sc, v, opt, fo, out, e);
+    if (fo->param == FIT_TENSOR_PARALLEL)
+        return fit_tensor_parallel(sc, v, opt, fo, out, e);
     int good = 0, bad = 0, step = fo->param == FIT_IMAGE_SIZE ? 64 : 1, x = step;
     const int limit = fo->limit / step * step; /* the largest value the job takes */
     while (x <= limit) {

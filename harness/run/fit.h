@@ -1,5 +1,5 @@
 /* fit.h: the largest batch size (or sequence length, or image size) with which a scenario variant
- * still fits its device, or the smallest data-parallel world size (job.parallel), optionally with a
+ * still fits its device, or the smallest world size or tensor-parallel degree (job.parallel), optionally with a
  * share of the device left free at the peak (headroom for what the model does not see: other
  * processes, a different context size): exponential search up from 1, then bisection, each probe a
  * full run of the job. */
@@ -8,7 +8,7 @@
 
 #include "run/harness.h"
 
-enum fit_param { FIT_BATCH, FIT_SEQ_LEN, FIT_IMAGE_SIZE, FIT_WORLD_SIZE };
+enum fit_param { FIT_BATCH, FIT_SEQ_LEN, FIT_IMAGE_SIZE, FIT_WORLD_SIZE, FIT_TENSOR_PARALLEL };
 
 #define FIT_MAX_LIMIT (1 << 20) /* the largest --limit: doubling from 1 stays within an int */
 
@@ -19,8 +19,8 @@ struct fit_options {
 };
 
 struct fit_result {
-    int largest;          /* 0: even 1 does not fit; FIT_WORLD_SIZE: the smallest that fits, 0 none up to
-                           * the limit */
+    int largest;          /* 0: even 1 does not fit; FIT_WORLD_SIZE, FIT_TENSOR_PARALLEL: the smallest that
+                           * fits, 0 none up to the limit (or the largest degree the model divides into) */
     int probes;
     struct job_result at_largest;    /* the run at the largest value (memory, throughput); if none fits, the
                                       * first probe's run (its device and names) */

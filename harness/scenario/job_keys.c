@@ -16,6 +16,9 @@ static const char *job_kind_at(int i) { return job_kind_name((enum job_kind)i); 
 static const char *cache_kind_at(int i) { return cache_kind_name((enum cache_kind)i); }
 static const char *on_oom_at(int i) { return on_oom_name((enum on_oom_policy)i); }
 static const char *strategy_at(int i) { return parallel_strategy_name((enum parallel_strategy)i); }
+static const char *bwd_prefetch_at(int i) { return fsdp_backward_prefetch_name((enum fsdp_backward_prefetch)i); }
+static const char *nccl_transport_at(int i) { return nccl_transport_name((enum nccl_transport)i); }
+static const char *mp_dtype_at(int i) { return i == 0 ? "none" : float_dtype_at(i - 1); }
 static const char *offload_at(int i) { return offload_name((enum offload_kind)i); }
 static const char *vae_upcast_at(int i) { return vae_upcast_name((enum vae_upcast_kind)i); }
 
@@ -212,14 +215,41 @@ static void parallel_defaults(void *obj)
     parallel_spec_init(obj);
 }
 
+static void mp_defaults(void *obj)
+{
+    struct parallel_spec p;
+    parallel_spec_init(&p);
+    *(struct fsdp_mp_spec *)obj = p.mp;
+}
+
+#define M struct fsdp_mp_spec
+static const struct key mp_keys[] = {
+    K_ENUM(M, "param_dtype", param_dtype, mp_dtype_at, SPEC_FLOAT_DTYPES + 1,
+           "The dtype the parameters are gathered and computed in; the shards, their gradients and the optimizer "
+           "stay in the job's param_dtype. none: no cast."),
+    K_ENUM(M, "reduce_dtype", reduce_dtype, mp_dtype_at, SPEC_FLOAT_DTYPES + 1,
+           "The dtype of the gradient reduce-scatter (its input and output); the reduced shard is then cast to "
+           "the job's param_dtype. none: the gradients' own dtype (param_dtype's when it is set)."),
+};
+#undef M
+
+static const struct key_table mp_table = {
+    .name = "job.parallel.mixed_precision",
+    .help = "FSDP mixed precision (FSDP1 MixedPrecision, FSDP2 MixedPrecisionPolicy): fp32 shards kept, 16-bit "
+            "copies gathered, gradients reduced in reduce_dtype and cast back to the shards' dtype.",
+    .keys = mp_keys, .nkeys = COUNT(mp_keys), .obj_size = sizeof(struct fsdp_mp_spec), .init = mp_defaults,
+};
+
 #define P struct parallel_spec
 static const struct key parallel_keys[] = {
     K_ENUM(P, "strategy", strategy, strategy_at, PAR_COUNT,
            "`ddp` (full replicas, gradient buckets), `zero1` (DeepSpeed: fp32 master weights and Adam state "
            "partitioned), `zero2` (also gradients), `zero3` (also parameters, gathered per module), `fsdp` (FSDP2: "
-           "every transformer block a unit, parameters sharded on dim 0 and gathered per unit). The run simulates "
-           "rank 0; NCCL's own buffers are outside the caching allocator and not modelled."),
-    K_INT(P, "world_size", world_size, 1, 1 << 20, NULL, "Data-parallel ranks."),
+           "every transformer block a unit, parameters sharded on dim 0 and gathered per unit), `fsdp1` (FSDP1: one "
+           "flat parameter per unit, padded to world_size, gathered into one buffer). The run simulates rank 0; "
+           "NCCL's own buffers are outside the caching allocator and reported apart."),
+    K_INT(P, "world_size", world_size, 1, 1 << 20, NULL,
+          "Ranks: data-parallel ones, times `tensor_parallel` when that is above 1."),
     {.name = "bucket_cap", .type = KEY_SIZE, FIELD(P, bucket_cap_bytes), .imin = 1,
      .help = "DDP bucket_cap_mb: gradient buckets after the first iteration's rebuild (the first is 1 MiB)."},
     K_BOOL(P, "gradient_as_bucket_view", gradient_as_bucket_view,
@@ -247,14 +277,46 @@ static const struct key parallel_keys[] = {
     K_BOOL(P, "reshard_after_forward", reshard_after_forward,
            "FSDP: free a unit's gathered parameters after its forward (gathered again for its backward)."),
     K_INT(P, "forward_prefetch", forward_prefetch, 0, 64, NULL,
-          "FSDP: units gathered ahead of the running one (behind it in backward)."),
+          "FSDP: units gathered ahead of the running one (behind it in backward). fsdp1 takes 0 or 1 "
+          "(forward_prefetch=False or True): the default 1 is FSDP2's, so write 0 for FSDP1's own default."),
+    K_INT(P, "tensor_parallel", tensor_parallel, 1, 1024, NULL,
+          "Megatron tensor parallelism of a decoder: q/k/v, up/gate and the LM head column-parallel (heads, KV "
+          "heads, intermediate and vocabulary / N per rank; the vocabulary padded to a multiple of 128 N), o and down "
+          "row-parallel with their outputs all-reduced in place, the embedding vocab-parallel, norms replicated, "
+          "Megatron's vocab-parallel cross-entropy (fp32 logits of vocab / N, softmax in place). With a `strategy`, "
+          "`world_size` counts every rank and the data-parallel group is world_size / N."),
+    K_BOOL(P, "sequence_parallel", sequence_parallel,
+           "Megatron sequence parallelism (with tensor_parallel > 1; ignored at 1, as Megatron does): norms, "
+           "dropout and residuals on seq_len / N tokens; the sequence all-gathered before each column-parallel "
+           "linear into one kept buffer (regathered in backward, the shard saved) and reduce-scattered after each "
+           "row-parallel one."),
+    K_TABLE(P, "mixed_precision", mp, mp_table, false, "FSDP: param_dtype and reduce_dtype."),
+    K_BOOL(P, "cpu_offload", cpu_offload,
+           "FSDP (CPUOffload(offload_params=True), FSDP2 CPUOffloadPolicy): the sharded parameters, their "
+           "gradients and the optimizer step in host memory; each unit is copied to the device to be gathered."),
+    K_BOOL(P, "use_orig_params", use_orig_params,
+           "FSDP1: the optimizer sees the original parameters as views of the flat shard (state only for their "
+           "elements), and each parameter starts 16-byte aligned in the flat parameter; false: one "
+           "FlatParameter per unit, padding included."),
+    K_ENUM(P, "backward_prefetch", backward_prefetch, bwd_prefetch_at, BWD_PREFETCH_COUNT,
+           "FSDP1: the next unit in backward gathered before the current one's gradients (backward_pre), after "
+           "it is resharded (backward_post), or when it runs (none)."),
+    K_INT(P, "nccl_channels", nccl_channels, 0, 64, NULL,
+          "NCCL's channels, as its topology search picks them (NCCL_DEBUG=INFO prints them; typically 2 over "
+          "PCIe, more over NVLink): each gives the rank a receive and a send connection of its ring."),
+    {.name = "nccl_buffsize", .type = KEY_SIZE, FIELD(P, nccl_buffsize),
+     .help = "NCCL_BUFFSIZE: the Simple protocol's buffer per receive connection (LL's 512 KiB and LL128's "
+             "4,915,200 B come with it), 4KiB..4GiB."},
+    K_ENUM(P, "nccl_transport", nccl_transport, nccl_transport_at, NCCL_TRANSPORT_COUNT,
+           "p2p (NVLink or PCIe peer access: the buffers in device memory) or shm (GPUs without peer access, "
+           "such as GeForce cards over PCIe: the buffers in host shared memory, none on the device)."),
 };
 #undef P
 
 static const struct key_table parallel_table = {
     .name = "job.parallel",
-    .help = "Data-parallel training: the job is one rank of `world_size`, and oomlab runs that rank's allocations "
-            "through the allocator model.",
+    .help = "Parallel training: the job is one rank of `world_size` (data parallel, and tensor parallel with "
+            "`tensor_parallel`), and oomlab runs that rank's allocations through the allocator model.",
     .keys = parallel_keys, .nkeys = COUNT(parallel_keys), .obj_size = sizeof(struct parallel_spec),
     .init = parallel_defaults,
 };

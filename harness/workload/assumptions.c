@@ -1,6 +1,7 @@
 /* assumptions.c: the choices a job's op program embodies that a user must know to compare oomlab's
  * figures with another tool's (generate.h, struct job_assumptions), from the resolved job. */
 #include "workload/generate.h"
+#include "workload/parallel.h"
 #include "workload/switches.h"
 
 #include <stdio.h>
@@ -88,7 +89,7 @@ int workload_assumptions(const struct job_spec *spec, struct job_assumptions *a,
     switches_apply_settings(&s);
     if (s.kind == JOB_GENERATE || s.kind == JOB_DIFFUSION) /* as workload_create: the weights as loaded */
         s.param_dtype = s.load_dtype;
-    enum dtype cd = s.autocast ? s.autocast_dtype : s.param_dtype;
+    enum dtype cd = s.autocast ? s.autocast_dtype : fsdp_gather_dtype(&s); /* FSDP computes in its param_dtype */
     *a = (struct job_assumptions){.steps = s.steps, .kernel_scratch = s.kernel_scratch};
     a->use_cache = s.use_cache && !spec_has_fix(&s, FIX_GRADIENT_CHECKPOINTING) &&
                    (s.model.family == FAMILY_DECODER || s.model.family == FAMILY_T5);
@@ -96,6 +97,13 @@ int workload_assumptions(const struct job_spec *spec, struct job_assumptions *a,
     activation_text(&s.model, a->activation, sizeof a->activation);
     precision_text(&s, a->precision, sizeof a->precision);
     optimizer_text(&s, a->optimizer, sizeof a->optimizer);
+    a->nccl_bytes = nccl_connections(&s.parallel).total;
+    a->nccl_channels = a->nccl_bytes ? s.parallel.nccl_channels : 0;
+    if (parallel_fsdp(&s) && (fsdp_gather_dtype(&s) != s.param_dtype || fsdp_reduce_dtype(&s) != s.param_dtype)) {
+        size_t n = strlen(a->precision);
+        snprintf(a->precision + n, sizeof a->precision - n, " shards, FSDP param_dtype %s, reduce_dtype %s",
+                 dtype_name(fsdp_gather_dtype(&s)), dtype_name(fsdp_reduce_dtype(&s)));
+    }
     if (s.model.experts)
         snprintf(a->routing, sizeof a->routing, "MoE routing assumed balanced (tokens x %d / %d experts each, "
                  "remainder on the first), top-k renormalisation not modelled", s.model.experts_top_k,

@@ -84,7 +84,8 @@ enum node_kind {
     N_FUSED_CE, /* fused_ce.c */
     N_GATED,    /* compiled_act.c */
     N_DORA,     /* dora.c: DoRA's magnitude / weight_norm */
-    N_SOFTMAX, N_INDEX_ADD /* models/moe.c */
+    N_SOFTMAX, N_INDEX_ADD, /* models/moe.c */
+    N_TP_GATHER, N_TP_SPLIT, N_TP_CE, N_TP_MASK /* parallel_tensor.c */
 };
 
 #define NODE_MAX_SAVED 8

@@ -11,6 +11,7 @@
 #include "workload/models/models.h"
 #include "workload/optimizer.h"
 #include "workload/parallel.h"
+#include "workload/parallel_tensor.h"
 #include "workload/strpool.h"
 
 #include <math.h>
@@ -169,6 +170,7 @@ struct workload *workload_create(const struct job_spec *spec, struct err *e)
     switches_apply_settings(&s);
     if (s.kind == JOB_GENERATE || s.kind == JOB_DIFFUSION) /* inference on the weights as from_pretrained loads them */
         s.param_dtype = s.load_dtype;
+    tensor_parallel_shard(&s); /* one rank of the tensor-parallel group */
     struct workload *w = calloc(1, sizeof *w);
     if (!w) {
         err_set(e, ERR_INTERNAL, "workload: out of host memory");
@@ -507,7 +509,7 @@ static tref main_forward(struct workload *w, const struct batch *bt, bool loss)
 {
     struct gen *g = &w->g;
     g->cursor = w->mod[0].first;
-    g->act_dtype = g->spec.param_dtype;
+    g->act_dtype = fsdp_gather_dtype(&g->spec); /* FSDP's mixed precision computes in its param_dtype */
     g->autocast = g->spec.autocast;
     tref out = model_forward(g, &w->mod[0].m, bt, loss);
     g->autocast = false;

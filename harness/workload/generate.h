@@ -36,6 +36,8 @@ struct job_assumptions {
     char routing[160];    /* sparse MoE models: the routing assumed (models/moe.c); "" = dense */
     int steps;
     bool use_cache, kernel_scratch;
+    int64_t nccl_bytes;   /* job.parallel: NCCL's own device buffers (parallel_nccl.c), outside the allocator */
+    int nccl_channels;
 };
 /* The assumptions of spec after its preset is expanded and its switches' settings applied; -1 (e set)
  * if the spec does not validate. */

@@ -5,6 +5,7 @@
  * (weights and biases cast once per forward and cached), norms, softmax and losses in fp32.
  * Attention is in nn_attention.c, layout ops (transpose, expand, mean, slice, concat) in nn_layout.c. */
 #include "workload/gen.h"
+#include "workload/parallel_tensor.h"
 
 #include <string.h>
 
@@ -984,6 +985,12 @@ void nn_backward(struct gen *g, struct node *n, tref *gy)
         break;
     case N_DORA:
         dora_backward(g, n, *gy);
+        break;
+    case N_TP_GATHER:
+    case N_TP_SPLIT:
+    case N_TP_CE:
+    case N_TP_MASK:
+        tp_backward(g, n, *gy);
         break;
     case N_CKPT:
         break;

@@ -21,7 +21,9 @@
  * (reduce_gradients) unless overlap_comm registers the hooks. The epilogue drops the buckets; step()
  * flattens the partition's gradients (16-bit), casts them to fp32, frees the 16-bit ones, updates the
  * master, frees the fp32 gradient and writes the partition back into the 16-bit parameters, which
- * all-gather in place.
+ * all-gather in place: runtime/utils.py all_gather_dp_groups uses all_gather_into_tensor into the flat
+ * 16-bit buffer (its older path's allgather_bucket_size shards are views of that buffer), so
+ * allgather_bucket_size allocates nothing and is not a key.
  *
  * ZeRO-3 shares this file's partition, bucket and step code (its sharded parameters are parallel_shard.c's):
  * the partition is the sum of each parameter's ceil(numel / N), the gradient partitions and the one
@@ -32,12 +34,13 @@
  *
  * Modelled differently: DeepSpeed's flat bit16 buffer is the per-parameter tensors it views (the same
  * bytes up to the 2 * world_size padding); the all-gathers and reductions are not kernels in the op
- * program (their time is not modelled). NCCL's own buffers
- * are outside the caching allocator and are not modelled.
+ * program (their time is not modelled). NCCL's own buffers are outside the caching allocator: reported apart
+ * (parallel_nccl.c).
  */
 #include "workload/gen.h"
 #include "workload/parallel.h"
 #include "workload/parallel_impl.h"
+#include "workload/parallel_tensor.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -59,13 +62,25 @@ void parallel_spec_init(struct parallel_spec *p)
     p->sub_group_size = 1000000000;
     p->reshard_after_forward = true;
     p->forward_prefetch = 1;
+    p->tensor_parallel = 1;
+    p->backward_prefetch = BWD_PREFETCH_PRE;
+    p->nccl_channels = 2;
+    p->nccl_buffsize = 4ULL * 1024 * 1024;
+    p->nccl_transport = NCCL_P2P;
 }
 
 int parallel_spec_check(const struct job_spec *s, struct err *e)
 {
     const struct parallel_spec *p = &s->parallel;
+    if (tensor_parallel_check(s, e) < 0)
+        return -1;
     if (p->strategy == PAR_NONE)
         return 0;
+    if (fsdp_spec_check(s, e) < 0)
+        return -1;
+    if (p->nccl_buffsize < 4096 || p->nccl_buffsize > (1ULL << 32))
+        return err_set(e, ERR_INPUT, "parallel.nccl_buffsize: 4KiB..4GiB (got %llu B)",
+                       (unsigned long long)p->nccl_buffsize);
     if (p->world_size < 1)
         return err_set(e, ERR_INPUT, "parallel.world_size: must be at least 1 (got %d)", p->world_size);
     bool zero = parallel_zero(s);
@@ -75,7 +90,7 @@ int parallel_spec_check(const struct job_spec *s, struct err *e)
     if (s->quant.type != QUANT_NONE && p->strategy != PAR_DDP)
         return err_set(e, ERR_INPUT, "parallel.strategy: %s is not modelled with quantized weights (quantization)",
                        parallel_strategy_name(p->strategy));
-    if (p->strategy == PAR_FSDP && s->master_weights)
+    if (parallel_fsdp(s) && s->master_weights)
         return err_set(e, ERR_INPUT, "parallel.strategy: fsdp keeps its sharded parameters in param_dtype; "
                                      "master_weights is not modelled with it");
     if (parallel_shards_params(s) && s->nextras > 0)
@@ -103,7 +118,7 @@ bool parallel_zero(const struct job_spec *s)
 
 bool parallel_shards_params(const struct job_spec *s)
 {
-    return s->parallel.strategy == PAR_ZERO3 || s->parallel.strategy == PAR_FSDP;
+    return s->parallel.strategy == PAR_ZERO3 || parallel_fsdp(s);
 }
 
 static bool zero3(const struct gen *g)
@@ -168,6 +183,7 @@ struct parallel *parallel_get(struct gen *g)
     }
     p->master = p->m = p->v = p->grads_part = TNONE;
     p->ipg[0] = p->ipg[1] = TNONE;
+    p->tp_buffer = TNONE;
     g->par = p;
     return p;
 }
@@ -404,7 +420,7 @@ int parallel_setup(struct gen *g)
         return 0;
     if (!parallel_get(g))
         return -1;
-    if (g->spec.parallel.strategy == PAR_FSDP)
+    if (parallel_fsdp(&g->spec))
         return 0;
     if (g->spec.parallel.strategy == PAR_DDP) {
         ddp_setup(g);
@@ -453,7 +469,7 @@ bool parallel_optimizer_step(struct gen *g)
         return false;
     if (parallel_zero(&g->spec))
         zero_step(g);
-    else if (g->spec.parallel.strategy == PAR_FSDP)
+    else if (parallel_fsdp(&g->spec))
         shard_optimizer_step(g);
     else
         return false;
@@ -462,9 +478,9 @@ bool parallel_optimizer_step(struct gen *g)
 
 bool parallel_zero_grad(struct gen *g)
 {
-    if (!g->par)
+    if (!g->par || g->spec.parallel.strategy == PAR_NONE) /* tensor parallel alone: the plain zero_grad */
         return false;
-    if (g->spec.parallel.strategy == PAR_FSDP)
+    if (parallel_fsdp(&g->spec))
         shard_zero_grad(g);
     /* ZeRO freed every .grad into its buckets; DDP's bucket views are never freed */
     return g->spec.parallel.strategy != PAR_DDP || ddp_view(g);

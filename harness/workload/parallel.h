@@ -12,6 +12,20 @@
 bool parallel_zero(const struct job_spec *s);
 bool parallel_shards_params(const struct job_spec *s);
 
+/* FSDP1 or FSDP2 (parallel_fsdp.c); the dtype its units are gathered (and computed) in, and the dtype of
+ * its gradient reduce-scatter (mixed_precision); the checks of its keys. */
+bool parallel_fsdp(const struct job_spec *s);
+enum dtype fsdp_gather_dtype(const struct job_spec *s);
+enum dtype fsdp_reduce_dtype(const struct job_spec *s);
+int fsdp_spec_check(const struct job_spec *s, struct err *e);
+
+/* NCCL's own device buffers for one rank's ring (parallel_nccl.c): bytes of a receive and of a send
+ * connection, and of all of them (nccl_channels of each); all 0 without peers or over host memory. */
+struct nccl_conn {
+    int64_t recv, send, total;
+};
+struct nccl_conn nccl_connections(const struct parallel_spec *p);
+
 /* DeepSpeedZeroOptimizer's partition of trainable tensors of these sizes, in order, over world ranks:
  * the flat size padded to 2 * world, this rank's share, and rank 0's grads_in_partition (the summed
  * numel of every tensor touching its share). */

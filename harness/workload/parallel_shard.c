@@ -26,6 +26,9 @@
  * stage3_prefetch_bucket_size elements are in flight, within stage3_max_live_parameters. Gradients go
  * through the kept bucket into the kept gradient partitions (parallel.c).
  *
+ * FSDP's mixed precision and CPU offload are parallel_fsdp.c's; FSDP1's flat parameters, which share the
+ * units, the unit switch and prefetch here, are parallel_fsdp1.c's.
+ *
  * Modelled differently: FSDP's reduce-scatter output is one tensor per parameter, not one per unit;
  * the order of modules for ZeRO-3's prefetch is their registration order (DeepSpeed records the
  * executed order); collectives are not kernels (their time is not modelled).
@@ -36,9 +39,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool fsdp(const struct gen *g)
+static bool fsdp(const struct gen *g) /* FSDP1 or FSDP2: units of transformer blocks and the root */
 {
-    return g->spec.parallel.strategy == PAR_FSDP;
+    return parallel_fsdp(&g->spec);
+}
+
+static bool fsdp1(const struct gen *g)
+{
+    return g->spec.parallel.strategy == PAR_FSDP1;
 }
 
 static int64_t world(const struct gen *g)
@@ -51,19 +59,21 @@ static int64_t ceil_div(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
-static int64_t shard_numel(const struct gen *g, const struct param *p)
+int64_t shard_numel(const struct gen *g, const struct param *p)
 {
-    return fsdp(g) ? ceil_div(p->dims[0], world(g)) * p->dims[1] : ceil_div(p->numel, world(g));
+    if (g->spec.parallel.strategy == PAR_FSDP)
+        return ceil_div(p->dims[0], world(g)) * p->dims[1];
+    return ceil_div(p->numel, world(g));
 }
 
 /* Elements of the gathered buffer: the unsharded parameter (FSDP), or the whole all-gather (ZeRO-3). */
 static int64_t gathered_numel(const struct gen *g, const struct param *p)
 {
-    return fsdp(g) ? p->numel : ceil_div(p->numel, world(g)) * world(g);
+    return g->spec.parallel.strategy == PAR_FSDP ? p->numel : ceil_div(p->numel, world(g)) * world(g);
 }
 
 /* Length of the block prefix "model.layers.12." of a tag, or 0 (the root). */
-static size_t block_prefix(const char *tag)
+size_t block_prefix(const char *tag)
 {
     for (const char *c = tag; *c; c++) {
         if (*c != '.' || c[1] < '0' || c[1] > '9')
@@ -108,7 +118,7 @@ static int assign_units(struct gen *g, struct parallel *par)
     }
     par->nunits = unit + 1;
     par->cur = -1;
-    return 0;
+    return fsdp1(g) ? fsdp1_init(g, par) : 0;
 }
 
 void parallel_shard_loaded(struct gen *g, int32_t i)
@@ -121,21 +131,29 @@ void parallel_shard_loaded(struct gen *g, int32_t i)
         return;
     }
     struct param *p = &g->params[i];
+    if (fsdp1(g)) {
+        fsdp1_loaded(g, i);
+        return;
+    }
     if (par->sp[i].unit < 0)
         return;
     tref x = p->data;
-    if (!g->spec.parallel.offload_param) { /* offload_param: the partitions live in host memory */
+    if (!g->spec.parallel.offload_param && !g->spec.parallel.cpu_offload) { /* offload: shards in host memory */
         par->sp[i].shard = t_new2(g, shard_numel(g, p), 1, (enum dtype)g->t[x].dtype, CAT_PARAM, p->tag);
         kern_init_uniform(g, par->sp[i].shard, -0.02f, 0.02f, p->module);
     }
     g->t[x].param = i;
     t_storage_free(g, x);
+    g->t[x].dtype = (uint8_t)fsdp_gather_dtype(&g->spec); /* gathered in mixed_precision's param_dtype */
 }
 
 void shard_free(struct parallel *p)
 {
     free(p->sp);
     free(p->gathered);
+    free(p->fu);
+    free(p->fu_off);
+    free(p->held.v);
 }
 
 static void gather(struct gen *g, int32_t u)
@@ -144,14 +162,20 @@ static void gather(struct gen *g, int32_t u)
     if (u < 0 || par->gathered[u])
         return;
     par->gathered[u] = true;
+    if (fsdp1(g)) {
+        fsdp1_gather(g, u);
+        return;
+    }
     tref out = TNONE;
     if (fsdp(g)) {
         int64_t n = 0;
-        enum dtype dt = g->spec.param_dtype;
+        enum dtype dt = fsdp_gather_dtype(&g->spec);
+        fsdp2_gather_inputs(g, u);
         for (int32_t i = 0; i < g->nparams; i++)
             if (par->sp[i].unit == u)
                 n += shard_numel(g, &g->params[i]) * world(g);
         out = t_new2(g, n, 1, dt, CAT_PARAM, gen_intern(g, "fsdp.all_gather_output"));
+        gen_release_held(g, &par->held);
     }
     for (int32_t i = 0; i < g->nparams; i++)
         if (par->sp[i].unit == u) {
@@ -167,6 +191,10 @@ static void reshard(struct gen *g, int32_t u)
     if (u < 0 || !par->gathered[u])
         return;
     par->gathered[u] = false;
+    if (fsdp1(g)) {
+        fsdp1_reshard(g, u);
+        return;
+    }
     for (int32_t i = 0; i < g->nparams; i++)
         if (par->sp[i].unit == u)
             t_storage_free(g, g->params[i].data);
@@ -178,22 +206,46 @@ static void post_backward(struct gen *g, int32_t u)
     struct parallel *par = g->par;
     if (u < 0)
         return;
+    if (fsdp1(g)) {
+        tref flat = fsdp1_flat_grad(g, u);
+        reshard(g, u);
+        if (g->spec.parallel.backward_prefetch == BWD_PREFETCH_POST && u > 1) /* the next unit in backward */
+            gather(g, u - 1);
+        fsdp1_reduce(g, u, flat);
+        return;
+    }
     if (fsdp(g)) {
         int64_t n = 0;
         for (int32_t i = 0; i < g->nparams; i++)
             if (par->sp[i].unit == u && g->params[i].grad != TNONE)
                 n += shard_numel(g, &g->params[i]) * world(g);
         if (n > 0) {
-            tref in = t_new2(g, n, 1, g->spec.param_dtype, CAT_GRAD, gen_intern(g, "fsdp.reduce_scatter_input"));
+            enum dtype rd = fsdp_reduce_dtype(&g->spec), sd = g->spec.param_dtype;
+            bool offload = g->spec.parallel.cpu_offload;
+            tref in = t_new2(g, n, 1, rd, CAT_GRAD, gen_intern(g, "fsdp.reduce_scatter_input"));
+            bool flat_out = rd != sd || offload; /* an output of its own, cast or copied to the host */
             for (int32_t i = 0; i < g->nparams; i++) {
                 struct param *p = &g->params[i];
                 if (par->sp[i].unit != u || p->grad == TNONE)
                     continue;
                 t_release(g, p->grad);
                 p->grad = TNONE;
-                if (par->sp[i].grad == TNONE)
-                    par->sp[i].grad = t_new2(g, shard_numel(g, p), 1, g->spec.param_dtype, CAT_GRAD, p->tag);
+                par->sp[i].reduced = true;
+                if (!flat_out && par->sp[i].grad == TNONE)
+                    par->sp[i].grad = t_new2(g, shard_numel(g, p), 1, sd, CAT_GRAD, p->tag);
             }
+            tref out = TNONE;
+            if (flat_out)
+                out = t_new2(g, n / world(g), 1, rd, CAT_GRAD, gen_intern(g, "fsdp.reduce_scatter_output"));
+            for (int32_t i = 0; i < g->nparams; i++) {
+                struct param *p = &g->params[i];
+                if (par->sp[i].reduced && flat_out && !offload && par->sp[i].grad == TNONE) {
+                    par->sp[i].grad = t_new2(g, shard_numel(g, p), 1, sd, CAT_GRAD, p->tag);
+                    kern_cast(g, out, par->sp[i].grad, p->tag); /* its share of the output, in the shard's dtype */
+                }
+                par->sp[i].reduced = false;
+            }
+            t_release(g, out);
             t_release(g, in);
         }
     }
@@ -207,7 +259,8 @@ static void prefetch(struct gen *g, int32_t u, int dir)
     struct parallel *par = g->par;
     const struct parallel_spec *ps = &g->spec.parallel;
     if (fsdp(g)) {
-        for (int k = 1; k <= ps->forward_prefetch; k++)
+        int depth = fsdp1(g) && dir < 0 ? ps->backward_prefetch == BWD_PREFETCH_PRE : ps->forward_prefetch;
+        for (int k = 1; k <= depth; k++)
             if (u + dir * k > 0 && u + dir * k < par->nunits)
                 gather(g, u + dir * k);
         return;
@@ -274,6 +327,8 @@ void shard_backward_end(struct gen *g)
     for (int32_t u = 0; u < par->nunits; u++)
         if (par->gathered[u] || (fsdp(g) && u == 0))
             post_backward(g, u);
+    if (fsdp1(g))
+        fsdp1_backward_end(g);
     par->cur = -1;
     par->in_backward = false;
 }
@@ -282,6 +337,11 @@ void shard_backward_end(struct gen *g)
 void shard_optimizer_step(struct gen *g)
 {
     struct parallel *par = g->par;
+    if (g->spec.parallel.cpu_offload) { /* torch.optim on the host's shards */
+        gen_phase(g, gen_intern(g, "optimizer"));
+        g->opt_steps++;
+        return;
+    }
     struct saved { tref data, grad; int64_t dims[2], numel; } *sv = calloc((size_t)g->nparams, sizeof *sv);
     if (!sv) {
         if (!g->failed)
@@ -292,7 +352,9 @@ void shard_optimizer_step(struct gen *g)
     for (int32_t i = 0; i < g->nparams; i++) {
         struct param *p = &g->params[i];
         sv[i] = (struct saved){p->data, p->grad, {p->dims[0], p->dims[1]}, p->numel};
-        if (!par->sp || par->sp[i].unit < 0)
+        if (fsdp1(g) && par->sp)
+            fsdp1_optimizer_view(g, i);
+        if (fsdp1(g) || !par->sp || par->sp[i].unit < 0)
             continue;
         p->data = par->sp[i].shard;
         p->grad = par->sp[i].grad;
@@ -315,6 +377,8 @@ void shard_optimizer_step(struct gen *g)
 void shard_zero_grad(struct gen *g)
 {
     struct parallel *par = g->par;
+    if (fsdp1(g))
+        fsdp1_zero_grad(g);
     for (int32_t i = 0; par->sp && i < g->nparams; i++) {
         t_release(g, par->sp[i].grad);
         par->sp[i].grad = TNONE;

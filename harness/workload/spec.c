@@ -32,7 +32,10 @@ NAME_TABLE(trainable, enum trainable_kind, TRAIN_COUNT, "full", "lora", "linear_
 NAME_TABLE(ema_place, enum ema_place, EMA_COUNT, "off", "gpu", "cpu")
 NAME_TABLE(on_oom, enum on_oom_policy, ON_OOM_COUNT, "fail", "halve_batch")
 NAME_TABLE(extra_role, enum extra_role, EXTRA_ROLE_COUNT, "text_encoder", "vae")
-NAME_TABLE(parallel_strategy, enum parallel_strategy, PAR_COUNT, "none", "ddp", "zero1", "zero2", "zero3", "fsdp")
+NAME_TABLE(parallel_strategy, enum parallel_strategy, PAR_COUNT, "none", "ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp1")
+NAME_TABLE(fsdp_backward_prefetch, enum fsdp_backward_prefetch, BWD_PREFETCH_COUNT, "backward_pre", "backward_post",
+           "none")
+NAME_TABLE(nccl_transport, enum nccl_transport, NCCL_TRANSPORT_COUNT, "p2p", "shm")
 NAME_TABLE(job_kind, enum job_kind, JOB_KIND_COUNT, "train", "eval", "generate", "diffusion")
 NAME_TABLE(cache_kind, enum cache_kind, CACHE_COUNT, "dynamic", "static")
 NAME_TABLE(quant, enum quant_kind, QUANT_COUNT, "none", "nf4", "fp4", "int8")

@@ -225,7 +225,19 @@ struct extra_spec {
 
 /* Data-parallel sharding (workload/parallel.c): the job is one rank of world_size, and the generator
  * emits that rank's allocations. */
-enum parallel_strategy { PAR_NONE, PAR_DDP, PAR_ZERO1, PAR_ZERO2, PAR_ZERO3, PAR_FSDP, PAR_COUNT };
+enum parallel_strategy { PAR_NONE, PAR_DDP, PAR_ZERO1, PAR_ZERO2, PAR_ZERO3, PAR_FSDP, PAR_FSDP1, PAR_COUNT };
+/* FSDP1's backward_prefetch (BackwardPrefetch): the next unit gathered before or after the current one's
+ * gradients, or not at all. */
+enum fsdp_backward_prefetch { BWD_PREFETCH_PRE, BWD_PREFETCH_POST, BWD_PREFETCH_NONE, BWD_PREFETCH_COUNT };
+/* How NCCL connects the GPUs of one node: peer-to-peer (NVLink, PCIe P2P) or through host shared memory. */
+enum nccl_transport { NCCL_P2P, NCCL_SHM, NCCL_TRANSPORT_COUNT };
+
+/* FSDP mixed precision (FSDP1 MixedPrecision, FSDP2 MixedPrecisionPolicy): 0 = none (no cast), else a
+ * float dtype + 1 (fsdp_mp_dtype in parallel.h reads them). */
+struct fsdp_mp_spec {
+    int param_dtype;   /* the gathered (unsharded) parameters' dtype */
+    int reduce_dtype;  /* the gradient reduce-scatter's dtype */
+};
 
 struct parallel_spec {
     enum parallel_strategy strategy;
@@ -243,6 +255,15 @@ struct parallel_spec {
     bool offload_param;             /* ZeRO-3: parameter partitions on the CPU */
     bool reshard_after_forward;     /* FSDP: free a unit's gathered parameters after its forward */
     int forward_prefetch;           /* FSDP: units gathered ahead of the one running (1) */
+    int tensor_parallel;            /* Megatron tensor-parallel degree (1: none; parallel_tensor.c) */
+    bool sequence_parallel;         /* Megatron sequence parallelism inside the tensor-parallel group */
+    struct fsdp_mp_spec mp;         /* FSDP: mixed_precision */
+    bool cpu_offload;               /* FSDP: sharded parameters, gradients and the step on the host */
+    bool use_orig_params;           /* FSDP1: optimizer on the original parameters' views of the shard */
+    int backward_prefetch;          /* FSDP1: enum fsdp_backward_prefetch (backward_pre) */
+    int nccl_channels;              /* NCCL's channels (2) */
+    uint64_t nccl_buffsize;         /* NCCL_BUFFSIZE: the Simple protocol's buffer per connection (4 MiB) */
+    int nccl_transport;             /* enum nccl_transport (p2p) */
 };
 
 /* Weight quantization of the decoder's linear layers (transformers' BitsAndBytesConfig). */
@@ -364,6 +385,10 @@ int on_oom_from_name(const char *s);
 const char *extra_role_name(enum extra_role r);
 int extra_role_from_name(const char *s);
 const char *parallel_strategy_name(enum parallel_strategy p);
+const char *fsdp_backward_prefetch_name(enum fsdp_backward_prefetch p);
+int fsdp_backward_prefetch_from_name(const char *s);
+const char *nccl_transport_name(enum nccl_transport t);
+int nccl_transport_from_name(const char *s);
 int parallel_strategy_from_name(const char *s);
 /* job.parallel's defaults (DeepSpeed's and PyTorch's) and its checks (workload/parallel.c). */
 void parallel_spec_init(struct parallel_spec *p);

@@ -4,6 +4,7 @@
  * token inputs, masks and the causal LM loss. The families compose them into layers with their own norms, residuals and lifetimes. */
 #include "workload/models/models.h"
 #include "workload/compiled_act.h"
+#include "workload/parallel_tensor.h"
 
 /* A projection output whose storage the module frees while autograd still names it (the attention
  * reads its shape, and routes its gradient to it): keep its identity, drop the reference. */
@@ -31,6 +32,7 @@ tref tf_attention(struct gen *g, const struct tf_cfg *c, const struct tf_ctx *x,
     tref q, k = TNONE, v = TNONE;
     bool qkv_bias = m->bias || m->qkv_bias;
     g->lora = LORA_FULL; /* LoRA on the query and value projections (PEFT's default targets) */
+    h = cross ? t_ref(g, h) : tp_column_input(g, h); /* tensor parallel: q/k/v are column-parallel */
     if (fused) {
         q = nn_linear(g, nm->qkv, h, hid, (heads + 2 * kvh) * hd, qkv_bias);
     } else {
@@ -42,6 +44,7 @@ tref tf_attention(struct gen *g, const struct tf_cfg *c, const struct tf_ctx *x,
         g->lora = LORA_FULL;
         v = nn_linear(g, nm->v, src, in, kvh * hd, qkv_bias);
     }
+    t_release(g, h);
     g->lora = LORA_NONE;
     if (m->qk_norm && !cross) { /* Qwen3Attention: q_norm(q_proj(x).view(..., head_dim)), k likewise */
         tref qn = nn_norm(g, "q_norm", q, hd, m->norm, false, 0);
@@ -88,7 +91,7 @@ tref tf_attention(struct gen *g, const struct tf_cfg *c, const struct tf_ctx *x,
         t_release(g, q);
         k = v = q = TNONE;
     }
-    tref o = nn_linear(g, nm->o, ctx, heads * hd, hid, m->bias);
+    tref o = tp_row_output(g, nn_linear(g, nm->o, ctx, heads * hd, hid, m->bias));
     t_release(g, ctx);
     if (c->out_dropout > 0) {
         tref d = nn_dropout(g, nm->attn_drop, o, c->out_dropout);
@@ -113,6 +116,7 @@ tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref h)
     int64_t hid = m->hidden, f = m->ffn;
     if (nm->ffn)
         gen_push(g, "%s", nm->ffn);
+    h = tp_column_input(g, h); /* tensor parallel: gate and up are column-parallel, down row-parallel */
     tref act;
     if (m->ffn_kind == FFN_GATED && spec_has_fix(&g->spec, FIX_COMPILED_ACTIVATIONS) && compiled_gate_fuses(m->act)) {
         tref gate = nn_linear(g, nm->gate, h, hid, f, c->ffn_bias);
@@ -133,12 +137,13 @@ tref tf_ffn(struct gen *g, const struct tf_cfg *c, tref h)
         act = nn_act(g, nm->act, up, m->act);
         t_release(g, up);
     }
+    t_release(g, h);
     if (c->inner_dropout > 0) { /* T5's dropout before wo */
         tref d = nn_dropout(g, "dropout", act, c->inner_dropout);
         t_release(g, act);
         act = d;
     }
-    tref o = nn_linear(g, nm->down, act, f, hid, c->ffn_bias);
+    tref o = tp_row_output(g, nn_linear(g, nm->down, act, f, hid, c->ffn_bias));
     t_release(g, act);
     if (c->out_dropout > 0) {
         tref d = nn_dropout(g, nm->ffn_drop, o, c->out_dropout);

@@ -8,6 +8,7 @@
  * soft-capping and GPT-NeoX's parallel residual. */
 #include "workload/models/models.h"
 #include "workload/fused_ce.h"
+#include "workload/parallel_tensor.h"
 
 #include <math.h>
 
@@ -133,7 +134,10 @@ tref decoder_forward(struct gen *g, const struct model_spec *m, const struct bat
     tref ids = tf_ids(g, bt->b, bt->s, m->vocab, "input_ids"); /* labels = input_ids: one storage */
     gen_push(g, gpt ? "transformer" : "model");
     int32_t wte = nn_embedding_param(g, gpt ? "wte" : "embed_tokens", m->vocab, m->hidden);
-    tref emb = nn_embedding(g, gpt ? "wte" : "embed_tokens", ids, m->vocab, m->hidden, wte);
+    tref vmask, eids = tp_embedding_ids(g, ids, m->vocab, &vmask); /* tensor parallel: vocab-parallel */
+    tref emb = nn_embedding(g, gpt ? "wte" : "embed_tokens", eids, m->vocab, m->hidden, wte);
+    tp_embedding_masked(g, emb, vmask);
+    t_release(g, eids);
     tref pos = tf_position_ids(g, bt->s, m->max_positions ? m->max_positions : bt->s);
     tref pe = TNONE, x = t_ref(g, emb), mask = TNONE, cos = TNONE, sin = TNONE;
     enum dtype dt = g->mode == GEN_RUN ? (enum dtype)g->t[emb].dtype : DT_F32;
@@ -142,14 +146,19 @@ tref decoder_forward(struct gen *g, const struct model_spec *m, const struct bat
         tref s = nn_add(g, NULL, emb, pe);
         mask = tf_mask(g, bt->b, bt->s, bt->s, true, m->attn == ATTN_EAGER, dt);
         t_release(g, x);
-        x = nn_dropout(g, "drop", s, m->dropout);
+        tref sp = tp_sequence_scatter(g, s); /* sequence parallel: this rank's tokens */
         t_release(g, s);
+        x = nn_dropout(g, "drop", sp, m->dropout);
+        t_release(g, sp);
     } else {
         mask = tf_mask(g, bt->b, bt->s, bt->s, true, m->attn == ATTN_EAGER, dt);
         nn_rotary_tables(g, bt->s, m->head_dim, dt, &cos, &sin);
+        t_release(g, x);
+        x = tp_sequence_scatter(g, emb); /* sequence parallel: the embedding reduce-scattered */
         if (m->embed_scale && g->mode == GEN_RUN) { /* hidden_states * normalizer: inputs_embeds stays */
+            tref sc = nn_scale(g, "normalizer", x, sqrtf((float)m->hidden));
             t_release(g, x);
-            x = nn_scale(g, "normalizer", emb, sqrtf((float)m->hidden));
+            x = sc;
         }
     }
     int every = tf_checkpoint_every(g, m->layers);
@@ -179,14 +188,16 @@ tref decoder_forward(struct gen *g, const struct model_spec *m, const struct bat
         t_release(g, ids);
         return fl;
     }
-    tref logits = m->tied_embeddings ? nn_linear_tied(g, "lm_head", f, wte)
-                                     : nn_linear(g, "lm_head", f, m->hidden, m->vocab, false);
-    g->in_head = head;
+    tref fin = tp_column_input(g, f); /* tensor parallel: the LM head is column-parallel */
     t_release(g, f);
+    tref logits = m->tied_embeddings ? nn_linear_tied(g, "lm_head", fin, wte)
+                                     : nn_linear(g, "lm_head", fin, m->hidden, m->vocab, false);
+    g->in_head = head;
+    t_release(g, fin);
     logits = softcap(g, m, logits);
     tref out = logits;
     if (loss) {
-        out = tf_lm_loss(g, logits, ids);
+        out = tp_vocab_loss(g) ? tp_lm_loss(g, logits, ids) : tf_lm_loss(g, logits, ids);
         t_release(g, logits);
     }
     t_release(g, ids);
