@@ -4,6 +4,10 @@
 // causal eager attention forward and backward, conv2d 3x3 forward and both gradients, and the fused fp32 AdamW step over 10 M parameters. Each runs through the kernel table on
 // as many threads as the process may use (taskset chooses); bench/torch_peer.py runs this file on one and two
 // cores beside torch at the same shapes and prints the ratios. Real time, fastest of the repetitions.
+// BM_HostTrainStep is a whole training step of the tiny GPT-2-style transformer of scenarios/host/checkpointing.yaml
+// (variant before: batch 8 x 256 tokens, 4 layers of width 256, vocabulary 2048, AdamW) on the host device: the
+// wall-clock time of its training phases (kernels, the allocator model, every launch), fastest step; torch_peer.py
+// builds the same model in torch. Run it from the top of the tree (it reads that scenario).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -15,6 +19,8 @@
 extern "C" {
 #include "cpu/tensor_io.h"
 #include "kernels.h"
+#include "run/harness.h"
+#include "scenario/scenario.h"
 }
 
 namespace {
@@ -117,10 +123,36 @@ void BM_HostAdamWFused(benchmark::State &state)
     run_call(state, k);
 }
 
+// The fastest training step's wall time of one host run of the checkpointing scenario's first variant (5 steps).
+void BM_HostTrainStep(benchmark::State &state)
+{
+    scenario sc;
+    err e = {};
+    if (scenario_load("scenarios/host/checkpointing.yaml", &sc, &e)) {
+        state.SkipWithError(e.msg);
+        return;
+    }
+    static job_result r; // large
+    harness_options opt = {};
+    for (auto _ : state) {
+        if (harness_run_variant(&sc, &sc.variants[0], nullptr, &opt, &r, &e) || r.run.step_wall_seconds_min <= 0) {
+            state.SkipWithError(e.msg[0] ? e.msg : "the host run timed no step");
+            break;
+        }
+        state.SetIterationTime(r.run.step_wall_seconds_min);
+    }
+    scenario_free(&sc);
+}
+
+void repeated(benchmark::internal::Benchmark *b)
+{
+    b->Unit(benchmark::kMillisecond)->Repetitions(3)->ComputeStatistics(
+        "min", [](const std::vector<double> &v) { return *std::min_element(v.begin(), v.end()); });
+}
+
 void opts(benchmark::internal::Benchmark *b)
 {
-    b->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.2)->Repetitions(3)->ComputeStatistics(
-        "min", [](const std::vector<double> &v) { return *std::min_element(v.begin(), v.end()); });
+    repeated(b->UseRealTime()->MinTime(0.2));
 }
 
 } // namespace
@@ -136,4 +168,5 @@ BENCHMARK(BM_HostAttnEagerBwd)->Apply(opts);
 BENCHMARK(BM_HostConv2dBwdData)->Apply(opts);
 BENCHMARK(BM_HostConv2dBwdFilter)->Apply(opts);
 BENCHMARK(BM_HostAdamWFused)->Apply(opts);
+BENCHMARK(BM_HostTrainStep)->Apply(repeated)->UseManualTime()->Iterations(1);
 BENCHMARK_MAIN();

@@ -2,9 +2,12 @@
  * every dtype: broadcast multiply and add, expand, and reduce_sum (expand's adjoint). */
 #include "kernels_test_util.h"
 
-static void test_bcast(void)
+/* Shapes after the first: one value per row (inner 1, rows across a 2048-element chunk), no repeat (an
+ * elementwise add, split over threads), inner runs longer than a chunk. */
+static void test_bcast(int64_t O, int64_t R, int64_t I)
 {
-    const int64_t O = 2, R = 3, I = 4, nf = O * R * I, ns = O * I;
+    const int64_t nf = O * R * I, ns = O * I;
+    char what[64];
     for (size_t t = 0; t < 3; t++) {
         int dt = test_dtypes[t];
         float *a = rnd_vec((size_t)nf, 1.0f), *b = rnd_vec((size_t)ns, 1.0f);
@@ -22,20 +25,23 @@ static void test_bcast(void)
         struct kernel_call k = KCALL(K_MUL_BCAST, dt, O, R, I);
         void *t3[3] = {ta, tb, ty};
         run(&k, t3);
-        check_close(ty, dt, mul, (size_t)nf, kernel_get(K_MUL_BCAST)->tol[dt], "mul_bcast");
+        snprintf(what, sizeof what, "mul_bcast %lld x %lld x %lld", (long long)O, (long long)R, (long long)I);
+        check_close(ty, dt, mul, (size_t)nf, kernel_get(K_MUL_BCAST)->tol[dt], what);
         k = KCALL(K_ADD_BCAST, dt, O, R, I);
         k.fparam[0] = 0.5f;
         k.fparam[1] = -2.0f;
         run(&k, t3);
-        check_close(ty, dt, add, (size_t)nf, kernel_get(K_ADD_BCAST)->tol[dt], "add_bcast");
+        snprintf(what, sizeof what, "add_bcast %lld x %lld x %lld", (long long)O, (long long)R, (long long)I);
+        check_close(ty, dt, add, (size_t)nf, kernel_get(K_ADD_BCAST)->tol[dt], what);
         free(a), free(b), free(ta), free(tb), free(ty), free(mul), free(add);
     }
 }
 
 /* expand and reduce_sum against loops in every dtype, and as adjoints: <expand(x), y> = <x, reduce(y)>. */
-static void test_expand_reduce(void)
+static void test_expand_reduce(int64_t O, int64_t R, int64_t I)
 {
-    const int64_t O = 3, R = 5, I = 2, nf = O * R * I, ns = O * I;
+    const int64_t nf = O * R * I, ns = O * I;
+    char what[64];
     for (size_t t = 0; t < 3; t++) {
         int dt = test_dtypes[t];
         float *x = rnd_vec((size_t)ns, 1.0f), *y = rnd_vec((size_t)nf, 1.0f);
@@ -53,7 +59,8 @@ static void test_expand_reduce(void)
                     ref[(o * R + r) * I + i] = 1.5 * x[o * I + i];
                     rref[o * I + i] += 1.5 * y[(o * R + r) * I + i];
                 }
-        check_close(ex, dt, ref, (size_t)nf, kernel_get(K_EXPAND)->tol[dt], "expand");
+        snprintf(what, sizeof what, "expand %lld x %lld x %lld", (long long)O, (long long)R, (long long)I);
+        check_close(ex, dt, ref, (size_t)nf, kernel_get(K_EXPAND)->tol[dt], what);
         k = KCALL(K_REDUCE_SUM, dt, O, R, I);
         k.fparam[0] = 1.5f;
         void *tr[2] = {ty, ry};
@@ -69,7 +76,13 @@ static void test_expand_reduce(void)
 
 int main(void)
 {
-    test_bcast();
-    test_expand_reduce();
+    test_bcast(2, 3, 4);
+    test_bcast(3, 700, 1);
+    test_bcast(1100, 1, 2000);
+    test_bcast(5, 3, 3000);
+    test_expand_reduce(3, 5, 2);
+    test_expand_reduce(3, 700, 1);
+    test_expand_reduce(2, 5000, 1); /* a sum over a run longer than a chunk */
+    test_expand_reduce(1100, 1, 2000);
     return done_testing();
 }

@@ -269,7 +269,10 @@ int main(void)
         norm_case(K_SOFTMAX_FWD, dt, 3, 5000, 0, 0);  /* a row longer than the kernels' 2048-element chunk */
         norm_case(K_SOFTMAX_FWD, dt, 40000, 64, 0, 0); /* enough rows to be split over threads */
         norm_case(K_LAYERNORM_FWD, dt, 5, 48, 0, 0);
+        norm_case(K_LAYERNORM_FWD, dt, 3000, 70, 0, 0); /* rows over threads; parameter sums in 47 row blocks */
+        norm_case(K_LAYERNORM_FWD, dt, 3, 4100, 0, 0);  /* rows longer than a chunk */
         norm_case(K_RMSNORM_FWD, dt, 5, 40, 0, 0);
+        norm_case(K_RMSNORM_FWD, dt, 3000, 70, 0, 0);
         norm_case(K_GROUPNORM_FWD, dt, 2, 8, 9, 4);
     }
     return done_testing();

@@ -1,11 +1,16 @@
 /* cpu_vec.h: what lets the CPU elementwise kernels run at memory speed: glibc's vector math
- * (libmvec) made visible to the vectorizer, loops compiled twice (AVX2 + FMA, and baseline x86-64)
- * with the choice made at run time, fp32 views of chunks of fp32/bf16/fp16 tensors, and the split
- * of long tensors over the cores. */
+ * (libmvec) made visible to the vectorizer, an exp the vectorizer inlines, loops compiled three times
+ * (AVX-512, AVX2 + FMA, baseline x86-64) with the choice made at run time, fp32 views of chunks of
+ * fp32/bf16/fp16 tensors, and the split of long tensors and of whole rows over the cores (cpu_threads.h). */
 #ifndef OOMLAB_CPU_VEC_H
 #define OOMLAB_CPU_VEC_H
 
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_threads.h"
 #include "cpu/tensor_io.h"
 
 /* math.h declares the vector variants only under -ffast-math; with these, gcc's `#pragma omp simd`
@@ -27,7 +32,8 @@ __attribute__((simd("notinbranch"))) float erff(float);
 /* CPU_DISPATCH(name, (params), (args)) defines static void name(params) running name##_avx2(args)
  * (written by hand, or by CPU_MULTIVERSION) when the CPU has AVX2 and FMA, else name##_body(args)
  * compiled for baseline x86-64. CPU_MULTIVERSION(name, (params), (args)) compiles name##_body
- * twice, for AVX2 + FMA and for the baseline, and dispatches. (target_clones cannot ask for AVX2
+ * three times, for AVX-512 (F, VL, BW, DQ: 16 floats a vector, as PyTorch's CPU kernels use where the
+ * CPU has it), for AVX2 + FMA and for the baseline, and dispatches. (target_clones cannot ask for AVX2
  * and FMA together, and "arch=haswell" misses AMD CPUs.) */
 #if defined(__x86_64__) && defined(__GNUC__)
 /* What every name##_avx2 (target "avx2,fma") needs of the CPU. */
@@ -35,6 +41,14 @@ static inline int cpu_has_avx2_fma(void)
 {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
+
+/* What every name##_avx512 (CPU_AVX512_TARGET) needs of the CPU. */
+static inline int cpu_has_avx512(void)
+{
+    return cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+}
+#define CPU_AVX512_TARGET "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"
 
 #define CPU_DISPATCH(name, params, args)                 \
     static void name##_base params { name##_body args; } \
@@ -45,14 +59,52 @@ static inline int cpu_has_avx2_fma(void)
         else                                             \
             name##_base args;                            \
     }
-#define CPU_MULTIVERSION(name, params, args)                                                 \
-    __attribute__((target("avx2,fma"))) static void name##_avx2 params { name##_body args; } \
-    CPU_DISPATCH(name, params, args)
+#define CPU_MULTIVERSION(name, params, args)                                                            \
+    __attribute__((target(CPU_AVX512_TARGET))) static void name##_avx512 params { name##_body args; } \
+    __attribute__((target("avx2,fma"))) static void name##_avx2 params { name##_body args; }            \
+    static void name##_base params { name##_body args; }                                                \
+    static void name params                                                                             \
+    {                                                                                                   \
+        if (cpu_has_avx512())                                                                           \
+            name##_avx512 args;                                                                         \
+        else if (cpu_has_avx2_fma())                                                                    \
+            name##_avx2 args;                                                                           \
+        else                                                                                            \
+            name##_base args;                                                                           \
+    }
 #else
 #define CPU_DISPATCH(name, params, args) \
     static void name params { name##_body args; }
 #define CPU_MULTIVERSION CPU_DISPATCH
 #endif
+
+/* e^x for x <= 0 (and NaN), for the vectorizer: Cephes' expf (Cody-Waite reduction by ln 2, degree-6
+ * polynomial; within 1.5 ulp) written without branches, calls or float-to-int conversion, so an `omp simd`
+ * loop inlines it at the full vector width. The kernels' arguments are differences from a row's maximum (or
+ * -z^2), never above 0, so there is no overflow to guard; results below about 2^-126 (x < -87.7) flush to 0; NaN
+ * stays NaN. libmvec's expf is as accurate but an out-of-line call per vector, which keeps the loop's other
+ * work (a running sum, a scale) from fusing with it. */
+CPU_BODY float cpu_exp_nonpos(float x)
+{
+    const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer in the low bits */
+    x = x < -88.0f ? -88.0f : x; /* n = -127 there: a scale of 0 */
+    float t = x * 1.44269504f + magic, n = t - magic;
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t ti;
+    memcpy(&ti, &t, sizeof ti);
+    uint32_t sb = (uint32_t)(ti - 0x4B400000 + 127) << 23; /* 2^n, n in [-127, 0] */
+    float scale;
+    memcpy(&scale, &sb, sizeof scale);
+    return p * scale;
+}
 
 /* Elements per chunk: each fp32 buffer of a chunk is 8 KiB, so a kernel's few stay in L1. */
 #define CPU_CHUNK 2048
@@ -79,15 +131,40 @@ static inline void chunk_put(void *p, int dt, size_t i0, size_t len, const float
         tensor_from_f32((uint16_t *)p + i0, dt, buf, len);
 }
 
-/* Processes elements [i0, i0 + len) of a call, len <= the chunk size cpu_for_chunks was given. */
-typedef void cpu_chunk_fn(const struct kernel_call *k, void *const *t, size_t i0, size_t len);
+/* Runs a row-wise fn over rows x cols elements in chunks of whole rows (about CPU_CHUNK elements, at least
+ * one row), long ranges split over the cores; fn walks each row in CPU_CHUNK pieces (cpu_piece). */
+static inline void cpu_for_rows(const struct kernel_call *k, void *const *t, size_t rows, size_t cols, cpu_chunk_fn *fn)
+{
+    if (rows && cols)
+        cpu_for_chunks(k, t, rows * cols, (cols < CPU_CHUNK ? CPU_CHUNK / cols : 1) * cols, fn);
+}
 
-/* Runs fn over [0, n) in chunks of `chunk` elements; long ranges are split over the cores.
- * Chunk boundaries do not depend on the split, so neither do the results. */
-void cpu_for_chunks(const struct kernel_call *k, void *const *t, size_t n, size_t chunk, cpu_chunk_fn *fn);
-/* The same where each of the n elements stands for work/n elements of work (a column of a reduction), so
- * the number of threads follows the work, not n. */
-void cpu_for_chunks_of(const struct kernel_call *k, void *const *t, size_t n, size_t chunk, size_t work,
-                       cpu_chunk_fn *fn);
+/* Length of the piece of a row of cols elements that starts at c0. */
+static inline size_t cpu_piece(size_t cols, size_t c0)
+{
+    return cols - c0 < CPU_CHUNK ? cols - c0 : CPU_CHUNK;
+}
+
+/* The largest of a row's cols elements from base (NaNs skipped; -inf for none), in CPU_CHUNK pieces. */
+CPU_BODY float cpu_row_max(const void *x, int dt, size_t base, size_t cols)
+{
+    float buf[CPU_CHUNK], mx = -INFINITY;
+    for (size_t c0 = 0; c0 < cols; c0 += CPU_CHUNK) {
+        size_t n = cpu_piece(cols, c0);
+        const float *v = chunk_in(x, dt, base + c0, n, buf);
+#pragma omp simd reduction(max : mx)
+        for (size_t c = 0; c < n; c++)
+            mx = v[c] > mx ? v[c] : mx;
+    }
+    return mx;
+}
+
+/* acc[i] += x[i]: a row added into running sums (instantiate with CPU_MULTIVERSION(cpu_acc, ...)). */
+CPU_BODY void cpu_acc_body(float *restrict acc, const float *restrict x, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        acc[i] += x[i];
+}
 
 #endif

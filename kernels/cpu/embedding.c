@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_vec.h"
 #include "cpu/tensor_io.h"
 
 int cpu_embedding_fwd(const struct kernel_call *k, void *const *t, struct err *e)
@@ -19,24 +20,30 @@ int cpu_embedding_fwd(const struct kernel_call *k, void *const *t, struct err *e
     return 0;
 }
 
+CPU_MULTIVERSION(cpu_acc, (float *restrict acc, const float *restrict x, size_t n), (acc, x, n))
+
+/* Every id checked first; then each row of dy added to its id's row of the fp32 gradient (the output itself
+ * when it is fp32), rows in order. */
 int cpu_embedding_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
     const int64_t rows = k->dims[0], V = k->dims[1], C = k->dims[2];
     const int64_t *ids = t[0];
-    float *acc = cpu_scratch((size_t)(V * C), "embedding gradient", e);
+    for (int64_t r = 0; r < rows; r++)
+        if (cpu_id_check("embedding_bwd", r, ids[r], V, 0, e) < 0)
+            return -1;
+    float *acc = k->dtype == DT_F32 ? t[2] : cpu_scratch((size_t)(V * C), "embedding gradient", e), buf[CPU_CHUNK];
     if (!acc)
         return -1;
     memset(acc, 0, (size_t)(V * C) * sizeof *acc);
-    for (int64_t r = 0; r < rows; r++) {
-        if (cpu_id_check("embedding_bwd", r, ids[r], V, 0, e) < 0) {
-            free(acc);
-            return -1;
+    for (int64_t r = 0; r < rows; r++)
+        for (size_t c0 = 0; c0 < (size_t)C; c0 += CPU_CHUNK) {
+            size_t n = cpu_piece((size_t)C, c0);
+            cpu_acc(acc + (size_t)(ids[r] * C) + c0, chunk_in(t[1], k->dtype, (size_t)(r * C) + c0, n, buf), n);
         }
-        for (int64_t c = 0; c < C; c++)
-            acc[ids[r] * C + c] += ld(t[1], k->dtype, (size_t)(r * C + c));
+    if (acc != t[2]) {
+        tensor_from_f32(t[2], k->dtype, acc, (size_t)(V * C));
+        free(acc);
     }
-    tensor_from_f32(t[2], k->dtype, acc, (size_t)(V * C));
-    free(acc);
     return 0;
 }
 

@@ -239,36 +239,36 @@ int cpu_bias_add(const struct kernel_call *k, void *const *t, struct err *e)
     return 0;
 }
 
-#define BIAS_BWD_CHANNELS 256 /* channels a chunk of the bias gradient sums: 2 KiB of accumulators */
+#define BIAS_BWD_CHANNELS 256 /* channels a chunk of a convolution's bias gradient sums */
 #define BIAS_BWD_ROWS 64       /* rows summed in fp32 before they are added to the fp64 sums */
 
-CPU_BODY void add_row_body(float *sum, const float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        sum[i] += x[i];
-}
-CPU_MULTIVERSION(add_row, (float *sum, const float *x, size_t n), (sum, x, n))
+CPU_MULTIVERSION(cpu_acc, (float *restrict acc, const float *restrict x, size_t n), (acc, x, n))
 
-/* Channels [c0, c0 + len) of the bias gradient, in fp64 accumulators: a channel's sum walks outer x inner
- * elements. With inner 1 (a linear layer) each row's run of these channels is added at once, in fp32 over
- * BIAS_BWD_ROWS rows, so every read is contiguous and the adds vectorize; else each channel's inner run is
- * reduced. */
+/* A linear layer's bias gradient (inner 1), BIAS_BWD_ROWS rows a chunk: their sum in fp32 per channel, into
+ * row block i0 / (BIAS_BWD_ROWS * C) of the partial sums t[2]. Each chunk reads one contiguous run of rows. */
+static void bias_bwd_rows(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    const size_t C = (size_t)k->dims[1];
+    float *part = (float *)t[2] + i0 / (BIAS_BWD_ROWS * C) * C, buf[CPU_CHUNK];
+    memset(part, 0, C * sizeof *part);
+    for (size_t r0 = i0; r0 < i0 + len; r0 += C)
+        for (size_t c0 = 0; c0 < C; c0 += CPU_CHUNK) {
+            size_t n = cpu_piece(C, c0);
+            cpu_acc(part + c0, chunk_in(t[0], k->dtype, r0 + c0, n, buf), n);
+        }
+}
+
+/* Channels [c0, c0 + len) of a convolution's bias gradient (inner > 1) in fp64: each channel's inner runs
+ * reduced, over every outer index. */
 static void bias_bwd_channels(const struct kernel_call *k, void *const *t, size_t c0, size_t len)
 {
     const size_t outer = (size_t)k->dims[0], C = (size_t)k->dims[1], inner = (size_t)k->dims[2];
     double acc[BIAS_BWD_CHANNELS] = {0};
     float buf[CPU_CHUNK], out[BIAS_BWD_CHANNELS];
-    for (size_t o0 = 0; o0 < outer && inner == 1; o0 += BIAS_BWD_ROWS) {
-        float part[BIAS_BWD_CHANNELS] = {0};
-        for (size_t o = o0; o < outer && o < o0 + BIAS_BWD_ROWS; o++)
-            add_row(part, chunk_in(t[0], k->dtype, o * C + c0, len, buf), len);
-        for (size_t j = 0; j < len; j++)
-            acc[j] += (double)part[j];
-    }
-    for (size_t o = 0; o < outer && inner > 1; o++) {
+    for (size_t o = 0; o < outer; o++) {
         for (size_t j = 0; j < len; j++)
             for (size_t i0 = 0; i0 < inner; i0 += CPU_CHUNK) {
-                size_t n = inner - i0 < CPU_CHUNK ? inner - i0 : CPU_CHUNK;
+                size_t n = cpu_piece(inner, i0);
                 const float *x = chunk_in(t[0], k->dtype, (o * C + c0 + j) * inner + i0, n, buf);
                 double s = 0.0;
 #pragma omp simd reduction(+ : s)
@@ -283,9 +283,29 @@ static void bias_bwd_channels(const struct kernel_call *k, void *const *t, size_
     chunk_put(t[1], k->dtype, c0, len, y);
 }
 
+/* With inner 1 the row blocks' fp32 sums are added in fp64 in block order, whatever the split over the cores. */
 int cpu_bias_bwd(const struct kernel_call *k, void *const *t, struct err *e)
 {
-    const size_t C = (size_t)k->dims[1], all = (size_t)(k->dims[0] * k->dims[1] * k->dims[2]);
-    cpu_for_chunks_of(k, t, C, BIAS_BWD_CHANNELS, all, bias_bwd_channels);
+    const size_t outer = (size_t)k->dims[0], C = (size_t)k->dims[1], all = (size_t)(k->dims[0] * k->dims[1] * k->dims[2]);
+    if (k->dims[2] > 1) {
+        cpu_for_chunks_of(k, t, C, BIAS_BWD_CHANNELS, all, bias_bwd_channels);
+        return 0;
+    }
+    const size_t blocks = (outer + BIAS_BWD_ROWS - 1) / BIAS_BWD_ROWS;
+    float *part = cpu_scratch(blocks * C, "bias gradient", e);
+    double *acc = part ? calloc(C, sizeof *acc) : NULL;
+    if (!acc) {
+        free(part);
+        return part ? err_set(e, ERR_INTERNAL, "out of host memory for the bias gradient's sums") : -1;
+    }
+    cpu_for_chunks(k, (void *[]){t[0], t[1], part}, all, BIAS_BWD_ROWS * C, bias_bwd_rows);
+    for (size_t b = 0; b < blocks; b++)
+        for (size_t c = 0; c < C; c++)
+            acc[c] += (double)part[b * C + c];
+    for (size_t c = 0; c < C; c++)
+        part[c] = (float)acc[c];
+    tensor_from_f32(t[1], k->dtype, part, C);
+    free(part);
+    free(acc);
     return 0;
 }

@@ -1,11 +1,7 @@
 /* tensor_io.c: whole-buffer fp32 <-> fp32/bf16/fp16 conversion (vectorized, one loop per dtype),
- * the scratch buffers CPU kernels use, the range check of integer ids and the split of chunked
- * kernels over the cores. */
-#define _GNU_SOURCE
+ * the scratch buffers CPU kernels use and the range check of integer ids. */
 #include "cpu/tensor_io.h"
 
-#include <pthread.h>
-#include <sched.h>
 #include <string.h>
 
 #include "cpu/cpu_bf16x8.h"
@@ -83,72 +79,4 @@ int cpu_id_check(const char *name, int64_t row, int64_t id, int64_t limit, int a
         return err_set(e, ERR_INPUT, "%s: row %lld has id %lld outside [0, %lld)", name, (long long)row,
                        (long long)id, (long long)limit);
     return 0;
-}
-
-/* Below this many elements per thread, starting a thread costs more than it saves. */
-#define CPU_THREAD_MIN_ELEMS ((size_t)1 << 20)
-#define CPU_MAX_THREADS 16
-
-struct span {
-    const struct kernel_call *k;
-    void *const *t;
-    cpu_chunk_fn *fn;
-    size_t lo, hi, chunk;
-};
-
-static void *run_span(void *arg)
-{
-    const struct span *s = arg;
-    for (size_t i0 = s->lo; i0 < s->hi; i0 += s->chunk)
-        s->fn(s->k, s->t, i0, s->hi - i0 < s->chunk ? s->hi - i0 : s->chunk);
-    return NULL;
-}
-
-static unsigned thread_limit; /* kernel_cpu_set_threads; 0: none */
-
-void kernel_cpu_set_threads(unsigned n)
-{
-    thread_limit = n;
-}
-
-static size_t thread_count(size_t n)
-{
-    size_t want = n / CPU_THREAD_MIN_ELEMS;
-    if (want < 2)
-        return 1;
-    cpu_set_t set;
-    size_t cores = sched_getaffinity(0, sizeof set, &set) == 0 ? (size_t)CPU_COUNT(&set) : 1;
-    if (thread_limit && thread_limit < cores)
-        cores = thread_limit;
-    want = want < cores ? want : cores;
-    return want < CPU_MAX_THREADS ? want : CPU_MAX_THREADS;
-}
-
-void cpu_for_chunks(const struct kernel_call *k, void *const *t, size_t n, size_t chunk, cpu_chunk_fn *fn)
-{
-    cpu_for_chunks_of(k, t, n, chunk, n, fn);
-}
-
-void cpu_for_chunks_of(const struct kernel_call *k, void *const *t, size_t n, size_t chunk, size_t work,
-                       cpu_chunk_fn *fn)
-{
-    const size_t chunks = (n + chunk - 1) / chunk, most = thread_count(work);
-    const size_t nthreads = most < chunks ? most : chunks ? chunks : 1;
-    const size_t per = (chunks + nthreads - 1) / nthreads * chunk; /* whole chunks per thread */
-    struct span spans[CPU_MAX_THREADS];
-    pthread_t threads[CPU_MAX_THREADS];
-    int started[CPU_MAX_THREADS] = {0};
-    for (size_t i = 0; i < nthreads; i++) {
-        size_t lo = i * per < n ? i * per : n, hi = lo + per < n ? lo + per : n;
-        spans[i] = (struct span){k, t, fn, lo, hi, chunk};
-        if (i > 0)
-            started[i] = pthread_create(&threads[i], NULL, run_span, &spans[i]) == 0;
-    }
-    run_span(&spans[0]);
-    for (size_t i = 1; i < nthreads; i++) {
-        if (started[i])
-            pthread_join(threads[i], NULL);
-        else
-            run_span(&spans[i]); /* no thread to be had: this one does the work */
-    }
 }
