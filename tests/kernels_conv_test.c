@@ -1,6 +1,7 @@
 /* kernels_conv_test.c: CPU conv2d against direct convolution in every dtype, and its backward (data,
- * filter) against direct adjoints and against finite differences: stride 1 (the shifted-GEMM path,
- * 1x1 to 5x5 filters, padding 0 to R - 1 and beyond) and strides 2, 3 (im2col, by bands of output rows);
+ * filter) against direct adjoints and against finite differences: stride 1 (the shifted-GEMM path under
+ * 8 output channels, the AVX-512 direct kernel from 8, where the CPU has it; 1x1 to 5x5 filters, padding
+ * 0 to R - 1 and beyond) and strides 2, 3 (im2col, by bands of output rows);
  * a call split over the cores gives the bits of one thread. */
 #include "kernels_test_util.h"
 
@@ -153,6 +154,7 @@ int main(void)
 {
     for (unsigned d = 0; d < 3; d++) {
         conv_case(test_dtypes[d], shape_of(2, 3, 7, 6, 4, 3, 1, 1));
+        conv_case(test_dtypes[d], shape_of(1, 9, 5, 21, 10, 3, 1, 1)); /* >= 8 channels each way: direct kernel */
         conv_case(test_dtypes[d], shape_of(1, 4, 9, 9, 3, 3, 2, 1));
         conv_case(test_dtypes[d], shape_of(2, 5, 4, 5, 6, 1, 1, 0));
         conv_case(test_dtypes[d], shape_of(1, 3, 6, 5, 2, 5, 1, 2)); /* 5x5 filter */
