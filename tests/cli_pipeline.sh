@@ -90,6 +90,18 @@ done
 smallest=$(tr -d ' \n' < "$T/3dfit.json" | grep -o '"smallest":[0-9]*' | cut -d: -f2 | tr '\n' ' ')
 ok $([ $rc = 0 ] && [ "$smallest" = "16 4 2 " ] && echo 0 || echo 1) \
     "fit --param pipeline_parallel with tensor_parallel set: 16 stages alone, 4 at TP 2, 2 at TP 2 + SP (exit $rc: $smallest)"
+# with DDP, world_size counts every rank (tensor x pipeline x data parallel, as Megatron's): 16 = 2 x 4 x 2,
+# and the fewest ranks `oomlab fit` finds are one replica's 2 x 4
+{ sed '/^variants:/,$d; s/^  parallel: .*/  parallel: { tensor_parallel: 2, pipeline_parallel: 4, micro_batches: 8, strategy: ddp, world_size: 16 }/' "$S3"
+  printf 'variants:\n  before:\n    expect: { oom: false }\n'; } > "$T/3dddp.yaml"
+"$BIN" fit --param world_size --json "$T/3dws.json" "$T/3dddp.yaml" > "$T/3dws.txt" 2>&1; rc=$?
+smallest=$(tr -d ' \n' < "$T/3dws.json" | grep -o '"smallest":[0-9]*' | cut -d: -f2)
+ok $([ $rc = 0 ] && [ "$smallest" = 8 ] && echo 0 || echo 1) \
+    "TP 2 x PP 4 x DDP: fit --param world_size searches multiples of 8 and finds 8 (exit $rc: $smallest)"
+sed 's/world_size: 16/world_size: 12/' "$T/3dddp.yaml" > "$T/bad.yaml"
+"$BIN" run "$T/bad.yaml" > "$T/bad.txt" 2>&1; rc=$?
+ok $([ $rc = 2 ] && grep -q "not a multiple of tensor_parallel x pipeline_parallel 8" "$T/bad.txt" && echo 0 || echo 1) \
+    "world_size 12 with TP 2 x PP 4 x DDP refused, exit 2 ($rc: $(cat "$T/bad.txt"))"
 
 bad() { # $1: the job's parallel line, $2: what the message must say
     sed "s/^  parallel: .*/  parallel: $1/" "$S" > "$T/bad.yaml"

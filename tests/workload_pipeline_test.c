@@ -109,7 +109,7 @@ static void test_ddp(void)
         struct live_sink k;
         gpt2_pipe(&j, 4, 2, PIPE_1F1B, s);
         j.parallel.strategy = PAR_DDP;
-        j.parallel.world_size = 2;
+        j.parallel.world_size = 8; /* 4 stages x 2 data-parallel ranks */
         ok(run(&j, &k) == 0 && live_sink_consistent(&k), "DDP x pipeline, stage %d runs, consistent", s);
         is_int(cat_at(&k, "forward", 0, CAT_GRAD), 2 * (s ? middle : first),
                "stage %d: the Reducer's one bucket of the stage's gradients, bf16", s);
@@ -126,7 +126,7 @@ static void test_tensor_parallel_params(void)
     const int64_t h = 4096, layer = h * 2048 * 2 + h * 512 * 2 + 3 * h * 7168 + 2 * h, vocab = 64128 * h;
     is_int(layer, 109060096LL, "a Llama-3-8B layer at TP 2: (218,112,000 - 8192) / 2 + 8192 parameters");
     const int64_t want[4] = {vocab + 8 * layer, 8 * layer, 8 * layer, 8 * layer + h + vocab};
-    for (int s = 0; s < 4; s += 1) {
+    for (int s = 0; s < 4; s++) {
         struct job_spec j;
         struct live_sink k;
         job_spec_init(&j);
@@ -186,7 +186,7 @@ static void test_tensor_parallel_p2p(void)
     j.parallel.tensor_parallel = 2;
     j.parallel.sequence_parallel = true;
     j.parallel.strategy = PAR_DDP;
-    j.parallel.world_size = 4; /* per stage: 2-way tensor x 2-way data parallel */
+    j.parallel.world_size = 16; /* 2-way tensor x 4 stages x 2-way data parallel */
     ok(run(&j, &k) == 0 && live_sink_consistent(&k), "TP 2 + SP x DDP 2, last stage (the vocab-parallel loss) runs");
     /* 3 GPT-2 blocks at TP 2: ln_1, c_attn 768 x 1152 + 1152, c_proj 384 x 768 + 768, ln_2, c_fc 768 x 1536
      * + 1536, c_proj 1536 x 768 + 768; ln_f; the tied wte copy of 50432 / 2 rows */
@@ -194,6 +194,12 @@ static void test_tensor_parallel_p2p(void)
     is_int(cat_at(&k, "forward", 0, CAT_GRAD), 2 * (3 * blk + LN_F + 25216LL * 768),
            "DDP's bucket: the last stage's TP-sharded gradients, bf16");
     live_sink_fini(&k);
+}
+
+static void refused(struct job_spec *j, const char *want, const char *what)
+{
+    struct err e = {0};
+    ok(job_spec_validate(j, &e) < 0 && strstr(e.msg, want), "%s refused: %s", what, e.msg);
 }
 
 static void test_checks(void)
@@ -210,14 +216,21 @@ static void test_checks(void)
        "pipeline with ZeRO refused: %s", e.msg);
     gpt2_pipe(&j, 4, 8, PIPE_1F1B, 0);
     j.parallel.tensor_parallel = 2;
-    j.parallel.world_size = 4;
+    j.parallel.world_size = 16;
+    refused(&j, "leave 2 data-parallel ranks", "TP 2 x 4 stages on 16 ranks without a strategy");
+    j.parallel.world_size = 8;
     e = (struct err){0};
-    ok(job_spec_validate(&j, &e) < 0 && strstr(e.msg, "job.parallel.world_size"),
-       "TP 2 x pipeline, 4 ranks a stage without a strategy refused (the tensor-parallel rule): %s", e.msg);
+    ok(job_spec_validate(&j, &e) == 0, "TP 2 x 4 stages on 8 ranks, no strategy: one replica");
+    j.parallel.strategy = PAR_DDP;
+    j.parallel.world_size = 12;
+    refused(&j, "not a multiple of tensor_parallel x pipeline_parallel 8", "TP 2 x 4 stages x DDP on 12 ranks");
+    gpt2_pipe(&j, 4, 8, PIPE_1F1B, 0);
+    j.parallel.strategy = PAR_DDP;
+    j.parallel.world_size = 6;
+    refused(&j, "not a multiple of pipeline_parallel 4", "4 stages x DDP on 6 ranks");
     gpt2_pipe(&j, 4, 8, PIPE_1F1B, 0);
     j.parallel.tensor_parallel = 5;
-    e = (struct err){0};
-    ok(job_spec_validate(&j, &e) < 0 && strstr(e.msg, "model.heads"), "TP 5 x pipeline: 12 heads refused: %s", e.msg);
+    refused(&j, "model.heads", "TP 5 x pipeline: 12 heads");
     gpt2_pipe(&j, 4, 8, PIPE_1F1B, 0);
     j.grad_accum = 2;
     e = (struct err){0};

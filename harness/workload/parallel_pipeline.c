@@ -28,8 +28,9 @@
  * one element once sent; recv_backward allocates the output's gradient on every stage before the last,
  * and the input's gradient is sent back (send_backward) and freed.
  *
- * With strategy ddp the job is one rank of world_size data-parallel replicas of its stage: DDP's
- * buckets (parallel.c) hold the stage's gradients only.
+ * With strategy ddp the job is one rank of world_size / stages data-parallel replicas of its stage
+ * (world_size counts every rank, as Megatron's: tp x pp x dp): DDP's buckets (parallel.c) hold the
+ * stage's gradients only.
  *
  * With tensor_parallel t (Megatron's 3D parallelism, one rank per stage shown): the stage's layers are
  * sharded as parallel_tensor.c shards them (the spec's heads, KV heads, intermediate and padded
@@ -37,8 +38,7 @@
  * LM head and vocab-parallel cross-entropy on the last. The p2p buffers stay [micro_batch, seq, hidden],
  * or with sequence_parallel [micro_batch, seq / t, hidden] (schedules.py get_tensor_shapes:
  * seq_length // tensor_model_parallel_size), the stage's output being the sequence-sharded hidden
- * states. world_size counts the ranks of one stage (t x data-parallel, the tensor-parallel rule); the
- * job's GPUs are world_size x pipeline_parallel.
+ * states. world_size is t x stages x data-parallel ranks (parallel_tensor.c model_parallel_world_check).
  *
  * Modelled differently: sends and receives are not kernels (their time is not modelled) and complete
  * at once; NCCL's own buffers are outside the caching allocator and are not modelled; the loss is not
