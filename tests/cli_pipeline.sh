@@ -2,8 +2,9 @@
 # cli_pipeline.sh: pipeline-parallel jobs (job.parallel.pipeline_parallel) through oomlab run and fit:
 # Llama-3-8B on 4 x RTX 5090 (scenarios/pipeline_gpipe_activations.yaml), every stage in the table and the
 # JSON with its layers, micro-batches in flight (GPipe 8 each; 1F1B 4, 3, 2, 1) and parameter bytes worked
-# here, the stage shown; the fewest stages `oomlab fit` finds; and combinations not built refused with
-# the key named (exit 2, no results file).
+# here, the stage shown; the fewest stages `oomlab fit` finds; tensor x pipeline parallel
+# (scenarios/pipeline_tensor_3d.yaml: per-stage parameters, p2p buffer sizes, fit); and combinations not
+# built refused with the key named (exit 2, no results file).
 BIN=${OOMLAB_BIN:-build/oomlab}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -61,6 +62,46 @@ ok $([ "$fwd" = 16 ] && [ "$bwd" = 16 ] && [ "$last" = 0 ] && echo 0 || echo 1) 
     gradient ($fwd, $bwd, $last)"
 "$BIN" program --variant after-1f1b --stage 4 "$S" > "$T/p4.txt" 2>&1; rc=$?
 ok $([ $rc = 2 ] && echo 0 || echo 1) "--stage 4 of 4 stages: exit 2 ($(cat "$T/p4.txt"))"
+
+# 3D parallelism (scenarios/pipeline_tensor_3d.yaml): Llama-3-8B on 8 x RTX 5090 as 8 stages, or tensor
+# parallel 2 x 4 stages, with and without sequence parallelism
+S3=scenarios/pipeline_tensor_3d.yaml
+"$BIN" run --json "$T/3d.json" "$S3" > "$T/3d.txt" 2>&1; rc=$?
+ok $([ $rc = 0 ] && echo 0 || echo 1) "TP x PP: the scenario meets its expectations (exit $rc)"
+tr -d ' \n' < "$T/3d.json" | grep -o '"pipeline":{[^]]*]' > "$T/3dpipes"
+P3=$(sed -n 2p "$T/3dpipes")
+flights=$(printf '%s' "$P3" | grep -o '"in_flight":[0-9]*' | cut -d: -f2 | tr '\n' ' ')
+ok $([ "$flights" = "4 3 2 1 " ] && echo 0 || echo 1) "TP 2 x PP 4: in flight 4 3 2 1, as without TP ($flights)"
+# per stage at TP 2: 8 layers of 109,060,096 (q, k, v, o, gate, up, down halved, 2 norms whole), embed_tokens
+# and lm_head 64128 x 4096; bf16. The embedding's 525,336,576 B take a block of 251 x 2 MiB: the segment's
+# 1 MiB rest is not split off (PyTorch's should_split: remaining > kSmallSize)
+params=$(printf '%s' "$P3" | grep -o '"params":[0-9]*' | cut -d: -f2 | tr '\n' ' ')
+ok $([ "$params" = "2271346688 1744961536 1744961536 2271354880 " ] && echo 0 || echo 1) \
+    "TP 2 x PP 4 parameter bytes per stage: 2 x 8 x 109,060,096 (+ embed_tokens / 2 first, norm and lm_head / 2 last) ($params)"
+# p2p: [1, 4096, 4096] bf16, [1, 2048, 4096] with sequence parallelism (schedules.py get_tensor_shapes)
+for v in after-tp2-pp4:33554432 after-tp2-pp4-sp:16777216; do
+    "$BIN" program --variant ${v%:*} --stage 1 "$S3" > "$T/3dp.txt" 2>&1
+    fwd=$(grep -c "^alloc t[0-9]* ${v#*:} s0 activation pipeline.recv_forward$" "$T/3dp.txt")
+    bwd=$(grep -c "^alloc t[0-9]* ${v#*:} s0 temp pipeline.recv_backward$" "$T/3dp.txt")
+    ok $([ "$fwd" = 16 ] && [ "$bwd" = 16 ] && echo 0 || echo 1) \
+        "${v%:*}, stage 1: 16 inputs and 16 output gradients of ${v#*:} B ($fwd, $bwd)"
+done
+"$BIN" fit --param pipeline_parallel --json "$T/3dfit.json" "$S3" > "$T/3dfit.txt" 2>&1; rc=$?
+smallest=$(tr -d ' \n' < "$T/3dfit.json" | grep -o '"smallest":[0-9]*' | cut -d: -f2 | tr '\n' ' ')
+ok $([ $rc = 0 ] && [ "$smallest" = "16 4 2 " ] && echo 0 || echo 1) \
+    "fit --param pipeline_parallel with tensor_parallel set: 16 stages alone, 4 at TP 2, 2 at TP 2 + SP (exit $rc: $smallest)"
+# with DDP, world_size counts every rank (tensor x pipeline x data parallel, as Megatron's): 16 = 2 x 4 x 2,
+# and the fewest ranks `oomlab fit` finds are one replica's 2 x 4
+{ sed '/^variants:/,$d; s/^  parallel: .*/  parallel: { tensor_parallel: 2, pipeline_parallel: 4, micro_batches: 8, strategy: ddp, world_size: 16 }/' "$S3"
+  printf 'variants:\n  before:\n    expect: { oom: false }\n'; } > "$T/3dddp.yaml"
+"$BIN" fit --param world_size --json "$T/3dws.json" "$T/3dddp.yaml" > "$T/3dws.txt" 2>&1; rc=$?
+smallest=$(tr -d ' \n' < "$T/3dws.json" | grep -o '"smallest":[0-9]*' | cut -d: -f2)
+ok $([ $rc = 0 ] && [ "$smallest" = 8 ] && echo 0 || echo 1) \
+    "TP 2 x PP 4 x DDP: fit --param world_size searches multiples of 8 and finds 8 (exit $rc: $smallest)"
+sed 's/world_size: 16/world_size: 12/' "$T/3dddp.yaml" > "$T/bad.yaml"
+"$BIN" run "$T/bad.yaml" > "$T/bad.txt" 2>&1; rc=$?
+ok $([ $rc = 2 ] && grep -q "not a multiple of tensor_parallel x pipeline_parallel 8" "$T/bad.txt" && echo 0 || echo 1) \
+    "world_size 12 with TP 2 x PP 4 x DDP refused, exit 2 ($rc: $(cat "$T/bad.txt"))"
 
 bad() { # $1: the job's parallel line, $2: what the message must say
     sed "s/^  parallel: .*/  parallel: $1/" "$S" > "$T/bad.yaml"

@@ -109,13 +109,97 @@ static void test_ddp(void)
         struct live_sink k;
         gpt2_pipe(&j, 4, 2, PIPE_1F1B, s);
         j.parallel.strategy = PAR_DDP;
-        j.parallel.world_size = 2;
+        j.parallel.world_size = 8; /* 4 stages x 2 data-parallel ranks */
         ok(run(&j, &k) == 0 && live_sink_consistent(&k), "DDP x pipeline, stage %d runs, consistent", s);
         is_int(cat_at(&k, "forward", 0, CAT_GRAD), 2 * (s ? middle : first),
                "stage %d: the Reducer's one bucket of the stage's gradients, bf16", s);
         is_int(cat_at(&k, "optimizer", 0, CAT_GRAD), 4 * (s ? middle : first), "and .grad beside it at the step");
         live_sink_fini(&k);
     }
+}
+
+/* Megatron's 3D parallelism, one rank of each stage: Llama-3-8B at TP 2 x PP 4. A layer's q, k, v, gate and up
+ * (column-parallel) and o and down (row-parallel) are halved, its two norms whole; embed_tokens (stage 0) and
+ * lm_head (stage 3) are 128256 / 2 = 64128 rows (a multiple of 128 x 2 already). */
+static void test_tensor_parallel_params(void)
+{
+    const int64_t h = 4096, layer = h * 2048 * 2 + h * 512 * 2 + 3 * h * 7168 + 2 * h, vocab = 64128 * h;
+    is_int(layer, 109060096LL, "a Llama-3-8B layer at TP 2: (218,112,000 - 8192) / 2 + 8192 parameters");
+    const int64_t want[4] = {vocab + 8 * layer, 8 * layer, 8 * layer, 8 * layer + h + vocab};
+    for (int s = 0; s < 4; s++) {
+        struct job_spec j;
+        struct live_sink k;
+        job_spec_init(&j);
+        snprintf(j.model.preset, sizeof j.model.preset, "llama-3-8b");
+        j.load_dtype = j.param_dtype = DT_BF16;
+        j.seq_len = 32;
+        j.steps = 1;
+        j.parallel.tensor_parallel = 2;
+        j.parallel.pipeline_parallel = 4;
+        j.parallel.micro_batches = 2;
+        j.parallel.pipeline_stage = s;
+        ok(run(&j, &k) == 0 && live_sink_consistent(&k), "Llama-3-8B TP 2 x PP 4, stage %d runs, consistent", s);
+        is_int(cat_at(&k, "forward", 0, CAT_PARAM), 2 * want[s], "stage %d: %s in bf16", s,
+               s == 0 ? "embed_tokens / 2 and 8 halved layers" : s == 3 ? "8 halved layers, norm, lm_head / 2"
+                                                                        : "8 halved layers");
+        live_sink_fini(&k);
+    }
+}
+
+/* GPT-2 (12 heads, 3072 intermediate) at TP 2 x PP 4, stage 1 of 1F1B with 8 micro-batches. */
+static int64_t tp_stage1_act(bool sp, bool dealloc)
+{
+    struct job_spec j;
+    struct live_sink k;
+    gpt2_pipe(&j, 4, 8, PIPE_1F1B, 1);
+    j.steps = 1;
+    j.parallel.tensor_parallel = 2;
+    j.parallel.sequence_parallel = sp;
+    j.parallel.deallocate_outputs = dealloc;
+    int ran = run(&j, &k) == 0 && live_sink_consistent(&k);
+    int64_t a = ran ? cat_at(&k, "backward", 0, CAT_ACTIVATION) : -1;
+    live_sink_fini(&k);
+    return a;
+}
+
+/* The p2p tensors: [micro_batch, seq, hidden], or [micro_batch, seq / t, hidden] with sequence parallelism
+ * (schedules.py get_tensor_shapes); each sent output, freed to one element by deallocate_outputs, shows
+ * its size, and the micro-batches in flight stay min(P - s, M). */
+static void test_tensor_parallel_p2p(void)
+{
+    int64_t a = tp_stage1_act(false, false), ad = tp_stage1_act(false, true);
+    int64_t sp = tp_stage1_act(true, false), spd = tp_stage1_act(true, true);
+    is_int(a - ad, 3 * (64 * 768 * 2 - 2), "TP 2, stage 1: the 3 outputs in flight are 1 x 64 x 768 bf16 each");
+    is_int(sp - spd, 3 * (32 * 768 * 2 - 2), "TP 2 + SP: 1 x 32 x 768 each (seq / t)");
+    ok(sp > 0 && sp < a, "sequence parallelism keeps less of each micro-batch (%lld < %lld B)", (long long)sp,
+       (long long)a);
+    struct job_spec j;
+    struct live_sink k;
+    gpt2_pipe(&j, 4, 8, PIPE_1F1B, 2);
+    j.steps = 1;
+    j.parallel.tensor_parallel = 2;
+    int64_t a2 = run(&j, &k) == 0 ? cat_at(&k, "backward", 0, CAT_ACTIVATION) : -1;
+    live_sink_fini(&k);
+    ok(a > 0 && a % 3 == 0 && a2 % 2 == 0 && a / 3 == a2 / 2,
+       "TP 2: stage 1 holds 3 micro-batches, stage 2 two of the same size (%lld, %lld B)", (long long)a, (long long)a2);
+    gpt2_pipe(&j, 4, 2, PIPE_1F1B, 3);
+    j.parallel.tensor_parallel = 2;
+    j.parallel.sequence_parallel = true;
+    j.parallel.strategy = PAR_DDP;
+    j.parallel.world_size = 16; /* 2-way tensor x 4 stages x 2-way data parallel */
+    ok(run(&j, &k) == 0 && live_sink_consistent(&k), "TP 2 + SP x DDP 2, last stage (the vocab-parallel loss) runs");
+    /* 3 GPT-2 blocks at TP 2: ln_1, c_attn 768 x 1152 + 1152, c_proj 384 x 768 + 768, ln_2, c_fc 768 x 1536
+     * + 1536, c_proj 1536 x 768 + 768; ln_f; the tied wte copy of 50432 / 2 rows */
+    const int64_t blk = 4 * 768 + 768 * 1152 + 1152 + 384 * 768 + 768 + 768 * 1536 + 1536 + 1536 * 768 + 768;
+    is_int(cat_at(&k, "forward", 0, CAT_GRAD), 2 * (3 * blk + LN_F + 25216LL * 768),
+           "DDP's bucket: the last stage's TP-sharded gradients, bf16");
+    live_sink_fini(&k);
+}
+
+static void refused(struct job_spec *j, const char *want, const char *what)
+{
+    struct err e = {0};
+    ok(job_spec_validate(j, &e) < 0 && strstr(e.msg, want), "%s refused: %s", what, e.msg);
 }
 
 static void test_checks(void)
@@ -132,9 +216,21 @@ static void test_checks(void)
        "pipeline with ZeRO refused: %s", e.msg);
     gpt2_pipe(&j, 4, 8, PIPE_1F1B, 0);
     j.parallel.tensor_parallel = 2;
+    j.parallel.world_size = 16;
+    refused(&j, "leave 2 data-parallel ranks", "TP 2 x 4 stages on 16 ranks without a strategy");
+    j.parallel.world_size = 8;
     e = (struct err){0};
-    ok(job_spec_validate(&j, &e) < 0 && strstr(e.msg, "parallel.pipeline_parallel") &&
-       strstr(e.msg, "tensor_parallel 1"), "pipeline with tensor parallelism refused: %s", e.msg);
+    ok(job_spec_validate(&j, &e) == 0, "TP 2 x 4 stages on 8 ranks, no strategy: one replica");
+    j.parallel.strategy = PAR_DDP;
+    j.parallel.world_size = 12;
+    refused(&j, "not a multiple of tensor_parallel x pipeline_parallel 8", "TP 2 x 4 stages x DDP on 12 ranks");
+    gpt2_pipe(&j, 4, 8, PIPE_1F1B, 0);
+    j.parallel.strategy = PAR_DDP;
+    j.parallel.world_size = 6;
+    refused(&j, "not a multiple of pipeline_parallel 4", "4 stages x DDP on 6 ranks");
+    gpt2_pipe(&j, 4, 8, PIPE_1F1B, 0);
+    j.parallel.tensor_parallel = 5;
+    refused(&j, "model.heads", "TP 5 x pipeline: 12 heads");
     gpt2_pipe(&j, 4, 8, PIPE_1F1B, 0);
     j.grad_accum = 2;
     e = (struct err){0};
@@ -154,6 +250,8 @@ int main(void)
     test_params();
     test_activations();
     test_ddp();
+    test_tensor_parallel_params();
+    test_tensor_parallel_p2p();
     test_checks();
     workload_destroy(last);
     done_testing();

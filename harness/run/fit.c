@@ -22,6 +22,17 @@ static int tensor_degree(const struct job_spec *job)
     return job->parallel.tensor_parallel > 1 ? job->parallel.tensor_parallel : 1;
 }
 
+static int stages(const struct job_spec *job)
+{
+    return job->parallel.pipeline_parallel > 1 ? job->parallel.pipeline_parallel : 1;
+}
+
+/* world_size names the model-parallel ranks too (always with a strategy; without one, when not 1) */
+static bool counts_ranks(const struct job_spec *job)
+{
+    return job->parallel.strategy != PAR_NONE || job->parallel.world_size > 1;
+}
+
 /* 1 fits (no OOM, and the margin free at the reserved peak), 0 does not, -1 error. A value the job
  * rejects (e.g. an image size the model cannot halve) is an error. */
 static int probe(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
@@ -30,8 +41,11 @@ static int probe(const struct scenario *sc, const struct variant *v, const struc
     struct job_spec job = v->job;
     if (fo->param == FIT_WORLD_SIZE && job.parallel.strategy == PAR_NONE)
         return err_set(e, ERR_INPUT, "--param world_size: variant %s has no job.parallel.strategy", v->name);
-    if (fo->param == FIT_TENSOR_PARALLEL && job.parallel.strategy != PAR_NONE) /* the data-parallel degree kept */
+    /* world_size counts tensor x pipeline x data-parallel ranks: the data-parallel degree kept */
+    if (fo->param == FIT_TENSOR_PARALLEL && counts_ranks(&job))
         job.parallel.world_size = job.parallel.world_size / tensor_degree(&v->job) * value;
+    if (fo->param == FIT_PIPELINE_STAGES && counts_ranks(&job))
+        job.parallel.world_size = job.parallel.world_size / stages(&v->job) * value;
     *field(&job, fo->param) = value;
     if (fo->param == FIT_PIPELINE_STAGES && value == 1) { /* one GPU: the micro-batches as gradient accumulation */
         job.grad_accum = job.parallel.micro_batches;
@@ -81,12 +95,12 @@ static int bisect(const struct scenario *sc, const struct variant *v, const stru
     return 0;
 }
 
-/* The smallest world size that fits: doubling from 1 (from the tensor-parallel degree, in its multiples)
+/* The smallest world size that fits: doubling from 1 (from tensor x pipeline parallel, in its multiples)
  * until one fits, then bisection below it (fewer ranks never take less memory per rank). */
 static int fit_smallest(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
                         const struct fit_options *fo, struct fit_result *out, struct err *e)
 {
-    int bad = 0, u = tensor_degree(&v->job);
+    int bad = 0, u = tensor_degree(&v->job) * stages(&v->job);
     for (int x = u; x <= fo->limit; x = x * 2 > fo->limit && x < fo->limit ? fo->limit / u * u : x * 2) {
         int rc = probe(sc, v, opt, fo, x, out, e);
         if (rc < 0)
@@ -109,7 +123,7 @@ static int fit_tensor_parallel(const struct scenario *sc, const struct variant *
         struct job_spec job = v->job;
         struct err ignored = {0};
         job.parallel.tensor_parallel = t;
-        if (job.parallel.strategy != PAR_NONE)
+        if (counts_ranks(&job))
             job.parallel.world_size = job.parallel.world_size / tensor_degree(&v->job) * t;
         if (t > 1 && job_spec_validate(&job, &ignored) < 0)
             return 0; /* no degree up to t / 2 fits */

@@ -251,7 +251,8 @@ static const struct key parallel_keys[] = {
            "flat parameter per unit, padded to world_size, gathered into one buffer). The run simulates rank 0; "
            "NCCL's own buffers are outside the caching allocator and reported apart."),
     K_INT(P, "world_size", world_size, 1, 1 << 20, NULL,
-          "Ranks: data-parallel ones, times `tensor_parallel` when that is above 1."),
+          "Ranks, every one (Megatron's world size): data-parallel ones times `tensor_parallel` times "
+          "`pipeline_parallel`. Without a `strategy`, 1 or tensor_parallel x pipeline_parallel."),
     {.name = "bucket_cap", .type = KEY_SIZE, FIELD(P, bucket_cap_bytes), .imin = 1,
      .help = "DDP bucket_cap_mb: gradient buckets after the first iteration's rebuild (the first is 1 MiB)."},
     K_BOOL(P, "gradient_as_bucket_view", gradient_as_bucket_view,
@@ -286,7 +287,9 @@ static const struct key parallel_keys[] = {
           "heads, intermediate and vocabulary / N per rank; the vocabulary padded to a multiple of 128 N), o and down "
           "row-parallel with their outputs all-reduced in place, the embedding vocab-parallel, norms replicated, "
           "Megatron's vocab-parallel cross-entropy (fp32 logits of vocab / N, softmax in place). With a `strategy`, "
-          "`world_size` counts every rank and the data-parallel group is world_size / N."),
+          "`world_size` counts every rank and the data-parallel group is world_size / N. With `pipeline_parallel` "
+          "(3D parallelism) each stage's layers are sharded so, the vocab-parallel embedding on the first stage "
+          "and the LM head and loss on the last."),
     K_BOOL(P, "sequence_parallel", sequence_parallel,
            "Megatron sequence parallelism (with tensor_parallel > 1; ignored at 1, as Megatron does): norms, "
            "dropout and residuals on seq_len / N tokens; the sequence all-gathered before each column-parallel "
@@ -316,8 +319,9 @@ static const struct key parallel_keys[] = {
           "Pipeline stages of a decoder (Megatron-LM's split: `model.layers` / stages consecutive layers each, "
           "the embedding on the first, the final norm, LM head and loss on the last). oomlab runs every stage "
           "and reports each; the job's result is the stage that OOMs first, else the one that peaks. With "
-          "`strategy: none`, or `ddp` (each stage replicated over `world_size` ranks, DDP bucketing its "
-          "gradients)."),
+          "`strategy: none`, or `ddp` (each stage replicated over world_size / (stages x tensor_parallel) "
+          "data-parallel ranks, DDP bucketing its gradients), and with `tensor_parallel` (each stage's layers sharded; the p2p buffers [micro_batch, "
+          "seq, hidden], seq / tensor_parallel with `sequence_parallel`)."),
     K_INT(P, "micro_batches", micro_batches, 1, 1 << 16, NULL,
           "Pipeline: micro-batches per step, each `job.batch` samples."),
     K_ENUM(P, "schedule", schedule, schedule_at, PIPE_SCHEDULE_COUNT,
@@ -334,7 +338,8 @@ static const struct key parallel_keys[] = {
 static const struct key_table parallel_table = {
     .name = "job.parallel",
     .help = "Parallel training: the job is one rank of `world_size` (data parallel, and tensor parallel with "
-            "`tensor_parallel`), and oomlab runs that rank's allocations through the allocator model.",
+            "`tensor_parallel`, and pipeline stages with `pipeline_parallel`), and oomlab runs that rank's "
+            "allocations through the allocator model.",
     .keys = parallel_keys, .nkeys = COUNT(parallel_keys), .obj_size = sizeof(struct parallel_spec),
     .init = parallel_defaults,
 };

@@ -75,7 +75,7 @@ void parallel_spec_init(struct parallel_spec *p)
 int parallel_spec_check(const struct job_spec *s, struct err *e)
 {
     const struct parallel_spec *p = &s->parallel;
-    if (tensor_parallel_check(s, e) < 0 || pipeline_spec_check(s, e) < 0)
+    if (tensor_parallel_check(s, e) < 0 || pipeline_spec_check(s, e) < 0 || model_parallel_world_check(s, e) < 0)
         return -1;
     if (p->strategy == PAR_NONE)
         return 0;

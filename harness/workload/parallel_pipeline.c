@@ -28,8 +28,17 @@
  * one element once sent; recv_backward allocates the output's gradient on every stage before the last,
  * and the input's gradient is sent back (send_backward) and freed.
  *
- * With strategy ddp the job is one rank of world_size data-parallel replicas of its stage: DDP's
- * buckets (parallel.c) hold the stage's gradients only.
+ * With strategy ddp the job is one rank of world_size / stages data-parallel replicas of its stage
+ * (world_size counts every rank, as Megatron's: tp x pp x dp): DDP's buckets (parallel.c) hold the
+ * stage's gradients only.
+ *
+ * With tensor_parallel t (Megatron's 3D parallelism, one rank per stage shown): the stage's layers are
+ * sharded as parallel_tensor.c shards them (the spec's heads, KV heads, intermediate and padded
+ * vocabulary / t before the run), the vocab-parallel embedding on the first stage, the column-parallel
+ * LM head and vocab-parallel cross-entropy on the last. The p2p buffers stay [micro_batch, seq, hidden],
+ * or with sequence_parallel [micro_batch, seq / t, hidden] (schedules.py get_tensor_shapes:
+ * seq_length // tensor_model_parallel_size), the stage's output being the sequence-sharded hidden
+ * states. world_size is t x stages x data-parallel ranks (parallel_tensor.c model_parallel_world_check).
  *
  * Modelled differently: sends and receives are not kernels (their time is not modelled) and complete
  * at once; NCCL's own buffers are outside the caching allocator and are not modelled; the loss is not
@@ -39,6 +48,7 @@
 
 #include "workload/gen.h"
 #include "workload/models/models.h"
+#include "workload/parallel_tensor.h"
 
 #include <stdlib.h>
 
@@ -90,8 +100,6 @@ int pipeline_spec_check(const struct job_spec *s, struct err *e)
         why = "decoder-only transformers (model.family decoder)";
     else if (p->strategy != PAR_NONE && p->strategy != PAR_DDP)
         why = "strategy none or ddp (pipeline with ZeRO or FSDP is not built)";
-    else if (p->tensor_parallel > 1)
-        why = "tensor_parallel 1 (pipeline with tensor parallelism is not built)";
     else if (s->trainable != TRAIN_FULL)
         why = "full training (trainable full)";
     else if (s->quant.type != QUANT_NONE || s->nextras > 0)
@@ -217,6 +225,8 @@ tref pipeline_recv_forward(struct gen *g, int64_t b, int64_t s, int64_t hidden)
     if (!p)
         return TNONE;
     const char *tag = gen_intern(g, "pipeline.recv_forward");
+    if (tp_sequence_parallel(g)) /* get_tensor_shapes: seq_length // tensor_model_parallel_size */
+        s /= g->spec.parallel.tensor_parallel;
     int64_t d[3] = {b, s, hidden};
     tref x = t_new(g, d, 3, g->act_dtype, CAT_ACTIVATION, tag);
     kern_init_uniform(g, x, -1.0f, 1.0f, tag); /* the previous stage's hidden states */

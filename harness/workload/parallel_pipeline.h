@@ -38,8 +38,9 @@ typedef int32_t tref;
 struct pipe_split pipeline_layers(const struct gen *g, int layers);
 /* Parameter p of the trained model lives on this run's stage. */
 bool pipeline_holds(struct gen *g, int32_t p);
-/* recv_forward: the previous stage's hidden states [b, s, hidden] in a new buffer that requires grad,
- * kept by the schedule until the micro-batch's backward; returns the caller's reference. */
+/* recv_forward: the previous stage's hidden states [b, s, hidden] ([b, s / t, hidden] with sequence
+ * parallelism) in a new buffer that requires grad, kept by the schedule until the micro-batch's
+ * backward; returns the caller's reference. */
 tref pipeline_recv_forward(struct gen *g, int64_t b, int64_t s, int64_t hidden);
 /* One training step's micro-batches in the schedule's order: fwd runs a micro-batch's forward through
  * this stage (the loss on the last stage, else the stage's output); backward runs here. */

@@ -11,8 +11,9 @@
  * (input_.clone() - start, which the lookup saves), and output_parallel[input_mask, :] = 0.0, whose backward
  * keeps the mask and zeroes a copy of the gradient. The vocabulary is padded first, as Megatron's
  * tokenizer does (_vocab_size_with_padding: a multiple of make_vocab_size_divisible_by (128) * t). The rank's
- * model is the decoder with those dimensions; world_size, with a strategy, counts tensor x data-parallel
- * ranks, and the data-parallel code runs on the world_size / t group.
+ * model is the decoder with those dimensions; world_size, with a strategy, counts tensor x pipeline x
+ * data-parallel ranks (Megatron's parallel_state.py initialize_model_parallel: data_parallel_size =
+ * world_size / (tp x pp x cp)), and the data-parallel code runs on the world_size / (t x stages) group.
  *
  * Sequence parallel (mappings.py, layers.py LinearWithGradAccumulationAndAsyncCommunication): norms, dropout
  * and residuals hold seq_len / t tokens. Before a column-parallel linear the sequence is all-gathered into
@@ -83,13 +84,29 @@ int tensor_parallel_check(const struct job_spec *s, struct err *e)
     if (p->sequence_parallel && s->seq_len % t)
         return err_set(e, ERR_INPUT, "job.parallel.sequence_parallel: seq_len %d is not a multiple of "
                                      "tensor_parallel %d", s->seq_len, t);
-    if (p->strategy == PAR_NONE && p->world_size != 1 && p->world_size != t)
-        return err_set(e, ERR_INPUT, "job.parallel.world_size: %d ranks with tensor_parallel %d leave %d "
-                       "data-parallel ranks; give job.parallel.strategy for them", p->world_size, t,
-                       p->world_size / t);
-    if (p->strategy != PAR_NONE && p->world_size % t)
-        return err_set(e, ERR_INPUT, "job.parallel.world_size: %d is not a multiple of tensor_parallel %d "
-                       "(world_size counts tensor x data-parallel ranks)", p->world_size, t);
+    return 0;
+}
+
+int model_parallel_ranks(const struct job_spec *s)
+{
+    return tp(s) * (s->parallel.pipeline_parallel > 1 ? s->parallel.pipeline_parallel : 1);
+}
+
+int model_parallel_world_check(const struct job_spec *s, struct err *e)
+{
+    const struct parallel_spec *p = &s->parallel;
+    int u = model_parallel_ranks(s), w = p->world_size;
+    if (u == 1)
+        return 0;
+    const char *what = tp(s) == 1 ? "pipeline_parallel"
+                     : u == tp(s) ? "tensor_parallel"
+                                  : "tensor_parallel x pipeline_parallel";
+    if (p->strategy == PAR_NONE && w != 1 && w != u)
+        return err_set(e, ERR_INPUT, "job.parallel.world_size: %d ranks with %s %d leave %d data-parallel ranks; "
+                       "give job.parallel.strategy for them", w, what, u, w / u);
+    if (p->strategy != PAR_NONE && w % u)
+        return err_set(e, ERR_INPUT, "job.parallel.world_size: %d is not a multiple of %s %d (world_size counts "
+                       "tensor x pipeline x data-parallel ranks)", w, what, u);
     return 0;
 }
 
@@ -101,6 +118,8 @@ int64_t tensor_parallel_vocab(int64_t vocab, int t)
 
 void tensor_parallel_shard(struct job_spec *s)
 {
+    if (s->parallel.strategy != PAR_NONE) /* the data-parallel group of this rank */
+        s->parallel.world_size /= model_parallel_ranks(s);
     int t = tp(s);
     if (t == 1)
         return;
@@ -109,8 +128,6 @@ void tensor_parallel_shard(struct job_spec *s)
     m->kv_heads /= t;
     m->ffn /= t;
     m->vocab = (int)tensor_parallel_vocab(m->vocab, t);
-    if (s->parallel.strategy != PAR_NONE)
-        s->parallel.world_size /= t;
 }
 
 static bool tp_on(const struct gen *g)

@@ -9,6 +9,10 @@
 int tensor_parallel_check(const struct job_spec *s, struct err *e);
 /* Megatron's padded vocabulary (a multiple of 128 * t), divided over t ranks. */
 int64_t tensor_parallel_vocab(int64_t vocab, int t);
+/* Ranks of one data-parallel replica: tensor_parallel x pipeline_parallel (Megatron: world_size = tp x pp x dp). */
+int model_parallel_ranks(const struct job_spec *s);
+/* world_size against them: 1 or all of them without a strategy, else a multiple of them. */
+int model_parallel_world_check(const struct job_spec *s, struct err *e);
 /* One rank's share: heads, KV heads, intermediate and vocabulary / t, world_size the data-parallel group. */
 void tensor_parallel_shard(struct job_spec *s);
 
