@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "util/hash.h"
+#include "util/vec.h"
 
 struct key_entry {
     struct holder h;
@@ -39,6 +40,15 @@ struct recent {
     struct cache_entry *c;
 };
 
+/* A change to a holder after the last peak, so finishing can go back to the peak and capture it then (a
+ * capture at every new peak walks every holder, and most peaks are passed again soon after). */
+struct change {
+    struct key_entry *k;
+    uint64_t bytes;
+    bool added;
+};
+#define CHANGES_MAX 65536 /* then the peak is captured and changes are no longer kept */
+
 struct live_entry {
     uint64_t id, bytes;
     struct key_entry *key;
@@ -58,7 +68,11 @@ struct holders {
     uint32_t nphases;
     int64_t step;
     uint64_t current, peak;
-    bool rising;             /* a new peak not yet captured (it is, at the next free) */
+    bool rising;             /* a new peak not yet passed (the state at the next free is the peak's) */
+    bool pending;            /* the peak passed at step peak_step, not captured: undo changes to see it */
+    int64_t peak_step;
+    struct change *changes;  /* since the peak passed, while pending */
+    size_t nchanges, changes_cap;
     bool failed;
     struct holders_result res;
 };
@@ -101,7 +115,7 @@ static int by_bytes(const void *a, const void *b)
 /* The largest holders now, as sorting every nonzero holder by by_bytes (a stable sort) and keeping the
  * first HOLDERS_TOP would: each enters after the ones that compare equal to it. Runs at every new peak,
  * so it keeps pointers and copies the holders once. */
-static void capture(struct holders *hs, struct holders_view *v)
+static void capture(struct holders *hs, struct holders_view *v, uint64_t total, int64_t step)
 {
     const struct holder *top[HOLDERS_TOP];
     size_t n = 0;
@@ -113,7 +127,7 @@ static void capture(struct holders *hs, struct holders_view *v)
             top[at] = top[at - 1];
         top[at] = &k->h;
     }
-    *v = (struct holders_view){.total = hs->current, .step = hs->step, .seen = true, .n = n};
+    *v = (struct holders_view){.total = total, .step = step, .seen = true, .n = n};
     for (size_t i = 0; i < n; i++)
         v->top[i] = *top[i];
 }
@@ -228,6 +242,47 @@ static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t
     return c->k;
 }
 
+static void apply(const struct change *c, bool undo)
+{
+    if (c->added != undo) {
+        c->k->h.bytes += c->bytes;
+        c->k->h.count++;
+    } else {
+        c->k->h.bytes -= c->bytes;
+        c->k->h.count--;
+    }
+}
+
+/* Captures the pending peak: the holders with the changes since undone, then redone. */
+static void capture_pending(struct holders *hs)
+{
+    if (!hs->pending)
+        return;
+    for (size_t i = hs->nchanges; i-- > 0;)
+        apply(&hs->changes[i], true);
+    capture(hs, &hs->res.at_peak, hs->peak, hs->peak_step);
+    for (size_t i = 0; i < hs->nchanges; i++)
+        apply(&hs->changes[i], false);
+    hs->nchanges = 0;
+    hs->pending = false;
+}
+
+/* Notes a change (already applied) while a peak is pending; captures it when too many were kept. */
+static void note_change(struct holders *hs, struct key_entry *k, uint64_t bytes, bool added)
+{
+    if (!hs->pending)
+        return;
+    struct change c = {.k = k, .bytes = bytes, .added = added};
+    if (hs->nchanges == CHANGES_MAX ||
+        vec_grow((void **)&hs->changes, &hs->changes_cap, hs->nchanges + 1, sizeof *hs->changes)) {
+        apply(&c, true);
+        capture_pending(hs);
+        apply(&c, false);
+        return;
+    }
+    hs->changes[hs->nchanges++] = c;
+}
+
 /* A new live allocation of `bytes` under id. */
 static void add(struct holders *hs, uint64_t id, uint64_t bytes, const char *tag, uint8_t category)
 {
@@ -255,6 +310,10 @@ static void add(struct holders *hs, uint64_t id, uint64_t bytes, const char *tag
     if (hs->current > hs->peak) {
         hs->peak = hs->current;
         hs->rising = true;
+        hs->pending = false; /* a higher peak */
+        hs->nchanges = 0;
+    } else {
+        note_change(hs, k, l->bytes, true);
     }
 }
 
@@ -263,7 +322,7 @@ static void on_alloc(struct holders *hs, const struct op *op, const struct alloc
     if (b)
         add(hs, op->id, alloc_block_size(b), op->name, op->category);
     else if (op->bytes && !hs->res.at_oom.seen) /* an allocation that OOMed */
-        capture(hs, &hs->res.at_oom);
+        capture(hs, &hs->res.at_oom, hs->current, hs->step);
 }
 
 void holders_adopt(struct holders *h, uint64_t id, uint64_t bytes, const char *tag, uint8_t category)
@@ -282,12 +341,14 @@ static void on_free(struct holders *hs, const struct op *op)
     if (!l)
         return;
     if (hs->rising) { /* the peak was just before this free */
-        capture(hs, &hs->res.at_peak);
         hs->rising = false;
+        hs->pending = true;
+        hs->peak_step = hs->step;
     }
     l->key->h.bytes -= l->bytes;
     l->key->h.count--;
     hs->current -= l->bytes;
+    note_change(hs, l->key, l->bytes, false);
     HASH_DEL(hs->live, l);
     l->hh.next = hs->spare;
     hs->spare = l;
@@ -329,8 +390,9 @@ static int by_growth(const void *a, const void *b)
 
 int holders_finish(struct holders *hs, struct holders_result *out)
 {
+    capture_pending(hs);
     if (hs->rising) {
-        capture(hs, &hs->res.at_peak);
+        capture(hs, &hs->res.at_peak, hs->current, hs->step);
         hs->rising = false;
     }
     if (hs->step > 0)
@@ -358,6 +420,7 @@ void holders_destroy(struct holders *hs)
     HASH_FREE_ALL(hh, hs->keys);
     HASH_FREE_ALL(hh, hs->cache);
     HASH_FREE_ALL(hh, hs->live);
+    free(hs->changes);
     struct live_entry *l;
     while ((l = hs->spare)) {
         hs->spare = l->hh.next;
