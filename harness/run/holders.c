@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/bump.h"
 #include "util/hash.h"
 #include "util/vec.h"
 
@@ -62,6 +63,7 @@ struct holders {
     struct recent recent[RECENT_SLOTS];
     struct live_entry *live;
     struct live_entry *spare; /* freed entries, reused through hh.next */
+    struct bump mem;          /* the keys, cache and live entries: freed with the holders */
     char phase[32];
     uint32_t phase_id;       /* the phase's index in phases, so the cache tells phases apart */
     char phases[64][32];     /* the names seen (more share the last index) */
@@ -146,19 +148,16 @@ static struct key_entry *key_for(struct holders *hs, const char *tag, uint8_t ca
     HASH_FIND_BYHASHVALUE(hh, hs->keys, key, keylen, hv, k);
     if (k)
         return k;
-    if (!(k = calloc(1, sizeof *k)))
+    if (!(k = bump_alloc(&hs->mem, sizeof *k)))
         return NULL;
+    memset(k, 0, offsetof(struct key_entry, key));
     k->h.category = category;
     memcpy(k->h.phase, hs->phase, phase_len);
     memcpy(k->h.tag, folded, keylen - 1 - phase_len + 1);
     memcpy(k->key, key, keylen);
     k->keylen = keylen;
     HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->keys, k->key, k->keylen, hv, k);
-    if (!HASH_ADDED(k)) {
-        free(k);
-        return NULL;
-    }
-    return k;
+    return HASH_ADDED(k) ? k : NULL;
 }
 
 /* At a step boundary: which holders grew since the last one, and for how many boundaries in a row. */
@@ -227,16 +226,14 @@ static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t
     HASH_FIND_BYHASHVALUE(hh, hs->cache, buf, 5 + n, hv, c);
     if (!c) {
         struct key_entry *k = key_for(hs, tag, category);
-        if (!k || !(c = malloc(sizeof *c + 5 + n)))
+        if (!k || !(c = bump_alloc(&hs->mem, sizeof *c + 5 + n)))
             return NULL;
         c->k = k;
         c->len = 5 + n;
         memcpy(c->key, buf, 5 + n);
         HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->cache, c->key, c->len, hv, c);
-        if (!HASH_ADDED(c)) {
-            free(c);
+        if (!HASH_ADDED(c))
             return NULL;
-        }
     }
     *r = (struct recent){.tag = tag, .phase_id = hs->phase_id, .category = category, .c = c};
     return c->k;
@@ -290,17 +287,17 @@ static void add(struct holders *hs, uint64_t id, uint64_t bytes, const char *tag
     struct live_entry *l = hs->spare;
     if (l)
         hs->spare = l->hh.next;
-    else if (!(l = malloc(sizeof *l)))
-        k = NULL;
-    if (!k) {
-        free(l);
+    else
+        l = bump_alloc(&hs->mem, sizeof *l);
+    if (!k || !l) {
         hs->failed = true;
         return;
     }
     *l = (struct live_entry){.id = id, .bytes = bytes, .key = k};
     HASH_ADD(hh, hs->live, id, sizeof l->id, l);
     if (!HASH_ADDED(l)) {
-        free(l);
+        l->hh.next = hs->spare;
+        hs->spare = l;
         hs->failed = true;
         return;
     }
@@ -417,14 +414,10 @@ void holders_destroy(struct holders *hs)
 {
     if (!hs)
         return;
-    HASH_FREE_ALL(hh, hs->keys);
-    HASH_FREE_ALL(hh, hs->cache);
-    HASH_FREE_ALL(hh, hs->live);
+    HASH_CLEAR(hh, hs->keys);
+    HASH_CLEAR(hh, hs->cache);
+    HASH_CLEAR(hh, hs->live);
     free(hs->changes);
-    struct live_entry *l;
-    while ((l = hs->spare)) {
-        hs->spare = l->hh.next;
-        free(l);
-    }
+    bump_free_all(&hs->mem);
     free(hs);
 }
