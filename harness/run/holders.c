@@ -22,23 +22,38 @@ struct key_entry {
     char key[1 + sizeof(((struct holder *)0)->phase) + HOLDER_TAG_MAX];
 };
 
-/* A raw tag in a phase and category, and the (folded) holder it adds to: most allocations repeat a tag
- * seen before, so the fold and the holder's lookup happen once per distinct one. */
-struct cache_entry {
+/* A folded tag and the holders under it so far, by phase and category: a folded tag (a layer's module) is met
+ * in a few phases and categories, under as many raw tags as there are layers. */
+struct slot {
+    struct slot *next;
     struct key_entry *k;
-    size_t len;
+    uint32_t phase_id;
+    uint8_t category;
+};
+struct folded {
+    struct slot *slots;
     UT_hash_handle hh;
-    char key[]; /* phase index (4 bytes), category (1), the raw tag */
+    size_t len;
+    char text[]; /* the folded tag */
 };
 
-/* The cache entry a tag pointer found last, by the pointer: a run's tags are mostly the same interned
- * strings again, so this skips hashing the tag; an entry is used only if its text still matches. */
+/* A raw tag (its first HOLDER_TAG_MAX - 1 bytes) and its fold: each distinct one is folded once. */
+struct raw_entry {
+    struct folded *f;
+    size_t len;
+    UT_hash_handle hh;
+    char tag[];
+};
+
+/* The holder a tag pointer found last, by the pointer: a run's tags are mostly the same interned strings
+ * again, so this skips hashing the tag; an entry is used only if its text still matches. */
 #define RECENT_SLOTS 1024
 struct recent {
     const char *tag;
     uint32_t phase_id;
     uint8_t category;
-    struct cache_entry *c;
+    const struct raw_entry *raw;
+    struct key_entry *k;
 };
 
 /* A change to a holder after the last peak, so finishing can go back to the peak and capture it then (a
@@ -59,11 +74,12 @@ struct live_entry {
 struct holders {
     struct run_observer base; /* first */
     struct key_entry *keys;
-    struct cache_entry *cache;
+    struct raw_entry *raws;
+    struct folded *folds;
     struct recent recent[RECENT_SLOTS];
     struct live_entry *live;
     struct live_entry *spare; /* freed entries, reused through hh.next */
-    struct bump mem;          /* the keys, cache and live entries: freed with the holders */
+    struct bump mem;          /* the keys, tag tables and live entries: freed with the holders */
     char phase[32];
     uint32_t phase_id;       /* the phase's index in phases, so the cache tells phases apart */
     char phases[64][32];     /* the names seen (more share the last index) */
@@ -134,15 +150,17 @@ static void capture(struct holders *hs, struct holders_view *v, uint64_t total, 
         v->top[i] = *top[i];
 }
 
-static struct key_entry *key_for(struct holders *hs, const char *tag, uint8_t category)
+/* The holder of a folded tag (len bytes, under HOLDER_TAG_MAX) in this phase and category, made if new. */
+static struct key_entry *key_of_folded(struct holders *hs, const char *text, size_t len, uint8_t category)
 {
     char key[sizeof ((struct key_entry *)0)->key];
     size_t phase_len = strlen(hs->phase) + 1;
     key[0] = (char)category;
     memcpy(key + 1, hs->phase, phase_len);
     char *folded = key + 1 + phase_len;
-    holders_fold_tag(tag && tag[0] ? tag : "-", folded, HOLDER_TAG_MAX);
-    size_t keylen = 1 + phase_len + strlen(folded);
+    memcpy(folded, text, len);
+    folded[len] = '\0';
+    size_t keylen = 1 + phase_len + len;
     struct key_entry *k;
     unsigned hv = (unsigned)hash_bytes(key, keylen);
     HASH_FIND_BYHASHVALUE(hh, hs->keys, key, keylen, hv, k);
@@ -158,6 +176,18 @@ static struct key_entry *key_for(struct holders *hs, const char *tag, uint8_t ca
     k->keylen = keylen;
     HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->keys, k->key, k->keylen, hv, k);
     return HASH_ADDED(k) ? k : NULL;
+}
+
+static void fold(const char *tag, char *buf)
+{
+    holders_fold_tag(tag && tag[0] ? tag : "-", buf, HOLDER_TAG_MAX);
+}
+
+static struct key_entry *key_for(struct holders *hs, const char *tag, uint8_t category)
+{
+    char folded[HOLDER_TAG_MAX];
+    fold(tag, folded);
+    return key_of_folded(hs, folded, strlen(folded), category);
 }
 
 /* At a step boundary: which holders grew since the last one, and for how many boundaries in a row. */
@@ -207,36 +237,64 @@ static struct recent *recent_slot(struct holders *hs, const char *tag, uint32_t 
     return &hs->recent[h >> 54]; /* the top 10 bits: RECENT_SLOTS */
 }
 
+/* The raw tag's entry (its first n bytes), folded and made if new. */
+static struct raw_entry *raw_for(struct holders *hs, const char *tag, size_t n)
+{
+    struct raw_entry *raw;
+    unsigned hv = (unsigned)hash_bytes(n ? tag : "", n);
+    HASH_FIND_BYHASHVALUE(hh, hs->raws, n ? tag : "", n, hv, raw);
+    if (raw)
+        return raw;
+    char text[HOLDER_TAG_MAX];
+    fold(tag, text); /* the whole tag, as key_for does */
+    size_t len = strlen(text);
+    struct folded *f;
+    unsigned fv = (unsigned)hash_bytes(text, len);
+    HASH_FIND_BYHASHVALUE(hh, hs->folds, text, len, fv, f);
+    if (!f) {
+        if (!(f = bump_alloc(&hs->mem, sizeof *f + len + 1)))
+            return NULL;
+        f->slots = NULL;
+        f->len = len;
+        memcpy(f->text, text, len + 1);
+        HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->folds, f->text, f->len, fv, f);
+        if (!HASH_ADDED(f))
+            return NULL;
+    }
+    if (!(raw = bump_alloc(&hs->mem, sizeof *raw + n)))
+        return NULL;
+    raw->f = f;
+    raw->len = n;
+    if (n)
+        memcpy(raw->tag, tag, n);
+    HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->raws, raw->tag, raw->len, hv, raw);
+    return HASH_ADDED(raw) ? raw : NULL;
+}
+
 static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t category)
 {
     if (hs->phase_id == 63 && strcmp(hs->phases[63], hs->phase)) /* past 64 phase names */
         return key_for(hs, tag, category);
     size_t n = tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0;
     struct recent *r = recent_slot(hs, tag, hs->phase_id, category);
-    if (r->c && r->tag == tag && r->phase_id == hs->phase_id && r->category == category && r->c->len == 5 + n &&
-        (n == 0 || !memcmp(r->c->key + 5, tag, n)))
-        return r->c->k;
-    char buf[5 + HOLDER_TAG_MAX];
-    memcpy(buf, &hs->phase_id, 4);
-    buf[4] = (char)category;
-    if (n)
-        memcpy(buf + 5, tag, n);
-    struct cache_entry *c;
-    unsigned hv = (unsigned)hash_bytes(buf, 5 + n);
-    HASH_FIND_BYHASHVALUE(hh, hs->cache, buf, 5 + n, hv, c);
-    if (!c) {
-        struct key_entry *k = key_for(hs, tag, category);
-        if (!k || !(c = bump_alloc(&hs->mem, sizeof *c + 5 + n)))
+    if (r->raw && r->tag == tag && r->phase_id == hs->phase_id && r->category == category && r->raw->len == n &&
+        (n == 0 || !memcmp(r->raw->tag, tag, n)))
+        return r->k;
+    struct raw_entry *raw = raw_for(hs, tag, n);
+    if (!raw)
+        return NULL;
+    struct slot *sl = raw->f->slots;
+    while (sl && (sl->phase_id != hs->phase_id || sl->category != category))
+        sl = sl->next;
+    if (!sl) {
+        struct key_entry *k = key_of_folded(hs, raw->f->text, raw->f->len, category);
+        if (!k || !(sl = bump_alloc(&hs->mem, sizeof *sl)))
             return NULL;
-        c->k = k;
-        c->len = 5 + n;
-        memcpy(c->key, buf, 5 + n);
-        HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->cache, c->key, c->len, hv, c);
-        if (!HASH_ADDED(c))
-            return NULL;
+        *sl = (struct slot){.next = raw->f->slots, .k = k, .phase_id = hs->phase_id, .category = category};
+        raw->f->slots = sl;
     }
-    *r = (struct recent){.tag = tag, .phase_id = hs->phase_id, .category = category, .c = c};
-    return c->k;
+    *r = (struct recent){.tag = tag, .phase_id = hs->phase_id, .category = category, .raw = raw, .k = sl->k};
+    return sl->k;
 }
 
 static void apply(const struct change *c, bool undo)
@@ -415,7 +473,8 @@ void holders_destroy(struct holders *hs)
     if (!hs)
         return;
     HASH_CLEAR(hh, hs->keys);
-    HASH_CLEAR(hh, hs->cache);
+    HASH_CLEAR(hh, hs->raws);
+    HASH_CLEAR(hh, hs->folds);
     HASH_CLEAR(hh, hs->live);
     free(hs->changes);
     bump_free_all(&hs->mem);
