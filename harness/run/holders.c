@@ -329,7 +329,8 @@ static void note_change(struct holders *hs, struct key_entry *k, uint64_t bytes,
         return;
     struct change c = {.k = k, .bytes = bytes, .added = added};
     if (hs->nchanges == CHANGES_MAX ||
-        vec_grow((void **)&hs->changes, &hs->changes_cap, hs->nchanges + 1, sizeof *hs->changes)) {
+        (hs->nchanges == hs->changes_cap &&
+         vec_grow((void **)&hs->changes, &hs->changes_cap, hs->nchanges + 1, sizeof *hs->changes))) {
         apply(&c, true);
         capture_pending(hs);
         apply(&c, false);
