@@ -1,7 +1,6 @@
 /* holders.c: live bytes by holder, the largest at the peak and at the OOM, and leaks (see holders.h). */
 #include "run/holders.h"
 
-#include <ctype.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,27 +94,34 @@ struct holders {
     struct holders_result res;
 };
 
+/* The whole folded tag cut to len - 1 bytes: the text before the first all-digit part, "*", the text after. */
 void holders_fold_tag(const char *tag, char *buf, size_t len)
 {
-    bool folded = false;
-    size_t at = 0;
-    while (*tag && at + 1 < len) {
-        size_t part = strcspn(tag, ".");
-        bool digits = part > 0;
-        for (size_t i = 0; i < part && digits; i++)
-            digits = isdigit((unsigned char)tag[i]);
-        const char *text = digits && !folded ? "*" : tag;
-        size_t n = digits && !folded ? 1 : part;
-        folded |= digits;
-        if (at + n >= len)
-            n = len - at - 1;
-        memcpy(buf + at, text, n);
-        at += n;
-        tag += part;
-        if (*tag == '.' && at + 1 < len) {
-            buf[at++] = '.';
-            tag++;
+    const char *part = tag, *end = NULL; /* the first all-digit part: [part, end) */
+    for (const char *c = tag;; c++) {
+        if (*c == '.' || *c == '\0') {
+            if (c > part) {
+                end = c;
+                break;
+            }
+            if (*c == '\0')
+                break;
+            part = c + 1;
+        } else if (*c < '0' || *c > '9') {
+            while (*c && *c != '.') /* not digits: on to the next part */
+                c++;
+            if (*c == '\0')
+                break;
+            part = c + 1;
         }
+    }
+    size_t at = 0;
+    const char *pieces[3] = {tag, "*", end};
+    size_t lens[3] = {end ? (size_t)(part - tag) : strlen(tag), end ? 1 : 0, end ? strlen(end) : 0};
+    for (int i = 0; i < 3; i++) {
+        size_t n = lens[i] < len - 1 - at ? lens[i] : len - 1 - at;
+        memcpy(buf + at, pieces[i], n);
+        at += n;
     }
     buf[at] = '\0';
 }
