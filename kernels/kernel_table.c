@@ -316,22 +316,27 @@ static double glu_bwd_flops(const struct kernel_call *k)
 
 /* ---- bytes ---- */
 
+/* Each distinct tensor once (a tensor named twice, in place, is read and written once), read if any of its
+ * roles reads it and written if any writes it: its first occurrence looks at the later ones only. */
 static double generic_bytes(const struct kernel_call *k)
 {
     const struct kernel_desc *kd = kernel_get(k->kernel);
+    const unsigned n = kd->ntensors;
     double total = 0;
-    for (unsigned i = 0; i < kd->ntensors; i++) {
-        int reads = kd->roles[i] != TR_OUT, writes = kd->roles[i] != TR_IN, seen = 0;
-        for (unsigned j = 0; j < kd->ntensors; j++) {
-            if (k->tensors[j] != k->tensors[i])
-                continue;
-            if (j < i)
-                seen = 1;
-            reads |= kd->roles[j] != TR_OUT;
-            writes |= kd->roles[j] != TR_IN;
-        }
-        if (!seen)
-            total += (double)kernel_tensor_bytes(k, i) * (reads + writes);
+    for (unsigned i = 0; i < n; i++) {
+        const uint64_t t = k->tensors[i];
+        unsigned j = 0;
+        while (j < i && k->tensors[j] != t)
+            j++;
+        if (j < i) /* counted at its first occurrence */
+            continue;
+        int reads = kd->roles[i] != TR_OUT, writes = kd->roles[i] != TR_IN;
+        for (j = i + 1; j < n; j++)
+            if (k->tensors[j] == t) {
+                reads |= kd->roles[j] != TR_OUT;
+                writes |= kd->roles[j] != TR_IN;
+            }
+        total += (double)kernel_tensor_bytes(k, i) * (reads + writes);
     }
     return total;
 }

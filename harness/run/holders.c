@@ -1,13 +1,14 @@
 /* holders.c: live bytes by holder, the largest at the peak and at the OOM, and leaks (see holders.h). */
 #include "run/holders.h"
 
-#include <ctype.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/bump.h"
 #include "util/hash.h"
+#include "util/vec.h"
 
 struct key_entry {
     struct holder h;
@@ -20,24 +21,48 @@ struct key_entry {
     char key[1 + sizeof(((struct holder *)0)->phase) + HOLDER_TAG_MAX];
 };
 
-/* A raw tag in a phase and category, and the (folded) holder it adds to: most allocations repeat a tag
- * seen before, so the fold and the holder's lookup happen once per distinct one. */
-struct cache_entry {
+/* A folded tag and the holders under it so far, by phase and category: a folded tag (a layer's module) is met
+ * in a few phases and categories, under as many raw tags as there are layers. */
+struct slot {
+    struct slot *next;
     struct key_entry *k;
-    size_t len;
+    uint32_t phase_id;
+    uint8_t category;
+};
+struct folded {
+    struct slot *slots;
     UT_hash_handle hh;
-    char key[]; /* phase index (4 bytes), category (1), the raw tag */
+    size_t len;
+    char text[]; /* the folded tag */
 };
 
-/* The cache entry a tag pointer found last, by the pointer: a run's tags are mostly the same interned
- * strings again, so this skips hashing the tag; an entry is used only if its text still matches. */
+/* A raw tag (its first HOLDER_TAG_MAX - 1 bytes) and its fold: each distinct one is folded once. */
+struct raw_entry {
+    struct folded *f;
+    size_t len;
+    UT_hash_handle hh;
+    char tag[];
+};
+
+/* The holder a tag pointer found last, by the pointer: a run's tags are mostly the same interned strings
+ * again, so this skips hashing the tag; an entry is used only if its text still matches. */
 #define RECENT_SLOTS 1024
 struct recent {
     const char *tag;
     uint32_t phase_id;
     uint8_t category;
-    struct cache_entry *c;
+    const struct raw_entry *raw;
+    struct key_entry *k;
 };
+
+/* A change to a holder after the last peak, so finishing can go back to the peak and capture it then (a
+ * capture at every new peak walks every holder, and most peaks are passed again soon after). */
+struct change {
+    struct key_entry *k;
+    uint64_t bytes;
+    bool added;
+};
+#define CHANGES_MAX 65536 /* then the peak is captured and changes are no longer kept */
 
 struct live_entry {
     uint64_t id, bytes;
@@ -48,42 +73,55 @@ struct live_entry {
 struct holders {
     struct run_observer base; /* first */
     struct key_entry *keys;
-    struct cache_entry *cache;
+    struct raw_entry *raws;
+    struct folded *folds;
     struct recent recent[RECENT_SLOTS];
     struct live_entry *live;
     struct live_entry *spare; /* freed entries, reused through hh.next */
+    struct bump mem;          /* the keys, tag tables and live entries: freed with the holders */
     char phase[32];
     uint32_t phase_id;       /* the phase's index in phases, so the cache tells phases apart */
     char phases[64][32];     /* the names seen (more share the last index) */
     uint32_t nphases;
     int64_t step;
     uint64_t current, peak;
-    bool rising;             /* a new peak not yet captured (it is, at the next free) */
+    bool rising;             /* a new peak not yet passed (the state at the next free is the peak's) */
+    bool pending;            /* the peak passed at step peak_step, not captured: undo changes to see it */
+    int64_t peak_step;
+    struct change *changes;  /* since the peak passed, while pending */
+    size_t nchanges, changes_cap;
     bool failed;
     struct holders_result res;
 };
 
+/* The whole folded tag cut to len - 1 bytes: the text before the first all-digit part, "*", the text after. */
 void holders_fold_tag(const char *tag, char *buf, size_t len)
 {
-    bool folded = false;
-    size_t at = 0;
-    while (*tag && at + 1 < len) {
-        size_t part = strcspn(tag, ".");
-        bool digits = part > 0;
-        for (size_t i = 0; i < part && digits; i++)
-            digits = isdigit((unsigned char)tag[i]);
-        const char *text = digits && !folded ? "*" : tag;
-        size_t n = digits && !folded ? 1 : part;
-        folded |= digits;
-        if (at + n >= len)
-            n = len - at - 1;
-        memcpy(buf + at, text, n);
-        at += n;
-        tag += part;
-        if (*tag == '.' && at + 1 < len) {
-            buf[at++] = '.';
-            tag++;
+    const char *part = tag, *end = NULL; /* the first all-digit part: [part, end) */
+    for (const char *c = tag;; c++) {
+        if (*c == '.' || *c == '\0') {
+            if (c > part) {
+                end = c;
+                break;
+            }
+            if (*c == '\0')
+                break;
+            part = c + 1;
+        } else if (*c < '0' || *c > '9') {
+            while (*c && *c != '.') /* not digits: on to the next part */
+                c++;
+            if (*c == '\0')
+                break;
+            part = c + 1;
         }
+    }
+    size_t at = 0;
+    const char *pieces[3] = {tag, "*", end};
+    size_t lens[3] = {end ? (size_t)(part - tag) : strlen(tag), end ? 1 : 0, end ? strlen(end) : 0};
+    for (int i = 0; i < 3; i++) {
+        size_t n = lens[i] < len - 1 - at ? lens[i] : len - 1 - at;
+        memcpy(buf + at, pieces[i], n);
+        at += n;
     }
     buf[at] = '\0';
 }
@@ -101,7 +139,7 @@ static int by_bytes(const void *a, const void *b)
 /* The largest holders now, as sorting every nonzero holder by by_bytes (a stable sort) and keeping the
  * first HOLDERS_TOP would: each enters after the ones that compare equal to it. Runs at every new peak,
  * so it keeps pointers and copies the holders once. */
-static void capture(struct holders *hs, struct holders_view *v)
+static void capture(struct holders *hs, struct holders_view *v, uint64_t total, int64_t step)
 {
     const struct holder *top[HOLDERS_TOP];
     size_t n = 0;
@@ -113,38 +151,49 @@ static void capture(struct holders *hs, struct holders_view *v)
             top[at] = top[at - 1];
         top[at] = &k->h;
     }
-    *v = (struct holders_view){.total = hs->current, .step = hs->step, .seen = true, .n = n};
+    *v = (struct holders_view){.total = total, .step = step, .seen = true, .n = n};
     for (size_t i = 0; i < n; i++)
         v->top[i] = *top[i];
 }
 
-static struct key_entry *key_for(struct holders *hs, const char *tag, uint8_t category)
+/* The holder of a folded tag (len bytes, under HOLDER_TAG_MAX) in this phase and category, made if new. */
+static struct key_entry *key_of_folded(struct holders *hs, const char *text, size_t len, uint8_t category)
 {
     char key[sizeof ((struct key_entry *)0)->key];
     size_t phase_len = strlen(hs->phase) + 1;
     key[0] = (char)category;
     memcpy(key + 1, hs->phase, phase_len);
     char *folded = key + 1 + phase_len;
-    holders_fold_tag(tag && tag[0] ? tag : "-", folded, HOLDER_TAG_MAX);
-    size_t keylen = 1 + phase_len + strlen(folded);
+    memcpy(folded, text, len);
+    folded[len] = '\0';
+    size_t keylen = 1 + phase_len + len;
     struct key_entry *k;
     unsigned hv = (unsigned)hash_bytes(key, keylen);
     HASH_FIND_BYHASHVALUE(hh, hs->keys, key, keylen, hv, k);
     if (k)
         return k;
-    if (!(k = calloc(1, sizeof *k)))
+    if (!(k = bump_alloc(&hs->mem, sizeof *k)))
         return NULL;
+    memset(k, 0, offsetof(struct key_entry, key));
     k->h.category = category;
     memcpy(k->h.phase, hs->phase, phase_len);
     memcpy(k->h.tag, folded, keylen - 1 - phase_len + 1);
     memcpy(k->key, key, keylen);
     k->keylen = keylen;
     HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->keys, k->key, k->keylen, hv, k);
-    if (!HASH_ADDED(k)) {
-        free(k);
-        return NULL;
-    }
-    return k;
+    return HASH_ADDED(k) ? k : NULL;
+}
+
+static void fold(const char *tag, char *buf)
+{
+    holders_fold_tag(tag && tag[0] ? tag : "-", buf, HOLDER_TAG_MAX);
+}
+
+static struct key_entry *key_for(struct holders *hs, const char *tag, uint8_t category)
+{
+    char folded[HOLDER_TAG_MAX];
+    fold(tag, folded);
+    return key_of_folded(hs, folded, strlen(folded), category);
 }
 
 /* At a step boundary: which holders grew since the last one, and for how many boundaries in a row. */
@@ -194,38 +243,106 @@ static struct recent *recent_slot(struct holders *hs, const char *tag, uint32_t 
     return &hs->recent[h >> 54]; /* the top 10 bits: RECENT_SLOTS */
 }
 
+/* The raw tag's entry (its first n bytes), folded and made if new. */
+static struct raw_entry *raw_for(struct holders *hs, const char *tag, size_t n)
+{
+    struct raw_entry *raw;
+    unsigned hv = (unsigned)hash_bytes(n ? tag : "", n);
+    HASH_FIND_BYHASHVALUE(hh, hs->raws, n ? tag : "", n, hv, raw);
+    if (raw)
+        return raw;
+    char text[HOLDER_TAG_MAX];
+    fold(tag, text); /* the whole tag, as key_for does */
+    size_t len = strlen(text);
+    struct folded *f;
+    unsigned fv = (unsigned)hash_bytes(text, len);
+    HASH_FIND_BYHASHVALUE(hh, hs->folds, text, len, fv, f);
+    if (!f) {
+        if (!(f = bump_alloc(&hs->mem, sizeof *f + len + 1)))
+            return NULL;
+        f->slots = NULL;
+        f->len = len;
+        memcpy(f->text, text, len + 1);
+        HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->folds, f->text, f->len, fv, f);
+        if (!HASH_ADDED(f))
+            return NULL;
+    }
+    if (!(raw = bump_alloc(&hs->mem, sizeof *raw + n)))
+        return NULL;
+    raw->f = f;
+    raw->len = n;
+    if (n)
+        memcpy(raw->tag, tag, n);
+    HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->raws, raw->tag, raw->len, hv, raw);
+    return HASH_ADDED(raw) ? raw : NULL;
+}
+
 static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t category)
 {
     if (hs->phase_id == 63 && strcmp(hs->phases[63], hs->phase)) /* past 64 phase names */
         return key_for(hs, tag, category);
     size_t n = tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0;
     struct recent *r = recent_slot(hs, tag, hs->phase_id, category);
-    if (r->c && r->tag == tag && r->phase_id == hs->phase_id && r->category == category && r->c->len == 5 + n &&
-        (n == 0 || !memcmp(r->c->key + 5, tag, n)))
-        return r->c->k;
-    char buf[5 + HOLDER_TAG_MAX];
-    memcpy(buf, &hs->phase_id, 4);
-    buf[4] = (char)category;
-    if (n)
-        memcpy(buf + 5, tag, n);
-    struct cache_entry *c;
-    unsigned hv = (unsigned)hash_bytes(buf, 5 + n);
-    HASH_FIND_BYHASHVALUE(hh, hs->cache, buf, 5 + n, hv, c);
-    if (!c) {
-        struct key_entry *k = key_for(hs, tag, category);
-        if (!k || !(c = malloc(sizeof *c + 5 + n)))
+    if (r->raw && r->tag == tag && r->phase_id == hs->phase_id && r->category == category && r->raw->len == n &&
+        (n == 0 || !memcmp(r->raw->tag, tag, n)))
+        return r->k;
+    struct raw_entry *raw = raw_for(hs, tag, n);
+    if (!raw)
+        return NULL;
+    struct slot *sl = raw->f->slots;
+    while (sl && (sl->phase_id != hs->phase_id || sl->category != category))
+        sl = sl->next;
+    if (!sl) {
+        struct key_entry *k = key_of_folded(hs, raw->f->text, raw->f->len, category);
+        if (!k || !(sl = bump_alloc(&hs->mem, sizeof *sl)))
             return NULL;
-        c->k = k;
-        c->len = 5 + n;
-        memcpy(c->key, buf, 5 + n);
-        HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->cache, c->key, c->len, hv, c);
-        if (!HASH_ADDED(c)) {
-            free(c);
-            return NULL;
-        }
+        *sl = (struct slot){.next = raw->f->slots, .k = k, .phase_id = hs->phase_id, .category = category};
+        raw->f->slots = sl;
     }
-    *r = (struct recent){.tag = tag, .phase_id = hs->phase_id, .category = category, .c = c};
-    return c->k;
+    *r = (struct recent){.tag = tag, .phase_id = hs->phase_id, .category = category, .raw = raw, .k = sl->k};
+    return sl->k;
+}
+
+static void apply(const struct change *c, bool undo)
+{
+    if (c->added != undo) {
+        c->k->h.bytes += c->bytes;
+        c->k->h.count++;
+    } else {
+        c->k->h.bytes -= c->bytes;
+        c->k->h.count--;
+    }
+}
+
+/* Captures the pending peak: the holders with the changes since undone, then redone. */
+static void capture_pending(struct holders *hs)
+{
+    if (!hs->pending)
+        return;
+    for (size_t i = hs->nchanges; i-- > 0;)
+        apply(&hs->changes[i], true);
+    capture(hs, &hs->res.at_peak, hs->peak, hs->peak_step);
+    for (size_t i = 0; i < hs->nchanges; i++)
+        apply(&hs->changes[i], false);
+    hs->nchanges = 0;
+    hs->pending = false;
+}
+
+/* Notes a change (already applied) while a peak is pending; captures it when too many were kept. */
+static void note_change(struct holders *hs, struct key_entry *k, uint64_t bytes, bool added)
+{
+    if (!hs->pending)
+        return;
+    struct change c = {.k = k, .bytes = bytes, .added = added};
+    if (hs->nchanges == CHANGES_MAX ||
+        (hs->nchanges == hs->changes_cap &&
+         vec_grow((void **)&hs->changes, &hs->changes_cap, hs->nchanges + 1, sizeof *hs->changes))) {
+        apply(&c, true);
+        capture_pending(hs);
+        apply(&c, false);
+        return;
+    }
+    hs->changes[hs->nchanges++] = c;
 }
 
 /* A new live allocation of `bytes` under id. */
@@ -235,17 +352,17 @@ static void add(struct holders *hs, uint64_t id, uint64_t bytes, const char *tag
     struct live_entry *l = hs->spare;
     if (l)
         hs->spare = l->hh.next;
-    else if (!(l = malloc(sizeof *l)))
-        k = NULL;
-    if (!k) {
-        free(l);
+    else
+        l = bump_alloc(&hs->mem, sizeof *l);
+    if (!k || !l) {
         hs->failed = true;
         return;
     }
     *l = (struct live_entry){.id = id, .bytes = bytes, .key = k};
     HASH_ADD(hh, hs->live, id, sizeof l->id, l);
     if (!HASH_ADDED(l)) {
-        free(l);
+        l->hh.next = hs->spare;
+        hs->spare = l;
         hs->failed = true;
         return;
     }
@@ -255,6 +372,10 @@ static void add(struct holders *hs, uint64_t id, uint64_t bytes, const char *tag
     if (hs->current > hs->peak) {
         hs->peak = hs->current;
         hs->rising = true;
+        hs->pending = false; /* a higher peak */
+        hs->nchanges = 0;
+    } else {
+        note_change(hs, k, l->bytes, true);
     }
 }
 
@@ -263,7 +384,7 @@ static void on_alloc(struct holders *hs, const struct op *op, const struct alloc
     if (b)
         add(hs, op->id, alloc_block_size(b), op->name, op->category);
     else if (op->bytes && !hs->res.at_oom.seen) /* an allocation that OOMed */
-        capture(hs, &hs->res.at_oom);
+        capture(hs, &hs->res.at_oom, hs->current, hs->step);
 }
 
 void holders_adopt(struct holders *h, uint64_t id, uint64_t bytes, const char *tag, uint8_t category)
@@ -282,12 +403,14 @@ static void on_free(struct holders *hs, const struct op *op)
     if (!l)
         return;
     if (hs->rising) { /* the peak was just before this free */
-        capture(hs, &hs->res.at_peak);
         hs->rising = false;
+        hs->pending = true;
+        hs->peak_step = hs->step;
     }
     l->key->h.bytes -= l->bytes;
     l->key->h.count--;
     hs->current -= l->bytes;
+    note_change(hs, l->key, l->bytes, false);
     HASH_DEL(hs->live, l);
     l->hh.next = hs->spare;
     hs->spare = l;
@@ -329,8 +452,9 @@ static int by_growth(const void *a, const void *b)
 
 int holders_finish(struct holders *hs, struct holders_result *out)
 {
+    capture_pending(hs);
     if (hs->rising) {
-        capture(hs, &hs->res.at_peak);
+        capture(hs, &hs->res.at_peak, hs->current, hs->step);
         hs->rising = false;
     }
     if (hs->step > 0)
@@ -355,13 +479,11 @@ void holders_destroy(struct holders *hs)
 {
     if (!hs)
         return;
-    HASH_FREE_ALL(hh, hs->keys);
-    HASH_FREE_ALL(hh, hs->cache);
-    HASH_FREE_ALL(hh, hs->live);
-    struct live_entry *l;
-    while ((l = hs->spare)) {
-        hs->spare = l->hh.next;
-        free(l);
-    }
+    HASH_CLEAR(hh, hs->keys);
+    HASH_CLEAR(hh, hs->raws);
+    HASH_CLEAR(hh, hs->folds);
+    HASH_CLEAR(hh, hs->live);
+    free(hs->changes);
+    bump_free_all(&hs->mem);
     free(hs);
 }

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "kernels.h"
+#include "util/bump.h"
 #include "util/hash.h"
 #include "util/vec.h"
 
@@ -49,6 +50,7 @@ struct runner {
     struct allocator *a;
     struct live_tensor *live;
     struct live_tensor *spare; /* recycled entries */
+    struct bump live_mem;      /* where live entries come from: freed with the runner */
     uint64_t category_live[CAT_COUNT];
     uint64_t managed_current; /* resident bytes of OP_MANAGED_ALLOC tensors */
     struct run_result res;
@@ -280,7 +282,7 @@ static int add_live(struct runner *r, uint64_t id, struct alloc_block *b, uint8_
     struct live_tensor *t = r->spare;
     if (t)
         r->spare = (struct live_tensor *)t->hh.next;
-    else if (!(t = malloc(sizeof *t)))
+    else if (!(t = bump_alloc(&r->live_mem, sizeof *t)))
         return err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
     t->id = id;
     t->block = b;
@@ -289,7 +291,8 @@ static int add_live(struct runner *r, uint64_t id, struct alloc_block *b, uint8_
     t->category = category < CAT_COUNT ? category : CAT_OTHER;
     HASH_ADD(hh, r->live, id, sizeof t->id, t);
     if (!HASH_ADDED(t)) {
-        free(t);
+        t->hh.next = r->spare;
+        r->spare = t;
         return err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
     }
     if (b)
@@ -792,13 +795,8 @@ void runner_destroy(struct runner *r)
 {
     if (!r)
         return;
-    struct live_tensor *t;
-    HASH_FREE_ALL(hh, r->live);
-    while (r->spare) {
-        t = r->spare;
-        r->spare = (struct live_tensor *)t->hh.next;
-        free(t);
-    }
+    HASH_CLEAR(hh, r->live);
+    bump_free_all(&r->live_mem);
     HASH_FREE_ALL(hh, r->failed);
     if (r->dev->ops->set_workspace) /* the workspaces lent go back while the allocator exists */
         r->dev->ops->set_workspace(r->dev, NULL);

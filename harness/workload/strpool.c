@@ -15,16 +15,17 @@ struct chunk {
     char data[];
 };
 
+/* A string with its hash: growing does not hash again, and a probe compares hashes before text. */
+struct slot {
+    uint64_t hash;
+    const char *s; /* NULL: empty */
+};
+
 struct strpool {
-    const char **slots;
+    struct slot *slots;
     size_t nslots, count, bytes;
     struct chunk *chunks;
 };
-
-static uint64_t hash_str(const char *s)
-{
-    return hash_bytes(s, strlen(s));
-}
 
 struct strpool *strpool_create(void)
 {
@@ -57,14 +58,14 @@ void strpool_destroy(struct strpool *p)
 static int grow(struct strpool *p)
 {
     size_t n = p->nslots * 2;
-    const char **s = calloc(n, sizeof *s);
+    struct slot *s = calloc(n, sizeof *s);
     if (!s)
         return -1;
     for (size_t i = 0; i < p->nslots; i++) {
-        if (!p->slots[i])
+        if (!p->slots[i].s)
             continue;
-        size_t j = hash_str(p->slots[i]) & (n - 1);
-        while (s[j])
+        size_t j = p->slots[i].hash & (n - 1);
+        while (s[j].s)
             j = (j + 1) & (n - 1);
         s[j] = p->slots[i];
     }
@@ -99,16 +100,18 @@ const char *strpool_intern(struct strpool *p, const char *s)
 {
     if (2 * (p->count + 1) > p->nslots && grow(p) < 0)
         return NULL;
-    size_t j = hash_str(s) & (p->nslots - 1);
-    while (p->slots[j]) {
-        if (strcmp(p->slots[j], s) == 0)
-            return p->slots[j];
+    size_t len = strlen(s);
+    uint64_t h = hash_bytes(s, len);
+    size_t j = h & (p->nslots - 1);
+    while (p->slots[j].s) {
+        if (p->slots[j].hash == h && strcmp(p->slots[j].s, s) == 0)
+            return p->slots[j].s;
         j = (j + 1) & (p->nslots - 1);
     }
-    char *r = store(p, s, strlen(s));
+    char *r = store(p, s, len);
     if (!r)
         return NULL;
-    p->slots[j] = r;
+    p->slots[j] = (struct slot){h, r};
     p->count++;
     return r;
 }

@@ -1,0 +1,32 @@
+/* bump.h: memory handed out by bumping a pointer through chunks, all freed at once (tables whose entries
+ * live as long as the table: a malloc and a free per entry cost more than the entry's work). */
+#ifndef OOMLAB_UTIL_BUMP_H
+#define OOMLAB_UTIL_BUMP_H
+
+#include <stddef.h>
+
+struct bump_chunk;
+
+struct bump {
+    struct bump_chunk *chunks; /* the head is the one being filled */
+    char *at, *end;            /* free space in the head */
+};
+
+/* bump_alloc's slow path: a new chunk. */
+void *bump_alloc_chunk(struct bump *b, size_t n);
+
+/* n bytes aligned for any object (max_align_t), NULL without host memory. */
+static inline void *bump_alloc(struct bump *b, size_t n)
+{
+    n = (n + _Alignof(max_align_t) - 1) & ~(size_t)(_Alignof(max_align_t) - 1);
+    if ((size_t)(b->end - b->at) < n)
+        return bump_alloc_chunk(b, n);
+    void *p = b->at;
+    b->at += n;
+    return p;
+}
+
+/* Frees every chunk; the bump is empty again. */
+void bump_free_all(struct bump *b);
+
+#endif
