@@ -20,7 +20,7 @@ struct trace_input {
     int fd;
     off_t size;           /* a regular file's size, else -1 */
     char name[4096];
-    char *buf;            /* BUF_SIZE bytes plus a NUL */
+    char *buf;            /* BUF_SIZE bytes plus a NUL and TRACE_LINE_PAD */
     size_t start, end;    /* unread bytes are buf[start, end) */
     size_t nul;           /* where in buf the first NUL byte read sits; NO_NUL if none (a line stops at one) */
     bool eof;
@@ -57,7 +57,7 @@ struct trace_input *trace_input_open(const char *path, struct err *e)
         return NULL;
     }
     struct trace_input *in = calloc(1, sizeof *in);
-    if (!in || !(in->buf = malloc(BUF_SIZE + 1))) {
+    if (!in || !(in->buf = calloc(1, BUF_SIZE + 1 + TRACE_LINE_PAD))) {
         free(in);
         close(fd);
         err_set(e, ERR_INTERNAL, "out of host memory opening %s", path);
