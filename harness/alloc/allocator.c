@@ -91,6 +91,12 @@ const struct alloc_stats *allocator_stats(const struct allocator *a)
     return &a->stats;
 }
 
+void allocator_current_bytes(const struct allocator *a, uint64_t *allocated, uint64_t *reserved)
+{
+    *allocated = (uint64_t)a->stats.allocated_bytes[STAT_ALL].current;
+    *reserved = (uint64_t)a->stats.reserved_bytes[STAT_ALL].current;
+}
+
 void allocator_reset_peak_stats(struct allocator *a)
 {
     alloc_stats_reset_peak(&a->stats);

@@ -102,6 +102,9 @@ uint64_t alloc_block_addr(const struct alloc_block *b);
 uint64_t alloc_block_size(const struct alloc_block *b);
 
 const struct alloc_stats *allocator_stats(const struct allocator *a);
+/* allocated_bytes.all.current and reserved_bytes.all.current, without settling the other stats: for a check
+ * after every op. */
+void allocator_current_bytes(const struct allocator *a, uint64_t *allocated, uint64_t *reserved);
 void allocator_reset_peak_stats(struct allocator *a);
 void allocator_reset_accumulated_stats(struct allocator *a);
 

@@ -13,14 +13,16 @@
 #include <zlib.h>
 
 #define BUF_SIZE (4 * TRACE_MAX_LINE)
+#define NO_NUL SIZE_MAX
 
 struct trace_input {
     gzFile gz;
     int fd;
     off_t size;           /* a regular file's size, else -1 */
     char name[4096];
-    char *buf;            /* BUF_SIZE bytes plus a NUL */
+    char *buf;            /* BUF_SIZE bytes plus a NUL and TRACE_LINE_PAD */
     size_t start, end;    /* unread bytes are buf[start, end) */
+    size_t nul;           /* where in buf the first NUL byte read sits; NO_NUL if none (a line stops at one) */
     bool eof;
     bool gz_used;         /* something was read through zlib */
     unsigned char head[2]; /* a regular file's first bytes, read without zlib */
@@ -55,13 +57,14 @@ struct trace_input *trace_input_open(const char *path, struct err *e)
         return NULL;
     }
     struct trace_input *in = calloc(1, sizeof *in);
-    if (!in || !(in->buf = malloc(BUF_SIZE + 1))) {
+    if (!in || !(in->buf = calloc(1, BUF_SIZE + 1 + TRACE_LINE_PAD))) {
         free(in);
         close(fd);
         err_set(e, ERR_INTERNAL, "out of host memory opening %s", path);
         return NULL;
     }
     snprintf(in->name, sizeof in->name, "%s", std_in ? "standard input" : path);
+    in->nul = NO_NUL;
     in->fd = fd;
     in->size = S_ISREG(st.st_mode) ? st.st_size : -1;
     if (!(in->gz = gzdopen(fd, "rb"))) {
@@ -97,12 +100,15 @@ const char *trace_input_name(const struct trace_input *in)
     return in->name;
 }
 
-/* Reads more bytes after buf[end); 0 (possibly at EOF) or -1. */
+/* Reads more bytes after buf[end), noting the first NUL byte among them (once per read rather than a
+ * search per line); 0 (possibly at EOF) or -1. */
 static int fill(struct trace_input *in, struct err *e)
 {
     in->gz_used = true;
     if (in->start > 0) {
         memmove(in->buf, in->buf + in->start, in->end - in->start);
+        if (in->nul != NO_NUL)
+            in->nul -= in->start;
         in->end -= in->start;
         in->start = 0;
     }
@@ -112,6 +118,9 @@ static int fill(struct trace_input *in, struct err *e)
             return gz_error(in, e);
         if (n == 0)
             in->eof = true;
+        const char *nul = in->nul == NO_NUL ? memchr(in->buf + in->end, '\0', (size_t)n) : NULL;
+        if (nul)
+            in->nul = (size_t)(nul - in->buf);
         in->end += (size_t)n;
         if (n > 0)
             break;
@@ -224,10 +233,9 @@ int trace_input_line(struct trace_input *in, char **line, size_t *lineno, struct
         return err_set(e, ERR_INPUT, "%s:%zu: longer than %d bytes, the longest line oomlab reads", in->name,
                        *lineno, TRACE_MAX_LINE - 1);
     char *s = in->buf + in->start;
-    const char *nul = memchr(s, '\0', len);
-    if (nul)
+    if (in->nul < in->start + len) /* an error ends the reading, so no line goes past a NUL */
         return err_set(e, ERR_INPUT, "%s:%zu:%zu: a NUL byte; a trace is text", in->name, *lineno,
-                       (size_t)(nul - s) + 1);
+                       in->nul - in->start + 1);
     s[len] = '\0'; /* the newline's place, or the spare byte after the buffer */
     if (len && s[len - 1] == '\r')
         s[len - 1] = '\0';

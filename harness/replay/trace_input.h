@@ -25,7 +25,10 @@ int trace_input_peek(struct trace_input *in, struct err *e);
  * ERR_INPUT past TRACE_MAX_PICKLE. Call it once. */
 int trace_input_read_all(struct trace_input *in, const unsigned char **data, size_t *len, struct err *e);
 /* The next line without its newline, NUL-terminated, valid until the next call; *line NULL at the end.
- * A line longer than TRACE_MAX_LINE or holding a NUL byte is an error naming its line and column. */
+ * TRACE_LINE_PAD bytes after the NUL can be read (initialised, any value), so the line can be scanned a
+ * word at a time. A line longer than TRACE_MAX_LINE or holding a NUL byte is an error naming its line
+ * and column. */
+#define TRACE_LINE_PAD 8
 int trace_input_line(struct trace_input *in, char **line, size_t *lineno, struct err *e);
 
 #endif

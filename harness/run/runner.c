@@ -183,9 +183,8 @@ _Static_assert(sizeof((struct run_result *)0)->peak_allocated_phase == sizeof((s
 
 static void track_peaks(struct runner *r)
 {
-    const struct alloc_stats *s = allocator_stats(r->a);
-    uint64_t allocated = (uint64_t)s->allocated_bytes[STAT_ALL].current;
-    uint64_t reserved = (uint64_t)s->reserved_bytes[STAT_ALL].current;
+    uint64_t allocated, reserved;
+    allocator_current_bytes(r->a, &allocated, &reserved);
     if (allocated > r->res.peak_allocated) {
         r->res.peak_allocated = allocated;
         r->res.peak_allocated_step = r->res.steps;
