@@ -20,23 +20,13 @@
 #include <string>
 #include <vector>
 
+#include "bench_build_dir.h"
+
 #include "bench_snapshots.h"
 
 extern char **environ;
 
 namespace {
-
-std::string oomlab_binary()
-{
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return "build/oomlab";
-    exe[n] = '\0';
-    std::string dir(exe);
-    dir = dir.substr(0, dir.rfind('/')); // build/bench
-    return dir.substr(0, dir.rfind('/')) + "/oomlab";
-}
 
 struct ProcessRun {
     double wall_s = 0, cpu_s = 0, maxrss_mib = 0;
@@ -47,7 +37,7 @@ struct ProcessRun {
 ProcessRun run_replay(const std::string &file)
 {
     ProcessRun r;
-    std::string bin = oomlab_binary();
+    std::string bin = bench_build_dir() + "/oomlab";
     const char *argv[] = {bin.c_str(), "replay", file.c_str(), nullptr};
     static FILE *devnull = fopen("/dev/null", "w"); // <fcntl.h> would clash with alloc/stats.h's struct stat
     posix_spawn_file_actions_t fa;

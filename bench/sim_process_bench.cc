@@ -20,21 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "bench_build_dir.h"
+
 extern char **environ;
 
 namespace {
-
-std::string build_dir()
-{
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return "build";
-    exe[n] = '\0';
-    std::string dir(exe);
-    dir = dir.substr(0, dir.rfind('/')); // build/bench
-    return dir.substr(0, dir.rfind('/'));
-}
 
 struct Command {
     const char *label;
@@ -46,7 +36,7 @@ struct Command {
 // Runs build/oomlab with args, output discarded; false if it could not be run or did not exit 0.
 bool run_once(const std::vector<std::string> &args, double *wall_ms, double *cpu_ms)
 {
-    std::string bin = build_dir() + "/oomlab";
+    std::string bin = bench_build_dir() + "/oomlab";
     std::vector<char *> argv{const_cast<char *>(bin.c_str())};
     for (const std::string &a : args)
         argv.push_back(const_cast<char *>(a.c_str()));
@@ -110,7 +100,7 @@ void set_up()
         if (path.empty())
             commands.back().failed = true;
     }
-    all_scenarios.args = {"run", build_dir() + "/../scenarios"};
+    all_scenarios.args = {"run", bench_build_dir() + "/../scenarios"};
 }
 
 void tear_down()
