@@ -128,7 +128,7 @@ static void devices(void)
            "two devices replay as two jobs%s%s", e.msg[0] ? ": " : "", e.msg)) {
         for (int d = 0; d < 2; d++) {
             const struct job_result *j = &jobs[d];
-            char name[16];
+            char name[24];
             snprintf(name, sizeof name, "device %d", d);
             is_str(j->name, name, "job %d is named %s", d, name);
             is_str(j->group, path, "in the file's group");

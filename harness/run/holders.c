@@ -120,7 +120,8 @@ void holders_fold_tag(const char *tag, char *buf, size_t len)
     size_t lens[3] = {end ? (size_t)(part - tag) : strlen(tag), end ? 1 : 0, end ? strlen(end) : 0};
     for (int i = 0; i < 3; i++) {
         size_t n = lens[i] < len - 1 - at ? lens[i] : len - 1 - at;
-        memcpy(buf + at, pieces[i], n);
+        if (n) /* pieces[2] is NULL when there is no '*' part */
+            memcpy(buf + at, pieces[i], n);
         at += n;
     }
     buf[at] = '\0';
