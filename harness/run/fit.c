@@ -1,5 +1,5 @@
 /* fit.c: the search for the largest batch size, sequence length or image size, or the smallest world
- * size or tensor-parallel degree (see fit.h). */
+ * size, tensor-parallel degree or number of pipeline stages (see fit.h). */
 #include "run/fit.h"
 
 #include <stdlib.h>
@@ -33,24 +33,31 @@ static bool counts_ranks(const struct job_spec *job)
     return job->parallel.strategy != PAR_NONE || job->parallel.world_size > 1;
 }
 
+/* The variant's job with the parameter set to value. world_size counts tensor x pipeline x data-parallel
+ * ranks, so a new tensor-parallel degree or number of stages keeps the data-parallel degree. */
+static struct job_spec with_value(const struct job_spec *variant_job, enum fit_param p, int value)
+{
+    struct job_spec job = *variant_job;
+    if (p == FIT_TENSOR_PARALLEL && counts_ranks(&job))
+        job.parallel.world_size = job.parallel.world_size / tensor_degree(variant_job) * value;
+    if (p == FIT_PIPELINE_STAGES && counts_ranks(&job))
+        job.parallel.world_size = job.parallel.world_size / stages(variant_job) * value;
+    *field(&job, p) = value;
+    if (p == FIT_PIPELINE_STAGES && value == 1) { /* one GPU: the micro-batches as gradient accumulation */
+        job.grad_accum = job.parallel.micro_batches;
+        job.parallel.micro_batches = 1;
+    }
+    return job;
+}
+
 /* 1 fits (no OOM, and the margin free at the reserved peak), 0 does not, -1 error. A value the job
  * rejects (e.g. an image size the model cannot halve) is an error. */
 static int probe(const struct scenario *sc, const struct variant *v, const struct harness_options *opt,
                  const struct fit_options *fo, int value, struct fit_result *out, struct err *e)
 {
-    struct job_spec job = v->job;
-    if (fo->param == FIT_WORLD_SIZE && job.parallel.strategy == PAR_NONE)
+    if (fo->param == FIT_WORLD_SIZE && v->job.parallel.strategy == PAR_NONE)
         return err_set(e, ERR_INPUT, "--param world_size: variant %s has no job.parallel.strategy", v->name);
-    /* world_size counts tensor x pipeline x data-parallel ranks: the data-parallel degree kept */
-    if (fo->param == FIT_TENSOR_PARALLEL && counts_ranks(&job))
-        job.parallel.world_size = job.parallel.world_size / tensor_degree(&v->job) * value;
-    if (fo->param == FIT_PIPELINE_STAGES && counts_ranks(&job))
-        job.parallel.world_size = job.parallel.world_size / stages(&v->job) * value;
-    *field(&job, fo->param) = value;
-    if (fo->param == FIT_PIPELINE_STAGES && value == 1) { /* one GPU: the micro-batches as gradient accumulation */
-        job.grad_accum = job.parallel.micro_batches;
-        job.parallel.micro_batches = 1;
-    }
+    struct job_spec job = with_value(&v->job, fo->param, value);
     job.robust.on_oom = ON_OOM_FAIL; /* what fits a fresh process, without retries */
     /* the worst step: the first step's optimizer creates the optimizer state, so only the second runs
      * forward and backward beside it (a job of one step would be judged at its lighter first step) */
@@ -120,11 +127,8 @@ static int fit_tensor_parallel(const struct scenario *sc, const struct variant *
                                const struct fit_options *fo, struct fit_result *out, struct err *e)
 {
     for (int t = 1; t <= fo->limit; t *= 2) {
-        struct job_spec job = v->job;
+        struct job_spec job = with_value(&v->job, FIT_TENSOR_PARALLEL, t);
         struct err ignored = {0};
-        job.parallel.tensor_parallel = t;
-        if (counts_ranks(&job))
-            job.parallel.world_size = job.parallel.world_size / tensor_degree(&v->job) * t;
         if (t > 1 && job_spec_validate(&job, &ignored) < 0)
             return 0; /* no degree up to t / 2 fits */
         int rc = probe(sc, v, opt, fo, t, out, e);
