@@ -20,4 +20,10 @@ struct kernel_call {
     float fparam[4]; /* scalar parameters (lr, beta1, eps, dropout p, ...) */
 };
 
+/* What a call costs as the roofline counts it (kernels.h, kernel_cost): its floating-point operations and
+ * the bytes it must move. Computed once per launch by the caller and handed to the device with the call. */
+struct kernel_cost {
+    double flops, bytes;
+};
+
 #endif

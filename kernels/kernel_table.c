@@ -317,27 +317,23 @@ static double glu_bwd_flops(const struct kernel_call *k)
 /* ---- bytes ---- */
 
 /* Each distinct tensor once (a tensor named twice, in place, is read and written once), read if any of its
- * roles reads it and written if any writes it: its first occurrence looks at the later ones only. */
+ * roles reads it and written if any writes it: a repeat adds its roles to the first occurrence's. */
 static double generic_bytes(const struct kernel_call *k)
 {
     const struct kernel_desc *kd = kernel_get(k->kernel);
     const unsigned n = kd->ntensors;
-    double total = 0;
+    unsigned rw[KERNEL_MAX_TENSORS]; /* bit 0: read, bit 1: written; 0 for a repeat */
     for (unsigned i = 0; i < n; i++) {
-        const uint64_t t = k->tensors[i];
         unsigned j = 0;
-        while (j < i && k->tensors[j] != t)
+        while (k->tensors[j] != k->tensors[i])
             j++;
-        if (j < i) /* counted at its first occurrence */
-            continue;
-        int reads = kd->roles[i] != TR_OUT, writes = kd->roles[i] != TR_IN;
-        for (j = i + 1; j < n; j++)
-            if (k->tensors[j] == t) {
-                reads |= kd->roles[j] != TR_OUT;
-                writes |= kd->roles[j] != TR_IN;
-            }
-        total += (double)kernel_tensor_bytes(k, i) * (reads + writes);
+        rw[i] = 0;
+        rw[j] |= (unsigned)(kd->roles[i] != TR_OUT) | (unsigned)(kd->roles[i] != TR_IN) << 1;
     }
+    double total = 0;
+    for (unsigned i = 0; i < n; i++)
+        if (rw[i])
+            total += (double)kernel_tensor_bytes(k, i) * ((rw[i] & 1) + (rw[i] >> 1));
     return total;
 }
 
@@ -506,6 +502,11 @@ enum dtype kernel_tensor_dtype(const struct kernel_call *k, unsigned i)
 {
     uint8_t d = table[k->kernel].dtypes[i];
     return d == TD_CALL ? (enum dtype)k->dtype : d == TD_DIMS1 ? (enum dtype)k->dims[1] : (enum dtype)d;
+}
+
+struct kernel_cost kernel_cost(const struct kernel_call *k)
+{
+    return (struct kernel_cost){table[k->kernel].flops(k), table[k->kernel].bytes(k)};
 }
 
 uint64_t kernel_tensor_bytes(const struct kernel_call *k, unsigned i)

@@ -270,6 +270,8 @@ unsigned kernel_count(void);
 /* Checks a call against the table: known kernel, tensor count, dtype, positive dims, shape rules.
  * Returns 0, or -1 with an ERR_INPUT message naming the kernel. */
 int kernel_validate(const struct kernel_call *k, struct err *e);
+/* The call's FLOP and byte counts (its row's flops and bytes); the call's kernel must be in the table. */
+struct kernel_cost kernel_cost(const struct kernel_call *k);
 /* Bytes of tensor i of a call (elements times its dtype's size). */
 uint64_t kernel_tensor_bytes(const struct kernel_call *k, unsigned i);
 /* The dtype of tensor i of a call. */

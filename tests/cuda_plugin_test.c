@@ -56,7 +56,8 @@ static void gemm_on_gpu(struct device *d)
         fine = d->ops->seg_alloc(d, bytes, 0, &t[i], &e) == DEV_OK;
     struct kernel_call k = {.kernel = K_GEMM, .dtype = DT_F32, .ntensors = 3, .dims = {256, 256, 256},
                             .tensors = {1, 2, 3}, .fparam = {1.0f, 0.0f}};
-    ok(fine && d->ops->launch(d, &k, t, &e) == 0, "a GEMM runs %s", e.msg);
+    const struct kernel_cost cost = kernel_cost(&k);
+    ok(fine && d->ops->launch(d, &k, &cost, t, &e) == 0, "a GEMM runs %s", e.msg);
     double s = d->ops->kernel_seconds(d);
     ok(s > 0 && s < 1, "its CUDA events say %.6f s", s);
     ok(d->ops->kernel_seconds(d) == 0.0, "and the next reading starts again from 0");

@@ -80,9 +80,10 @@ static void unmap(struct device *d, uint64_t addr, uint64_t size)
 
 /* A training loss is the mean of a kernel's [1] result: K_REDUCE_SUM with outer = inner = 1 (on a device that
  * runs kernels: the sim gets no addresses). */
-static int launch(struct device *d, const struct kernel_call *k, const uint64_t *addrs, struct err *e)
+static int launch(struct device *d, const struct kernel_call *k, const struct kernel_cost *cost, const uint64_t *addrs,
+                  struct err *e)
 {
-    int rc = probe->inner->launch(d, k, addrs, e);
+    int rc = probe->inner->launch(d, k, cost, addrs, e);
     if (rc == 0 && addrs && k->kernel == K_REDUCE_SUM && k->dims[0] == 1 && k->dims[2] == 1 && addrs[1] &&
         probe->nlosses < MAX_LOSSES) {
         const void *p = host_device_pointer(d, addrs[1]);

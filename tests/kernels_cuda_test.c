@@ -263,7 +263,8 @@ static void compare_on_gpu(struct device *d, struct kernel_call k)
         fine = d->ops->seg_alloc(d, bytes[i] ? bytes[i] : 1, 0, &addr[i], &e) == DEV_OK &&
                cuda_device_copy(d, (void *)(uintptr_t)addr[i], host[i], bytes[i], 1, &e) == 0;
     }
-    fine = fine && d->ops->launch(d, &k, addr, &e) == 0;
+    const struct kernel_cost cost = kernel_cost(&k);
+    fine = fine && d->ops->launch(d, &k, &cost, addr, &e) == 0;
     d->ops->sync(d);
     for (unsigned i = 0; i < kd->ntensors && fine; i++) {
         if (alias_of(&k, i) >= 0) {

@@ -26,7 +26,8 @@ struct stand_in {
 
 static struct stand_in gpu;
 
-static int launch(struct device *d, const struct kernel_call *k, const uint64_t *addrs, struct err *e)
+static int launch(struct device *d, const struct kernel_call *k, const struct kernel_cost *cost, const uint64_t *addrs,
+                  struct err *e)
 {
     gpu.launches++;
     gpu.pending += 0.001;

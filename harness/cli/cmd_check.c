@@ -44,6 +44,10 @@ static json_t *run_all(char **paths, int n, const struct harness_options *opt, c
     struct report_outputs out;
     if (report_outputs_open(&out, "run", json_path, NULL, false, e))
         return NULL;
+    if (report_outputs_keep_document(&out, e)) {
+        report_outputs_close(&out, false, &(struct err){0});
+        return NULL;
+    }
     out.table = false; /* the comparison is what check prints */
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++)

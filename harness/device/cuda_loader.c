@@ -105,11 +105,12 @@ int cuda_probe(const char *path, char *why, size_t n)
     return loaded.probe(why, n);
 }
 
-static int validated_launch(struct device *d, const struct kernel_call *k, const uint64_t *addrs, struct err *e)
+static int validated_launch(struct device *d, const struct kernel_call *k, const struct kernel_cost *cost,
+                            const uint64_t *addrs, struct err *e)
 {
     if (kernel_validate(k, e) < 0)
         return -1;
-    return plugin_ops->launch(d, k, addrs, e);
+    return plugin_ops->launch(d, k, cost, addrs, e);
 }
 
 struct device *cuda_device_open(const char *path, int ordinal, const struct oomlab_cuda_options *opt, struct err *e)

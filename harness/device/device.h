@@ -17,6 +17,7 @@
 struct device;
 struct device_kind;
 struct kernel_call;
+struct kernel_cost;
 
 /* Results of memory requests: a device out of memory is an expected outcome, not an error. */
 enum dev_status { DEV_OK = 0, DEV_OOM = 1, DEV_ERROR = -1 };
@@ -60,9 +61,11 @@ struct device_ops {
     /* cudaMemGetInfo. */
     void (*mem_info)(struct device *d, uint64_t *free_bytes, uint64_t *total_bytes);
     /* Runs one kernel, or on a modelled device accounts its time (optional: without it kernels cost
-     * nothing). tensor_addrs: the k->ntensors tensors' addresses in kernels.h order, NULL unless the
-     * kind has DEVICE_RUNS_KERNELS. 0, or -1 with e set. */
-    int (*launch)(struct device *d, const struct kernel_call *k, const uint64_t *tensor_addrs, struct err *e);
+     * nothing). cost: the call's kernel_cost (kernels.h), which the caller has counted already and a
+     * modelled device times by. tensor_addrs: the k->ntensors tensors' addresses in kernels.h order,
+     * NULL unless the kind has DEVICE_RUNS_KERNELS. 0, or -1 with e set. */
+    int (*launch)(struct device *d, const struct kernel_call *k, const struct kernel_cost *cost,
+                  const uint64_t *tensor_addrs, struct err *e);
     /* Kernel time in seconds accumulated since the previous call (or since the device opened), then
      * a new count starts: modelled or measured as the kind's DEVICE_MEASURED says. Waits for launched
      * kernels first on a DEVICE_ASYNC_KERNELS device. Optional. */

@@ -170,7 +170,8 @@ static void host_mem_info(struct device *d, uint64_t *free_bytes, uint64_t *tota
     *total = d->total;
 }
 
-static int host_launch(struct device *d, const struct kernel_call *k, const uint64_t *addrs, struct err *e)
+static int host_launch(struct device *d, const struct kernel_call *k, const struct kernel_cost *cost, const uint64_t *addrs,
+                       struct err *e)
 {
     void *ptrs[KERNEL_MAX_TENSORS] = {0};
     for (unsigned i = 0; i < k->ntensors && i < KERNEL_MAX_TENSORS; i++) {

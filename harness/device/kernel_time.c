@@ -84,7 +84,7 @@ static void add_gemm(struct model *m, enum dtype dt, double batch, double M, dou
 
 /* A convolution as cuDNN's implicit GEMM: forward M = N P Q output pixels, N = K filters, K = C R R;
  * backward to the data M = N H W, N = C, K = K R R; to the filter M = K, N = C R R, K = N P Q. */
-static void add_conv(struct model *m, const struct kernel_call *k, const struct kernel_desc *kd)
+static void add_conv(struct model *m, const struct kernel_call *k, const struct kernel_cost *cost)
 {
     double n = (double)k->dims[0], c = (double)k->dims[1], h = (double)k->dims[2], w = (double)k->dims[3];
     double kk = (double)k->dims[4], r = (double)k->dims[5], stride = k->dims[6] > 0 ? (double)k->dims[6] : 1;
@@ -95,7 +95,7 @@ static void add_conv(struct model *m, const struct kernel_call *k, const struct 
         gm = n * h * w, gn = c, gk = kk * r * r;
     else if (k->kernel == K_CONV2D_BWD_FILTER)
         gm = kk, gn = c * r * r, gk = n * p * q;
-    add_gemm_like(m, (enum dtype)k->dtype, kd->flops(k), kd->bytes(k), 1, gm, gn, gk);
+    add_gemm_like(m, (enum dtype)k->dtype, cost->flops, cost->bytes, 1, gm, gn, gk);
 }
 
 /* Unfused attention as PyTorch's math path runs it: batched GEMMs over B x H, and passes over the
@@ -140,12 +140,12 @@ static void add_eager_attention(struct model *m, const struct kernel_call *k)
 
 /* Fused attention: its FLOPs at the architecture's flash share of the spec rate for the dtype,
  * which rises with the keys each query attends to. */
-static void add_flash(struct model *m, const struct kernel_call *k, const struct kernel_desc *kd)
+static void add_flash(struct model *m, const struct kernel_call *k, const struct kernel_cost *cost)
 {
     enum dtype dt = (enum dtype)k->dtype;
     double keys = (double)k->dims[3], spec = (dt == DT_F32 ? m->p->tflops_fp32 : m->p->tflops_16bit) * 1e12;
     double rate = spec * m->cal->flash_share * keys / (keys + m->cal->flash_half_keys);
-    m->out->gpu_seconds += m->gemm_fixed + max2(kd->flops(k) / rate, kd->bytes(k) / m->bandwidth);
+    m->out->gpu_seconds += m->gemm_fixed + max2(cost->flops / rate, cost->bytes / m->bandwidth);
     m->out->launches += 1;
     m->out->host_seconds += m->host_op;
 }
@@ -213,8 +213,8 @@ static void add_adafactor(struct model *m, const struct kernel_call *k)
         add_optim_ops(m, n, vector, NULL, (int)(sizeof vector / sizeof vector[0]), OPTIM_FOR_LOOP);
 }
 
-int kernel_time_model(const struct kernel_call *k, const struct gpu_profile *p, const struct software_stack *stack,
-                      struct kernel_time *out, struct err *e)
+int kernel_time_model(const struct kernel_call *k, const struct kernel_cost *cost, const struct gpu_profile *p,
+                      const struct software_stack *stack, struct kernel_time *out, struct err *e)
 {
     const struct kernel_desc *kd = kernel_get(k->kernel);
     if (!kd)
@@ -236,17 +236,17 @@ int kernel_time_model(const struct kernel_call *k, const struct gpu_profile *p, 
                        (long long)impl);
     switch (k->kernel) {
     case K_GEMM:
-        add_gemm_like(&m, dt, kd->flops(k), kd->bytes(k), k->dims[5] > 1 ? (double)k->dims[5] : 1, (double)k->dims[0],
+        add_gemm_like(&m, dt, cost->flops, cost->bytes, k->dims[5] > 1 ? (double)k->dims[5] : 1, (double)k->dims[0],
                       (double)k->dims[1], (double)k->dims[2]);
         break;
     case K_INT8_GEMM: /* at the fp16 rate: the profiles have no measured int8 rate */
-        add_gemm_like(&m, DT_F16, kd->flops(k), kd->bytes(k), 1, (double)k->dims[0], (double)k->dims[1],
+        add_gemm_like(&m, DT_F16, cost->flops, cost->bytes, 1, (double)k->dims[0], (double)k->dims[1],
                       (double)k->dims[2]);
         break;
     case K_CONV2D_FWD:
     case K_CONV2D_BWD_DATA:
     case K_CONV2D_BWD_FILTER:
-        add_conv(&m, k, kd);
+        add_conv(&m, k, cost);
         break;
     case K_ATTN_FWD:
     case K_ATTN_BWD:
@@ -256,7 +256,7 @@ int kernel_time_model(const struct kernel_call *k, const struct gpu_profile *p, 
         break;
     case K_FLASH_FWD:
     case K_FLASH_BWD:
-        add_flash(&m, k, kd);
+        add_flash(&m, k, cost);
         break;
     case K_ADAMW:
         add_adamw(&m, k, 4);
@@ -271,7 +271,7 @@ int kernel_time_model(const struct kernel_call *k, const struct gpu_profile *p, 
         add_adafactor(&m, k);
         break;
     default: /* elementwise, normalisation, reductions, layout, embeddings, losses, fills */
-        add_stream(&m, kd->bytes(k), kd->flops(k));
+        add_stream(&m, cost->bytes, cost->flops);
         break;
     }
     return 0;

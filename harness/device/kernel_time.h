@@ -26,9 +26,10 @@ struct kernel_time {
     double host_seconds; /* the framework's time to issue them */
 };
 
-/* The modelled cost of one program kernel on profile p under a software stack: 0, or -1 with e set
- * (ERR_INTERNAL for an unknown kernel, ERR_INPUT for an optimizer impl that is not 0, 1 or 2). */
-int kernel_time_model(const struct kernel_call *k, const struct gpu_profile *p, const struct software_stack *stack,
-                      struct kernel_time *out, struct err *e);
+/* The modelled cost of one program kernel, whose FLOP and byte counts are cost (kernels.h, kernel_cost), on
+ * profile p under a software stack: 0, or -1 with e set (ERR_INTERNAL for an unknown kernel, ERR_INPUT for an
+ * optimizer impl that is not 0, 1 or 2). */
+int kernel_time_model(const struct kernel_call *k, const struct kernel_cost *cost, const struct gpu_profile *p,
+                      const struct software_stack *stack, struct kernel_time *out, struct err *e);
 
 #endif

@@ -93,11 +93,12 @@ static void sim_mem_info(struct device *d, uint64_t *free_bytes, uint64_t *total
 /* The host issues a kernel's launches one after another, each taking the framework's time per op; the
  * GPU starts each as soon as it is issued and the previous kernel is done. So the GPU idles while the
  * host is slower than the kernels it issues (small batches), and the host runs ahead otherwise. */
-static int sim_launch(struct device *d, const struct kernel_call *k, const uint64_t *tensor_addrs, struct err *e)
+static int sim_launch(struct device *d, const struct kernel_call *k, const struct kernel_cost *cost,
+                      const uint64_t *tensor_addrs, struct err *e)
 {
     struct sim *s = sim_of(d);
     struct kernel_time t;
-    if (kernel_time_model(k, s->profile, s->stack, &t, e))
+    if (kernel_time_model(k, cost, s->profile, s->stack, &t, e))
         return err_prefix(e, "%s: ", d->name);
     int n = t.launches > 1 ? (int)(t.launches + 0.5) : 1;
     for (int i = 0; i < n; i++) {

@@ -23,8 +23,8 @@ int report_outputs_open(struct report_outputs *o, const char *command, const cha
     if (output_check_all(req, 2, e)) /* before any work: a path that cannot be written, or one file twice */
         return -1;
     o->table = on_stdout == 0;
-    if (!(o->groups = json_array())) /* kept even without --json, for report_outputs_document */
-        return err_set(e, ERR_INTERNAL, "out of host memory");
+    if (json_path && report_outputs_keep_document(o, e))
+        return -1;
     if (csv_path) {
         if (output_open(&o->csv, csv_path, e)) {
             json_decref(o->groups);
@@ -50,6 +50,13 @@ void report_outputs_add(struct report_outputs *o, const struct report_group *g)
     if (o->csv_f)
         report_csv_rows(o->csv_f, g);
     fflush(stdout);
+}
+
+int report_outputs_keep_document(struct report_outputs *o, struct err *e)
+{
+    if (!o->groups && !(o->groups = json_array()))
+        return err_set(e, ERR_INTERNAL, "out of host memory");
+    return 0;
 }
 
 json_t *report_outputs_document(struct report_outputs *o)

@@ -17,7 +17,7 @@ struct report_outputs {
     const char *csv_path;
     bool tap;
     bool table;                   /* the table goes to standard output */
-    json_t *groups;
+    json_t *groups;               /* the JSON document's groups: with --json or report_outputs_keep_document */
     struct output csv;
     FILE *csv_f;
     int tap_count;
@@ -28,7 +28,11 @@ struct report_outputs {
 int report_outputs_open(struct report_outputs *o, const char *command, const char *json_path, const char *csv_path,
                         bool tap, struct err *e);
 void report_outputs_add(struct report_outputs *o, const struct report_group *g);
-/* The results document so far (a new reference; the groups are kept even without --json). */
+/* Keeps the results document even without --json, for report_outputs_document (without either, no
+ * JSON is built). 0, or -1 with e set (ERR_INTERNAL). */
+int report_outputs_keep_document(struct report_outputs *o, struct err *e);
+/* The results document so far (a new reference), or NULL unless it is kept (--json or
+ * report_outputs_keep_document). */
 json_t *report_outputs_document(struct report_outputs *o);
 /* Writes the JSON, commits the CSV, ends the TAP plan and checks that standard output took everything.
  * After an error (ok false) nothing is committed. */

@@ -442,12 +442,12 @@ static int do_kernel(struct runner *r, const struct op *op, struct err *e)
     const struct kernel_desc *k = kernel_get(op->kernel.kernel);
     if (!k)
         return err_set(e, ERR_INTERNAL, "op program launches unknown kernel %u", op->kernel.kernel);
-    double flops = k->flops(&op->kernel), bytes = k->bytes(&op->kernel);
+    const struct kernel_cost cost = kernel_cost(&op->kernel);
     r->res.kernels++;
-    r->res.flops += flops;
-    r->res.bytes_moved += bytes;
+    r->res.flops += cost.flops;
+    r->res.bytes_moved += cost.bytes;
     if (current_phase(r))
-        current_phase(r)->flops += flops;
+        current_phase(r)->flops += cost.flops;
     if (!r->dev->ops->launch)
         return 0;
     const bool runs = device_has(r->dev, DEVICE_RUNS_KERNELS);
@@ -460,7 +460,7 @@ static int do_kernel(struct runner *r, const struct op *op, struct err *e)
                            (unsigned long long)op->kernel.tensors[i]);
         addrs[i] = t->block ? alloc_block_addr(t->block) : t->managed_addr;
     }
-    int rc = r->dev->ops->launch(r->dev, &op->kernel, runs ? addrs : NULL, e);
+    int rc = r->dev->ops->launch(r->dev, &op->kernel, &cost, runs ? addrs : NULL, e);
     if (!device_has(r->dev, DEVICE_ASYNC_KERNELS)) /* its time is known now: into this phase and step */
         take_kernel_time(r);
     return rc;

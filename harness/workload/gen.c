@@ -183,17 +183,17 @@ static tref slab_get(struct gen *g)
     return g->nt++;
 }
 
-/* Whether a tensor of these dims fits SIZE_LIMIT bytes. Every partial product of the dims is checked,
- * in the order t_numel multiplies them, so no later product of this tensor's dims can overflow. */
-static bool dims_fit(const int64_t *dims, int ndim, enum dtype dt)
+/* Whether a tensor of these dims fits SIZE_LIMIT bytes, with its element count in *numel if so. Every
+ * partial product of the dims is checked, in the order t_numel multiplies them, so no later product of
+ * this tensor's dims can overflow. */
+static bool dims_fit(const int64_t *dims, int ndim, enum dtype dt, int64_t *numel)
 {
     const int64_t most = (int64_t)(SIZE_LIMIT / dtype_size(dt));
     int64_t n = 1;
-    for (int i = 0; i < ndim; i++) {
-        if (dims[i] < 0 || (dims[i] && n > most / dims[i]))
+    for (int i = 0; i < ndim; i++)
+        if (dims[i] < 0 || __builtin_mul_overflow(n, dims[i], &n) || n > most)
             return false;
-        n *= dims[i];
-    }
+    *numel = n;
     return true;
 }
 
@@ -232,22 +232,22 @@ static tref t_make(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, 
     if (x == TNONE)
         return TNONE;
     struct tensor *t = &g->t[x];
-    memset(t, 0, sizeof *t);
-    t->ndim = (uint8_t)(ndim < TMAX_DIMS ? ndim : TMAX_DIMS);
-    memcpy(t->dims, dims, t->ndim * sizeof *dims);
-    if (!dims_fit(dims, t->ndim, dt))
-        refuse_size(g, t, dims, t->ndim, dt, tag);
-    int64_t n = 1;
+    *t = (struct tensor){.ndim = (uint8_t)(ndim < TMAX_DIMS ? ndim : TMAX_DIMS),
+                         .dtype = (uint8_t)dt,
+                         .category = (uint8_t)cat,
+                         .refs = 1,
+                         .grad = TNONE,
+                         .param = -1,
+                         .next_free = -1,
+                         .id = ++g->next_id};
     for (int i = 0; i < t->ndim; i++)
-        n *= t->dims[i];
-    t->dtype = (uint8_t)dt;
-    t->category = (uint8_t)cat;
+        t->dims[i] = dims[i];
+    int64_t n;
+    if (!dims_fit(dims, t->ndim, dt, &n)) {
+        refuse_size(g, t, dims, t->ndim, dt, tag);
+        n = 1; /* refuse_size made every dim 1 */
+    }
     t->bytes = (uint64_t)n * dtype_size(dt);
-    t->refs = 1;
-    t->grad = TNONE;
-    t->param = -1;
-    t->next_free = -1;
-    t->id = ++g->next_id;
     g->live_bytes += (int64_t)t->bytes;
     struct op op = {.kind = kind, .category = (uint8_t)cat, .stream = g->stream, .id = t->id,
                     .bytes = t->bytes, .name = tag};

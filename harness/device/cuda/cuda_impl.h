@@ -88,7 +88,8 @@ int cuda_workspace_alloc(cuda_dev *c, uint64_t bytes, int stream, uint64_t *addr
 void cuda_workspace_free(cuda_dev *c, uint64_t addr);
 
 // Kernels (cuda_launch.cu).
-int cuda_launch(struct device *d, const struct kernel_call *k, const uint64_t *addrs, struct err *e);
+int cuda_launch(struct device *d, const struct kernel_call *k, const struct kernel_cost *cost, const uint64_t *addrs,
+                struct err *e);
 // Gives every stream's cuBLAS workspace back (a later GEMM takes a new one).
 void cuda_streams_release_workspaces(cuda_dev *c);
 void cuda_streams_destroy(cuda_dev *c);

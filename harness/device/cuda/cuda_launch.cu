@@ -125,7 +125,8 @@ static void scratch_put(void *user, void *p)
     cuda_workspace_free(((launch_user *)user)->c, (uint64_t)(uintptr_t)p);
 }
 
-int cuda_launch(struct device *d, const struct kernel_call *k, const uint64_t *addrs, struct err *e)
+int cuda_launch(struct device *d, const struct kernel_call *k, const struct kernel_cost *cost, const uint64_t *addrs,
+                struct err *e)
 {
     cuda_dev *c = cuda_of(d);
     cuda_stream_ctx *s = NULL;
