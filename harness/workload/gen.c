@@ -39,6 +39,18 @@ const char *gen_tag(struct gen *g, const char *leaf)
     return gen_intern(g, buf);
 }
 
+const char *gen_dotted(char *buf, size_t len, const char *a, const char *b)
+{
+    size_t at = strnlen(a, len - 1);
+    memcpy(buf, a, at);
+    if (at < len - 1)
+        buf[at++] = '.';
+    size_t n = strnlen(b, len - 1 - at);
+    memcpy(buf + at, b, n);
+    buf[at + n] = '\0';
+    return buf;
+}
+
 /* fmt with ap as vsnprintf would print it into part (size len), when its conversions are only %s and
  * %d (every gen_push caller's); false for any other, which the caller prints with vsnprintf. */
 static bool format_part(char *part, size_t len, const char *fmt, va_list ap)
@@ -111,17 +123,6 @@ void gen_pop(struct gen *g)
     g->scope[g->scope_len] = 0;
 }
 
-int gen_emit(struct gen *g, const struct op *op)
-{
-    if (g->failed || g->mode != GEN_RUN)
-        return g->failed ? -1 : 0;
-    if (g->sink->emit(g->sink, op, g->e) < 0) {
-        g->failed = 1;
-        return -1;
-    }
-    return 0;
-}
-
 int gen_phase(struct gen *g, const char *name)
 {
     struct op op = {.kind = OP_PHASE, .stream = g->stream, .name = name};
@@ -159,6 +160,19 @@ void gen_release_held(struct gen *g, struct tref_list *list)
     for (int32_t i = 0; i < list->n; i++)
         t_release(g, list->v[i]);
     list->n = 0;
+}
+
+/* An ALLOC, MANAGED_ALLOC or FREE op of a tensor to the sink, built in g->mem_op. */
+static void emit_mem(struct gen *g, enum op_kind kind, uint8_t category, uint64_t id, uint64_t bytes, const char *name)
+{
+    struct op *op = &g->mem_op;
+    op->kind = kind;
+    op->category = category;
+    op->stream = g->stream;
+    op->id = id;
+    op->bytes = bytes;
+    op->name = name;
+    gen_emit(g, op);
 }
 
 static tref slab_get(struct gen *g)
@@ -249,9 +263,7 @@ static tref t_make(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, 
     }
     t->bytes = (uint64_t)n * dtype_size(dt);
     g->live_bytes += (int64_t)t->bytes;
-    struct op op = {.kind = kind, .category = (uint8_t)cat, .stream = g->stream, .id = t->id,
-                    .bytes = t->bytes, .name = tag};
-    gen_emit(g, &op);
+    emit_mem(g, kind, (uint8_t)cat, t->id, t->bytes, tag);
     return x;
 }
 
@@ -301,8 +313,7 @@ void t_release(struct gen *g, tref x)
     if (--t->refs > 0)
         return;
     if (!t->unbacked) {
-        struct op op = {.kind = OP_FREE, .stream = g->stream, .id = t->id};
-        gen_emit(g, &op);
+        emit_mem(g, OP_FREE, 0, t->id, 0, NULL);
         g->live_bytes -= (int64_t)t->bytes;
     }
     t->unbacked = false;
@@ -315,8 +326,7 @@ void t_storage_free(struct gen *g, tref x)
     struct tensor *t = &g->t[x];
     if (t->unbacked)
         return;
-    struct op op = {.kind = OP_FREE, .stream = g->stream, .id = t->id};
-    gen_emit(g, &op);
+    emit_mem(g, OP_FREE, 0, t->id, 0, NULL);
     g->live_bytes -= (int64_t)t->bytes;
     t->unbacked = true;
 }
@@ -330,9 +340,7 @@ void t_storage_alloc(struct gen *g, tref x, uint64_t bytes)
     t->bytes = bytes;
     t->id = ++g->next_id;
     g->live_bytes += (int64_t)bytes;
-    struct op op = {.kind = OP_ALLOC, .category = t->category, .stream = g->stream, .id = t->id, .bytes = bytes,
-                    .name = t->param >= 0 ? g->params[t->param].tag : NULL};
-    gen_emit(g, &op);
+    emit_mem(g, OP_ALLOC, t->category, t->id, bytes, t->param >= 0 ? g->params[t->param].tag : NULL);
 }
 
 /* Called by the tape when it lets go of a tensor's identity: recycles the slot once nothing names it. */

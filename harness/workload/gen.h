@@ -166,14 +166,30 @@ struct gen {
     /* Called with each parameter a forward takes (sequential CPU offload, diffusion_job.c), or NULL. */
     void (*on_take)(struct gen *g, int32_t p, void *ctx);
     void *on_take_ctx;
+    /* Where gen.c builds the ALLOC and FREE ops of tensors: only the header changes, the kernel part is never
+     * written and stays zero (clearing a whole struct op, some 200 bytes, would cost more than the rest). */
+    struct op mem_op;
 };
 
 /* gen.c: context, strings, tensors, op emission */
 const char *gen_intern(struct gen *g, const char *s);
 const char *gen_tag(struct gen *g, const char *leaf);          /* scope + "." + leaf, interned */
 void gen_push(struct gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* a + "." + b in buf (len >= 1; cut to len - 1 characters as snprintf cuts), returned: a name made per
+ * op, without printf. */
+const char *gen_dotted(char *buf, size_t len, const char *a, const char *b);
 void gen_pop(struct gen *g);
-int gen_emit(struct gen *g, const struct op *op);
+/* op to the sink in GEN_RUN mode: 0, or -1 once the generator has failed. Inline: every op passes here. */
+static inline int gen_emit(struct gen *g, const struct op *op)
+{
+    if (g->failed || g->mode != GEN_RUN)
+        return g->failed ? -1 : 0;
+    if (g->sink->emit(g->sink, op, g->e) < 0) {
+        g->failed = 1;
+        return -1;
+    }
+    return 0;
+}
 int gen_phase(struct gen *g, const char *name);
 int gen_mark(struct gen *g, const char *label);
 /* Takes over the reference to x until gen_release_held(list). */

@@ -51,13 +51,11 @@ static void modulation(struct gen *g, const struct model_spec *m, const char *na
 /* norm(x) * (1 + scale) + shift, the norm a LayerNorm without affine parameters. */
 static tref modulate(struct gen *g, const struct model_spec *m, const char *norm, tref x, tref scale, tref shift)
 {
-    char name[2][64];
-    snprintf(name[0], sizeof name[0], "%s.scale", norm);
-    snprintf(name[1], sizeof name[1], "%s.shift", norm);
+    char name[64];
     tref n = nn_layernorm_plain(g, norm, x, m->hidden);
-    tref s = nn_mul(g, name[0], n, scale);
+    tref s = nn_mul(g, gen_dotted(name, sizeof name, norm, "scale"), n, scale);
     t_release(g, n);
-    tref y = nn_add(g, name[1], s, shift);
+    tref y = nn_add(g, gen_dotted(name, sizeof name, norm, "shift"), s, shift);
     t_release(g, s);
     return y;
 }
@@ -66,9 +64,8 @@ static tref modulate(struct gen *g, const struct model_spec *m, const char *norm
 static tref gated_residual(struct gen *g, const char *name, tref residual, tref gate, tref y)
 {
     char res[64];
-    snprintf(res, sizeof res, "%s.residual", name);
     tref gy = nn_mul(g, name, y, gate);
-    tref out = nn_add(g, res, residual, gy);
+    tref out = nn_add(g, gen_dotted(res, sizeof res, name, "residual"), residual, gy);
     t_release(g, gy);
     return out;
 }
