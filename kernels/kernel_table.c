@@ -320,20 +320,23 @@ static double glu_bwd_flops(const struct kernel_call *k)
  * roles reads it and written if any writes it: a repeat adds its roles to the first occurrence's. */
 static double generic_bytes(const struct kernel_call *k)
 {
+    enum { READ = 1, WRITE = 2 };
+    static const uint8_t access[] = {[TR_IN] = READ, [TR_OUT] = WRITE, [TR_INOUT] = READ | WRITE};
+    static const double passes[] = {0, 1, 1, 2}; /* by access bits */
     const struct kernel_desc *kd = kernel_get(k->kernel);
     const unsigned n = kd->ntensors;
-    unsigned rw[KERNEL_MAX_TENSORS]; /* bit 0: read, bit 1: written; 0 for a repeat */
+    uint8_t rw[KERNEL_MAX_TENSORS]; /* access bits; 0 for a repeat */
     for (unsigned i = 0; i < n; i++) {
         unsigned j = 0;
         while (k->tensors[j] != k->tensors[i])
             j++;
         rw[i] = 0;
-        rw[j] |= (unsigned)(kd->roles[i] != TR_OUT) | (unsigned)(kd->roles[i] != TR_IN) << 1;
+        rw[j] |= access[kd->roles[i]];
     }
     double total = 0;
     for (unsigned i = 0; i < n; i++)
         if (rw[i])
-            total += (double)kernel_tensor_bytes(k, i) * ((rw[i] & 1) + (rw[i] >> 1));
+            total += (double)kernel_tensor_bytes(k, i) * passes[rw[i]];
     return total;
 }
 

@@ -216,8 +216,7 @@ static void add_adafactor(struct model *m, const struct kernel_call *k)
 int kernel_time_model(const struct kernel_call *k, const struct kernel_cost *cost, const struct gpu_profile *p,
                       const struct software_stack *stack, struct kernel_time *out, struct err *e)
 {
-    const struct kernel_desc *kd = kernel_get(k->kernel);
-    if (!kd)
+    if (k->kernel >= K_COUNT)
         return err_set(e, ERR_INTERNAL, "kernel-time model: unknown kernel %u", k->kernel);
     const struct arch_calibration *cal = p->calibration;
     *out = (struct kernel_time){0};
@@ -232,8 +231,8 @@ int kernel_time_model(const struct kernel_call *k, const struct kernel_cost *cos
     enum dtype dt = (enum dtype)k->dtype;
     int64_t impl = k->kernel == K_SGD ? k->dims[2] : k->dims[3];
     if ((k->kernel == K_ADAMW || k->kernel == K_ADAMW_T || k->kernel == K_SGD) && (impl < 0 || impl > OPTIM_FUSED))
-        return err_set(e, ERR_INPUT, "%s: impl = %lld is not 0 (for-loop), 1 (foreach) or 2 (fused)", kd->name,
-                       (long long)impl);
+        return err_set(e, ERR_INPUT, "%s: impl = %lld is not 0 (for-loop), 1 (foreach) or 2 (fused)",
+                       kernel_get(k->kernel)->name, (long long)impl);
     switch (k->kernel) {
     case K_GEMM:
         add_gemm_like(&m, dt, cost->flops, cost->bytes, k->dims[5] > 1 ? (double)k->dims[5] : 1, (double)k->dims[0],

@@ -197,18 +197,20 @@ static tref slab_get(struct gen *g)
     return g->nt++;
 }
 
-/* Whether a tensor of these dims fits SIZE_LIMIT bytes, with its element count in *numel if so. Every
- * partial product of the dims is checked, in the order t_numel multiplies them, so no later product of
- * this tensor's dims can overflow. */
-static bool dims_fit(const int64_t *dims, int ndim, enum dtype dt, int64_t *numel)
+/* Copies the dims to t and says whether a tensor of them fits SIZE_LIMIT bytes, with its element count in
+ * *numel if so. Every partial product of the dims is checked, in the order t_numel multiplies them, so no
+ * later product of this tensor's dims can overflow. */
+static bool dims_fit(struct tensor *t, const int64_t *dims, enum dtype dt, int64_t *numel)
 {
     const int64_t most = (int64_t)(SIZE_LIMIT / dtype_size(dt));
     int64_t n = 1;
-    for (int i = 0; i < ndim; i++)
-        if (dims[i] < 0 || __builtin_mul_overflow(n, dims[i], &n) || n > most)
-            return false;
+    bool fits = true;
+    for (int i = 0; i < t->ndim; i++) {
+        t->dims[i] = dims[i];
+        fits = fits && dims[i] >= 0 && !__builtin_mul_overflow(n, dims[i], &n) && n <= most;
+    }
     *numel = n;
-    return true;
+    return fits;
 }
 
 /* The error for a tensor too large to model, naming it, its shape and dtype; the tensor is kept with
@@ -254,10 +256,8 @@ static tref t_make(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, 
                          .param = -1,
                          .next_free = -1,
                          .id = ++g->next_id};
-    for (int i = 0; i < t->ndim; i++)
-        t->dims[i] = dims[i];
     int64_t n;
-    if (!dims_fit(dims, t->ndim, dt, &n)) {
+    if (!dims_fit(t, dims, dt, &n)) {
         refuse_size(g, t, dims, t->ndim, dt, tag);
         n = 1; /* refuse_size made every dim 1 */
     }

@@ -28,15 +28,18 @@ void kern(struct gen *g, enum kernel_id k, enum dtype dt, const int64_t *dims, i
     for (int i = 0; g->par && i < nts; i++) /* a sharded parameter's unit is gathered before its kernels */
         if (g->t[ts[i]].param >= 0)
             parallel_param_use(g, g->t[ts[i]].param);
+    ndims = ndims < KERNEL_MAX_DIMS ? ndims : KERNEL_MAX_DIMS;
+    nts = nts < KERNEL_MAX_TENSORS ? nts : KERNEL_MAX_TENSORS;
+    nfparam = nfparam < 4 ? nfparam : 4;
     struct op op = {.kind = OP_KERNEL, .stream = g->stream, .name = tag};
     op.kernel.kernel = (uint16_t)k;
     op.kernel.dtype = (uint8_t)dt;
-    for (int i = 0; i < ndims && i < KERNEL_MAX_DIMS; i++)
+    op.kernel.ntensors = (uint8_t)nts;
+    for (int i = 0; i < ndims; i++)
         op.kernel.dims[i] = dims[i];
-    for (int i = 0; i < nts && i < KERNEL_MAX_TENSORS; i++)
+    for (int i = 0; i < nts; i++)
         op.kernel.tensors[i] = g->t[ts[i]].id;
-    op.kernel.ntensors = (uint8_t)(nts < KERNEL_MAX_TENSORS ? nts : KERNEL_MAX_TENSORS);
-    for (int i = 0; i < nfparam && i < 4; i++)
+    for (int i = 0; i < nfparam; i++)
         op.kernel.fparam[i] = fparam[i];
     gen_emit(g, &op);
 }
