@@ -37,7 +37,8 @@ static struct kernel_time timed(const struct kernel_call *k, const char *profile
     struct kernel_time t = {0};
     struct err e = {0};
     const struct kernel_cost cost = kernel_cost(k);
-    if (kernel_time_model(k, &cost, gpu_profile_find(profile), stack, &t, &e))
+    const struct kernel_rates rates = kernel_rates_for(gpu_profile_find(profile), stack);
+    if (kernel_time_model(k, &cost, &rates, &t, &e))
         diag("%s", e.msg);
     return t;
 }
@@ -178,7 +179,8 @@ static void optimizers(void)
     struct kernel_time t;
     k = adamw(1 << 20, 3);
     const struct kernel_cost cost = kernel_cost(&k);
-    ok(kernel_time_model(&k, &cost, gpu_profile_find("v100-16"), today(), &t, &e) == -1 && e.code == ERR_INPUT,
+    const struct kernel_rates v100 = kernel_rates_for(gpu_profile_find("v100-16"), today());
+    ok(kernel_time_model(&k, &cost, &v100, &t, &e) == -1 && e.code == ERR_INPUT,
        "impl 3 is refused");
     is_str(e.msg, "adamw: impl = 3 is not 0 (for-loop), 1 (foreach) or 2 (fused)", "  naming the kernel");
     struct kernel_call a = call(K_ADAFACTOR, DT_F32);
@@ -206,7 +208,8 @@ static void streams(void)
     bad.kernel = K_COUNT;
     struct err e = {0};
     struct kernel_time t;
-    ok(kernel_time_model(&bad, &(struct kernel_cost){0}, gpu_profile_default(), today(), &t, &e) == -1 &&
+    const struct kernel_rates rates = kernel_rates_for(gpu_profile_default(), today());
+    ok(kernel_time_model(&bad, &(struct kernel_cost){0}, &rates, &t, &e) == -1 &&
            e.code == ERR_INTERNAL,
        "an unknown kernel is an internal error");
 }

@@ -14,11 +14,7 @@ static const double foreach_max_tensors[] = {110, 64, 48, 36};
 #define FOREACH_CHUNK (65536.0 * 320.0)
 
 struct model {
-    const struct gpu_profile *p;
-    const struct arch_calibration *cal;
-    const struct software_stack *stack;
-    double bandwidth; /* achieved, bytes/s */
-    double kernel_min, gemm_fixed, host_op;
+    const struct kernel_rates *r;
     struct kernel_time *out;
 };
 
@@ -30,10 +26,10 @@ static double max2(double a, double b)
 /* One launch of a streaming kernel moving `bytes` and doing `flops`. */
 static void add_stream(struct model *m, double bytes, double flops)
 {
-    double t = max2(bytes / m->bandwidth, flops / (m->p->tflops_fp32 * 1e12));
-    m->out->gpu_seconds += max2(t, m->kernel_min);
+    double t = max2(bytes / m->r->bandwidth, flops / (m->r->p->tflops_fp32 * 1e12));
+    m->out->gpu_seconds += max2(t, m->r->kernel_min);
     m->out->launches += 1;
-    m->out->host_seconds += m->host_op;
+    m->out->host_seconds += m->r->host_op;
 }
 
 /* cuBLAS before 11 runs a 16-bit GEMM on tensor cores only when M, N and K are multiples of 8; otherwise
@@ -50,7 +46,7 @@ static int misaligned(double M, double N, double K)
  * heuristics pick smaller tiles for small problems (Matrix Multiplication Background User's Guide, 2.3). */
 static double wave_share(const struct model *m, double batch, double M, double N)
 {
-    double tile = m->cal->gemm_tile, sms = m->p->sms;
+    double tile = m->r->cal->gemm_tile, sms = m->r->p->sms;
     if (tile <= 0 || sms <= 0)
         return 1.0;
     double tiles = batch * ceil(M / tile) * ceil(N / tile);
@@ -67,13 +63,13 @@ static double wave_share(const struct model *m, double batch, double M, double N
 static void add_gemm_like(struct model *m, enum dtype dt, double flops, double bytes, double batch, double M, double N,
                           double K)
 {
-    double rate = gpu_profile_matmul_rate(m->p, dt);
-    if (dt != DT_F32 && misaligned(M, N, K) && !m->stack->tensor_cores_any_shape)
-        rate = 2 * gpu_profile_matmul_rate(m->p, DT_F32);
+    double rate = gpu_profile_matmul_rate(m->r->p, dt);
+    if (dt != DT_F32 && misaligned(M, N, K) && !m->r->stack->tensor_cores_any_shape)
+        rate = 2 * gpu_profile_matmul_rate(m->r->p, DT_F32);
     rate *= wave_share(m, batch, M, N);
-    m->out->gpu_seconds += m->gemm_fixed + max2(flops / rate, bytes / m->bandwidth);
+    m->out->gpu_seconds += m->r->gemm_fixed + max2(flops / rate, bytes / m->r->bandwidth);
     m->out->launches += 1;
-    m->out->host_seconds += m->host_op;
+    m->out->host_seconds += m->r->host_op;
 }
 
 static void add_gemm(struct model *m, enum dtype dt, double batch, double M, double N, double K)
@@ -143,11 +139,11 @@ static void add_eager_attention(struct model *m, const struct kernel_call *k)
 static void add_flash(struct model *m, const struct kernel_call *k, const struct kernel_cost *cost)
 {
     enum dtype dt = (enum dtype)k->dtype;
-    double keys = (double)k->dims[3], spec = (dt == DT_F32 ? m->p->tflops_fp32 : m->p->tflops_16bit) * 1e12;
-    double rate = spec * m->cal->flash_share * keys / (keys + m->cal->flash_half_keys);
-    m->out->gpu_seconds += m->gemm_fixed + max2(cost->flops / rate, cost->bytes / m->bandwidth);
+    double keys = (double)k->dims[3], spec = (dt == DT_F32 ? m->r->p->tflops_fp32 : m->r->p->tflops_16bit) * 1e12;
+    double rate = spec * m->r->cal->flash_share * keys / (keys + m->r->cal->flash_half_keys);
+    m->out->gpu_seconds += m->r->gemm_fixed + max2(cost->flops / rate, cost->bytes / m->r->bandwidth);
     m->out->launches += 1;
-    m->out->host_seconds += m->host_op;
+    m->out->host_seconds += m->r->host_op;
 }
 
 /* An optimizer step over n elements as a list of ops, each moving bytes_per_elem[i] bytes per
@@ -162,9 +158,9 @@ static void add_optim_ops(struct model *m, double n, const double *bytes_per_ele
             continue;
         }
         double launches = 1.0 / foreach_max_tensors[depth[i] - 1] + n / FOREACH_CHUNK;
-        m->out->gpu_seconds += n * bytes_per_elem[i] / m->bandwidth + launches * m->kernel_min;
+        m->out->gpu_seconds += n * bytes_per_elem[i] / m->r->bandwidth + launches * m->r->kernel_min;
         m->out->launches += launches;
-        m->out->host_seconds += launches * m->host_op;
+        m->out->host_seconds += launches * m->r->host_op;
     }
 }
 
@@ -213,21 +209,25 @@ static void add_adafactor(struct model *m, const struct kernel_call *k)
         add_optim_ops(m, n, vector, NULL, (int)(sizeof vector / sizeof vector[0]), OPTIM_FOR_LOOP);
 }
 
-int kernel_time_model(const struct kernel_call *k, const struct kernel_cost *cost, const struct gpu_profile *p,
-                      const struct software_stack *stack, struct kernel_time *out, struct err *e)
+struct kernel_rates kernel_rates_for(const struct gpu_profile *p, const struct software_stack *stack)
+{
+    const struct arch_calibration *cal = p->calibration;
+    return (struct kernel_rates){.p = p,
+                                 .cal = cal,
+                                 .stack = stack,
+                                 .bandwidth = p->bandwidth_gbs * 1e9 * cal->bandwidth_share,
+                                 .kernel_min = cal->kernel_min_us * 1e-6,
+                                 .gemm_fixed = cal->gemm_fixed_us * 1e-6,
+                                 .host_op = stack->host_op_us * 1e-6};
+}
+
+int kernel_time_model(const struct kernel_call *k, const struct kernel_cost *cost, const struct kernel_rates *r,
+                      struct kernel_time *out, struct err *e)
 {
     if (k->kernel >= K_COUNT)
         return err_set(e, ERR_INTERNAL, "kernel-time model: unknown kernel %u", k->kernel);
-    const struct arch_calibration *cal = p->calibration;
     *out = (struct kernel_time){0};
-    struct model m = {.p = p,
-                      .cal = cal,
-                      .stack = stack,
-                      .bandwidth = p->bandwidth_gbs * 1e9 * cal->bandwidth_share,
-                      .kernel_min = cal->kernel_min_us * 1e-6,
-                      .gemm_fixed = cal->gemm_fixed_us * 1e-6,
-                      .host_op = stack->host_op_us * 1e-6,
-                      .out = out};
+    struct model m = {.r = r, .out = out};
     enum dtype dt = (enum dtype)k->dtype;
     int64_t impl = k->kernel == K_SGD ? k->dims[2] : k->dims[3];
     if ((k->kernel == K_ADAMW || k->kernel == K_ADAMW_T || k->kernel == K_SGD) && (impl < 0 || impl > OPTIM_FUSED))

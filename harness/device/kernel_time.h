@@ -26,10 +26,22 @@ struct kernel_time {
     double host_seconds; /* the framework's time to issue them */
 };
 
-/* The modelled cost of one program kernel, whose FLOP and byte counts are cost (kernels.h, kernel_cost), on
- * profile p under a software stack: 0, or -1 with e set (ERR_INTERNAL for an unknown kernel, ERR_INPUT for an
- * optimizer impl that is not 0, 1 or 2). */
-int kernel_time_model(const struct kernel_call *k, const struct kernel_cost *cost, const struct gpu_profile *p,
-                      const struct software_stack *stack, struct kernel_time *out, struct err *e);
+/* What the model times by on profile p under a software stack, worked out once per device
+ * (kernel_rates_for). */
+struct kernel_rates {
+    const struct gpu_profile *p;
+    const struct arch_calibration *cal;     /* p's architecture's */
+    const struct software_stack *stack;
+    double bandwidth;                       /* achieved, bytes/s */
+    double kernel_min, gemm_fixed, host_op; /* seconds */
+};
+
+struct kernel_rates kernel_rates_for(const struct gpu_profile *p, const struct software_stack *stack);
+
+/* The modelled cost of one program kernel, whose FLOP and byte counts are cost (kernels.h, kernel_cost), at
+ * rates r: 0, or -1 with e set (ERR_INTERNAL for an unknown kernel, ERR_INPUT for an optimizer impl that is
+ * not 0, 1 or 2). */
+int kernel_time_model(const struct kernel_call *k, const struct kernel_cost *cost, const struct kernel_rates *r,
+                      struct kernel_time *out, struct err *e);
 
 #endif

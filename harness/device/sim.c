@@ -14,6 +14,7 @@ struct sim {
     uint64_t context, used, next_base;
     const struct gpu_profile *profile;
     const struct software_stack *stack;
+    struct kernel_rates rates; /* profile's under stack */
     uint64_t *forced;
     size_t nforced, iforced;
     /* Since the last kernel_seconds() (a synchronisation): when the host has issued its last launch,
@@ -98,7 +99,7 @@ static int sim_launch(struct device *d, const struct kernel_call *k, const struc
 {
     struct sim *s = sim_of(d);
     struct kernel_time t;
-    if (kernel_time_model(k, cost, s->profile, s->stack, &t, e))
+    if (kernel_time_model(k, cost, &s->rates, &t, e))
         return err_prefix(e, "%s: ", d->name);
     int n = t.launches > 1 ? (int)(t.launches + 0.5) : 1;
     for (int i = 0; i < n; i++) {
@@ -182,6 +183,7 @@ struct device *sim_device_create(const char *name, uint64_t total, uint64_t cont
     if (!profile)
         profile = gpu_profile_default();
     *s = (struct sim){.context = context, .next_base = 1ULL << 40, .profile = profile, .stack = software_stack_for(0, 0)};
+    s->rates = kernel_rates_for(profile, s->stack);
     d->ops = &sim_ops;
     d->kind = &sim_device_kind;
     snprintf(d->name, sizeof d->name, "%s", name);
@@ -195,6 +197,7 @@ struct device *sim_device_create(const char *name, uint64_t total, uint64_t cont
 void sim_device_set_stack(struct device *d, const struct software_stack *stack)
 {
     sim_of(d)->stack = stack;
+    sim_of(d)->rates = kernel_rates_for(sim_of(d)->profile, stack);
     describe_timing(d);
 }
 
