@@ -202,15 +202,17 @@ static tref slab_get(struct gen *g)
  * later product of this tensor's dims can overflow. */
 static bool dims_fit(struct tensor *t, const int64_t *dims, enum dtype dt, int64_t *numel)
 {
-    const int64_t most = (int64_t)(SIZE_LIMIT / dtype_size(dt));
-    int64_t n = 1;
-    bool fits = true;
+    const uint64_t most = SIZE_LIMIT / dtype_size(dt);
+    uint64_t n = 1;
+    bool over = false; /* a dim is negative, or a partial product is above most (a product after that is moot) */
     for (int i = 0; i < t->ndim; i++) {
         t->dims[i] = dims[i];
-        fits = fits && dims[i] >= 0 && !__builtin_mul_overflow(n, dims[i], &n) && n <= most;
+        over |= dims[i] < 0;
+        over |= __builtin_mul_overflow(n, (uint64_t)dims[i], &n);
+        over |= n > most;
     }
-    *numel = n;
-    return fits;
+    *numel = (int64_t)n;
+    return !over;
 }
 
 /* The error for a tensor too large to model, naming it, its shape and dtype; the tensor is kept with
