@@ -78,7 +78,9 @@ void grad_accumulate(struct gen *g, tref x, tref gx)
         t_release(g, gx);
         return;
     }
-    const char *tag = gen_intern(g, "autograd.grad_sum");
+    if (!g->grad_sum_tag)
+        g->grad_sum_tag = gen_intern(g, "autograd.grad_sum");
+    const char *tag = g->grad_sum_tag;
     if (g->t[gx].dtype != g->t[x].dtype) { /* the engine casts a gradient to its input's dtype */
         tref c = t_like(g, gx, (enum dtype)g->t[x].dtype, CAT_TEMP, tag);
         kern_cast(g, gx, c, tag);

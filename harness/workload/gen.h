@@ -169,6 +169,7 @@ struct gen {
     /* Where gen.c builds the ALLOC and FREE ops of tensors: only the header changes, the kernel part is never
      * written and stays zero (clearing a whole struct op, some 200 bytes, would cost more than the rest). */
     struct op mem_op;
+    const char *grad_sum_tag; /* "autograd.grad_sum", interned at its first use: every gradient sum is tagged so */
 };
 
 /* gen.c: context, strings, tensors, op emission */
