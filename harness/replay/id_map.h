@@ -1,5 +1,5 @@
 /* id_map.h: a text trace's live IDs (words as written) to the number each alloc gave them, in an
- * open-addressing table (linear probing, deletion by backward shift, so a trace that allocates and
+ * open-addressing index (util/open_index.h: deletion by backward shift, so a trace that allocates and
  * frees millions of IDs leaves no tombstones behind). Memory follows the IDs live at once, never
  * the length of the trace. */
 #ifndef OOMLAB_ID_MAP_H
@@ -9,21 +9,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/open_index.h"
+
 struct id_record;
 
-struct id_slot {
-    uint64_t hash; /* 0: empty */
-    struct id_record *rec;
-};
-
 struct id_map {
-    struct id_slot *slots;
-    size_t mask;   /* slots - 1 (a power of two), or 0 before the first insert */
-    size_t count;
+    struct open_index index; /* of id_records by their words' hashes; index.count: the live IDs */
     struct id_record *spare; /* short records freed, for the next inserts */
 };
 
-/* A word's hash, computed once per line and handed to find and insert. Never 0. */
+/* A word's hash, computed once per line and handed to find and insert. */
 uint64_t id_map_hash(const char *word, size_t len);
 /* The slot of word, or -1 when it is not live. */
 ptrdiff_t id_map_find(const struct id_map *m, const char *word, size_t len, uint64_t hash);
