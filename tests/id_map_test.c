@@ -41,7 +41,7 @@ int main(void)
             id_map_remove(&m, at);
             live[i] = false;
             nlive--;
-        } else if (id_map_insert(&m, w, len, h, next_key) == 0) {
+        } else if (id_map_add(&m, w, len, h, next_key) == 0) {
             keys[i] = next_key++;
             live[i] = true;
             nlive++;
@@ -56,6 +56,17 @@ int main(void)
         wrong += (at >= 0) != live[i] || (at >= 0 && id_map_key(&m, at) != keys[i]);
     }
     is_int(wrong, 0, "after the churn, each of %d IDs is found exactly when live, with its key", IDS);
+    size_t again = 0, kept = 0;
+    for (size_t i = 0; i < IDS; i++) { /* adding a live ID adds nothing and keeps its key */
+        id_word(i, w, sizeof w);
+        size_t len = strlen(w);
+        if (!live[i])
+            continue;
+        again += id_map_add(&m, w, len, id_map_hash(w, len), 999999) == 1;
+        kept += id_map_key(&m, id_map_find(&m, w, len, id_map_hash(w, len))) == keys[i];
+    }
+    ok(again == nlive && kept == nlive && m.index.count == nlive,
+       "adding a live ID again says so (1) and leaves its key and the count as they were");
     ok(id_map_find(&m, "t1", 1, id_map_hash("t1", 1)) < 0, "a prefix of a live ID is not it");
     ok(id_map_hash("t12", 3) != id_map_hash("t13", 3) && id_map_hash("abcdefgh", 8) != id_map_hash("abcdefgi", 8) &&
            id_map_hash("abcdefghi", 9) != id_map_hash("abcdefghj", 9),

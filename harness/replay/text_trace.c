@@ -13,6 +13,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ struct reader {
     struct id_map live;
     ptrdiff_t freed; /* the slot of the ID the current line frees, dropped once its op is emitted; -1: none */
     uint64_t next_key;
+    bool kernel_set; /* the op holds a kernel line's call, to be cleared before the next line's */
 };
 
 static int line_error(const struct reader *r, int col, struct err *e, const char *fmt, ...)
@@ -199,9 +201,12 @@ static int parse_alloc(struct reader *r, char **w, const int *col, const size_t 
 {
     if (n < 3 || n > 6)
         return line_error(r, col[n < 3 ? 0 : 6], e, "expected 'alloc ID BYTES [STREAM] [CATEGORY [TAG]]'");
-    uint64_t hash = id_map_hash(w[1], len[1]);
-    if (id_map_find(&r->live, w[1], len[1], hash) >= 0)
+    int added = id_map_add(&r->live, w[1], len[1], id_map_hash(w[1], len[1]), r->next_key);
+    if (added < 0)
+        return err_set(e, ERR_INTERNAL, "out of host memory reading %s", r->name);
+    if (added > 0)
         return line_error(r, col[1], e, "'%s' is allocated again while still live", w[1]);
+    op->id = r->next_key++; /* an error below ends the reading: the ID added stays unused */
     if (byte_count(r, w[2], len[2], col[2], &op->bytes, e))
         return -1;
     int at = 3;
@@ -221,9 +226,6 @@ static int parse_alloc(struct reader *r, char **w, const int *col, const size_t 
         op->name = w[at++];
     if (at < n)
         return line_error(r, col[at], e, "expected 'alloc ID BYTES [STREAM] [CATEGORY [TAG]]'");
-    op->id = r->next_key++;
-    if (id_map_insert(&r->live, w[1], len[1], hash, op->id))
-        return err_set(e, ERR_INTERNAL, "out of host memory reading %s", r->name);
     return 0;
 }
 
@@ -275,6 +277,7 @@ static int parse_kernel(struct reader *r, char **w, const int *col, const size_t
         return line_error(r, col[2], e, "unknown dtype '%s'", w[2]);
     const struct kernel_desc *d = kernel_get((unsigned)id);
     struct kernel_call *k = &op->kernel;
+    r->kernel_set = true;
     k->kernel = (uint16_t)id;
     k->dtype = (uint8_t)dt;
     int at = 3;
@@ -333,7 +336,15 @@ static int parse_line(struct reader *r, char *line, struct op *op, struct err *e
     int kind = len[0] == 5 && !memcmp(w[0], "alloc", 5) ? OP_ALLOC
                : len[0] == 4 && !memcmp(w[0], "free", 4) ? OP_FREE
                                                          : op_kind_from_name(w[0]);
-    *op = (struct op){.kind = (enum op_kind)kind, .where = r->lineno};
+    /* the previous line's op cleared, its kernel call only after a kernel line: zeroing the whole op for
+     * every line shows in a long trace's time */
+    memset(op, 0, offsetof(struct op, kernel));
+    if (r->kernel_set) {
+        memset(&op->kernel, 0, sizeof op->kernel);
+        r->kernel_set = false;
+    }
+    op->kind = (enum op_kind)kind;
+    op->where = r->lineno;
     switch (kind) {
     case OP_ALLOC:
     case OP_MANAGED_ALLOC: return parse_alloc(r, w, col, len, n, op, e);
@@ -385,11 +396,11 @@ int text_trace_run(struct trace_input *in, struct op_sink *sink, struct err *e)
 {
     struct reader r = {.name = trace_input_name(in), .freed = -1, .next_key = 1};
     int rc = 0;
+    struct op op = {0}; /* each line's, cleared by parse_line */
     for (;;) {
         char *line;
         if ((rc = trace_input_line(in, &line, &r.lineno, e)) || !line)
             break;
-        struct op op;
         if ((rc = parse_line(&r, line, &op, e)))
             break;
         if (op.kind == OP_KIND_COUNT) /* a blank or comment line */

@@ -30,22 +30,31 @@ static inline uint64_t open_index_hash_u64(uint64_t id)
     return id * UINT64_C(0x9E3779B97F4A7C15);
 }
 
+/* A hash's home slot, where its probe starts (the table must exist). */
+static inline size_t open_index_home(const struct open_index *x, uint64_t hash)
+{
+    return (size_t)(hash >> x->shift);
+}
+
+/* The first slot at or after slot i, in probe order, that holds hash or is empty. */
+static inline size_t open_index_seek(const struct open_index *x, uint64_t hash, size_t i)
+{
+    while (x->slots[i].item && x->slots[i].hash != hash)
+        i = (i + 1) & x->mask;
+    return i;
+}
+
 /* The first slot at or after slot i, in probe order, holding hash; -1 when an empty slot comes first. */
 static inline ptrdiff_t open_index_next(const struct open_index *x, uint64_t hash, size_t i)
 {
-    for (;; i = (i + 1) & x->mask) {
-        const struct open_slot *s = &x->slots[i];
-        if (!s->item)
-            return -1;
-        if (s->hash == hash)
-            return (ptrdiff_t)i;
-    }
+    i = open_index_seek(x, hash, i);
+    return x->slots[i].item ? (ptrdiff_t)i : -1;
 }
 
 /* The first slot holding hash, or -1. */
 static inline ptrdiff_t open_index_first(const struct open_index *x, uint64_t hash)
 {
-    return x->slots ? open_index_next(x, hash, (size_t)(hash >> x->shift)) : -1;
+    return x->slots ? open_index_next(x, hash, open_index_home(x, hash)) : -1;
 }
 
 /* The item under a hash that only one item may hold (open_index_hash_u64), or NULL. */
@@ -58,19 +67,32 @@ static inline void *open_index_get(const struct open_index *x, uint64_t hash)
 /* Doubles the table (the first: 64 slots); -1 when out of memory (the index is then unchanged). */
 int open_index_grow(struct open_index *x);
 
-/* Adds item (not NULL, not held) under hash, growing the table at half full; -1 when out of memory (the
- * index is then unchanged). */
-static inline int open_index_insert(struct open_index *x, uint64_t hash, void *item)
+/* Room for one more item (the table grows at half full); -1 when out of memory. */
+static inline int open_index_reserve(struct open_index *x)
 {
-    if (2 * (x->count + 1) > x->mask + 1 && open_index_grow(x)) /* also the first insert: mask is 0 */
-        return -1;
-    size_t i = (size_t)(hash >> x->shift);
-    while (x->slots[i].item)
-        i = (i + 1) & x->mask;
+    return 2 * (x->count + 1) > x->mask + 1 ? open_index_grow(x) : 0; /* also the first: mask is 0 */
+}
+
+/* Puts item (not NULL) under hash into slot i: the empty slot that ends hash's probe run (open_index_seek
+ * from its home), with room reserved since. */
+static inline void open_index_put(struct open_index *x, size_t i, uint64_t hash, void *item)
+{
     x->slots[i] = (struct open_slot){hash, item};
     x->count++;
+}
+
+/* Adds item (not NULL, not held) under hash; -1 when out of memory (the index is then unchanged). */
+static inline int open_index_insert(struct open_index *x, uint64_t hash, void *item)
+{
+    if (open_index_reserve(x))
+        return -1;
+    size_t i = open_index_home(x, hash);
+    while (x->slots[i].item)
+        i = (i + 1) & x->mask;
+    open_index_put(x, i, hash, item);
     return 0;
 }
+
 /* Removes the item in slot i (from open_index_first/next, with no insert or remove since). */
 void open_index_remove_at(struct open_index *x, size_t i);
 /* Removes the item under hash, if any (a hash only one item holds); returns it or NULL. */
