@@ -67,6 +67,12 @@ int main(void)
     }
     ok(again == nlive && kept == nlive && m.index.count == nlive,
        "adding a live ID again says so (1) and leaves its key and the count as they were");
+    ok(id_map_same("abcdefgh", "abcdefgh", 8) && !id_map_same("abcdefgh", "abcdXfgh", 8) &&
+           !id_map_same("abcdefgh", "Xbcdefgh", 8) && !id_map_same("abcdefgh", "abcdefgX", 8) &&
+           id_map_same("abcde", "abcde", 5) && !id_map_same("abcde", "abXde", 5) && id_map_same("ab", "ab", 2) &&
+           !id_map_same("ab", "aX", 2) && !id_map_same("abc", "aXc", 3) && !id_map_same("a", "b", 1) &&
+           id_map_same("", "", 0) && !id_map_same("abcdefghi", "abcdefghX", 9),
+       "same words: every byte of 1 to 9 byte words is compared (first, middle, last)");
     ok(id_map_find(&m, "t1", 1, id_map_hash("t1", 1)) < 0, "a prefix of a live ID is not it");
     ok(id_map_hash("t12", 3) != id_map_hash("t13", 3) && id_map_hash("abcdefgh", 8) != id_map_hash("abcdefgi", 8) &&
            id_map_hash("abcdefghi", 9) != id_map_hash("abcdefghj", 9),

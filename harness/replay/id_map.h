@@ -56,6 +56,23 @@ static inline uint64_t id_map_hash(const char *word, size_t len)
     return h;
 }
 
+/* Whether a and b, len bytes each, are the same: up to eight bytes as two overlapping halves (as
+ * id_map_hash reads them), without a call to memcmp. */
+static inline bool id_map_same(const char *a, const char *b, size_t len)
+{
+    if (len > 8)
+        return memcmp(a, b, len) == 0;
+    if (len >= 4) {
+        uint32_t a0, a1, b0, b1;
+        memcpy(&a0, a, 4);
+        memcpy(&b0, b, 4);
+        memcpy(&a1, a + len - 4, 4);
+        memcpy(&b1, b + len - 4, 4);
+        return a0 == b0 && a1 == b1;
+    }
+    return !len || (a[0] == b[0] && a[len / 2] == b[len / 2] && a[len - 1] == b[len - 1]);
+}
+
 /* The slot of word, probing from slot i (hash's home to start); when word is not live, ~ the empty slot
  * that ends the probe run (a negative number), where it would be added. */
 static inline ptrdiff_t id_map_seek(const struct id_map *m, const char *word, size_t len, uint64_t hash, size_t i)
@@ -66,7 +83,7 @@ static inline ptrdiff_t id_map_seek(const struct id_map *m, const char *word, si
         const struct id_record *r = x->slots[i].item;
         if (!r)
             return ~(ptrdiff_t)i;
-        if (r->len == len && memcmp(r->word, word, len) == 0)
+        if (r->len == len && id_map_same(r->word, word, len))
             return (ptrdiff_t)i;
     }
 }

@@ -74,7 +74,8 @@ struct trace_input *trace_input_open(const char *path, struct err *e)
         err_set(e, ERR_INTERNAL, "out of host memory opening %s", path);
         return NULL;
     }
-    gzbuffer(in->gz, 256 * 1024);
+    /* zlib reads a plain file straight into a request of twice this or more, as fill's are (BUF_SIZE) */
+    gzbuffer(in->gz, BUF_SIZE / 4);
     if (in->size > 0) { /* a plain snapshot is then mapped without zlib's buffers ever being filled */
         ssize_t n = pread(fd, in->head, sizeof in->head, 0);
         in->nhead = n > 0 ? (size_t)n : 0;
