@@ -115,30 +115,36 @@ static int split_words(char *line, char **words, int *cols, size_t *lens, int ma
 /* The words of "free ID" and "alloc ID BYTES" written with single spaces and nothing after them (nearly
  * every line of a long trace), as split_words would give them, found without its loop; 0 for any other
  * line, left as it was for split_words. */
+static char *common_word(char *line, char *p, char **words, int *cols, size_t *lens)
+{
+    if (char_class[(unsigned char)*p]) /* a blank, the end or a comment: not a word */
+        return NULL;
+    char *end = word_end(p);
+    *words = p;
+    *cols = (int)(p - line) + 1;
+    *lens = (size_t)(end - p);
+    return end;
+}
+
 static int split_common(char *line, char **words, int *cols, size_t *lens)
 {
-    int n = !memcmp(line, "free ", 5) ? 2 : !memcmp(line, "alloc ", 6) ? 3 : 0;
-    if (!n)
+    bool is_free = !memcmp(line, "free ", 5);
+    if (!is_free && memcmp(line, "alloc ", 6))
         return 0;
     words[0] = line;
     cols[0] = 1;
-    lens[0] = n == 2 ? 4 : 5;
-    char *p = line + lens[0] + 1, *ends[3];
-    for (int i = 1; i < n; i++) {
-        if (char_class[(unsigned char)*p]) /* a blank, the end or a comment: not a word */
+    lens[0] = is_free ? 4 : 5;
+    char *id_end = common_word(line, line + lens[0] + 1, words + 1, cols + 1, lens + 1);
+    if (!id_end || *id_end != (is_free ? '\0' : ' '))
+        return 0;
+    if (!is_free) {
+        char *end = common_word(line, id_end + 1, words + 2, cols + 2, lens + 2);
+        if (!end || *end)
             return 0;
-        words[i] = p;
-        cols[i] = (int)(p - line) + 1;
-        ends[i] = word_end(p);
-        lens[i] = (size_t)(ends[i] - p);
-        if (*ends[i] != (i < n - 1 ? ' ' : '\0'))
-            return 0;
-        p = ends[i] + 1;
+        *id_end = '\0';
     }
     line[lens[0]] = '\0';
-    if (n == 3)
-        *ends[1] = '\0';
-    return n;
+    return is_free ? 2 : 3;
 }
 
 /* A decimal integer in [0, max]. */
