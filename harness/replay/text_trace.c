@@ -182,12 +182,11 @@ static bool eight_digits(const char *w, size_t len, uint64_t *out)
     return true;
 }
 
-/* A byte count: plain digits (most of a trace's, below 10^18 and so below size_parse's 2^62 limit)
+/* A byte count past eight digits: plain digits (below 10^18 and so below size_parse's 2^62 limit)
  * directly, anything else through size_parse, which reads units and says what is wrong. */
-static int byte_count(const struct reader *r, const char *w, size_t len, int col, uint64_t *out, struct err *e)
+static __attribute__((noinline)) int byte_count_slow(const struct reader *r, const char *w, size_t len, int col,
+                                                     uint64_t *out, struct err *e)
 {
-    if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && len && len <= 8 && eight_digits(w, len, out))
-        return 0;
     uint64_t v = 0;
     size_t i = 0;
     if (len <= 18)
@@ -200,6 +199,15 @@ static int byte_count(const struct reader *r, const char *w, size_t len, int col
     if (size_parse(w, out, e))
         return err_prefix(e, "%s:%zu:%d: ", r->name, r->lineno, col);
     return 0;
+}
+
+/* A byte count: up to eight digits (nearly every line's) inline, the rest apart. */
+static inline int byte_count(const struct reader *r, const char *w, size_t len, int col, uint64_t *out,
+                             struct err *e)
+{
+    if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && len && len <= 8 && eight_digits(w, len, out))
+        return 0;
+    return byte_count_slow(r, w, len, col, out, e);
 }
 
 /* The live ID's key; `use` says what the line does with it ("free of", "kernel reads"). *slot (if
