@@ -15,7 +15,7 @@ int open_index_grow(struct open_index *x)
     *x = (struct open_index){.slots = slots, .mask = n - 1, .shift = 64 - (unsigned)__builtin_ctzll(n)};
     for (size_t i = 0; old.slots && i <= old.mask; i++)
         if (old.slots[i].item)
-            open_index_insert(x, old.slots[i].hash, old.slots[i].item); /* never grows: half of old's slots at most */
+            open_index_insert(x, old.slots[i].hash, old.slots[i].item); /* never grows: old held a quarter of its slots at most */
     free(old.slots);
     return 0;
 }
