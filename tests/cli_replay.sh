@@ -115,6 +115,22 @@ csv=$("$BIN" replay --csv - "$T/ok.trace" 2>&1)
 ok $(echo "$csv" | grep -q '==' && echo 1 || echo 0) "--csv - leaves the table off standard output"
 ok $(echo "$csv" | head -1 | grep -q '^group,job,' && echo 0 || echo 1) "--csv - starts with the header"
 
+# "alloc ID BYTES" and "free ID" as most lines write them take a shorter path than other spellings of the same
+# ops (blanks, tabs, comments, CRLF): both give the same run, and lines that only start alike are errors
+printf 'alloc t1 1MiB\nalloc t2 3145728\nfree t1\nalloc 77 512\nfree t2\nfree 77\n' > "$T/plain.trace"
+printf 'alloc  t1 1MiB\r\nalloc\tt2 3145728 # c\r\nfree t1 \r\nalloc 77 512 0\r\n  free t2\r\nfree 77#c\r\n' > "$T/spelled.trace"
+"$BIN" replay --json "$T/plain.json" "$T/plain.trace" > /dev/null 2>&1
+"$BIN" replay --json "$T/spelled.json" "$T/spelled.trace" > /dev/null 2>&1
+ok $([ -s "$T/plain.json" ] && [ "$(cat "$T/plain.json")" = "$(sed 's/spelled\.trace/plain.trace/' "$T/spelled.json")" ] \
+     && grep -q '"reserved_bytes.all.peak": 23068672' "$T/plain.json" && echo 0 || echo 1) \
+    "the same ops spelled with blanks, tabs, comments and CRLF replay as the plain lines (22 MiB reserved at the peak)"
+printf 'alloc a 10\nfree a a\n' > "$T/free2.trace"
+bad "free with two IDs" "free2.trace:2:8: expected 'free ID'" "$BIN" replay --json "$T/bad.json" "$T/free2.trace"
+printf 'alloc a\n' > "$T/alloc1.trace"
+bad "alloc without its bytes" "alloc1.trace:1:1: expected 'alloc ID BYTES" "$BIN" replay --json "$T/bad.json" "$T/alloc1.trace"
+printf 'alloc a 10\nfree  zz\n' > "$T/free3.trace"
+bad "free of an unknown ID after two blanks" "free3.trace:2:7: free of 'zz', which is not live" "$BIN" replay --json "$T/bad.json" "$T/free3.trace"
+
 # the op program of a scenario is a trace: it replays to the run's own figures (tests/pipeline_test.c
 # checks every variant; here the command line)
 "$BIN" program --variant after scenarios/unreleased_gradients.yaml > "$T/prog.trace"

@@ -13,6 +13,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ struct reader {
     struct id_map live;
     ptrdiff_t freed; /* the slot of the ID the current line frees, dropped once its op is emitted; -1: none */
     uint64_t next_key;
+    bool kernel_set; /* the op holds a kernel line's call, to be cleared before the next line's */
 };
 
 static int line_error(const struct reader *r, int col, struct err *e, const char *fmt, ...)
@@ -110,6 +112,41 @@ static int split_words(char *line, char **words, int *cols, size_t *lens, int ma
     }
 }
 
+/* The words of "free ID" and "alloc ID BYTES" written with single spaces and nothing after them (nearly
+ * every line of a long trace), as split_words would give them, found without its loop; 0 for any other
+ * line, left as it was for split_words. */
+static char *common_word(char *line, char *p, char **words, int *cols, size_t *lens)
+{
+    if (char_class[(unsigned char)*p]) /* a blank, the end or a comment: not a word */
+        return NULL;
+    char *end = word_end(p);
+    *words = p;
+    *cols = (int)(p - line) + 1;
+    *lens = (size_t)(end - p);
+    return end;
+}
+
+static int split_common(char *line, char **words, int *cols, size_t *lens)
+{
+    bool is_free = !memcmp(line, "free ", 5);
+    if (!is_free && memcmp(line, "alloc ", 6))
+        return 0;
+    words[0] = line;
+    cols[0] = 1;
+    lens[0] = is_free ? 4 : 5;
+    char *id_end = common_word(line, line + lens[0] + 1, words + 1, cols + 1, lens + 1);
+    if (!id_end || *id_end != (is_free ? '\0' : ' '))
+        return 0;
+    if (!is_free) {
+        char *end = common_word(line, id_end + 1, words + 2, cols + 2, lens + 2);
+        if (!end || *end)
+            return 0;
+        *id_end = '\0';
+    }
+    line[lens[0]] = '\0';
+    return is_free ? 2 : 3;
+}
+
 /* A decimal integer in [0, max]. */
 static bool decimal(const char *s, uint64_t max, uint64_t *out)
 {
@@ -145,12 +182,11 @@ static bool eight_digits(const char *w, size_t len, uint64_t *out)
     return true;
 }
 
-/* A byte count: plain digits (most of a trace's, below 10^18 and so below size_parse's 2^62 limit)
+/* A byte count past eight digits: plain digits (below 10^18 and so below size_parse's 2^62 limit)
  * directly, anything else through size_parse, which reads units and says what is wrong. */
-static int byte_count(const struct reader *r, const char *w, size_t len, int col, uint64_t *out, struct err *e)
+static __attribute__((noinline)) int byte_count_slow(const struct reader *r, const char *w, size_t len, int col,
+                                                     uint64_t *out, struct err *e)
 {
-    if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && len && len <= 8 && eight_digits(w, len, out))
-        return 0;
     uint64_t v = 0;
     size_t i = 0;
     if (len <= 18)
@@ -163,6 +199,15 @@ static int byte_count(const struct reader *r, const char *w, size_t len, int col
     if (size_parse(w, out, e))
         return err_prefix(e, "%s:%zu:%d: ", r->name, r->lineno, col);
     return 0;
+}
+
+/* A byte count: up to eight digits (nearly every line's) inline, the rest apart. */
+static inline int byte_count(const struct reader *r, const char *w, size_t len, int col, uint64_t *out,
+                             struct err *e)
+{
+    if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && len && len <= 8 && eight_digits(w, len, out))
+        return 0;
+    return byte_count_slow(r, w, len, col, out, e);
 }
 
 /* The live ID's key; `use` says what the line does with it ("free of", "kernel reads"). *slot (if
@@ -199,9 +244,12 @@ static int parse_alloc(struct reader *r, char **w, const int *col, const size_t 
 {
     if (n < 3 || n > 6)
         return line_error(r, col[n < 3 ? 0 : 6], e, "expected 'alloc ID BYTES [STREAM] [CATEGORY [TAG]]'");
-    uint64_t hash = id_map_hash(w[1], len[1]);
-    if (id_map_find(&r->live, w[1], len[1], hash) >= 0)
+    int added = id_map_add(&r->live, w[1], len[1], id_map_hash(w[1], len[1]), r->next_key);
+    if (added < 0)
+        return err_set(e, ERR_INTERNAL, "out of host memory reading %s", r->name);
+    if (added > 0)
         return line_error(r, col[1], e, "'%s' is allocated again while still live", w[1]);
+    op->id = r->next_key++; /* an error below ends the reading: the ID added stays unused */
     if (byte_count(r, w[2], len[2], col[2], &op->bytes, e))
         return -1;
     int at = 3;
@@ -221,9 +269,6 @@ static int parse_alloc(struct reader *r, char **w, const int *col, const size_t 
         op->name = w[at++];
     if (at < n)
         return line_error(r, col[at], e, "expected 'alloc ID BYTES [STREAM] [CATEGORY [TAG]]'");
-    op->id = r->next_key++;
-    if (id_map_insert(&r->live, w[1], len[1], hash, op->id))
-        return err_set(e, ERR_INTERNAL, "out of host memory reading %s", r->name);
     return 0;
 }
 
@@ -275,6 +320,7 @@ static int parse_kernel(struct reader *r, char **w, const int *col, const size_t
         return line_error(r, col[2], e, "unknown dtype '%s'", w[2]);
     const struct kernel_desc *d = kernel_get((unsigned)id);
     struct kernel_call *k = &op->kernel;
+    r->kernel_set = true;
     k->kernel = (uint16_t)id;
     k->dtype = (uint8_t)dt;
     int at = 3;
@@ -323,7 +369,9 @@ static int parse_line(struct reader *r, char *line, struct op *op, struct err *e
     char *w[MAX_WORDS];
     int col[MAX_WORDS];
     size_t len[MAX_WORDS];
-    int n = split_words(line, w, col, len, MAX_WORDS);
+    int n = split_common(line, w, col, len);
+    if (!n)
+        n = split_words(line, w, col, len, MAX_WORDS);
     op->kind = OP_KIND_COUNT; /* nothing to emit */
     if (n == 0)
         return 0;
@@ -333,7 +381,15 @@ static int parse_line(struct reader *r, char *line, struct op *op, struct err *e
     int kind = len[0] == 5 && !memcmp(w[0], "alloc", 5) ? OP_ALLOC
                : len[0] == 4 && !memcmp(w[0], "free", 4) ? OP_FREE
                                                          : op_kind_from_name(w[0]);
-    *op = (struct op){.kind = (enum op_kind)kind, .where = r->lineno};
+    /* the previous line's op cleared, its kernel call only after a kernel line: zeroing the whole op for
+     * every line shows in a long trace's time */
+    memset(op, 0, offsetof(struct op, kernel));
+    if (r->kernel_set) {
+        memset(&op->kernel, 0, sizeof op->kernel);
+        r->kernel_set = false;
+    }
+    op->kind = (enum op_kind)kind;
+    op->where = r->lineno;
     switch (kind) {
     case OP_ALLOC:
     case OP_MANAGED_ALLOC: return parse_alloc(r, w, col, len, n, op, e);
@@ -385,11 +441,11 @@ int text_trace_run(struct trace_input *in, struct op_sink *sink, struct err *e)
 {
     struct reader r = {.name = trace_input_name(in), .freed = -1, .next_key = 1};
     int rc = 0;
+    struct op op = {0}; /* each line's, cleared by parse_line */
     for (;;) {
         char *line;
         if ((rc = trace_input_line(in, &line, &r.lineno, e)) || !line)
             break;
-        struct op op;
         if ((rc = parse_line(&r, line, &op, e)))
             break;
         if (op.kind == OP_KIND_COUNT) /* a blank or comment line */

@@ -74,7 +74,8 @@ struct trace_input *trace_input_open(const char *path, struct err *e)
         err_set(e, ERR_INTERNAL, "out of host memory opening %s", path);
         return NULL;
     }
-    gzbuffer(in->gz, 256 * 1024);
+    /* zlib reads a plain file straight into a request of twice this or more, as fill's are (BUF_SIZE) */
+    gzbuffer(in->gz, BUF_SIZE / 4);
     if (in->size > 0) { /* a plain snapshot is then mapped without zlib's buffers ever being filled */
         ssize_t n = pread(fd, in->head, sizeof in->head, 0);
         in->nhead = n > 0 ? (size_t)n : 0;
@@ -214,10 +215,24 @@ int trace_input_read_all(struct trace_input *in, const unsigned char **data, siz
     return 0;
 }
 
-int trace_input_line(struct trace_input *in, char **line, size_t *lineno, struct err *e)
+/* The line at buf[start], cut at the newline (or the buffer's end) where given: NUL-terminated, a final
+ * '\r' dropped. */
+static char *take_line(struct trace_input *in, size_t len, bool nl, size_t *lineno)
+{
+    char *s = in->buf + in->start;
+    *lineno = ++in->lineno;
+    s[len] = '\0'; /* the newline's place, or the spare byte after the buffer */
+    if (len && s[len - 1] == '\r')
+        s[len - 1] = '\0';
+    in->start += nl ? len + 1 : len;
+    return s;
+}
+
+/* trace_input_line past the buffer's newlines: filling it, the last line, and the errors. */
+static __attribute__((noinline)) int line_slow(struct trace_input *in, char **line, size_t *lineno, char *nl,
+                                               struct err *e)
 {
     *line = NULL;
-    char *nl = memchr(in->buf + in->start, '\n', in->end - in->start);
     while (!nl && !in->eof && in->end - in->start < TRACE_MAX_LINE) {
         size_t seen = in->end - in->start;
         if (fill(in, e))
@@ -228,18 +243,25 @@ int trace_input_line(struct trace_input *in, char **line, size_t *lineno, struct
     if (!nl && avail == 0)
         return 0;
     size_t len = nl ? (size_t)(nl - (in->buf + in->start)) : avail;
-    *lineno = ++in->lineno;
+    if (len >= TRACE_MAX_LINE || in->nul < in->start + len) /* an error ends the reading: no line passes a NUL */
+        *lineno = ++in->lineno;
     if (len >= TRACE_MAX_LINE)
         return err_set(e, ERR_INPUT, "%s:%zu: longer than %d bytes, the longest line oomlab reads", in->name,
                        *lineno, TRACE_MAX_LINE - 1);
-    char *s = in->buf + in->start;
-    if (in->nul < in->start + len) /* an error ends the reading, so no line goes past a NUL */
+    if (in->nul < in->start + len)
         return err_set(e, ERR_INPUT, "%s:%zu:%zu: a NUL byte; a trace is text", in->name, *lineno,
                        in->nul - in->start + 1);
-    s[len] = '\0'; /* the newline's place, or the spare byte after the buffer */
-    if (len && s[len - 1] == '\r')
-        s[len - 1] = '\0';
-    in->start += nl ? len + 1 : len;
-    *line = s;
+    *line = take_line(in, len, nl, lineno);
+    return 0;
+}
+
+/* Most lines: a newline in the buffer, in reach, no NUL before it. */
+int trace_input_line(struct trace_input *in, char **line, size_t *lineno, struct err *e)
+{
+    char *s = in->buf + in->start, *nl = memchr(s, '\n', in->end - in->start);
+    size_t len = nl ? (size_t)(nl - s) : 0;
+    if (!nl || len >= TRACE_MAX_LINE || in->nul < in->start + len)
+        return line_slow(in, line, lineno, nl, e);
+    *line = take_line(in, len, true, lineno);
     return 0;
 }

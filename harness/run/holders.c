@@ -8,6 +8,7 @@
 
 #include "util/bump.h"
 #include "util/hash.h"
+#include "util/open_index.h"
 #include "util/vec.h"
 
 struct key_entry {
@@ -65,9 +66,9 @@ struct change {
 #define CHANGES_MAX 65536 /* then the peak is captured and changes are no longer kept */
 
 struct live_entry {
-    uint64_t id, bytes;
+    uint64_t bytes;
     struct key_entry *key;
-    UT_hash_handle hh;
+    struct live_entry *next_spare;
 };
 
 struct holders {
@@ -76,8 +77,8 @@ struct holders {
     struct raw_entry *raws;
     struct folded *folds;
     struct recent recent[RECENT_SLOTS];
-    struct live_entry *live;
-    struct live_entry *spare; /* freed entries, reused through hh.next */
+    struct open_index live;   /* live_entries by open_index_hash_u64(id) */
+    struct live_entry *spare; /* freed entries, for the next allocations */
     struct bump mem;          /* the keys, tag tables and live entries: freed with the holders */
     char phase[32];
     uint32_t phase_id;       /* the phase's index in phases, so the cache tells phases apart */
@@ -352,17 +353,16 @@ static void add(struct holders *hs, uint64_t id, uint64_t bytes, const char *tag
     struct key_entry *k = cached_key(hs, tag, category);
     struct live_entry *l = hs->spare;
     if (l)
-        hs->spare = l->hh.next;
+        hs->spare = l->next_spare;
     else
         l = bump_alloc(&hs->mem, sizeof *l);
     if (!k || !l) {
         hs->failed = true;
         return;
     }
-    *l = (struct live_entry){.id = id, .bytes = bytes, .key = k};
-    HASH_ADD(hh, hs->live, id, sizeof l->id, l);
-    if (!HASH_ADDED(l)) {
-        l->hh.next = hs->spare;
+    *l = (struct live_entry){.bytes = bytes, .key = k};
+    if (open_index_insert(&hs->live, open_index_hash_u64(id), l)) {
+        l->next_spare = hs->spare;
         hs->spare = l;
         hs->failed = true;
         return;
@@ -399,8 +399,7 @@ void holders_adopt(struct holders *h, uint64_t id, uint64_t bytes, const char *t
 
 static void on_free(struct holders *hs, const struct op *op)
 {
-    struct live_entry *l;
-    HASH_FIND(hh, hs->live, &op->id, sizeof op->id, l);
+    struct live_entry *l = open_index_remove(&hs->live, open_index_hash_u64(op->id));
     if (!l)
         return;
     if (hs->rising) { /* the peak was just before this free */
@@ -412,8 +411,7 @@ static void on_free(struct holders *hs, const struct op *op)
     l->key->h.count--;
     hs->current -= l->bytes;
     note_change(hs, l->key, l->bytes, false);
-    HASH_DEL(hs->live, l);
-    l->hh.next = hs->spare;
+    l->next_spare = hs->spare;
     hs->spare = l;
 }
 
@@ -483,7 +481,7 @@ void holders_destroy(struct holders *hs)
     HASH_CLEAR(hh, hs->keys);
     HASH_CLEAR(hh, hs->raws);
     HASH_CLEAR(hh, hs->folds);
-    HASH_CLEAR(hh, hs->live);
+    open_index_free(&hs->live);
     free(hs->changes);
     bump_free_all(&hs->mem);
     free(hs);

@@ -10,6 +10,7 @@
 #include "kernels.h"
 #include "util/bump.h"
 #include "util/hash.h"
+#include "util/open_index.h"
 #include "util/vec.h"
 
 struct live_tensor {
@@ -18,7 +19,7 @@ struct live_tensor {
     uint64_t managed_addr, managed_bytes; /* OP_MANAGED_ALLOC: its pages on the device (0 bytes: on the host) */
     const char *tag; /* the ALLOC op's name (a module tag, a recorded site), or a restored block's */
     uint8_t category;
-    UT_hash_handle hh;
+    struct live_tensor *prev, *next; /* allocation order, as recovery and workspace lending walk it; next: spares */
 };
 
 struct failed_id {
@@ -48,7 +49,8 @@ struct runner {
     struct device_workspace ws; /* the device's library workspaces come from here */
     struct device *dev;
     struct allocator *a;
-    struct live_tensor *live;
+    struct open_index live;    /* the live tensors by open_index_hash_u64(id) */
+    struct live_tensor *first, *last; /* the live tensors in allocation order */
     struct live_tensor *spare; /* recycled entries */
     struct bump live_mem;      /* where live entries come from: freed with the runner */
     uint64_t category_live[CAT_COUNT];
@@ -223,9 +225,7 @@ void runner_warn(struct runner *r, const char *fmt, ...)
 
 static struct live_tensor *find_live(const struct runner *r, uint64_t id)
 {
-    struct live_tensor *t;
-    HASH_FIND(hh, r->live, &id, sizeof id, t);
-    return t;
+    return open_index_get(&r->live, open_index_hash_u64(id));
 }
 
 static void record_oom(struct runner *r, const struct op *op, const struct alloc_oom *oom)
@@ -269,8 +269,10 @@ static void release_tensor(struct runner *r, struct live_tensor *t)
     if (t->block)
         r->category_live[t->category] -= alloc_block_size(t->block);
     allocator_free(r->a, t->block);
-    HASH_DEL(r->live, t);
-    t->hh.next = r->spare;
+    open_index_remove(&r->live, open_index_hash_u64(t->id));
+    *(t->prev ? &t->prev->next : &r->first) = t->next;
+    *(t->next ? &t->next->prev : &r->last) = t->prev;
+    t->next = r->spare;
     r->spare = t;
 }
 
@@ -280,7 +282,7 @@ static int add_live(struct runner *r, uint64_t id, struct alloc_block *b, uint8_
 {
     struct live_tensor *t = r->spare;
     if (t)
-        r->spare = (struct live_tensor *)t->hh.next;
+        r->spare = t->next;
     else if (!(t = bump_alloc(&r->live_mem, sizeof *t)))
         return err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
     t->id = id;
@@ -288,12 +290,15 @@ static int add_live(struct runner *r, uint64_t id, struct alloc_block *b, uint8_
     t->managed_addr = t->managed_bytes = 0;
     t->tag = tag;
     t->category = category < CAT_COUNT ? category : CAT_OTHER;
-    HASH_ADD(hh, r->live, id, sizeof t->id, t);
-    if (!HASH_ADDED(t)) {
-        t->hh.next = r->spare;
+    if (open_index_insert(&r->live, open_index_hash_u64(id), t)) {
+        t->next = r->spare;
         r->spare = t;
         return err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
     }
+    t->prev = r->last;
+    t->next = NULL;
+    *(r->last ? &r->last->next : &r->first) = t;
+    r->last = t;
     if (b)
         r->category_live[t->category] += alloc_block_size(b);
     return 0;
@@ -453,8 +458,7 @@ static int do_kernel(struct runner *r, const struct op *op, struct err *e)
     const bool runs = device_has(r->dev, DEVICE_RUNS_KERNELS);
     uint64_t addrs[KERNEL_MAX_TENSORS] = {0};
     for (unsigned i = 0; runs && i < op->kernel.ntensors && i < KERNEL_MAX_TENSORS; i++) {
-        struct live_tensor *t;
-        HASH_FIND(hh, r->live, &op->kernel.tensors[i], sizeof op->kernel.tensors[i], t);
+        struct live_tensor *t = find_live(r, op->kernel.tensors[i]);
         if (!t)
             return err_set(e, ERR_INTERNAL, "kernel %s names tensor %llu, which is not live", k->name,
                            (unsigned long long)op->kernel.tensors[i]);
@@ -668,8 +672,8 @@ int runner_recover(struct runner *r, bool (*keep)(void *user, uint64_t id, uint8
         return err_set(e, ERR_INTERNAL, "runner_recover: the run did not end with an OOM");
     r->stopped = r->ended_by_oom = false;
     r->res.oom = (struct run_oom){0};
-    struct live_tensor *t, *next;
-    HASH_ITER(hh, r->live, t, next) {
+    for (struct live_tensor *t = r->first, *next; t; t = next) {
+        next = t->next;
         if (keep(user, t->id, t->category))
             continue;
         struct op free_op = {.kind = OP_FREE, .id = t->id};
@@ -696,8 +700,7 @@ static int lend_workspace(void *user, uint64_t bytes, int stream, uint64_t *addr
     struct runner *r = user;
     if (r->nlent == sizeof r->lent / sizeof r->lent[0])
         return -1;
-    struct live_tensor *t, *tmp;
-    HASH_ITER(hh, r->live, t, tmp) {
+    for (const struct live_tensor *t = r->first; t; t = t->next) {
         if (t->category != CAT_WORKSPACE || !t->block || alloc_block_size(t->block) < bytes)
             continue;
         bool taken = false;
@@ -794,7 +797,7 @@ void runner_destroy(struct runner *r)
 {
     if (!r)
         return;
-    HASH_CLEAR(hh, r->live);
+    open_index_free(&r->live);
     bump_free_all(&r->live_mem);
     HASH_FREE_ALL(hh, r->failed);
     if (r->dev->ops->set_workspace) /* the workspaces lent go back while the allocator exists */

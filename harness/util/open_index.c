@@ -1,0 +1,52 @@
+/* open_index.c: the open-addressing index (see open_index.h): growth and deletion. */
+#include "util/open_index.h"
+
+#include <stdlib.h>
+
+#define MIN_SLOTS 64
+
+int open_index_grow(struct open_index *x)
+{
+    size_t n = x->slots ? 2 * (x->mask + 1) : MIN_SLOTS;
+    struct open_slot *slots = calloc(n, sizeof *slots);
+    if (!slots)
+        return -1;
+    struct open_index old = *x;
+    *x = (struct open_index){.slots = slots, .mask = n - 1, .shift = 64 - (unsigned)__builtin_ctzll(n)};
+    for (size_t i = 0; old.slots && i <= old.mask; i++)
+        if (old.slots[i].item)
+            open_index_insert(x, old.slots[i].hash, old.slots[i].item); /* never grows: old held a quarter of its slots at most */
+    free(old.slots);
+    return 0;
+}
+
+void open_index_remove_at(struct open_index *x, size_t i)
+{
+    /* backward shift: each later slot of the probe run moves into the hole unless its home lies
+     * cyclically after the hole (it would then sit before its home) */
+    for (size_t j = (i + 1) & x->mask; x->slots[j].item; j = (j + 1) & x->mask) {
+        size_t home = (size_t)(x->slots[j].hash >> x->shift);
+        if (((j - home) & x->mask) >= ((j - i) & x->mask)) {
+            x->slots[i] = x->slots[j];
+            i = j;
+        }
+    }
+    x->slots[i] = (struct open_slot){0, NULL};
+    x->count--;
+}
+
+void *open_index_remove(struct open_index *x, uint64_t hash)
+{
+    ptrdiff_t i = open_index_first(x, hash);
+    if (i < 0)
+        return NULL;
+    void *item = x->slots[i].item;
+    open_index_remove_at(x, (size_t)i);
+    return item;
+}
+
+void open_index_free(struct open_index *x)
+{
+    free(x->slots);
+    *x = (struct open_index){0};
+}
