@@ -167,10 +167,10 @@ static struct alloc_block *alloc_block(struct allocator *a, struct pool *p, uint
     b->seg = segment_new(a, addr, alloc_size, stream, p->small);
     b->seg->head = b;
     pool_insert(p, b);
-    stat_array_increase(a->stats.segment, p->small, 1);
+    stat_array_count_up(a->stats.segment, p->small);
     stat_array_increase(a->stats.reserved_bytes, p->small, (int64_t)alloc_size);
     if (alloc_size >= a->cfg.max_split_size)
-        stat_increase(&a->stats.oversize_segments, 1);
+        stat_count_up(&a->stats.oversize_segments);
     a->stats.num_device_alloc++;
     record_trace(a, ACT_SEGMENT_ALLOC, addr, alloc_size, stream);
     return b;
@@ -209,25 +209,21 @@ static struct alloc_block *alloc_found_block(struct allocator *a, struct alloc_b
             stat_array_decrease(s->inactive_split_bytes, p->small, (int64_t)b->size);
         } else if (!b->expandable) {
             stat_array_increase(s->inactive_split_bytes, p->small, (int64_t)remaining->size);
-            stat_array_increase(s->inactive_split, p->small, 1);
+            stat_array_count_up(s->inactive_split, p->small);
         }
     } else {
         pool_remove(p, b);
         if (already_split && !b->expandable) {
             stat_array_decrease(s->inactive_split_bytes, p->small, (int64_t)b->size);
-            stat_array_decrease(s->inactive_split, p->small, 1);
+            stat_array_count_down(s->inactive_split, p->small);
         }
     }
     b->allocated = true;
     b->requested_size = orig_size;
     record_trace(a, ACT_ALLOC, b->addr, orig_size, b->stream);
-    stat_array_increase(s->allocation, p->small, 1);
-    stat_array_increase(s->allocated_bytes, p->small, (int64_t)b->size);
-    stat_array_increase(s->active, p->small, 1);
-    stat_array_increase(s->active_bytes, p->small, (int64_t)b->size);
-    stat_array_increase(s->requested_bytes, p->small, (int64_t)orig_size);
+    stat_block_allocated(s, p->small, (int64_t)b->size, (int64_t)orig_size);
     if (b->size >= a->cfg.max_split_size)
-        stat_increase(&s->oversize_allocations, 1);
+        stat_count_up(&s->oversize_allocations);
     return b;
 }
 
@@ -314,11 +310,11 @@ void allocator_free(struct allocator *a, struct alloc_block *b)
         return;
     struct pool *p = b->pool;
     b->allocated = false;
-    stat_array_decrease(a->stats.allocation, p->small, 1);
+    stat_array_count_down(a->stats.allocation, p->small);
     stat_array_decrease(a->stats.allocated_bytes, p->small, (int64_t)b->size);
     record_trace(a, ACT_FREE_REQUESTED, b->addr, b->requested_size, b->stream);
     if (b->size >= a->cfg.max_split_size)
-        stat_decrease(&a->stats.oversize_allocations, 1);
+        stat_count_down(&a->stats.oversize_allocations);
     if (b->nstream_uses)
         insert_events(a, b); /* back to the pool once the other streams are done with it */
     else

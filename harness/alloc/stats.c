@@ -35,6 +35,10 @@ static void reset_accumulated(struct stat *st)
 
 void alloc_stats_settle(struct alloc_stats *s)
 {
+    for (int t = STAT_SMALL_POOL; t <= STAT_LARGE_POOL; t++) { /* see stat_block_allocated */
+        s->active[t].allocated = s->allocation[t].allocated;
+        s->active_bytes[t].allocated = s->allocated_bytes[t].allocated;
+    }
 #define SETTLE(name)                                                                                         \
     s->name[STAT_ALL].allocated =                                                                            \
         stat_saturating_add(s->name[STAT_SMALL_POOL].allocated, s->name[STAT_LARGE_POOL].allocated);        \

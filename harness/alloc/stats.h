@@ -41,17 +41,19 @@ static inline int64_t stat_saturating_add(int64_t a, int64_t n)
     return __builtin_add_overflow(a, n, &sum) ? INT64_MAX : sum;
 }
 
-/* Peaks are stored unconditionally: whether one moves is as random as the workload. */
-static inline int64_t stat_max(int64_t a, int64_t b)
+/* A new peak is rare once a run is past its ramp-up, and a ramp-up raises it every time: either way a
+ * predicted branch, cheaper than storing the peak on every increase. */
+static inline void stat_raise_peak(struct stat *s)
 {
-    return a > b ? a : b;
+    if (s->current > s->peak)
+        s->peak = s->current;
 }
 
 static inline void stat_increase(struct stat *s, int64_t n)
 {
     s->current += n;
     s->allocated = stat_saturating_add(s->allocated, n);
-    s->peak = stat_max(s->peak, s->current);
+    stat_raise_peak(s);
 }
 
 static inline void stat_decrease(struct stat *s, int64_t n)
@@ -60,38 +62,93 @@ static inline void stat_decrease(struct stat *s, int64_t n)
     s->freed = stat_saturating_add(s->freed, n);
 }
 
+/* Counts (blocks, segments) move by one per operation: their cumulative counters cannot get near INT64_MAX
+ * (2^63 operations), so they need no saturation. */
+static inline void stat_count_up(struct stat *s)
+{
+    s->current++;
+    s->allocated++;
+    stat_raise_peak(s);
+}
+
+static inline void stat_count_down(struct stat *s)
+{
+    s->current--;
+    s->freed++;
+}
+
+/* The pool's entry of a stat array: STAT_LARGE_POOL - 1 is STAT_SMALL_POOL, one subtraction instead of a select. */
+static inline struct stat *stat_of_pool(struct stat *a, int small)
+{
+    return &a[STAT_LARGE_POOL - (small != 0)];
+}
+
 /* Updates the aggregate entry and the pool's entry, like for_each_selected_stat_type (n >= 0). The aggregate's
  * cumulative counters are the pools' saturating sums, the same numbers as adding every n to them (both only
  * grow from the same reset), so they are left to alloc_stats_settle and each update writes three fields less. */
 static inline void stat_array_increase(struct stat *a, int small, int64_t n)
 {
-    struct stat *all = &a[STAT_ALL];
-    all->current += n;
-    all->peak = stat_max(all->peak, all->current);
-    stat_increase(&a[small ? STAT_SMALL_POOL : STAT_LARGE_POOL], n);
+    a[STAT_ALL].current += n;
+    stat_raise_peak(&a[STAT_ALL]);
+    stat_increase(stat_of_pool(a, small), n);
 }
 
 static inline void stat_array_decrease(struct stat *a, int small, int64_t n)
 {
     a[STAT_ALL].current -= n;
-    stat_decrease(&a[small ? STAT_SMALL_POOL : STAT_LARGE_POOL], n);
+    stat_decrease(stat_of_pool(a, small), n);
+}
+
+static inline void stat_array_count_up(struct stat *a, int small)
+{
+    a[STAT_ALL].current++;
+    stat_raise_peak(&a[STAT_ALL]);
+    stat_count_up(stat_of_pool(a, small));
+}
+
+static inline void stat_array_count_down(struct stat *a, int small)
+{
+    a[STAT_ALL].current--;
+    stat_count_down(stat_of_pool(a, small));
 }
 
 /* stat_array_increase(delta) or stat_array_decrease(-delta), and nothing for 0, without branching on the
- * sign (the free path's split counts go either way at random); a peak is never below its current. */
+ * sign (the free path's split counts go either way at random). */
 static inline void stat_array_change(struct stat *a, int small, int64_t delta)
 {
     int64_t up = delta > 0 ? delta : 0, down = up - delta;
-    struct stat *all = &a[STAT_ALL], *pool = &a[small ? STAT_SMALL_POOL : STAT_LARGE_POOL];
+    struct stat *all = &a[STAT_ALL], *pool = stat_of_pool(a, small);
     all->current += delta;
-    all->peak = stat_max(all->peak, all->current);
+    stat_raise_peak(all);
     pool->current += delta;
-    pool->peak = stat_max(pool->peak, pool->current);
+    stat_raise_peak(pool);
     pool->allocated = stat_saturating_add(pool->allocated, up);
     pool->freed = stat_saturating_add(pool->freed, down);
 }
 
-/* Fills in the aggregate entries' allocated and freed after stat_array_* updates (before they are read). */
+/* A block became allocated (a malloc, or a live block restored from a snapshot): it is also active, with
+ * the same size. So the pools' active and active_bytes allocated counters always equal allocation's and
+ * allocated_bytes' (reset together too): alloc_stats_settle copies them instead of each block adding twice. */
+static inline void stat_block_allocated(struct alloc_stats *s, int small, int64_t size, int64_t requested)
+{
+    stat_array_count_up(s->allocation, small);
+    stat_array_increase(s->allocated_bytes, small, size);
+    struct stat *all = &s->active[STAT_ALL], *pool = stat_of_pool(s->active, small);
+    all->current++;
+    stat_raise_peak(all);
+    pool->current++;
+    stat_raise_peak(pool);
+    all = &s->active_bytes[STAT_ALL];
+    pool = stat_of_pool(s->active_bytes, small);
+    all->current += size;
+    stat_raise_peak(all);
+    pool->current += size;
+    stat_raise_peak(pool);
+    stat_array_increase(s->requested_bytes, small, requested);
+}
+
+/* Fills in the counters the updates above leave out (the aggregate entries' allocated and freed, the pools'
+ * active allocated counters), before they are read. */
 void alloc_stats_settle(struct alloc_stats *s);
 
 void alloc_stats_reset_peak(struct alloc_stats *s);
