@@ -199,10 +199,8 @@ static struct alloc_block *alloc_found_block(struct allocator *a, struct alloc_b
         b->seg = remaining->seg;
         b->expandable = remaining->expandable;
         b->prev = remaining->prev;
-        if (b->prev)
-            b->prev->next = b;
         b->next = remaining;
-        block_fix_head(b);
+        block_link_prev(b);
         remaining->prev = b;
         pool_shrink_front(p, remaining, remaining->addr + size);
         if (already_split && !b->expandable) {
@@ -248,6 +246,34 @@ static void fill_oom(struct allocator *a, struct alloc_oom *oom, uint64_t orig, 
     a->stats.num_ooms++;
 }
 
+/* No cached block fits: a new segment, after releasing cached blocks if need be (malloc's chain of fallbacks).
+ * 0 with *found in its pool, 1 for an OOM (filled in), -1 for a device error. Out of line: most mallocs find
+ * a cached block, and need not save registers for this. */
+static __attribute__((noinline)) int malloc_new_segment(struct allocator *a, struct pool *p, uint64_t orig_size,
+                                                        uint64_t size, uint64_t stream, struct alloc_block **found,
+                                                        struct alloc_oom *oom)
+{
+    uint64_t alloc_size = alloc_segment_size(size);
+    int device_error = 0;
+    if (gc_enabled(a))
+        garbage_collect_cached_blocks(a);
+    struct alloc_block *b = alloc_block(a, p, size, alloc_size, stream, false, &device_error);
+    if (!b && !device_error && release_available_cached_blocks(a, size, stream, p))
+        b = alloc_block(a, p, size, alloc_size, stream, false, &device_error);
+    if (!b && !device_error) {
+        release_cached_blocks(a);
+        b = alloc_block(a, p, size, alloc_size, stream, true, &device_error);
+    }
+    if (device_error)
+        return -1;
+    if (!b) {
+        fill_oom(a, oom, orig_size, size, alloc_size, stream);
+        return 1;
+    }
+    *found = b;
+    return 0;
+}
+
 static int malloc_block(struct allocator *a, uint64_t orig_size, uint64_t stream, bool search,
                         struct alloc_block **out, struct alloc_oom *oom, struct err *e)
 {
@@ -262,31 +288,16 @@ static int malloc_block(struct allocator *a, uint64_t orig_size, uint64_t stream
     if (a->nevents)
         process_events(a); /* blocks whose stream events completed return to their pools first */
     uint64_t size = alloc_round_size(&a->cfg, orig_size);
-    struct pool *p = alloc_is_small(size) ? &a->small : &a->large;
-    uint64_t alloc_size = alloc_segment_size(size);
-    int device_error = 0;
-
+    struct pool *p = pick_addr(alloc_is_small(size), &a->small, &a->large);
     struct alloc_block *b = NULL;
     if (search)
         b = get_free_block(a, p, size, stream);
     else
         p->get_free_blocks_call_count++; /* the recording searched (before its release) and found nothing */
     if (!b) {
-        if (gc_enabled(a))
-            garbage_collect_cached_blocks(a);
-        b = alloc_block(a, p, size, alloc_size, stream, false, &device_error);
-        if (!b && !device_error && release_available_cached_blocks(a, size, stream, p))
-            b = alloc_block(a, p, size, alloc_size, stream, false, &device_error);
-        if (!b && !device_error) {
-            release_cached_blocks(a);
-            b = alloc_block(a, p, size, alloc_size, stream, true, &device_error);
-        }
-    }
-    if (device_error)
-        return -1;
-    if (!b) {
-        fill_oom(a, oom, orig_size, size, alloc_size, stream);
-        return 1;
+        int rc = malloc_new_segment(a, p, orig_size, size, stream, &b, oom);
+        if (rc)
+            return rc;
     }
     *out = alloc_found_block(a, b, size, orig_size, stream);
     return 0;

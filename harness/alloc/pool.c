@@ -193,13 +193,6 @@ static inline bool block_before(const struct alloc_block *x, uint64_t size, uint
     return xk < k;
 }
 
-/* c ? x : y as a mask: GCC turns the ternary back into a branch. */
-static inline void *pick_addr(bool c, void *x, void *y)
-{
-    uintptr_t mask = -(uintptr_t)c;
-    return (void *)(((uintptr_t)x & mask) | ((uintptr_t)y & ~mask));
-}
-
 static inline struct alloc_block *pick(bool c, struct alloc_block *x, struct alloc_block *y)
 {
     return pick_addr(c, x, y);
@@ -214,6 +207,9 @@ struct alloc_block *pool_lower_bound(const struct pool *p, uint64_t stream, uint
     if (!exact)
         return first_from(p, bins_index(p, s));
     unsigned c = size_class(size);
+    /* the bitmap first: an empty class's head is not worth a cache miss */
+    if (!(s->cols[c / POOL_COLS] >> (c % POOL_COLS) & 1))
+        return first_after_class(p, s, c);
     struct alloc_block *n = RB_ROOT(&s->classes[c]), *res = NULL;
     while (n) {
         bool before = block_before(n, size, addr);
@@ -256,14 +252,11 @@ static __attribute__((noinline)) void tree_insert(struct size_tree *t, struct al
 
 /* Most classes hold at most one block: inserting into an empty class is making b a black root (what RB_INSERT
  * ends with), and removing a childless root empties the class (what RB_REMOVE does for it). */
-void pool_insert(struct pool *p, struct alloc_block *b)
+static inline void class_insert(struct stream_bins *s, unsigned c, struct alloc_block *b)
 {
-    b->gc_count_base = p->get_free_blocks_call_count;
-    struct stream_bins *s = bins_get(p, b->stream);
-    unsigned c = size_class(b->size);
     b->size_class = (uint16_t)c;
     struct size_tree *t = &s->classes[c];
-    if (RB_ROOT(t)) {
+    if (s->cols[c / POOL_COLS] >> (c % POOL_COLS) & 1) { /* the bitmap is at hand; the class head may not be */
         tree_insert(t, b);
         return;
     }
@@ -274,9 +267,8 @@ void pool_insert(struct pool *p, struct alloc_block *b)
     s->rows |= 1ULL << (c / POOL_COLS);
 }
 
-void pool_remove(struct pool *p, struct alloc_block *b)
+static inline void class_remove(struct stream_bins *s, struct alloc_block *b)
 {
-    struct stream_bins *s = bins_of(p, b->stream);
     unsigned c = b->size_class;
     struct size_tree *t = &s->classes[c];
     if (RB_PARENT(b, node) || RB_LEFT(b, node) || RB_RIGHT(b, node)) {
@@ -290,22 +282,36 @@ void pool_remove(struct pool *p, struct alloc_block *b)
         s->rows &= ~(1ULL << row);
 }
 
-/* A smaller key still sorts before b's successor; it keeps b's place when it stays in b's class and sorts
- * after b's predecessor there, which saves a removal and an insertion for most splits. */
+void pool_insert(struct pool *p, struct alloc_block *b)
+{
+    b->gc_count_base = p->get_free_blocks_call_count;
+    class_insert(bins_get(p, b->stream), size_class(b->size), b);
+}
+
+void pool_remove(struct pool *p, struct alloc_block *b)
+{
+    class_remove(bins_of(p, b->stream), b);
+}
+
+/* A smaller key still sorts before b's successor: b keeps its place when it stays in its class and sorts
+ * after its predecessor there. Classes are narrow, so most splits move b to a lower class, within the
+ * stream's classes found once. */
 void pool_shrink_front(struct pool *p, struct alloc_block *b, uint64_t addr)
 {
     uint64_t size = b->size - (addr - b->addr);
-    if (size_class(size) == b->size_class) {
+    unsigned c = size_class(size);
+    b->gc_count_base = p->get_free_blocks_call_count;
+    if (c == b->size_class) {
         struct alloc_block *prev = RB_PREV(size_tree, NULL, b);
         if (!prev || block_before(prev, size, addr)) {
             b->addr = addr;
             b->size = size;
-            b->gc_count_base = p->get_free_blocks_call_count;
             return;
         }
     }
-    pool_remove(p, b);
+    struct stream_bins *s = bins_of(p, b->stream);
+    class_remove(s, b);
     b->addr = addr;
     b->size = size;
-    pool_insert(p, b);
+    class_insert(s, c, b);
 }
