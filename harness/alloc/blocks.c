@@ -161,7 +161,6 @@ void free_block(struct allocator *a, struct alloc_block *b)
         stat_array_change(s->inactive_split, p->small, split_blocks);
         stat_array_change(s->inactive_split_bytes, p->small, split_bytes);
     }
-    stat_array_count_down(s->active, p->small);
-    stat_array_decrease(s->active_bytes, p->small, (int64_t)original_size);
+    stat_block_inactive(s, p->small, (int64_t)original_size);
     stat_array_decrease(s->requested_bytes, p->small, (int64_t)requested);
 }

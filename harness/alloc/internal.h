@@ -84,8 +84,6 @@ struct allocator {
     struct block_slab *slabs;         /* where block structs come from, freed with the allocator */
     struct stream_event *events;       /* outstanding events of freed blocks, in the order recorded */
     size_t nevents, events_cap;
-    size_t pending_blocks;             /* blocks waiting for those events, and their bytes */
-    uint64_t pending_bytes;
     struct err *err;                   /* where device errors go during one call */
 };
 

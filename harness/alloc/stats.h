@@ -30,6 +30,11 @@ struct alloc_stats {
     struct stat oversize_allocations;
     struct stat oversize_segments;
     int64_t max_split_size; /* captured at construction; -1 = unlimited */
+    /* The model's own (no memory_stats() key): blocks freed but waiting for stream events, and their bytes,
+     * and the active peaks reached while some waited. A block is active while allocated or waiting, so the
+     * active stats follow from allocation's and these (alloc_stats_settle) instead of being counted apart. */
+    int64_t pending[STAT_TYPES], pending_bytes[STAT_TYPES];
+    int64_t active_peak_pending[STAT_TYPES], active_bytes_peak_pending[STAT_TYPES];
 };
 
 /* The cumulative counters (allocated, freed) stop at INT64_MAX instead of overflowing, as PyTorch's
@@ -78,9 +83,14 @@ static inline void stat_count_down(struct stat *s)
 }
 
 /* The pool's entry of a stat array: STAT_LARGE_POOL - 1 is STAT_SMALL_POOL, one subtraction instead of a select. */
+static inline int stat_pool_type(int small)
+{
+    return STAT_LARGE_POOL - (small != 0);
+}
+
 static inline struct stat *stat_of_pool(struct stat *a, int small)
 {
-    return &a[STAT_LARGE_POOL - (small != 0)];
+    return &a[stat_pool_type(small)];
 }
 
 /* Updates the aggregate entry and the pool's entry, like for_each_selected_stat_type (n >= 0). The aggregate's
@@ -126,29 +136,40 @@ static inline void stat_array_change(struct stat *a, int small, int64_t delta)
     pool->freed = stat_saturating_add(pool->freed, down);
 }
 
-/* A block became allocated (a malloc, or a live block restored from a snapshot): it is also active, with
- * the same size. So the pools' active and active_bytes allocated counters always equal allocation's and
- * allocated_bytes' (reset together too): alloc_stats_settle copies them instead of each block adding twice. */
+/* The active peaks while blocks wait for stream events (only then does active exceed allocation). */
+void stat_raise_active_peaks(struct alloc_stats *s, int small);
+
+/* A block became allocated (a malloc, or a live block restored from a snapshot), and so active with the same
+ * size: active and active_bytes are allocation's and allocated_bytes' plus the waiting blocks (their current,
+ * their allocated counters; their peaks too while none wait), which alloc_stats_settle adds up. */
 static inline void stat_block_allocated(struct alloc_stats *s, int small, int64_t size, int64_t requested)
 {
     stat_array_count_up(s->allocation, small);
     stat_array_increase(s->allocated_bytes, small, size);
-    struct stat *all = &s->active[STAT_ALL], *pool = stat_of_pool(s->active, small);
-    all->current++;
-    stat_raise_peak(all);
-    pool->current++;
-    stat_raise_peak(pool);
-    all = &s->active_bytes[STAT_ALL];
-    pool = stat_of_pool(s->active_bytes, small);
-    all->current += size;
-    stat_raise_peak(all);
-    pool->current += size;
-    stat_raise_peak(pool);
     stat_array_increase(s->requested_bytes, small, requested);
+    if (s->pending[STAT_ALL])
+        stat_raise_active_peaks(s, small);
 }
 
-/* Fills in the counters the updates above leave out (the aggregate entries' allocated and freed, the pools'
- * active allocated counters), before they are read. */
+/* A freed block waits for stream events (+1) or is done waiting (-1). */
+static inline void stat_block_pending(struct alloc_stats *s, int small, int64_t change, int64_t size)
+{
+    s->pending[STAT_ALL] += change;
+    s->pending[stat_pool_type(small)] += change;
+    s->pending_bytes[STAT_ALL] += change * size;
+    s->pending_bytes[stat_pool_type(small)] += change * size;
+}
+
+/* A block left the active ones (its free completed): their cumulative counters. */
+static inline void stat_block_inactive(struct alloc_stats *s, int small, int64_t size)
+{
+    stat_of_pool(s->active, small)->freed++;
+    struct stat *bytes = stat_of_pool(s->active_bytes, small);
+    bytes->freed = stat_saturating_add(bytes->freed, size);
+}
+
+/* Fills in what the updates above leave out (the active stats, the aggregate entries' cumulative counters)
+ * before they are read. */
 void alloc_stats_settle(struct alloc_stats *s);
 
 void alloc_stats_reset_peak(struct alloc_stats *s);
