@@ -17,14 +17,15 @@ static int cmp_size(const struct alloc_block *x, const struct alloc_block *y)
 
 RB_GENERATE(size_tree, alloc_block, node, cmp_size)
 
-/* Classes are ordered like sizes: one per size below POOL_COLS, then row r (2^r <= size < 2^(r+1)) split by
- * the POOL_COL_BITS bits below the leading one. */
+/* Classes are ordered like sizes: one per size below POOL_COLS (row 0), then the sizes 2^r <= size < 2^(r+1)
+ * split by the POOL_COL_BITS bits below the leading one, in row r - POOL_COL_BITS + 1. With sh = r - POOL_COL_BITS,
+ * size >> sh is POOL_COLS + those bits, so the class is (size >> sh) + sh * POOL_COLS; sh = 0 below POOL_COLS
+ * makes the same sum the size itself, with no branch. Rows reach 63 - POOL_COL_BITS + 1 < POOL_ROWS. */
 static inline unsigned size_class(uint64_t size)
 {
-    if (size < POOL_COLS)
-        return (unsigned)size;
-    unsigned row = 63u - (unsigned)__builtin_clzll(size);
-    return row * POOL_COLS + (unsigned)((size >> (row - POOL_COL_BITS)) & (POOL_COLS - 1));
+    unsigned log = 63u - (unsigned)__builtin_clzll(size | 1);
+    unsigned sh = log > POOL_COL_BITS ? log - POOL_COL_BITS : 0;
+    return (unsigned)(size >> sh) + sh * POOL_COLS;
 }
 
 /* The stream's classes, or the first of a later stream (*exact false), or NULL. Streams are few: a scan. */
