@@ -121,12 +121,15 @@ static struct alloc_block *get_free_block(struct allocator *a, struct pool *p, u
         return NULL;
     if (b->expandable) {
         if (a->cfg.expandable_segments) {
-            /* Best fit counts an expandable block as the size it can grow to (its unmapped successor). */
+            /* Best fit counts an expandable block as the size it can grow to (its unmapped successor). The pool
+             * is ordered by size, so no later block of the stream counts less than one with nothing to grow
+             * into: the next block is fetched only when b can grow. */
 #define EXPANDABLE_SIZE(x) ((x)->size + ((x)->next && !(x)->next->mapped ? (x)->next->size : 0))
-            struct alloc_block *next = pool_next(p, b);
-            while (b->expandable && next && next->stream == stream && EXPANDABLE_SIZE(next) < EXPANDABLE_SIZE(b)) {
+            while (b->expandable && EXPANDABLE_SIZE(b) > b->size) {
+                struct alloc_block *next = pool_next(p, b);
+                if (!next || next->stream != stream || EXPANDABLE_SIZE(next) >= EXPANDABLE_SIZE(b))
+                    break;
                 b = next;
-                next = pool_next(p, b);
             }
 #undef EXPANDABLE_SIZE
         } else {
