@@ -121,12 +121,15 @@ static struct alloc_block *get_free_block(struct allocator *a, struct pool *p, u
         return NULL;
     if (b->expandable) {
         if (a->cfg.expandable_segments) {
-            /* Best fit counts an expandable block as the size it can grow to (its unmapped successor). */
+            /* Best fit counts an expandable block as the size it can grow to (its unmapped successor). The pool
+             * is ordered by size, so no later block of the stream counts less than one with nothing to grow
+             * into: the next block is fetched only when b can grow. */
 #define EXPANDABLE_SIZE(x) ((x)->size + ((x)->next && !(x)->next->mapped ? (x)->next->size : 0))
-            struct alloc_block *next = pool_next(p, b);
-            while (b->expandable && next && next->stream == stream && EXPANDABLE_SIZE(next) < EXPANDABLE_SIZE(b)) {
+            while (b->expandable && EXPANDABLE_SIZE(b) > b->size) {
+                struct alloc_block *next = pool_next(p, b);
+                if (!next || next->stream != stream || EXPANDABLE_SIZE(next) >= EXPANDABLE_SIZE(b))
+                    break;
                 b = next;
-                next = pool_next(p, b);
             }
 #undef EXPANDABLE_SIZE
         } else {
@@ -167,10 +170,10 @@ static struct alloc_block *alloc_block(struct allocator *a, struct pool *p, uint
     b->seg = segment_new(a, addr, alloc_size, stream, p->small);
     b->seg->head = b;
     pool_insert(p, b);
-    stat_array_increase(a->stats.segment, p->small, 1);
+    stat_array_count_up(a->stats.segment, p->small);
     stat_array_increase(a->stats.reserved_bytes, p->small, (int64_t)alloc_size);
     if (alloc_size >= a->cfg.max_split_size)
-        stat_increase(&a->stats.oversize_segments, 1);
+        stat_count_up(&a->stats.oversize_segments);
     a->stats.num_device_alloc++;
     record_trace(a, ACT_SEGMENT_ALLOC, addr, alloc_size, stream);
     return b;
@@ -199,35 +202,29 @@ static struct alloc_block *alloc_found_block(struct allocator *a, struct alloc_b
         b->seg = remaining->seg;
         b->expandable = remaining->expandable;
         b->prev = remaining->prev;
-        if (b->prev)
-            b->prev->next = b;
         b->next = remaining;
-        block_fix_head(b);
+        block_link_prev(b);
         remaining->prev = b;
         pool_shrink_front(p, remaining, remaining->addr + size);
         if (already_split && !b->expandable) {
             stat_array_decrease(s->inactive_split_bytes, p->small, (int64_t)b->size);
         } else if (!b->expandable) {
             stat_array_increase(s->inactive_split_bytes, p->small, (int64_t)remaining->size);
-            stat_array_increase(s->inactive_split, p->small, 1);
+            stat_array_count_up(s->inactive_split, p->small);
         }
     } else {
         pool_remove(p, b);
         if (already_split && !b->expandable) {
             stat_array_decrease(s->inactive_split_bytes, p->small, (int64_t)b->size);
-            stat_array_decrease(s->inactive_split, p->small, 1);
+            stat_array_count_down(s->inactive_split, p->small);
         }
     }
     b->allocated = true;
     b->requested_size = orig_size;
     record_trace(a, ACT_ALLOC, b->addr, orig_size, b->stream);
-    stat_array_increase(s->allocation, p->small, 1);
-    stat_array_increase(s->allocated_bytes, p->small, (int64_t)b->size);
-    stat_array_increase(s->active, p->small, 1);
-    stat_array_increase(s->active_bytes, p->small, (int64_t)b->size);
-    stat_array_increase(s->requested_bytes, p->small, (int64_t)orig_size);
+    stat_block_allocated(s, p->small, (int64_t)b->size, (int64_t)orig_size);
     if (b->size >= a->cfg.max_split_size)
-        stat_increase(&s->oversize_allocations, 1);
+        stat_count_up(&s->oversize_allocations);
     return b;
 }
 
@@ -252,6 +249,34 @@ static void fill_oom(struct allocator *a, struct alloc_oom *oom, uint64_t orig, 
     a->stats.num_ooms++;
 }
 
+/* No cached block fits: a new segment, after releasing cached blocks if need be (malloc's chain of fallbacks).
+ * 0 with *found in its pool, 1 for an OOM (filled in), -1 for a device error. Out of line: most mallocs find
+ * a cached block, and need not save registers for this. */
+static __attribute__((noinline)) int malloc_new_segment(struct allocator *a, struct pool *p, uint64_t orig_size,
+                                                        uint64_t size, uint64_t stream, struct alloc_block **found,
+                                                        struct alloc_oom *oom)
+{
+    uint64_t alloc_size = alloc_segment_size(size);
+    int device_error = 0;
+    if (gc_enabled(a))
+        garbage_collect_cached_blocks(a);
+    struct alloc_block *b = alloc_block(a, p, size, alloc_size, stream, false, &device_error);
+    if (!b && !device_error && release_available_cached_blocks(a, size, stream, p))
+        b = alloc_block(a, p, size, alloc_size, stream, false, &device_error);
+    if (!b && !device_error) {
+        release_cached_blocks(a);
+        b = alloc_block(a, p, size, alloc_size, stream, true, &device_error);
+    }
+    if (device_error)
+        return -1;
+    if (!b) {
+        fill_oom(a, oom, orig_size, size, alloc_size, stream);
+        return 1;
+    }
+    *found = b;
+    return 0;
+}
+
 static int malloc_block(struct allocator *a, uint64_t orig_size, uint64_t stream, bool search,
                         struct alloc_block **out, struct alloc_oom *oom, struct err *e)
 {
@@ -266,31 +291,16 @@ static int malloc_block(struct allocator *a, uint64_t orig_size, uint64_t stream
     if (a->nevents)
         process_events(a); /* blocks whose stream events completed return to their pools first */
     uint64_t size = alloc_round_size(&a->cfg, orig_size);
-    struct pool *p = alloc_is_small(size) ? &a->small : &a->large;
-    uint64_t alloc_size = alloc_segment_size(size);
-    int device_error = 0;
-
+    struct pool *p = pick_addr(alloc_is_small(size), &a->small, &a->large);
     struct alloc_block *b = NULL;
     if (search)
         b = get_free_block(a, p, size, stream);
     else
         p->get_free_blocks_call_count++; /* the recording searched (before its release) and found nothing */
     if (!b) {
-        if (gc_enabled(a))
-            garbage_collect_cached_blocks(a);
-        b = alloc_block(a, p, size, alloc_size, stream, false, &device_error);
-        if (!b && !device_error && release_available_cached_blocks(a, size, stream, p))
-            b = alloc_block(a, p, size, alloc_size, stream, false, &device_error);
-        if (!b && !device_error) {
-            release_cached_blocks(a);
-            b = alloc_block(a, p, size, alloc_size, stream, true, &device_error);
-        }
-    }
-    if (device_error)
-        return -1;
-    if (!b) {
-        fill_oom(a, oom, orig_size, size, alloc_size, stream);
-        return 1;
+        int rc = malloc_new_segment(a, p, orig_size, size, stream, &b, oom);
+        if (rc)
+            return rc;
     }
     *out = alloc_found_block(a, b, size, orig_size, stream);
     return 0;
@@ -314,11 +324,11 @@ void allocator_free(struct allocator *a, struct alloc_block *b)
         return;
     struct pool *p = b->pool;
     b->allocated = false;
-    stat_array_decrease(a->stats.allocation, p->small, 1);
+    stat_array_count_down(a->stats.allocation, p->small);
     stat_array_decrease(a->stats.allocated_bytes, p->small, (int64_t)b->size);
     record_trace(a, ACT_FREE_REQUESTED, b->addr, b->requested_size, b->stream);
     if (b->size >= a->cfg.max_split_size)
-        stat_decrease(&a->stats.oversize_allocations, 1);
+        stat_count_down(&a->stats.oversize_allocations);
     if (b->nstream_uses)
         insert_events(a, b); /* back to the pool once the other streams are done with it */
     else

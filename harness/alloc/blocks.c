@@ -112,20 +112,17 @@ static inline uint64_t merge_blocks(struct allocator *a, struct alloc_block *dst
 {
     /* a missing neighbour reads as an allocated one, so the state checks are one bitwise test */
     static const struct alloc_block none = {.allocated = true};
-    const struct alloc_block *s = src ? src : &none;
+    const struct alloc_block *s = pick_addr(src != NULL, src, &none);
     bool mergeable = !s->allocated & (s->event_count == 0) & (dst->mapped == s->mapped);
     if (!mergeable)
         return 0;
     if (dst->prev == src) { /* [src dst] */
         dst->addr = src->addr;
         dst->prev = src->prev;
-        if (dst->prev)
-            dst->prev->next = dst;
-        block_fix_head(dst);
+        block_link_prev(dst);
     } else { /* [dst src] */
         dst->next = src->next;
-        if (dst->next)
-            dst->next->prev = dst;
+        block_link_next(dst);
     }
     uint64_t subsumed = src->size;
     dst->size += subsumed;
@@ -164,7 +161,6 @@ void free_block(struct allocator *a, struct alloc_block *b)
         stat_array_change(s->inactive_split, p->small, split_blocks);
         stat_array_change(s->inactive_split_bytes, p->small, split_bytes);
     }
-    stat_array_decrease(s->active, p->small, 1);
-    stat_array_decrease(s->active_bytes, p->small, (int64_t)original_size);
+    stat_block_inactive(s, p->small, (int64_t)original_size);
     stat_array_decrease(s->requested_bytes, p->small, (int64_t)requested);
 }

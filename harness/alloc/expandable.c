@@ -84,8 +84,7 @@ static bool map_block(struct allocator *a, struct alloc_block *to_map, uint64_t 
         rest->seg = seg;
         rest->prev = to_map;
         rest->next = to_map->next;
-        if (rest->next)
-            rest->next->prev = rest;
+        block_link_next(rest);
         to_map->next = rest;
         RB_INSERT(addr_tree, &p->unmapped, rest);
         to_map->size = mapped;
@@ -134,10 +133,8 @@ void unmap_block(struct allocator *a, struct alloc_block *b)
         f->seg = seg;
         f->prev = b->prev;
         f->next = b;
-        if (f->prev)
-            f->prev->next = f;
+        block_link_prev(f);
         b->prev = f;
-        block_fix_head(f);
         pool_insert(p, f);
     }
     if (after) {
@@ -146,8 +143,7 @@ void unmap_block(struct allocator *a, struct alloc_block *b)
         f->seg = seg;
         f->prev = b;
         f->next = b->next;
-        if (f->next)
-            f->next->prev = f;
+        block_link_next(f);
         b->next = f;
         pool_insert(p, f);
     }

@@ -5,6 +5,8 @@
 #define OOMLAB_ALLOC_INTERNAL_H
 
 #include <bsd/sys/tree.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "alloc/allocator.h"
 
@@ -82,8 +84,6 @@ struct allocator {
     struct block_slab *slabs;         /* where block structs come from, freed with the allocator */
     struct stream_event *events;       /* outstanding events of freed blocks, in the order recorded */
     size_t nevents, events_cap;
-    size_t pending_blocks;             /* blocks waiting for those events, and their bytes */
-    uint64_t pending_bytes;
     struct err *err;                   /* where device errors go during one call */
 };
 
@@ -108,15 +108,31 @@ struct alloc_block *pool_prev(const struct pool *p, struct alloc_block *b);
  * where its new key belongs, and stamped like pool_insert. */
 void pool_shrink_front(struct pool *p, struct alloc_block *b, uint64_t addr);
 void pool_free(struct pool *p);
+/* c ? x : y as a mask, for choices as random as the workload: GCC turns the ternary back into a branch. */
+static inline void *pick_addr(bool c, const void *x, const void *y)
+{
+    uintptr_t mask = -(uintptr_t)c;
+    return (void *)(((uintptr_t)x & mask) | ((uintptr_t)y & ~mask));
+}
+
 static inline bool block_is_split(const struct alloc_block *b)
 {
     return (b->prev != NULL) | (b->next != NULL);
 }
-/* b is now first in its segment if it has no prev */
-static inline void block_fix_head(struct alloc_block *b)
+/* b->prev now links to b (or, first in its segment, the segment's head does); b->next links back to b if b
+ * has one. The link to write is picked with a mask on integers, not a branch: whether a neighbour exists is
+ * as random as the workload, and no member is reached through a null pointer. */
+static inline void block_link_prev(struct alloc_block *b)
 {
-    if (!b->prev)
-        b->seg->head = b;
+    uintptr_t via_prev = (uintptr_t)b->prev + offsetof(struct alloc_block, next);
+    *(struct alloc_block **)pick_addr(b->prev != NULL, (const void *)via_prev, &b->seg->head) = b;
+}
+
+static inline void block_link_next(struct alloc_block *b)
+{
+    struct alloc_block *unused;
+    uintptr_t via_next = (uintptr_t)b->next + offsetof(struct alloc_block, prev);
+    *(struct alloc_block **)pick_addr(b->next != NULL, (const void *)via_next, &unused) = b;
 }
 uint64_t try_merge_blocks(struct allocator *a, struct alloc_block *dst, struct alloc_block *src, struct pool *p);
 void free_block(struct allocator *a, struct alloc_block *b);

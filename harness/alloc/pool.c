@@ -17,14 +17,15 @@ static int cmp_size(const struct alloc_block *x, const struct alloc_block *y)
 
 RB_GENERATE(size_tree, alloc_block, node, cmp_size)
 
-/* Classes are ordered like sizes: one per size below POOL_COLS, then row r (2^r <= size < 2^(r+1)) split by
- * the POOL_COL_BITS bits below the leading one. */
+/* Classes are ordered like sizes: one per size below POOL_COLS (row 0), then the sizes 2^r <= size < 2^(r+1)
+ * split by the POOL_COL_BITS bits below the leading one, in row r - POOL_COL_BITS + 1. With sh = r - POOL_COL_BITS,
+ * size >> sh is POOL_COLS + those bits, so the class is (size >> sh) + sh * POOL_COLS; sh = 0 below POOL_COLS
+ * makes the same sum the size itself, with no branch. Rows reach 63 - POOL_COL_BITS + 1 < POOL_ROWS. */
 static inline unsigned size_class(uint64_t size)
 {
-    if (size < POOL_COLS)
-        return (unsigned)size;
-    unsigned row = 63u - (unsigned)__builtin_clzll(size);
-    return row * POOL_COLS + (unsigned)((size >> (row - POOL_COL_BITS)) & (POOL_COLS - 1));
+    unsigned log = 63u - (unsigned)__builtin_clzll(size | 1);
+    unsigned sh = log > POOL_COL_BITS ? log - POOL_COL_BITS : 0;
+    return (unsigned)(size >> sh) + sh * POOL_COLS;
 }
 
 /* The stream's classes, or the first of a later stream (*exact false), or NULL. Streams are few: a scan. */
@@ -48,11 +49,10 @@ static inline struct stream_bins *bins_of(const struct pool *p, uint64_t stream)
     return NULL;
 }
 
-static struct stream_bins *bins_get(struct pool *p, uint64_t stream)
+/* A stream's first free block in this pool: a new set of classes, in stream order. Out of line, so the
+ * insertions that find their stream's classes (all but a handful) save no registers for it. */
+static __attribute__((noinline)) struct stream_bins *bins_add(struct pool *p, uint64_t stream)
 {
-    struct stream_bins *s = bins_of(p, stream);
-    if (s)
-        return s;
     size_t i = 0;
     while (i < p->nbins && p->bins[i]->stream < stream)
         i++;
@@ -64,7 +64,8 @@ static struct stream_bins *bins_get(struct pool *p, uint64_t stream)
         p->bins = grown;
         p->cap = cap;
     }
-    if (!(s = calloc(1, sizeof *s)))
+    struct stream_bins *s = calloc(1, sizeof *s);
+    if (!s)
         abort();
     s->stream = stream;
     for (size_t j = p->nbins; j > i; j--)
@@ -72,6 +73,12 @@ static struct stream_bins *bins_get(struct pool *p, uint64_t stream)
     p->bins[i] = s;
     p->nbins++;
     return s;
+}
+
+static inline struct stream_bins *bins_get(struct pool *p, uint64_t stream)
+{
+    struct stream_bins *s = bins_of(p, stream);
+    return s ? s : bins_add(p, stream);
 }
 
 void pool_free(struct pool *p)
@@ -92,7 +99,7 @@ static size_t bins_index(const struct pool *p, const struct stream_bins *s)
 }
 
 /* The first non-empty class >= c (c < POOL_CLASSES), or POOL_CLASSES. */
-static unsigned class_at_or_after(const struct stream_bins *s, unsigned c)
+static inline unsigned class_at_or_after(const struct stream_bins *s, unsigned c)
 {
     unsigned row = c / POOL_COLS;
     uint64_t cols = s->cols[row] & (UINT64_MAX << (c % POOL_COLS));
@@ -119,13 +126,22 @@ static unsigned class_at_or_before(const struct stream_bins *s, unsigned c)
     return row * POOL_COLS + 63u - (unsigned)__builtin_clzll(s->cols[row]);
 }
 
+/* The smallest block of a non-empty class (most hold one: the root). */
+static inline struct alloc_block *class_min(const struct size_tree *t)
+{
+    struct alloc_block *b = RB_ROOT(t);
+    while (RB_LEFT(b, node))
+        b = RB_LEFT(b, node);
+    return b;
+}
+
 /* The smallest block of streams[i..], or NULL. */
 static struct alloc_block *first_from(const struct pool *p, size_t i)
 {
     for (; i < p->nbins; i++) {
         unsigned c = class_at_or_after(p->bins[i], 0);
         if (c < POOL_CLASSES)
-            return RB_MIN(size_tree, &p->bins[i]->classes[c]);
+            return class_min(&p->bins[i]->classes[c]);
     }
     return NULL;
 }
@@ -142,11 +158,11 @@ static struct alloc_block *last_before(const struct pool *p, size_t i)
 }
 
 /* The first block after every block of class c of stream s, or NULL. */
-static struct alloc_block *first_after_class(const struct pool *p, struct stream_bins *s, unsigned c)
+static inline struct alloc_block *first_after_class(const struct pool *p, struct stream_bins *s, unsigned c)
 {
     unsigned next = c + 1 < POOL_CLASSES ? class_at_or_after(s, c + 1) : POOL_CLASSES;
     if (next < POOL_CLASSES)
-        return RB_MIN(size_tree, &s->classes[next]);
+        return class_min(&s->classes[next]);
     return first_from(p, bins_index(p, s) + 1);
 }
 
@@ -178,13 +194,6 @@ static inline bool block_before(const struct alloc_block *x, uint64_t size, uint
     return xk < k;
 }
 
-/* c ? x : y as a mask: GCC turns the ternary back into a branch. */
-static inline void *pick_addr(bool c, void *x, void *y)
-{
-    uintptr_t mask = -(uintptr_t)c;
-    return (void *)(((uintptr_t)x & mask) | ((uintptr_t)y & ~mask));
-}
-
 static inline struct alloc_block *pick(bool c, struct alloc_block *x, struct alloc_block *y)
 {
     return pick_addr(c, x, y);
@@ -199,6 +208,9 @@ struct alloc_block *pool_lower_bound(const struct pool *p, uint64_t stream, uint
     if (!exact)
         return first_from(p, bins_index(p, s));
     unsigned c = size_class(size);
+    /* the bitmap first: an empty class's head is not worth a cache miss */
+    if (!(s->cols[c / POOL_COLS] >> (c % POOL_COLS) & 1))
+        return first_after_class(p, s, c);
     struct alloc_block *n = RB_ROOT(&s->classes[c]), *res = NULL;
     while (n) {
         bool before = block_before(n, size, addr);
@@ -221,16 +233,10 @@ struct alloc_block *pool_prev(const struct pool *p, struct alloc_block *b)
     return n ? n : last_before_class(p, bins_of(p, b->stream), b->size_class);
 }
 
-/* RB_INSERT's descent (keys are unique: no two free blocks share an address), then libbsd's rebalancing. */
-void pool_insert(struct pool *p, struct alloc_block *b)
+/* RB_INSERT's descent (keys are unique: no two free blocks share an address), then libbsd's rebalancing.
+ * Out of line: the common insertion is into an empty class (pool_insert). */
+static __attribute__((noinline)) void tree_insert(struct size_tree *t, struct alloc_block *b)
 {
-    b->gc_count_base = p->get_free_blocks_call_count;
-    struct stream_bins *s = bins_get(p, b->stream);
-    unsigned c = size_class(b->size);
-    b->size_class = (uint16_t)c;
-    struct size_tree *t = &s->classes[c];
-    s->cols[c / POOL_COLS] |= 1ULL << (c % POOL_COLS);
-    s->rows |= 1ULL << (c / POOL_COLS);
     struct alloc_block *parent = NULL, *n = RB_ROOT(t);
     bool right = false;
     while (n) {
@@ -240,43 +246,73 @@ void pool_insert(struct pool *p, struct alloc_block *b)
         n = pick(right, r, l);
     }
     RB_SET(b, parent, node);
-    if (!parent)
-        RB_ROOT(t) = b;
-    else /* the side picked with a mask: it is as random as the descent */
-        *(struct alloc_block **)pick_addr(right, &RB_RIGHT(parent, node), &RB_LEFT(parent, node)) = b;
+    /* the side picked with a mask: it is as random as the descent */
+    *(struct alloc_block **)pick_addr(right, &RB_RIGHT(parent, node), &RB_LEFT(parent, node)) = b;
     size_tree_RB_INSERT_COLOR(t, b);
+}
+
+/* Most classes hold at most one block: inserting into an empty class is making b a black root (what RB_INSERT
+ * ends with), and removing a childless root empties the class (what RB_REMOVE does for it). */
+static inline void class_insert(struct stream_bins *s, unsigned c, struct alloc_block *b)
+{
+    b->size_class = (uint16_t)c;
+    struct size_tree *t = &s->classes[c];
+    if (s->cols[c / POOL_COLS] >> (c % POOL_COLS) & 1) { /* the bitmap is at hand; the class head may not be */
+        tree_insert(t, b);
+        return;
+    }
+    RB_LEFT(b, node) = RB_RIGHT(b, node) = RB_PARENT(b, node) = NULL;
+    RB_COLOR(b, node) = RB_BLACK;
+    RB_ROOT(t) = b;
+    s->cols[c / POOL_COLS] |= 1ULL << (c % POOL_COLS);
+    s->rows |= 1ULL << (c / POOL_COLS);
+}
+
+static inline void class_remove(struct stream_bins *s, struct alloc_block *b)
+{
+    unsigned c = b->size_class;
+    struct size_tree *t = &s->classes[c];
+    if (RB_PARENT(b, node) || RB_LEFT(b, node) || RB_RIGHT(b, node)) {
+        RB_REMOVE(size_tree, t, b);
+        return; /* the class still holds the others */
+    }
+    RB_ROOT(t) = NULL;
+    unsigned row = c / POOL_COLS;
+    s->cols[row] &= ~(1ULL << (c % POOL_COLS));
+    if (!s->cols[row])
+        s->rows &= ~(1ULL << row);
+}
+
+void pool_insert(struct pool *p, struct alloc_block *b)
+{
+    b->gc_count_base = p->get_free_blocks_call_count;
+    class_insert(bins_get(p, b->stream), size_class(b->size), b);
 }
 
 void pool_remove(struct pool *p, struct alloc_block *b)
 {
-    struct stream_bins *s = bins_of(p, b->stream);
-    unsigned c = b->size_class;
-    struct size_tree *t = &s->classes[c];
-    RB_REMOVE(size_tree, t, b);
-    if (RB_EMPTY(t)) {
-        unsigned row = c / POOL_COLS;
-        s->cols[row] &= ~(1ULL << (c % POOL_COLS));
-        if (!s->cols[row])
-            s->rows &= ~(1ULL << row);
-    }
+    class_remove(bins_of(p, b->stream), b);
 }
 
-/* A smaller key still sorts before b's successor; it keeps b's place when it stays in b's class and sorts
- * after b's predecessor there, which saves a removal and an insertion for most splits. */
+/* A smaller key still sorts before b's successor: b keeps its place when it stays in its class and sorts
+ * after its predecessor there. Classes are narrow, so most splits move b to a lower class, within the
+ * stream's classes found once. */
 void pool_shrink_front(struct pool *p, struct alloc_block *b, uint64_t addr)
 {
     uint64_t size = b->size - (addr - b->addr);
-    if (size_class(size) == b->size_class) {
+    unsigned c = size_class(size);
+    b->gc_count_base = p->get_free_blocks_call_count;
+    if (c == b->size_class) {
         struct alloc_block *prev = RB_PREV(size_tree, NULL, b);
         if (!prev || block_before(prev, size, addr)) {
             b->addr = addr;
             b->size = size;
-            b->gc_count_base = p->get_free_blocks_call_count;
             return;
         }
     }
-    pool_remove(p, b);
+    struct stream_bins *s = bins_of(p, b->stream);
+    class_remove(s, b);
     b->addr = addr;
     b->size = size;
-    pool_insert(p, b);
+    class_insert(s, c, b);
 }

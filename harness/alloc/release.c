@@ -12,10 +12,10 @@ void release_block(struct allocator *a, struct alloc_block *b)
     record_trace(a, ACT_SEGMENT_FREE, b->addr, b->size, b->stream);
     a->dev->ops->seg_free(a->dev, b->addr, b->size);
     a->total_allocated_memory -= b->size;
-    stat_array_decrease(a->stats.segment, p->small, 1);
+    stat_array_count_down(a->stats.segment, p->small);
     stat_array_decrease(a->stats.reserved_bytes, p->small, (int64_t)b->size);
     if (b->size >= a->cfg.max_split_size)
-        stat_decrease(&a->stats.oversize_segments, 1);
+        stat_count_down(&a->stats.oversize_segments);
     pool_remove(p, b);
     segment_delete(a, b->seg);
     block_delete(a, b);

@@ -39,10 +39,10 @@ int allocator_restore_segment(struct allocator *a, uint64_t size, uint64_t strea
     struct alloc_stats *s = &a->stats;
     a->total_allocated_memory += size;
     struct segment *seg = segment_new(a, *addr, size, stream, small);
-    stat_array_increase(s->segment, small, 1);
+    stat_array_count_up(s->segment, small);
     stat_array_increase(s->reserved_bytes, small, (int64_t)size);
     if (size >= a->cfg.max_split_size)
-        stat_increase(&s->oversize_segments, 1);
+        stat_count_up(&s->oversize_segments);
     a->stats.num_device_alloc++;
 
     struct alloc_block *prev = NULL;
@@ -54,7 +54,7 @@ int allocator_restore_segment(struct allocator *a, uint64_t size, uint64_t strea
             prev = block_append(a, seg, p, prev, *addr + at, gap_end - at);
             pool_insert(p, prev);
             if (split) {
-                stat_array_increase(s->inactive_split, small, 1);
+                stat_array_count_up(s->inactive_split, small);
                 stat_array_increase(s->inactive_split_bytes, small, (int64_t)prev->size);
             }
         }
@@ -64,13 +64,9 @@ int allocator_restore_segment(struct allocator *a, uint64_t size, uint64_t strea
         prev->allocated = true;
         prev->requested_size = blocks[i].requested_size;
         handles[i] = prev;
-        stat_array_increase(s->allocation, small, 1);
-        stat_array_increase(s->allocated_bytes, small, (int64_t)prev->size);
-        stat_array_increase(s->active, small, 1);
-        stat_array_increase(s->active_bytes, small, (int64_t)prev->size);
-        stat_array_increase(s->requested_bytes, small, (int64_t)prev->requested_size);
+        stat_block_allocated(s, small, (int64_t)prev->size, (int64_t)prev->requested_size);
         if (prev->size >= a->cfg.max_split_size)
-            stat_increase(&s->oversize_allocations, 1);
+            stat_count_up(&s->oversize_allocations);
         at = blocks[i].offset + blocks[i].size;
     }
     return 0;

@@ -82,13 +82,9 @@ int allocator_restore_expandable(struct allocator *a, uint64_t stream, bool smal
                 prev->allocated = true;
                 prev->requested_size = blocks[k].requested_size;
                 handles[k++] = prev;
-                stat_array_increase(s->allocation, small, 1);
-                stat_array_increase(s->allocated_bytes, small, (int64_t)size);
-                stat_array_increase(s->active, small, 1);
-                stat_array_increase(s->active_bytes, small, (int64_t)size);
-                stat_array_increase(s->requested_bytes, small, (int64_t)prev->requested_size);
+                stat_block_allocated(s, small, (int64_t)size, (int64_t)prev->requested_size);
                 if (size >= a->cfg.max_split_size)
-                    stat_increase(&s->oversize_allocations, 1);
+                    stat_count_up(&s->oversize_allocations);
             }
             at += size;
         }
@@ -98,7 +94,7 @@ int allocator_restore_expandable(struct allocator *a, uint64_t stream, bool smal
             continue;
         pool_insert(p, b);
         if (block_is_split(b)) {
-            stat_array_increase(s->inactive_split, small, 1);
+            stat_array_count_up(s->inactive_split, small);
             stat_array_increase(s->inactive_split_bytes, small, (int64_t)b->size);
         }
     }

@@ -191,16 +191,18 @@ int alloc_check_consistency(const struct allocator *a, char *why, size_t len)
         tally_segment(&t[seg->small ? STAT_SMALL_POOL : STAT_LARGE_POOL], seg);
     }
     static const char *const names[STAT_TYPES] = {"all", "small_pool", "large_pool"};
-    for (int type = 0; type < STAT_TYPES; type++)
-        if (compare(&a->stats, type, &t[type], names[type], why, len))
+    const struct alloc_stats *s = allocator_stats(a); /* settled: the active stats are derived */
+    for (int type = 0; type < STAT_TYPES; type++) {
+        if (compare(s, type, &t[type], names[type], why, len))
             return -1;
-    if ((uint64_t)a->stats.reserved_bytes[STAT_ALL].current != a->total_allocated_memory) {
-        snprintf(why, len, "reserved_bytes.all.current differs from the device bytes held");
-        return -1;
+        if (t[type].pending != s->pending[type] || t[type].pending_bytes != s->pending_bytes[type]) {
+            snprintf(why, len, "%s: %" PRId64 " blocks (%" PRId64 " bytes) wait for stream events, but the blocks show %" PRId64 " (%" PRId64 ")",
+                     names[type], s->pending[type], s->pending_bytes[type], t[type].pending, t[type].pending_bytes);
+            return -1;
+        }
     }
-    if ((size_t)t[STAT_ALL].pending != a->pending_blocks || (uint64_t)t[STAT_ALL].pending_bytes != a->pending_bytes) {
-        snprintf(why, len, "%zu blocks (%" PRIu64 " bytes) wait for stream events, but the blocks show %" PRId64 " (%" PRId64 ")",
-                 a->pending_blocks, a->pending_bytes, t[STAT_ALL].pending, t[STAT_ALL].pending_bytes);
+    if ((uint64_t)s->reserved_bytes[STAT_ALL].current != a->total_allocated_memory) {
+        snprintf(why, len, "reserved_bytes.all.current differs from the device bytes held");
         return -1;
     }
     return check_tiling(a, why, len);

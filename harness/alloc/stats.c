@@ -5,6 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int64_t max_of(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
 static const char *const type_names[STAT_TYPES] = {"all", "small_pool", "large_pool"};
 
 #define STAT_ARRAYS(X)                                                                                      \
@@ -33,8 +38,39 @@ static void reset_accumulated(struct stat *st)
     st->freed = 0;
 }
 
+void stat_raise_active_peaks(struct alloc_stats *s, int small)
+{
+    int types[2] = {STAT_ALL, stat_pool_type(small)};
+    for (int i = 0; i < 2; i++) {
+        int t = types[i];
+        if (!s->pending[t]) /* then active equals allocation, whose peak covers it */
+            continue;
+        s->active_peak_pending[t] = max_of(s->active_peak_pending[t], s->allocation[t].current + s->pending[t]);
+        s->active_bytes_peak_pending[t] =
+            max_of(s->active_bytes_peak_pending[t], s->allocated_bytes[t].current + s->pending_bytes[t]);
+    }
+}
+
+/* Active is allocation plus the waiting blocks; its peak is allocation's, or one reached while blocks waited
+ * (stat_raise_active_peaks): the active peak of a time when none waited is at most allocation's, and one
+ * reached while some waited is counted there. */
+static void settle_active(struct alloc_stats *s)
+{
+    for (int t = 0; t < STAT_TYPES; t++) {
+        s->active[t].current = s->allocation[t].current + s->pending[t];
+        s->active[t].peak = max_of(s->allocation[t].peak, s->active_peak_pending[t]);
+        s->active_bytes[t].current = s->allocated_bytes[t].current + s->pending_bytes[t];
+        s->active_bytes[t].peak = max_of(s->allocated_bytes[t].peak, s->active_bytes_peak_pending[t]);
+    }
+    for (int t = STAT_SMALL_POOL; t <= STAT_LARGE_POOL; t++) { /* every allocated block becomes active */
+        s->active[t].allocated = s->allocation[t].allocated;
+        s->active_bytes[t].allocated = s->allocated_bytes[t].allocated;
+    }
+}
+
 void alloc_stats_settle(struct alloc_stats *s)
 {
+    settle_active(s);
 #define SETTLE(name)                                                                                         \
     s->name[STAT_ALL].allocated =                                                                            \
         stat_saturating_add(s->name[STAT_SMALL_POOL].allocated, s->name[STAT_LARGE_POOL].allocated);        \
@@ -45,7 +81,12 @@ void alloc_stats_settle(struct alloc_stats *s)
 
 void alloc_stats_reset_peak(struct alloc_stats *s)
 {
+    settle_active(s);
     for_each_stat(s, reset_peak);
+    for (int t = 0; t < STAT_TYPES; t++) { /* the peaks while blocks wait start again from the current values */
+        s->active_peak_pending[t] = s->active[t].current;
+        s->active_bytes_peak_pending[t] = s->active_bytes[t].current;
+    }
 }
 
 void alloc_stats_reset_accumulated(struct alloc_stats *s)

@@ -30,6 +30,11 @@ struct alloc_stats {
     struct stat oversize_allocations;
     struct stat oversize_segments;
     int64_t max_split_size; /* captured at construction; -1 = unlimited */
+    /* The model's own (no memory_stats() key): blocks freed but waiting for stream events, and their bytes,
+     * and the active peaks reached while some waited. A block is active while allocated or waiting, so the
+     * active stats follow from allocation's and these (alloc_stats_settle) instead of being counted apart. */
+    int64_t pending[STAT_TYPES], pending_bytes[STAT_TYPES];
+    int64_t active_peak_pending[STAT_TYPES], active_bytes_peak_pending[STAT_TYPES];
 };
 
 /* The cumulative counters (allocated, freed) stop at INT64_MAX instead of overflowing, as PyTorch's
@@ -41,17 +46,19 @@ static inline int64_t stat_saturating_add(int64_t a, int64_t n)
     return __builtin_add_overflow(a, n, &sum) ? INT64_MAX : sum;
 }
 
-/* Peaks are stored unconditionally: whether one moves is as random as the workload. */
-static inline int64_t stat_max(int64_t a, int64_t b)
+/* A new peak is rare once a run is past its ramp-up, and a ramp-up raises it every time: either way a
+ * predicted branch, cheaper than storing the peak on every increase. */
+static inline void stat_raise_peak(struct stat *s)
 {
-    return a > b ? a : b;
+    if (s->current > s->peak)
+        s->peak = s->current;
 }
 
 static inline void stat_increase(struct stat *s, int64_t n)
 {
     s->current += n;
     s->allocated = stat_saturating_add(s->allocated, n);
-    s->peak = stat_max(s->peak, s->current);
+    stat_raise_peak(s);
 }
 
 static inline void stat_decrease(struct stat *s, int64_t n)
@@ -60,38 +67,109 @@ static inline void stat_decrease(struct stat *s, int64_t n)
     s->freed = stat_saturating_add(s->freed, n);
 }
 
+/* Counts (blocks, segments) move by one per operation: their cumulative counters cannot get near INT64_MAX
+ * (2^63 operations), so they need no saturation. */
+static inline void stat_count_up(struct stat *s)
+{
+    s->current++;
+    s->allocated++;
+    stat_raise_peak(s);
+}
+
+static inline void stat_count_down(struct stat *s)
+{
+    s->current--;
+    s->freed++;
+}
+
+/* The pool's entry of a stat array: STAT_LARGE_POOL - 1 is STAT_SMALL_POOL, one subtraction instead of a select. */
+static inline int stat_pool_type(int small)
+{
+    return STAT_LARGE_POOL - (small != 0);
+}
+
+static inline struct stat *stat_of_pool(struct stat *a, int small)
+{
+    return &a[stat_pool_type(small)];
+}
+
 /* Updates the aggregate entry and the pool's entry, like for_each_selected_stat_type (n >= 0). The aggregate's
  * cumulative counters are the pools' saturating sums, the same numbers as adding every n to them (both only
  * grow from the same reset), so they are left to alloc_stats_settle and each update writes three fields less. */
 static inline void stat_array_increase(struct stat *a, int small, int64_t n)
 {
-    struct stat *all = &a[STAT_ALL];
-    all->current += n;
-    all->peak = stat_max(all->peak, all->current);
-    stat_increase(&a[small ? STAT_SMALL_POOL : STAT_LARGE_POOL], n);
+    a[STAT_ALL].current += n;
+    stat_raise_peak(&a[STAT_ALL]);
+    stat_increase(stat_of_pool(a, small), n);
 }
 
 static inline void stat_array_decrease(struct stat *a, int small, int64_t n)
 {
     a[STAT_ALL].current -= n;
-    stat_decrease(&a[small ? STAT_SMALL_POOL : STAT_LARGE_POOL], n);
+    stat_decrease(stat_of_pool(a, small), n);
+}
+
+static inline void stat_array_count_up(struct stat *a, int small)
+{
+    a[STAT_ALL].current++;
+    stat_raise_peak(&a[STAT_ALL]);
+    stat_count_up(stat_of_pool(a, small));
+}
+
+static inline void stat_array_count_down(struct stat *a, int small)
+{
+    a[STAT_ALL].current--;
+    stat_count_down(stat_of_pool(a, small));
 }
 
 /* stat_array_increase(delta) or stat_array_decrease(-delta), and nothing for 0, without branching on the
- * sign (the free path's split counts go either way at random); a peak is never below its current. */
+ * sign (the free path's split counts go either way at random). */
 static inline void stat_array_change(struct stat *a, int small, int64_t delta)
 {
     int64_t up = delta > 0 ? delta : 0, down = up - delta;
-    struct stat *all = &a[STAT_ALL], *pool = &a[small ? STAT_SMALL_POOL : STAT_LARGE_POOL];
+    struct stat *all = &a[STAT_ALL], *pool = stat_of_pool(a, small);
     all->current += delta;
-    all->peak = stat_max(all->peak, all->current);
+    stat_raise_peak(all);
     pool->current += delta;
-    pool->peak = stat_max(pool->peak, pool->current);
+    stat_raise_peak(pool);
     pool->allocated = stat_saturating_add(pool->allocated, up);
     pool->freed = stat_saturating_add(pool->freed, down);
 }
 
-/* Fills in the aggregate entries' allocated and freed after stat_array_* updates (before they are read). */
+/* The active peaks while blocks wait for stream events (only then does active exceed allocation). */
+void stat_raise_active_peaks(struct alloc_stats *s, int small);
+
+/* A block became allocated (a malloc, or a live block restored from a snapshot), and so active with the same
+ * size: active and active_bytes are allocation's and allocated_bytes' plus the waiting blocks (their current,
+ * their allocated counters; their peaks too while none wait), which alloc_stats_settle adds up. */
+static inline void stat_block_allocated(struct alloc_stats *s, int small, int64_t size, int64_t requested)
+{
+    stat_array_count_up(s->allocation, small);
+    stat_array_increase(s->allocated_bytes, small, size);
+    stat_array_increase(s->requested_bytes, small, requested);
+    if (s->pending[STAT_ALL])
+        stat_raise_active_peaks(s, small);
+}
+
+/* A freed block waits for stream events (+1) or is done waiting (-1). */
+static inline void stat_block_pending(struct alloc_stats *s, int small, int64_t change, int64_t size)
+{
+    s->pending[STAT_ALL] += change;
+    s->pending[stat_pool_type(small)] += change;
+    s->pending_bytes[STAT_ALL] += change * size;
+    s->pending_bytes[stat_pool_type(small)] += change * size;
+}
+
+/* A block left the active ones (its free completed): their cumulative counters. */
+static inline void stat_block_inactive(struct alloc_stats *s, int small, int64_t size)
+{
+    stat_of_pool(s->active, small)->freed++;
+    struct stat *bytes = stat_of_pool(s->active_bytes, small);
+    bytes->freed = stat_saturating_add(bytes->freed, size);
+}
+
+/* Fills in what the updates above leave out (the active stats, the aggregate entries' cumulative counters)
+ * before they are read. */
 void alloc_stats_settle(struct alloc_stats *s);
 
 void alloc_stats_reset_peak(struct alloc_stats *s);

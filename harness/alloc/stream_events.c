@@ -38,8 +38,8 @@ void allocator_stream_sync(struct allocator *a, uint64_t stream)
 size_t allocator_pending_frees(const struct allocator *a, uint64_t *bytes)
 {
     if (bytes)
-        *bytes = a->pending_bytes;
-    return a->pending_blocks;
+        *bytes = (uint64_t)a->stats.pending_bytes[STAT_ALL];
+    return (size_t)a->stats.pending[STAT_ALL];
 }
 
 void insert_events(struct allocator *a, struct alloc_block *b)
@@ -58,8 +58,7 @@ void insert_events(struct allocator *a, struct alloc_block *b)
     for (uint32_t i = 0; i < b->nstream_uses; i++)
         a->events[a->nevents++] = (struct stream_event){.block = b, .stream = b->stream_uses[i]};
     b->event_count += b->nstream_uses;
-    a->pending_blocks++;
-    a->pending_bytes += b->size;
+    stat_block_pending(&a->stats, b->pool->small, 1, (int64_t)b->size);
     free(b->stream_uses);
     b->stream_uses = NULL;
     b->nstream_uses = 0;
@@ -77,8 +76,7 @@ static void free_events(struct allocator *a, bool all)
             continue;
         }
         if (--ev.block->event_count == 0) {
-            a->pending_blocks--;
-            a->pending_bytes -= ev.block->size;
+            stat_block_pending(&a->stats, ev.block->pool->small, -1, (int64_t)ev.block->size);
             free_block(a, ev.block);
         }
     }
