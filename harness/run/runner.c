@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernel_shape.h"
 #include "kernels.h"
 #include "util/bump.h"
 #include "util/hash.h"
@@ -53,6 +54,7 @@ struct runner {
     struct after_hook after[RUN_MAX_OBSERVERS];   /* and their on_op hooks */
     size_t nbefore, nafter;
     bool launches, runs_kernels, async_kernels; /* the device's: it has launch, DEVICE_RUNS_KERNELS, DEVICE_ASYNC_KERNELS */
+    struct kernel_cost_memo costs; /* kernels' costs by their calls' shapes */
     struct failed_id *failed; /* ids whose allocation OOMed (continue_after_oom): their frees are expected */
     bool stopped;             /* an op failed (an OOM that ends the run, or an error): later ops are refused */
     bool ended_by_oom;
@@ -457,7 +459,7 @@ static int do_kernel(struct runner *r, const struct op *op, struct err *e)
     const struct kernel_desc *k = kernel_get(op->kernel.kernel);
     if (!k)
         return err_set(e, ERR_INTERNAL, "op program launches unknown kernel %u", op->kernel.kernel);
-    const struct kernel_cost cost = kernel_cost(&op->kernel);
+    const struct kernel_cost cost = kernel_cost_memo(&r->costs, &op->kernel);
     r->res.kernels++;
     r->res.flops += cost.flops;
     r->res.bytes_moved += cost.bytes;
@@ -837,6 +839,7 @@ void runner_destroy(struct runner *r)
     if (r->dev->ops->set_workspace) /* the workspaces lent go back while the allocator exists */
         r->dev->ops->set_workspace(r->dev, NULL);
     allocator_destroy(r->a);
+    kernel_cost_memo_free(&r->costs);
     free(r->step_times);
     free(r->step_walls);
     free(r);
