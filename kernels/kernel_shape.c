@@ -27,33 +27,33 @@ static inline uint64_t mix(uint64_t h, uint64_t w)
     return (h ^ w) * 0x9e3779b97f4a7c15ULL;
 }
 
-static bool same_shape(const struct kernel_shape *a, const struct kernel_shape *b)
+/* Whether slot a holds the shape of k, whose head is head. */
+static bool holds(const struct kernel_shape *a, uint64_t head, const struct kernel_call *k)
 {
-    uint64_t diff = (a->head ^ b->head) | (a->fparam[0] ^ b->fparam[0]) | (a->fparam[1] ^ b->fparam[1]);
+    uint64_t fparam[2];
+    memcpy(fparam, k->fparam, sizeof fparam);
+    uint64_t diff = (a->head ^ head) | (a->fparam[0] ^ fparam[0]) | (a->fparam[1] ^ fparam[1]);
     for (int i = 0; i < KERNEL_MAX_DIMS; i++)
-        diff |= (uint64_t)(a->dims[i] ^ b->dims[i]);
+        diff |= (uint64_t)(a->dims[i] ^ k->dims[i]);
     return !diff;
 }
 
 struct kernel_cost kernel_cost_memo(struct kernel_cost_memo *m, const struct kernel_call *k)
 {
     static uint64_t last_id; /* shared by every memo of the process, so a shape id is never given twice */
-    const struct kernel_desc *kd = kernel_get(k->kernel);
-    if (!kd || (!m->slots && !(m->slots = calloc(KERNEL_COST_MEMO_SLOTS, sizeof *m->slots))))
+    if (!m->slots && !(m->slots = calloc(KERNEL_COST_MEMO_SLOTS, sizeof *m->slots)))
         return kernel_cost(k);
-    struct kernel_shape s;
     /* bit 31 set: a shape's head is never 0, so it never matches an empty slot */
-    s.head = (uint64_t)k->kernel | (uint64_t)k->dtype << 16 | (uint64_t)k->ntensors << 24 | 1ULL << 31 |
-             same_tensors(k, kd->ntensors) << 32;
-    memcpy(s.dims, k->dims, sizeof s.dims);
-    memcpy(s.fparam, k->fparam, sizeof s.fparam);
-    /* the slot by the fields that tell the shapes of a step apart; the comparison is of every field */
-    uint64_t h = mix(mix(mix(mix(mix(s.head, (uint64_t)s.dims[0]), (uint64_t)s.dims[1]), (uint64_t)s.dims[2]),
-                         (uint64_t)s.dims[3]),
-                     s.fparam[0]);
+    const uint64_t head = (uint64_t)k->kernel | (uint64_t)k->dtype << 16 | (uint64_t)k->ntensors << 24 | 1ULL << 31 |
+                          same_tensors(k, kernel_get(k->kernel)->ntensors) << 32;
+    /* the slot by the fields that tell the shapes of a step apart; holds() compares every field */
+    uint64_t h = mix(mix(mix(mix(head, (uint64_t)k->dims[0]), (uint64_t)k->dims[1]), (uint64_t)k->dims[2]),
+                     (uint64_t)k->dims[3]);
     struct kernel_cost_slot *slot = &m->slots[(h ^ h >> 32) & (KERNEL_COST_MEMO_SLOTS - 1)];
-    if (!same_shape(&slot->shape, &s)) {
-        slot->shape = s;
+    if (!holds(&slot->shape, head, k)) {
+        slot->shape.head = head;
+        memcpy(slot->shape.dims, k->dims, sizeof slot->shape.dims);
+        memcpy(slot->shape.fparam, k->fparam, sizeof slot->shape.fparam);
         slot->cost = kernel_cost(k);
         slot->cost.shape_id = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
     }

@@ -36,7 +36,7 @@ struct kernel_cost_memo {
     struct kernel_cost_slot *slots; /* KERNEL_COST_MEMO_SLOTS, allocated at the first call */
 };
 
-/* k's cost (kernel_cost, kernels.h) with the shape id of k's shape: kept from an earlier call of the same
+/* k's cost (kernel_cost, kernels.h; k's kernel must be in the table) with the shape id of k's shape: kept from an earlier call of the same
  * shape, or counted now and kept (under a new shape id, never given before in this process). Without host
  * memory for the memo it counts every call, with shape id 0. */
 struct kernel_cost kernel_cost_memo(struct kernel_cost_memo *m, const struct kernel_call *k);

@@ -202,6 +202,10 @@ static void track_peaks(struct runner *r)
 {
     uint64_t allocated, reserved;
     allocator_current_bytes(r->a, &allocated, &reserved);
+    /* the run's peaks are never below the current phase's: nothing to do under the phase's */
+    struct phase_peak *p = current_phase(r);
+    if (p && allocated <= p->peak_allocated && reserved <= p->peak_reserved)
+        return;
     if (allocated > r->res.peak_allocated) {
         r->res.peak_allocated = allocated;
         r->res.peak_allocated_step = r->res.steps;
@@ -214,7 +218,6 @@ static void track_peaks(struct runner *r)
         memcpy(r->res.peak_reserved_phase, r->phase_name, sizeof r->phase_name);
         r->res.unallocated_at_peak = reserved - allocated;
     }
-    struct phase_peak *p = current_phase(r);
     if (p) {
         if (allocated > p->peak_allocated) {
             p->peak_allocated = allocated;
@@ -456,8 +459,7 @@ static int do_record_stream(struct runner *r, const struct op *op, struct err *e
 
 static int do_kernel(struct runner *r, const struct op *op, struct err *e)
 {
-    const struct kernel_desc *k = kernel_get(op->kernel.kernel);
-    if (!k)
+    if (op->kernel.kernel >= K_COUNT)
         return err_set(e, ERR_INTERNAL, "op program launches unknown kernel %u", op->kernel.kernel);
     const struct kernel_cost cost = kernel_cost_memo(&r->costs, &op->kernel);
     r->res.kernels++;
@@ -473,7 +475,8 @@ static int do_kernel(struct runner *r, const struct op *op, struct err *e)
         struct live_tensor *t;
         HASH_FIND(hh, r->live, &op->kernel.tensors[i], sizeof op->kernel.tensors[i], t);
         if (!t)
-            return err_set(e, ERR_INTERNAL, "kernel %s names tensor %llu, which is not live", k->name,
+            return err_set(e, ERR_INTERNAL, "kernel %s names tensor %llu, which is not live",
+                           kernel_get(op->kernel.kernel)->name,
                            (unsigned long long)op->kernel.tensors[i]);
         addrs[i] = t->block ? alloc_block_addr(t->block) : t->managed_addr;
     }
