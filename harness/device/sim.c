@@ -2,6 +2,7 @@
 #include "device/sim.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,15 +102,21 @@ static void sim_mem_info(struct device *d, uint64_t *free_bytes, uint64_t *total
     *total = d->total;
 }
 
-static void advance_clocks(struct sim *s, const struct kept_time *k)
+/* Times k afresh into *out, as kept for its shape. */
+static __attribute__((noinline)) int time_call(struct sim *s, const struct kernel_call *k, const struct kernel_cost *cost,
+                                               struct kept_time *out, struct err *e)
 {
-    for (int i = 0; i < k->launches; i++) {
-        s->host_clock += k->host_each;
-        if (s->gpu_clock < s->host_clock)
-            s->gpu_clock = s->host_clock;
-        s->gpu_clock += k->gpu_each;
-    }
+    struct kernel_time t;
+    if (kernel_time_model(k, cost, &s->rates, &t, e))
+        return -1;
+    int n = t.launches > 1 ? (int)(t.launches + 0.5) : 1;
+    *out = (struct kept_time){cost->shape_id, cost->flops, cost->bytes, n, t.host_seconds / n, t.gpu_seconds / n};
+    return 0;
 }
+
+_Static_assert(offsetof(struct kept_time, bytes) == offsetof(struct kept_time, flops) + sizeof(double) &&
+                   offsetof(struct kernel_cost, bytes) == offsetof(struct kernel_cost, flops) + sizeof(double),
+               "sim_launch compares {flops, bytes} as one run of bytes");
 
 /* The host issues a kernel's launches one after another, each taking the framework's time per op; the
  * GPU starts each as soon as it is issued and the previous kernel is done. So the GPU idles while the
@@ -118,24 +125,20 @@ static int sim_launch(struct device *d, const struct kernel_call *k, const struc
                       const uint64_t *tensor_addrs, struct err *e)
 {
     struct sim *s = sim_of(d);
-    if (!s->times && cost->shape_id)
-        s->times = calloc(SIM_KEPT_TIMES, sizeof *s->times); /* without it, every call is timed afresh */
-    /* the model reads the call and its cost: the same shape with the same cost (to the bit) takes the same time */
-    struct kept_time *kept = s->times && cost->shape_id ? &s->times[cost->shape_id & (SIM_KEPT_TIMES - 1)] : NULL;
-    struct kept_time now;
-    if (!kept || kept->shape_id != cost->shape_id || memcmp(&kept->flops, &cost->flops, sizeof cost->flops) ||
-        memcmp(&kept->bytes, &cost->bytes, sizeof cost->bytes)) {
-        struct kernel_time t;
-        if (kernel_time_model(k, cost, &s->rates, &t, e))
-            return err_prefix(e, "%s: ", d->name);
-        int n = t.launches > 1 ? (int)(t.launches + 0.5) : 1;
-        now = (struct kept_time){cost->shape_id, cost->flops, cost->bytes, n, t.host_seconds / n, t.gpu_seconds / n};
-        if (kept)
-            *kept = now;
-        else
-            kept = &now;
+    /* the model reads the call and its cost: the same shape with the same cost (to the bit) takes the same
+     * time. Without a shape id, or without memory for the kept times, the call is timed afresh. */
+    struct kept_time now, *kept = &now;
+    if (cost->shape_id && (s->times || (s->times = calloc(SIM_KEPT_TIMES, sizeof *s->times))))
+        kept = &s->times[cost->shape_id & (SIM_KEPT_TIMES - 1)];
+    if ((kept == &now || kept->shape_id != cost->shape_id || memcmp(&kept->flops, &cost->flops, 2 * sizeof(double))) &&
+        time_call(s, k, cost, kept, e))
+        return err_prefix(e, "%s: ", d->name);
+    for (int i = 0; i < kept->launches; i++) {
+        s->host_clock += kept->host_each;
+        if (s->gpu_clock < s->host_clock)
+            s->gpu_clock = s->host_clock;
+        s->gpu_clock += kept->gpu_each;
     }
-    advance_clocks(s, kept);
     return 0;
 }
 
