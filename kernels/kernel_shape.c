@@ -47,8 +47,11 @@ struct kernel_cost kernel_cost_memo(struct kernel_cost_memo *m, const struct ker
     const uint64_t head = (uint64_t)k->kernel | (uint64_t)k->dtype << 16 | (uint64_t)k->ntensors << 24 | 1ULL << 31 |
                           same_tensors(k, kernel_get(k->kernel)->ntensors) << 32;
     /* the slot by the fields that tell the shapes of a step apart; holds() compares every field */
-    uint64_t h = mix(mix(mix(mix(head, (uint64_t)k->dims[0]), (uint64_t)k->dims[1]), (uint64_t)k->dims[2]),
-                     (uint64_t)k->dims[3]);
+    uint32_t alpha;
+    memcpy(&alpha, &k->fparam[0], sizeof alpha);
+    uint64_t h = mix(mix(mix(mix(mix(head, (uint64_t)k->dims[0]), (uint64_t)k->dims[1]), (uint64_t)k->dims[2]),
+                         (uint64_t)k->dims[3]),
+                     alpha);
     struct kernel_cost_slot *slot = &m->slots[(h ^ h >> 32) & (KERNEL_COST_MEMO_SLOTS - 1)];
     if (!holds(&slot->shape, head, k)) {
         slot->shape.head = head;
