@@ -1,6 +1,7 @@
 /* kernel_shape.c: a kernel call's shape and the cost memo (see kernel_shape.h). */
 #include "kernel_shape.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -12,8 +12,6 @@
 #ifndef OOMLAB_KERNEL_SHAPE_H
 #define OOMLAB_KERNEL_SHAPE_H
 
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #include "kernel_call.h"
@@ -36,9 +34,9 @@ struct kernel_cost_memo {
     struct kernel_cost_slot *slots; /* KERNEL_COST_MEMO_SLOTS, allocated at the first call */
 };
 
-/* k's cost (kernel_cost, kernels.h; k's kernel must be in the table) with the shape id of k's shape: kept from an earlier call of the same
- * shape, or counted now and kept (under a new shape id, never given before in this process). Without host
- * memory for the memo it counts every call, with shape id 0. */
+/* k's cost (kernel_cost, kernels.h; k's kernel must be in the table) with the shape id of k's shape: kept
+ * from an earlier call of the same shape, or counted now and kept (under a new shape id, never given before
+ * in this process). Without host memory for the memo it counts every call, with shape id 0. */
 struct kernel_cost kernel_cost_memo(struct kernel_cost_memo *m, const struct kernel_call *k);
 void kernel_cost_memo_free(struct kernel_cost_memo *m);
 
