@@ -21,9 +21,12 @@ struct kernel_call {
 };
 
 /* What a call costs as the roofline counts it (kernels.h, kernel_cost): its floating-point operations and
- * the bytes it must move. Computed once per launch by the caller and handed to the device with the call. */
+ * the bytes it must move. Computed once per launch by the caller and handed to the device with the call.
+ * shape_id, when not 0, numbers the call's shape (kernel_shape.h): calls with the same non-zero shape_id
+ * have the same shape, so a device may keep what it models for one and take it again for the next. */
 struct kernel_cost {
     double flops, bytes;
+    uint64_t shape_id;
 };
 
 #endif

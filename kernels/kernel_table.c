@@ -509,7 +509,7 @@ enum dtype kernel_tensor_dtype(const struct kernel_call *k, unsigned i)
 
 struct kernel_cost kernel_cost(const struct kernel_call *k)
 {
-    return (struct kernel_cost){table[k->kernel].flops(k), table[k->kernel].bytes(k)};
+    return (struct kernel_cost){.flops = table[k->kernel].flops(k), .bytes = table[k->kernel].bytes(k)};
 }
 
 uint64_t kernel_tensor_bytes(const struct kernel_call *k, unsigned i)

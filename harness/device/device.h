@@ -62,7 +62,8 @@ struct device_ops {
     void (*mem_info)(struct device *d, uint64_t *free_bytes, uint64_t *total_bytes);
     /* Runs one kernel, or on a modelled device accounts its time (optional: without it kernels cost
      * nothing). cost: the call's kernel_cost (kernels.h), which the caller has counted already and a
-     * modelled device times by. tensor_addrs: the k->ntensors tensors' addresses in kernels.h order,
+     * modelled device times by; its shape_id, when not 0, lets the device keep what it worked out for the
+     * call's shape (kernel_shape.h). tensor_addrs: the k->ntensors tensors' addresses in kernels.h order,
      * NULL unless the kind has DEVICE_RUNS_KERNELS. 0, or -1 with e set. */
     int (*launch)(struct device *d, const struct kernel_call *k, const struct kernel_cost *cost,
                   const uint64_t *tensor_addrs, struct err *e);

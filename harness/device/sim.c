@@ -2,6 +2,7 @@
 #include "device/sim.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +11,21 @@
 #include "device/profile_detect.h"
 #include "scenario/suggest.h"
 
+/* A kernel's modelled time, kept for the next call of its shape (struct kernel_cost's shape_id; 0: empty). */
+struct kept_time {
+    uint64_t shape_id;
+    double flops, bytes;        /* the cost it was timed with */
+    int launches;               /* its CUDA kernels, whole */
+    double host_each, gpu_each; /* the host and GPU time of each */
+};
+#define SIM_KEPT_TIMES 512 /* a power of two; shape ids count up, so consecutive ones take different slots */
+
 struct sim {
     uint64_t context, used, next_base;
     const struct gpu_profile *profile;
     const struct software_stack *stack;
     struct kernel_rates rates; /* profile's under stack */
+    struct kept_time *times;   /* SIM_KEPT_TIMES kernels' modelled times by shape id, allocated at the first */
     uint64_t *forced;
     size_t nforced, iforced;
     /* Since the last kernel_seconds() (a synchronisation): when the host has issued its last launch,
@@ -91,6 +102,22 @@ static void sim_mem_info(struct device *d, uint64_t *free_bytes, uint64_t *total
     *total = d->total;
 }
 
+/* Times k afresh into *out, as kept for its shape. */
+static __attribute__((noinline)) int time_call(struct sim *s, const struct kernel_call *k, const struct kernel_cost *cost,
+                                               struct kept_time *out, struct err *e)
+{
+    struct kernel_time t;
+    if (kernel_time_model(k, cost, &s->rates, &t, e))
+        return -1;
+    int n = t.launches > 1 ? (int)(t.launches + 0.5) : 1;
+    *out = (struct kept_time){cost->shape_id, cost->flops, cost->bytes, n, t.host_seconds / n, t.gpu_seconds / n};
+    return 0;
+}
+
+_Static_assert(offsetof(struct kept_time, bytes) == offsetof(struct kept_time, flops) + sizeof(double) &&
+                   offsetof(struct kernel_cost, bytes) == offsetof(struct kernel_cost, flops) + sizeof(double),
+               "sim_launch compares {flops, bytes} as one run of bytes");
+
 /* The host issues a kernel's launches one after another, each taking the framework's time per op; the
  * GPU starts each as soon as it is issued and the previous kernel is done. So the GPU idles while the
  * host is slower than the kernels it issues (small batches), and the host runs ahead otherwise. */
@@ -98,15 +125,19 @@ static int sim_launch(struct device *d, const struct kernel_call *k, const struc
                       const uint64_t *tensor_addrs, struct err *e)
 {
     struct sim *s = sim_of(d);
-    struct kernel_time t;
-    if (kernel_time_model(k, cost, &s->rates, &t, e))
+    /* the model reads the call and its cost: the same shape with the same cost (to the bit) takes the same
+     * time. Without a shape id, or without memory for the kept times, the call is timed afresh. */
+    struct kept_time now, *kept = &now;
+    if (cost->shape_id && (s->times || (s->times = calloc(SIM_KEPT_TIMES, sizeof *s->times))))
+        kept = &s->times[cost->shape_id & (SIM_KEPT_TIMES - 1)];
+    if ((kept == &now || kept->shape_id != cost->shape_id || memcmp(&kept->flops, &cost->flops, 2 * sizeof(double))) &&
+        time_call(s, k, cost, kept, e))
         return err_prefix(e, "%s: ", d->name);
-    int n = t.launches > 1 ? (int)(t.launches + 0.5) : 1;
-    for (int i = 0; i < n; i++) {
-        s->host_clock += t.host_seconds / n;
+    for (int i = 0; i < kept->launches; i++) {
+        s->host_clock += kept->host_each;
         if (s->gpu_clock < s->host_clock)
             s->gpu_clock = s->host_clock;
-        s->gpu_clock += t.gpu_seconds / n;
+        s->gpu_clock += kept->gpu_each;
     }
     return 0;
 }
@@ -141,6 +172,7 @@ static void sim_destroy(struct device *d)
     if (!d)
         return;
     free(sim_of(d)->forced);
+    free(sim_of(d)->times);
     free(d->impl);
     free(d);
 }
@@ -198,6 +230,8 @@ void sim_device_set_stack(struct device *d, const struct software_stack *stack)
 {
     sim_of(d)->stack = stack;
     sim_of(d)->rates = kernel_rates_for(sim_of(d)->profile, stack);
+    if (sim_of(d)->times) /* timed at the old rates */
+        memset(sim_of(d)->times, 0, SIM_KEPT_TIMES * sizeof *sim_of(d)->times);
     describe_timing(d);
 }
 

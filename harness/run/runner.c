@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernel_shape.h"
 #include "kernels.h"
 #include "util/bump.h"
 #include "util/hash.h"
@@ -34,11 +35,27 @@ struct lent_workspace { /* a library workspace handed to the device */
 
 #define RUN_MAX_OBSERVERS 6
 
+/* An observer's hook with its observer, kept packed so emit walks only the hooks there are. */
+struct before_hook {
+    void (*fn)(struct run_observer *o, const struct op *op);
+    struct run_observer *o;
+};
+struct after_hook {
+    int (*fn)(struct run_observer *o, struct runner *r, const struct op *op, const struct alloc_block *block,
+              struct err *e);
+    struct run_observer *o;
+};
+
 struct runner {
     struct op_sink sink; /* first: the sink pointer is the runner */
     struct runner_options opt;
     struct run_observer *observers[RUN_MAX_OBSERVERS];
     size_t nobservers;
+    struct before_hook before[RUN_MAX_OBSERVERS]; /* the observers' before_op hooks, in order */
+    struct after_hook after[RUN_MAX_OBSERVERS];   /* and their on_op hooks */
+    size_t nbefore, nafter;
+    bool launches, runs_kernels, async_kernels; /* the device's: it has launch, DEVICE_RUNS_KERNELS, DEVICE_ASYNC_KERNELS */
+    struct kernel_cost_memo costs; /* kernels' costs by their calls' shapes */
     struct failed_id *failed; /* ids whose allocation OOMed (continue_after_oom): their frees are expected */
     bool stopped;             /* an op failed (an OOM that ends the run, or an error): later ops are refused */
     bool ended_by_oom;
@@ -187,6 +204,10 @@ static void track_peaks(struct runner *r)
 {
     uint64_t allocated, reserved;
     allocator_current_bytes(r->a, &allocated, &reserved);
+    /* the run's peaks are never below the current phase's: nothing to do under the phase's */
+    struct phase_peak *p = current_phase(r);
+    if (p && allocated <= p->peak_allocated && reserved <= p->peak_reserved)
+        return;
     if (allocated > r->res.peak_allocated) {
         r->res.peak_allocated = allocated;
         r->res.peak_allocated_step = r->res.steps;
@@ -199,7 +220,6 @@ static void track_peaks(struct runner *r)
         memcpy(r->res.peak_reserved_phase, r->phase_name, sizeof r->phase_name);
         r->res.unallocated_at_peak = reserved - allocated;
     }
-    struct phase_peak *p = current_phase(r);
     if (p) {
         if (allocated > p->peak_allocated) {
             p->peak_allocated = allocated;
@@ -444,28 +464,28 @@ static int do_record_stream(struct runner *r, const struct op *op, struct err *e
 
 static int do_kernel(struct runner *r, const struct op *op, struct err *e)
 {
-    const struct kernel_desc *k = kernel_get(op->kernel.kernel);
-    if (!k)
+    if (op->kernel.kernel >= K_COUNT)
         return err_set(e, ERR_INTERNAL, "op program launches unknown kernel %u", op->kernel.kernel);
-    const struct kernel_cost cost = kernel_cost(&op->kernel);
+    const struct kernel_cost cost = kernel_cost_memo(&r->costs, &op->kernel);
     r->res.kernels++;
     r->res.flops += cost.flops;
     r->res.bytes_moved += cost.bytes;
     if (current_phase(r))
         current_phase(r)->flops += cost.flops;
-    if (!r->dev->ops->launch)
+    if (!r->launches)
         return 0;
-    const bool runs = device_has(r->dev, DEVICE_RUNS_KERNELS);
+    const bool runs = r->runs_kernels;
     uint64_t addrs[KERNEL_MAX_TENSORS] = {0};
     for (unsigned i = 0; runs && i < op->kernel.ntensors && i < KERNEL_MAX_TENSORS; i++) {
         struct live_tensor *t = find_live(r, op->kernel.tensors[i]);
         if (!t)
-            return err_set(e, ERR_INTERNAL, "kernel %s names tensor %llu, which is not live", k->name,
+            return err_set(e, ERR_INTERNAL, "kernel %s names tensor %llu, which is not live",
+                           kernel_get(op->kernel.kernel)->name,
                            (unsigned long long)op->kernel.tensors[i]);
         addrs[i] = t->block ? alloc_block_addr(t->block) : t->managed_addr;
     }
     int rc = r->dev->ops->launch(r->dev, &op->kernel, &cost, runs ? addrs : NULL, e);
-    if (!device_has(r->dev, DEVICE_ASYNC_KERNELS)) /* its time is known now: into this phase and step */
+    if (!r->async_kernels) /* its time is known now: into this phase and step */
         take_kernel_time(r);
     return rc;
 }
@@ -511,13 +531,14 @@ static void step_stats(struct runner *r)
                        &res->step_wall_seconds_max);
 }
 
-/* A recorded segment op changes nothing by itself: observers (a replay's check) act on it. */
-static int execute(struct runner *r, const struct op *op, struct alloc_block **block, struct err *e)
+/* A recorded segment op changes nothing by itself: observers (a replay's check) act on it. The kinds a
+ * generated program is made of are emit's own; these are the rest. */
+static __attribute__((noinline)) int execute_other(struct runner *r, const struct op *op, struct err *e)
 {
     switch (op->kind) {
-    case OP_ALLOC: return do_alloc(r, op, block, e);
-    case OP_FREE: r->recorded_release = r->recorded_fresh = false; return do_free(r, op, e);
-    case OP_KERNEL: return do_kernel(r, op, e);
+    case OP_ALLOC:
+    case OP_FREE:
+    case OP_KERNEL: break; /* emit's */
     case OP_EMPTY_CACHE: allocator_empty_cache(r->a); return 0;
     case OP_PHASE: enter_phase(r, op->name); return 0;
     case OP_STEP:
@@ -546,25 +567,39 @@ static int execute(struct runner *r, const struct op *op, struct alloc_block **b
     return err_set(e, ERR_INTERNAL, "op program has an op of unknown kind %d", (int)op->kind);
 }
 
+/* An op failed: later ops are refused; after an OOM the observers see the allocation that OOMed. */
+static __attribute__((noinline, cold)) int stop(struct runner *r, const struct op *op)
+{
+    r->stopped = true;
+    for (size_t i = 0; r->ended_by_oom && i < r->nafter; i++)
+        r->after[i].fn(r->after[i].o, r, op, NULL, &(struct err){0});
+    return -1;
+}
+
 static int emit(struct op_sink *sink, const struct op *op, struct err *e)
 {
     struct runner *r = (struct runner *)sink;
     if (r->stopped)
         return -1;
-    for (size_t i = 0; i < r->nobservers; i++)
-        if (r->observers[i]->before_op)
-            r->observers[i]->before_op(r->observers[i], op);
+    for (size_t i = 0; i < r->nbefore; i++)
+        r->before[i].fn(r->before[i].o, op);
     struct alloc_block *block = NULL;
-    if (execute(r, op, &block, e)) {
-        r->stopped = true;
-        for (size_t i = 0; r->ended_by_oom && i < r->nobservers; i++) /* they see the allocation that OOMed */
-            if (r->observers[i]->on_op)
-                r->observers[i]->on_op(r->observers[i], r, op, NULL, &(struct err){0});
-        return -1;
+    int rc;
+    if (op->kind == OP_ALLOC) {
+        rc = do_alloc(r, op, &block, e);
+    } else if (op->kind == OP_FREE) {
+        r->recorded_release = r->recorded_fresh = false;
+        rc = do_free(r, op, e);
+    } else if (op->kind == OP_KERNEL) {
+        rc = do_kernel(r, op, e);
+    } else {
+        rc = execute_other(r, op, e);
     }
+    if (rc)
+        return stop(r, op);
     r->res.ops++;
-    for (size_t i = 0; i < r->nobservers; i++)
-        if (r->observers[i]->on_op && r->observers[i]->on_op(r->observers[i], r, op, block, e))
+    for (size_t i = 0; i < r->nafter; i++)
+        if (r->after[i].fn(r->after[i].o, r, op, block, e))
             return -1;
     return 0;
 }
@@ -594,6 +629,9 @@ struct runner *runner_create(struct device *dev, const struct alloc_config *cfg,
         r->opt.where_unit = "op";
     snprintf(r->phase_name, sizeof r->phase_name, "start");
     r->res.measured = device_has(dev, DEVICE_MEASURED);
+    r->launches = dev->ops->launch != NULL;
+    r->runs_kernels = device_has(dev, DEVICE_RUNS_KERNELS);
+    r->async_kernels = device_has(dev, DEVICE_ASYNC_KERNELS);
     if (!(r->a = allocator_create(dev, cfg))) {
         free(r);
         return NULL;
@@ -611,6 +649,10 @@ int runner_add_observer(struct runner *r, struct run_observer *o)
     if (r->nobservers == RUN_MAX_OBSERVERS)
         return -1;
     r->observers[r->nobservers++] = o;
+    if (o->before_op)
+        r->before[r->nbefore++] = (struct before_hook){o->before_op, o};
+    if (o->on_op)
+        r->after[r->nafter++] = (struct after_hook){o->on_op, o};
     if (o->on_alloc_event)
         allocator_set_trace(r->a, on_alloc_event, r);
     return 0;
@@ -803,6 +845,7 @@ void runner_destroy(struct runner *r)
     if (r->dev->ops->set_workspace) /* the workspaces lent go back while the allocator exists */
         r->dev->ops->set_workspace(r->dev, NULL);
     allocator_destroy(r->a);
+    kernel_cost_memo_free(&r->costs);
     free(r->step_times);
     free(r->step_walls);
     free(r);

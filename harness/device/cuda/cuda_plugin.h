@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever anything in this header or in device.h changes; the loader refuses another version. */
-#define OOMLAB_CUDA_ABI 5
+#define OOMLAB_CUDA_ABI 6
 
 /* Library workspaces and kernel scratch come from the device's own memory (cudaMalloc) until the
  * caller points them elsewhere with the device's set_workspace op (struct device_workspace). The
