@@ -20,7 +20,7 @@ enum { CX, CW, CY, CN };
 
 /* Blocked-layout buffers kept from call to call (one call at a time holds them; a call made meanwhile
  * allocates its own): glibc returns freed blocks of megabytes to the kernel, and faulting a fresh one's pages
- * in cost a quarter of a 3 x 3 convolution of 8 x 64 x 56 x 56 (measured). Each keeps the largest size asked
+ * in cost a fifth to a quarter of a 3 x 3 convolution of 8 x 64 x 56 x 56 (measured). Each keeps the largest size asked
  * of it, until the process ends. */
 static struct {
     pthread_mutex_t mu;

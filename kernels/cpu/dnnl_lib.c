@@ -21,8 +21,12 @@ static struct lazy_lib lib = LAZY_LIB_INIT("libdnnl.so.2", "oneDNN for convoluti
  * the user is kept. Set before the first dlopen, while no other thread of the process reads the environment. */
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
+/* Also takes $OOMLAB_DNNL, when set, as the library to open. */
 static void env_set(void)
 {
+    const char *so = getenv("OOMLAB_DNNL");
+    if (so && *so)
+        lib.soname = so;
     setenv("OMP_WAIT_POLICY", "passive", 0);
 }
 

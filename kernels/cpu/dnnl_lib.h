@@ -30,8 +30,9 @@ struct dnnl_lib {
 #undef DNNL_LIB_MEMBER
 extern struct dnnl_lib dnnl_lib;
 
-/* 0, or -1 with e set when oneDNN cannot be loaded (libdnnl.so.2 not found, or without a symbol above or the
- * OpenMP runtime's omp_set_num_threads); then also the CPU engine, created once: dnnl_lib_engine(). */
+/* 0, or -1 with e set when oneDNN cannot be loaded ($OOMLAB_DNNL when set, else libdnnl.so.2, not found, or
+ * without a symbol above or the OpenMP runtime's omp_set_num_threads); then also the CPU engine, created
+ * once: dnnl_lib_engine(). */
 int dnnl_lib_load(struct err *e);
 /* The CPU engine; call only after dnnl_lib_load returned 0. */
 dnnl_engine_t dnnl_lib_engine(void);
