@@ -49,6 +49,14 @@ def torch_cases():
         x, w = rnd(8, 64, 56, 56), rnd(64, 64, 3, 3)
         return lambda: F.conv2d(x, w, stride=1, padding=1)
 
+    def gelu():
+        x = rnd(8 * 256, 1024)
+        return lambda: F.gelu(x)
+
+    def gelu_bwd():
+        x, dy = rnd(8 * 256, 1024), rnd(8 * 256, 1024)
+        return lambda: torch.ops.aten.gelu_backward(dy, x)  # what autograd runs for F.gelu's backward
+
     def adamw():
         p = torch.nn.Parameter(rnd(10_000_000))
         p.grad = rnd(10_000_000)
@@ -57,7 +65,8 @@ def torch_cases():
         return opt.step
 
     return {"BM_HostBiasGrad": bias_grad, "BM_HostSoftmax": softmax, "BM_HostLayerNorm": layernorm,
-            "BM_HostFlashFwd": flash, "BM_HostConv2d": conv, "BM_HostAdamWFused": adamw} | backward_cases(rnd)
+            "BM_HostFlashFwd": flash, "BM_HostConv2d": conv, "BM_HostGeluFwd": gelu, "BM_HostGeluBwd": gelu_bwd,
+            "BM_HostAdamWFused": adamw} | backward_cases(rnd)
 
 
 def backward_cases(rnd):

@@ -1,5 +1,5 @@
 /* blas.h: the BLAS, loaded at run time. oomlab links no BLAS: the first kernel that needs one (a GEMM,
- * attention, convolution) loads it with dlopen, as the CUDA plugin is loaded, so a process that runs no
+ * attention) loads it with dlopen, as the CUDA plugin is loaded, so a process that runs no
  * host kernel (sim runs, replays) never maps OpenBLAS, its threads or the Fortran runtime it brings.
  * The library is $OOMLAB_BLAS when set (any library exporting cblas_sgemm), else the OpenBLAS the
  * build found (OOMLAB_BLAS_LIB). */

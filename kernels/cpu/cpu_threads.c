@@ -127,17 +127,22 @@ void kernel_cpu_set_threads(unsigned n)
     thread_limit = n;
 }
 
+size_t cpu_threads_most(void)
+{
+    cpu_set_t set;
+    size_t cores = sched_getaffinity(0, sizeof set, &set) == 0 ? (size_t)CPU_COUNT(&set) : 1;
+    if (thread_limit && thread_limit < cores)
+        cores = thread_limit;
+    return cores < CPU_MAX_THREADS ? cores : CPU_MAX_THREADS;
+}
+
 static size_t thread_count(size_t n)
 {
     size_t want = n / CPU_THREAD_MIN_ELEMS;
     if (want < 2)
         return 1;
-    cpu_set_t set;
-    size_t cores = sched_getaffinity(0, sizeof set, &set) == 0 ? (size_t)CPU_COUNT(&set) : 1;
-    if (thread_limit && thread_limit < cores)
-        cores = thread_limit;
-    want = want < cores ? want : cores;
-    return want < CPU_MAX_THREADS ? want : CPU_MAX_THREADS;
+    size_t most = cpu_threads_most();
+    return want < most ? want : most;
 }
 
 void cpu_for_chunks(const struct kernel_call *k, void *const *t, size_t n, size_t chunk, cpu_chunk_fn *fn)

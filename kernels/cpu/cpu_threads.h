@@ -17,4 +17,8 @@ void cpu_for_chunks(const struct kernel_call *k, void *const *t, size_t n, size_
 void cpu_for_chunks_of(const struct kernel_call *k, void *const *t, size_t n, size_t chunk, size_t work,
                        cpu_chunk_fn *fn);
 
+/* The most threads a CPU kernel may use: the cores this process may run on, capped by
+ * kernel_cpu_set_threads (kernels that thread themselves, such as oneDNN's, are given this many). */
+size_t cpu_threads_most(void);
+
 #endif

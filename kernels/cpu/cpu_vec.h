@@ -86,7 +86,9 @@ static inline int cpu_has_avx512(void)
  * work (a running sum, a scale) from fusing with it. */
 CPU_BODY float cpu_exp_nonpos(float x)
 {
-    const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer in the low bits */
+    /* 1.5 * 2^23 + 127: adding it rounds to an integer n in the low bits, biased by 127, so those bits shifted
+     * to the exponent's place are 2^n */
+    const float magic = 12582912.0f + 127.0f;
     x = x < -88.0f ? -88.0f : x; /* n = -127 there: a scale of 0 */
     float t = x * 1.44269504f + magic, n = t - magic;
     float r = x - n * 0.693359375f;
@@ -97,10 +99,11 @@ CPU_BODY float cpu_exp_nonpos(float x)
     p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
+    p = p * r + 1.0f; /* e^r = 1 + r + r^2 P(r), by Horner */
+    p = p * r + 1.0f;
     int32_t ti;
     memcpy(&ti, &t, sizeof ti);
-    uint32_t sb = (uint32_t)(ti - 0x4B400000 + 127) << 23; /* 2^n, n in [-127, 0] */
+    uint32_t sb = (uint32_t)ti << 23; /* 2^n, n in [-127, 0]: 127 + n from the low bits, the rest shifted out */
     float scale;
     memcpy(&scale, &sb, sizeof scale);
     return p * scale;

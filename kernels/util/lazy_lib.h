@@ -1,7 +1,8 @@
 /* lazy_lib.h: a shared library opened on first use (dlopen) rather than linked, so that a process that never
  * needs it does not pay for mapping and relocating it and what it brings at every start. The caller lists
  * the symbols it uses with the pointer each one is stored in, and loads before the first call (see
- * report/cairo_lib.c). */
+ * report/cairo_lib.c). It lives in kernels/, which includes nothing of harness/, so that the kernels
+ * (cpu/dnnl_lib.c) and the harness share it. */
 #ifndef OOMLAB_LAZY_LIB_H
 #define OOMLAB_LAZY_LIB_H
 
