@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "device/device_kind.h"
 #include "replay/replay.h"
 #include "run/holders.h"
 #include "tap.h"
@@ -58,6 +59,46 @@ static const char trace[] = "step 1 samples 1\n"
                             "step 3 samples 1\n"
                             "phase forward\n"
                             "alloc k3 2MiB 0 other cache\n";
+
+/* Holders are known by a tag's text, not its pointer: one buffer rewritten between allocations names two
+ * holders, and one tag in two categories is two holders. */
+static void test_reused_buffer(void)
+{
+    struct err e = {0};
+    struct device *dev = device_open("sim", &(struct device_open_options){0}, &e);
+    struct alloc_config cfg;
+    alloc_config_default(&cfg);
+    struct runner *r = dev ? runner_create(dev, &cfg, NULL) : NULL;
+    struct holders *hs = holders_create();
+    if (!ok(r && hs && runner_add_observer(r, holders_base(hs)) == 0, "a runner on sim with holders")) {
+        diag("%s", e.msg);
+        return;
+    }
+    char tag[32] = "enc.0.attn";
+    struct op_sink *sink = runner_sink(r);
+    struct op op = {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 1, .bytes = 3 * MiB, .name = tag};
+    bool emitted = sink->emit(sink, &op, &e) == 0;
+    op.id = 2;
+    emitted = emitted && sink->emit(sink, &op, &e) == 0;
+    strcpy(tag, "enc.1.mlp");
+    op.id = 3;
+    op.bytes = 2 * MiB;
+    emitted = emitted && sink->emit(sink, &op, &e) == 0;
+    op.id = 4;
+    op.category = CAT_GRAD;
+    emitted = emitted && sink->emit(sink, &op, &e) == 0;
+    ok(emitted, "four allocations, three under one pointer");
+    struct holders_result out;
+    ok(holders_finish(hs, &out) == 0, "holders finish");
+    const struct holders_view *v = &out.at_peak;
+    ok(v->n == 3 && !strcmp(v->top[0].tag, "enc.*.attn") && v->top[0].bytes == 6 * MiB && v->top[0].count == 2 &&
+           !strcmp(v->top[1].tag, "enc.*.mlp") && !strcmp(v->top[2].tag, "enc.*.mlp") &&
+           v->top[1].category != v->top[2].category,
+       "the attention's 6 MiB, then the rewritten tag's 2 MiB in each category (%zu holders)", v->n);
+    runner_destroy(r);
+    holders_destroy(hs);
+    dev->ops->destroy(dev);
+}
 
 int main(void)
 {
@@ -122,5 +163,6 @@ int main(void)
             kept = res.run.points[i].step == steps[i];
         ok(kept, "points of steps 1, 2 and 5 (%zu points)", res.run.npoints);
     }
+    test_reused_buffer();
     return done_testing();
 }

@@ -42,19 +42,16 @@ struct raw_entry {
     struct folded *f;
     size_t len;
     UT_hash_handle hh;
-    char tag[];
+    char tag[]; /* len bytes and a NUL */
 };
 
-/* The holder a tag pointer found last, by the pointer: a run's tags are mostly the same interned strings
- * again, so this skips hashing the tag; an entry is used only if its text still matches. */
-#define RECENT_SLOTS 1024
-struct recent {
-    const char *tag;
-    uint32_t phase_id;
-    uint8_t category;
-    const struct raw_entry *raw;
-    struct key_entry *k;
-};
+/* Tag pointers met are indexed to the raw tag they read as: a run's tags are mostly the same interned
+ * strings again, so this skips hashing the tag's text; the raw tag is used only if the pointer's text still
+ * matches it (a caller may reuse a buffer). */
+#define USES_MAX 65536 /* then the pointers are forgotten and met afresh: ever new ones keep memory bounded */
+
+/* With this few holders a capture at each peak passed costs less than keeping the changes since. */
+#define EAGER_KEYS 32
 
 /* A change to a holder after the last peak, so finishing can go back to the peak and capture it then (a
  * capture at every new peak walks every holder, and most peaks are passed again soon after). */
@@ -76,7 +73,8 @@ struct holders {
     struct key_entry *keys;
     struct raw_entry *raws;
     struct folded *folds;
-    struct recent recent[RECENT_SLOTS];
+    size_t nkeys;
+    struct open_index uses;   /* raw_entries by open_index_hash_u64 of a tag pointer that read as them */
     struct open_index live;   /* live_entries by open_index_hash_u64(id) */
     struct live_entry *spare; /* freed entries, for the next allocations */
     struct bump mem;          /* the keys, tag tables and live entries: freed with the holders */
@@ -183,7 +181,10 @@ static struct key_entry *key_of_folded(struct holders *hs, const char *text, siz
     memcpy(k->key, key, keylen);
     k->keylen = keylen;
     HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->keys, k->key, k->keylen, hv, k);
-    return HASH_ADDED(k) ? k : NULL;
+    if (!HASH_ADDED(k))
+        return NULL;
+    hs->nkeys++;
+    return k;
 }
 
 static void fold(const char *tag, char *buf)
@@ -239,10 +240,11 @@ static void before_op(struct run_observer *base, const struct op *op)
     }
 }
 
-static struct recent *recent_slot(struct holders *hs, const char *tag, uint32_t phase_id, uint8_t category)
+/* Whether tag (not NULL) reads as raw's text: the same first HOLDER_TAG_MAX - 1 bytes, and ending where
+ * raw's does if that is sooner. */
+static bool same_text(const struct raw_entry *raw, const char *tag)
 {
-    uint64_t h = ((uint64_t)(uintptr_t)tag ^ ((uint64_t)phase_id << 8 | category)) * UINT64_C(0x9E3779B97F4A7C15);
-    return &hs->recent[h >> 54]; /* the top 10 bits: RECENT_SLOTS */
+    return !strncmp(raw->tag, tag, raw->len < HOLDER_TAG_MAX - 1 ? raw->len + 1 : raw->len);
 }
 
 /* The raw tag's entry (its first n bytes), folded and made if new. */
@@ -269,28 +271,20 @@ static struct raw_entry *raw_for(struct holders *hs, const char *tag, size_t n)
         if (!HASH_ADDED(f))
             return NULL;
     }
-    if (!(raw = bump_alloc(&hs->mem, sizeof *raw + n)))
+    if (!(raw = bump_alloc(&hs->mem, sizeof *raw + n + 1)))
         return NULL;
     raw->f = f;
     raw->len = n;
     if (n)
         memcpy(raw->tag, tag, n);
+    raw->tag[n] = '\0';
     HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->raws, raw->tag, raw->len, hv, raw);
     return HASH_ADDED(raw) ? raw : NULL;
 }
 
-static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t category)
+/* The holder of a raw tag in this phase and category, made if new. */
+static struct key_entry *key_of_raw(struct holders *hs, const struct raw_entry *raw, uint8_t category)
 {
-    if (hs->phase_id == 63 && strcmp(hs->phases[63], hs->phase)) /* past 64 phase names */
-        return key_for(hs, tag, category);
-    size_t n = tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0;
-    struct recent *r = recent_slot(hs, tag, hs->phase_id, category);
-    if (r->raw && r->tag == tag && r->phase_id == hs->phase_id && r->category == category && r->raw->len == n &&
-        (n == 0 || !memcmp(r->raw->tag, tag, n)))
-        return r->k;
-    struct raw_entry *raw = raw_for(hs, tag, n);
-    if (!raw)
-        return NULL;
     struct slot *sl = raw->f->slots;
     while (sl && (sl->phase_id != hs->phase_id || sl->category != category))
         sl = sl->next;
@@ -301,8 +295,29 @@ static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t
         *sl = (struct slot){.next = raw->f->slots, .k = k, .phase_id = hs->phase_id, .category = category};
         raw->f->slots = sl;
     }
-    *r = (struct recent){.tag = tag, .phase_id = hs->phase_id, .category = category, .raw = raw, .k = sl->k};
     return sl->k;
+}
+
+static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t category)
+{
+    if (hs->phase_id == 63 && strcmp(hs->phases[63], hs->phase)) /* past 64 phase names */
+        return key_for(hs, tag, category);
+    uint64_t hash = open_index_hash_u64((uint64_t)(uintptr_t)tag);
+    ptrdiff_t at = open_index_first(&hs->uses, hash);
+    struct raw_entry *raw = at >= 0 ? hs->uses.slots[at].item : NULL;
+    if (raw && (!tag || same_text(raw, tag)))
+        return key_of_raw(hs, raw, category);
+    if (!(raw = raw_for(hs, tag, tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0)))
+        return NULL;
+    if (at >= 0) {
+        hs->uses.slots[at].item = raw; /* the pointer's text changed */
+    } else {
+        if (hs->uses.count == USES_MAX)
+            open_index_free(&hs->uses);
+        if (open_index_insert(&hs->uses, hash, raw))
+            return NULL;
+    }
+    return key_of_raw(hs, raw, category);
 }
 
 static void apply(const struct change *c, bool undo)
@@ -330,11 +345,9 @@ static void capture_pending(struct holders *hs)
     hs->pending = false;
 }
 
-/* Notes a change (already applied) while a peak is pending; captures it when too many were kept. */
-static void note_change(struct holders *hs, struct key_entry *k, uint64_t bytes, bool added)
+/* Keeps a change (already applied) while a peak is pending; captures the peak when too many were kept. */
+static void keep_change(struct holders *hs, struct key_entry *k, uint64_t bytes, bool added)
 {
-    if (!hs->pending)
-        return;
     struct change c = {.k = k, .bytes = bytes, .added = added};
     if (hs->nchanges == CHANGES_MAX ||
         (hs->nchanges == hs->changes_cap &&
@@ -345,6 +358,12 @@ static void note_change(struct holders *hs, struct key_entry *k, uint64_t bytes,
         return;
     }
     hs->changes[hs->nchanges++] = c;
+}
+
+static inline void note_change(struct holders *hs, struct key_entry *k, uint64_t bytes, bool added)
+{
+    if (hs->pending)
+        keep_change(hs, k, bytes, added);
 }
 
 /* A new live allocation of `bytes` under id. */
@@ -404,8 +423,12 @@ static void on_free(struct holders *hs, const struct op *op)
         return;
     if (hs->rising) { /* the peak was just before this free */
         hs->rising = false;
-        hs->pending = true;
-        hs->peak_step = hs->step;
+        if (hs->nkeys <= EAGER_KEYS) {
+            capture(hs, &hs->res.at_peak, hs->peak, hs->step);
+        } else {
+            hs->pending = true;
+            hs->peak_step = hs->step;
+        }
     }
     l->key->h.bytes -= l->bytes;
     l->key->h.count--;
@@ -482,6 +505,7 @@ void holders_destroy(struct holders *hs)
     HASH_CLEAR(hh, hs->raws);
     HASH_CLEAR(hh, hs->folds);
     open_index_free(&hs->live);
+    open_index_free(&hs->uses);
     free(hs->changes);
     bump_free_all(&hs->mem);
     free(hs);
