@@ -20,7 +20,7 @@ int open_index_grow(struct open_index *x)
     return 0;
 }
 
-void open_index_remove_at(struct open_index *x, size_t i)
+void open_index_shift_out(struct open_index *x, size_t i)
 {
     /* backward shift: each later slot of the probe run moves into the hole unless its home lies
      * cyclically after the hole (it would then sit before its home) */
@@ -33,16 +33,6 @@ void open_index_remove_at(struct open_index *x, size_t i)
     }
     x->slots[i] = (struct open_slot){0, NULL};
     x->count--;
-}
-
-void *open_index_remove(struct open_index *x, uint64_t hash)
-{
-    ptrdiff_t i = open_index_first(x, hash);
-    if (i < 0)
-        return NULL;
-    void *item = x->slots[i].item;
-    open_index_remove_at(x, (size_t)i);
-    return item;
 }
 
 void open_index_free(struct open_index *x)

@@ -94,10 +94,31 @@ static inline int open_index_insert(struct open_index *x, uint64_t hash, void *i
     return 0;
 }
 
-/* Removes the item in slot i (from open_index_first/next, with no insert or remove since). */
-void open_index_remove_at(struct open_index *x, size_t i);
+/* open_index_remove_at's slow path: slot i is followed by a full slot (whose item may have to move back). */
+void open_index_shift_out(struct open_index *x, size_t i);
+
+/* Removes the item in slot i (from open_index_first/next, with no insert or remove since). Mostly the next
+ * slot is empty (a quarter full at most) and the slot is just emptied. */
+static inline void open_index_remove_at(struct open_index *x, size_t i)
+{
+    if (x->slots[(i + 1) & x->mask].item) {
+        open_index_shift_out(x, i);
+        return;
+    }
+    x->slots[i] = (struct open_slot){0, NULL};
+    x->count--;
+}
+
 /* Removes the item under hash, if any (a hash only one item holds); returns it or NULL. */
-void *open_index_remove(struct open_index *x, uint64_t hash);
+static inline void *open_index_remove(struct open_index *x, uint64_t hash)
+{
+    ptrdiff_t i = open_index_first(x, hash);
+    if (i < 0)
+        return NULL;
+    void *item = x->slots[i].item;
+    open_index_remove_at(x, (size_t)i);
+    return item;
+}
 /* Frees the table (not the items) and empties the index. */
 void open_index_free(struct open_index *x);
 
