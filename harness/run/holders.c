@@ -282,20 +282,43 @@ static struct raw_entry *raw_for(struct holders *hs, const char *tag, size_t n)
     return HASH_ADDED(raw) ? raw : NULL;
 }
 
+/* A new slot of a folded tag: its holder in this phase and category. */
+static __attribute__((noinline)) struct key_entry *new_slot(struct holders *hs, struct folded *f, uint8_t category)
+{
+    struct slot *sl;
+    struct key_entry *k = key_of_folded(hs, f->text, f->len, category);
+    if (!k || !(sl = bump_alloc(&hs->mem, sizeof *sl)))
+        return NULL;
+    *sl = (struct slot){.next = f->slots, .k = k, .phase_id = hs->phase_id, .category = category};
+    f->slots = sl;
+    return k;
+}
+
 /* The holder of a raw tag in this phase and category, made if new. */
 static struct key_entry *key_of_raw(struct holders *hs, const struct raw_entry *raw, uint8_t category)
 {
-    struct slot *sl = raw->f->slots;
-    while (sl && (sl->phase_id != hs->phase_id || sl->category != category))
-        sl = sl->next;
-    if (!sl) {
-        struct key_entry *k = key_of_folded(hs, raw->f->text, raw->f->len, category);
-        if (!k || !(sl = bump_alloc(&hs->mem, sizeof *sl)))
+    for (const struct slot *sl = raw->f->slots; sl; sl = sl->next)
+        if (sl->phase_id == hs->phase_id && sl->category == category)
+            return sl->k;
+    return new_slot(hs, raw->f, category);
+}
+
+/* cached_key's slow path: tag's pointer is new (at < 0), or its text changed. */
+static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders *hs, const char *tag,
+                                                                  uint8_t category, uint64_t hash, ptrdiff_t at)
+{
+    struct raw_entry *raw = raw_for(hs, tag, tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0);
+    if (!raw)
+        return NULL;
+    if (at >= 0) {
+        hs->uses.slots[at].item = raw;
+    } else {
+        if (hs->uses.count == USES_MAX)
+            open_index_free(&hs->uses);
+        if (open_index_insert(&hs->uses, hash, raw))
             return NULL;
-        *sl = (struct slot){.next = raw->f->slots, .k = k, .phase_id = hs->phase_id, .category = category};
-        raw->f->slots = sl;
     }
-    return sl->k;
+    return key_of_raw(hs, raw, category);
 }
 
 static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t category)
@@ -304,20 +327,10 @@ static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t
         return key_for(hs, tag, category);
     uint64_t hash = open_index_hash_u64((uint64_t)(uintptr_t)tag);
     ptrdiff_t at = open_index_first(&hs->uses, hash);
-    struct raw_entry *raw = at >= 0 ? hs->uses.slots[at].item : NULL;
+    const struct raw_entry *raw = at >= 0 ? hs->uses.slots[at].item : NULL;
     if (raw && (!tag || same_text(raw, tag)))
         return key_of_raw(hs, raw, category);
-    if (!(raw = raw_for(hs, tag, tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0)))
-        return NULL;
-    if (at >= 0) {
-        hs->uses.slots[at].item = raw; /* the pointer's text changed */
-    } else {
-        if (hs->uses.count == USES_MAX)
-            open_index_free(&hs->uses);
-        if (open_index_insert(&hs->uses, hash, raw))
-            return NULL;
-    }
-    return key_of_raw(hs, raw, category);
+    return key_of_new_tag(hs, tag, category, hash, at);
 }
 
 static void apply(const struct change *c, bool undo)
