@@ -107,6 +107,9 @@ int main(void)
     fold("lm_head", "lm_head");
     fold("flex_opt.py:125 init_weight_list", "flex_opt.py:125 init_weight_list");
     fold("h.0x1.7", "h.0x1.*");
+    fold("a..12.b.3", "a..*.b.3");
+    fold("7", "*");
+    fold("", "");
 
     struct err e = {0};
     if (ok(replay_text(trace, NULL, &e) == 0, "the worked trace replays")) {

@@ -37,18 +37,15 @@ struct folded {
     char text[]; /* the folded tag */
 };
 
-/* A raw tag (its first HOLDER_TAG_MAX - 1 bytes) and its fold: each distinct one is folded once. */
+/* A tag pointer met, by the text it read as (its first HOLDER_TAG_MAX - 1 bytes) and that text's fold: a
+ * run's tags are mostly the same interned strings again, so this skips hashing and folding the tag's text;
+ * the entry is used only if the pointer's text still matches (a caller may reuse a buffer). */
 struct raw_entry {
     struct folded *f;
     size_t len;
-    UT_hash_handle hh;
     char tag[]; /* len bytes and a NUL */
 };
-
-/* Tag pointers met are indexed to the raw tag they read as: a run's tags are mostly the same interned
- * strings again, so this skips hashing the tag's text; the raw tag is used only if the pointer's text still
- * matches it (a caller may reuse a buffer). */
-#define USES_MAX 65536 /* then the pointers are forgotten and met afresh: ever new ones keep memory bounded */
+#define RAWS_MAX 65536 /* then the pointers are forgotten and met afresh: ever new ones keep memory bounded */
 
 /* With this few holders a capture at each peak passed costs less than keeping the changes since. */
 #define EAGER_KEYS 32
@@ -71,10 +68,11 @@ struct live_entry {
 struct holders {
     struct run_observer base; /* first */
     struct key_entry *keys;
-    struct raw_entry *raws;
     struct folded *folds;
     size_t nkeys;
-    struct open_index uses;   /* raw_entries by open_index_hash_u64 of a tag pointer that read as them */
+    struct open_index uses;   /* raw_entries by open_index_hash_u64 of the tag pointer */
+    struct bump raw_mem;      /* the raw_entries: freed when RAWS_MAX were made */
+    size_t nraws;
     struct open_index live;   /* live_entries by open_index_hash_u64(id) */
     struct live_entry *spare; /* freed entries, for the next allocations */
     struct bump mem;          /* the keys, tag tables and live entries: freed with the holders */
@@ -96,27 +94,22 @@ struct holders {
 /* The whole folded tag cut to len - 1 bytes: the text before the first all-digit part, "*", the text after. */
 void holders_fold_tag(const char *tag, char *buf, size_t len)
 {
-    const char *part = tag, *end = NULL; /* the first all-digit part: [part, end) */
-    for (const char *c = tag;; c++) {
-        if (*c == '.' || *c == '\0') {
-            if (c > part) {
-                end = c;
-                break;
-            }
-            if (*c == '\0')
-                break;
-            part = c + 1;
-        } else if (*c < '0' || *c > '9') {
-            while (*c && *c != '.') /* not digits: on to the next part */
-                c++;
-            if (*c == '\0')
-                break;
-            part = c + 1;
+    const char *part = tag, *end = NULL, *c; /* the first all-digit part: [part, end) */
+    for (;;) {
+        for (c = part; *c >= '0' && *c <= '9'; c++)
+            ;
+        if (c > part && (*c == '.' || *c == '\0')) {
+            end = c;
+            break;
         }
+        c += strcspn(c, "."); /* not digits: on to the next part */
+        if (*c == '\0')
+            break;
+        part = c + 1;
     }
     size_t at = 0;
     const char *pieces[3] = {tag, "*", end};
-    size_t lens[3] = {end ? (size_t)(part - tag) : strlen(tag), end ? 1 : 0, end ? strlen(end) : 0};
+    size_t lens[3] = {end ? (size_t)(part - tag) : (size_t)(c - tag), end ? 1 : 0, end ? strlen(end) : 0};
     for (int i = 0; i < 3; i++) {
         size_t n = lens[i] < len - 1 - at ? lens[i] : len - 1 - at;
         if (n) /* pieces[2] is NULL when there is no '*' part */
@@ -247,14 +240,9 @@ static bool same_text(const struct raw_entry *raw, const char *tag)
     return !strncmp(raw->tag, tag, raw->len < HOLDER_TAG_MAX - 1 ? raw->len + 1 : raw->len);
 }
 
-/* The raw tag's entry (its first n bytes), folded and made if new. */
-static struct raw_entry *raw_for(struct holders *hs, const char *tag, size_t n)
+/* A raw tag entry for tag's first n bytes. */
+static struct raw_entry *new_raw(struct holders *hs, const char *tag, size_t n)
 {
-    struct raw_entry *raw;
-    unsigned hv = (unsigned)hash_bytes(n ? tag : "", n);
-    HASH_FIND_BYHASHVALUE(hh, hs->raws, n ? tag : "", n, hv, raw);
-    if (raw)
-        return raw;
     char text[HOLDER_TAG_MAX];
     fold(tag, text); /* the whole tag, as key_for does */
     size_t len = strlen(text);
@@ -271,15 +259,16 @@ static struct raw_entry *raw_for(struct holders *hs, const char *tag, size_t n)
         if (!HASH_ADDED(f))
             return NULL;
     }
-    if (!(raw = bump_alloc(&hs->mem, sizeof *raw + n + 1)))
+    struct raw_entry *raw = bump_alloc(&hs->raw_mem, sizeof *raw + n + 1);
+    if (!raw)
         return NULL;
     raw->f = f;
     raw->len = n;
     if (n)
         memcpy(raw->tag, tag, n);
     raw->tag[n] = '\0';
-    HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->raws, raw->tag, raw->len, hv, raw);
-    return HASH_ADDED(raw) ? raw : NULL;
+    hs->nraws++;
+    return raw;
 }
 
 /* A new slot of a folded tag: its holder in this phase and category. */
@@ -307,17 +296,19 @@ static struct key_entry *key_of_raw(struct holders *hs, const struct raw_entry *
 static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders *hs, const char *tag,
                                                                   uint8_t category, uint64_t hash, ptrdiff_t at)
 {
-    struct raw_entry *raw = raw_for(hs, tag, tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0);
+    if (hs->nraws == RAWS_MAX) {
+        open_index_free(&hs->uses);
+        bump_free_all(&hs->raw_mem);
+        hs->nraws = 0;
+        at = -1;
+    }
+    struct raw_entry *raw = new_raw(hs, tag, tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0);
     if (!raw)
         return NULL;
-    if (at >= 0) {
+    if (at >= 0)
         hs->uses.slots[at].item = raw;
-    } else {
-        if (hs->uses.count == USES_MAX)
-            open_index_free(&hs->uses);
-        if (open_index_insert(&hs->uses, hash, raw))
-            return NULL;
-    }
+    else if (open_index_insert(&hs->uses, hash, raw))
+        return NULL;
     return key_of_raw(hs, raw, category);
 }
 
@@ -515,10 +506,10 @@ void holders_destroy(struct holders *hs)
     if (!hs)
         return;
     HASH_CLEAR(hh, hs->keys);
-    HASH_CLEAR(hh, hs->raws);
     HASH_CLEAR(hh, hs->folds);
     open_index_free(&hs->live);
     open_index_free(&hs->uses);
+    bump_free_all(&hs->raw_mem);
     free(hs->changes);
     bump_free_all(&hs->mem);
     free(hs);
