@@ -166,6 +166,25 @@ int main(void)
             kept = res.run.points[i].step == steps[i];
         ok(kept, "points of steps 1, 2 and 5 (%zu points)", res.run.npoints);
     }
+    /* forty holders of 2 to 80 MiB (more than are captured at once when the peak is passed): the view is
+     * still the peak's after the largest go and another comes */
+    char many[8192] = "";
+    for (int k = 1; k <= 40; k++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "alloc t%d %dMiB 0 activation m%c%c\n", k, 2 * k,
+                 'a' + k / 26, 'a' + k % 26);
+    for (int k = 36; k <= 40; k++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "free t%d\n", k);
+    snprintf(many + strlen(many), sizeof many - strlen(many), "alloc u1 100MiB 0 activation late\nfree u1\n");
+    e = (struct err){0};
+    if (ok(replay_text(many, NULL, &e) == 0, "forty holders replay")) {
+        const struct holders_view *v = &res.holders.at_peak;
+        ok(v->n == HOLDERS_TOP && v->total == 1640 * MiB && v->top[0].bytes == 80 * MiB &&
+               !strcmp(v->top[0].tag, "mbo") && v->top[7].bytes == 66 * MiB,
+           "at the peak: 1640 MiB, the 80 MiB holder first, the 66 MiB one eighth (%llu MiB, %s)",
+           (unsigned long long)(v->total / MiB), v->n ? v->top[0].tag : "-");
+    } else {
+        diag("%s", e.msg);
+    }
     test_reused_buffer();
     return done_testing();
 }

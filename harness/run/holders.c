@@ -349,13 +349,11 @@ static void capture_pending(struct holders *hs)
     hs->pending = false;
 }
 
-/* Keeps a change (already applied) while a peak is pending; captures the peak when too many were kept. */
-static void keep_change(struct holders *hs, struct key_entry *k, uint64_t bytes, bool added)
+/* note_change's slow path: no room for c in changes (it grows), or CHANGES_MAX kept (the peak is captured). */
+static __attribute__((noinline)) void keep_change(struct holders *hs, struct change c)
 {
-    struct change c = {.k = k, .bytes = bytes, .added = added};
     if (hs->nchanges == CHANGES_MAX ||
-        (hs->nchanges == hs->changes_cap &&
-         vec_grow((void **)&hs->changes, &hs->changes_cap, hs->nchanges + 1, sizeof *hs->changes))) {
+        vec_grow((void **)&hs->changes, &hs->changes_cap, hs->nchanges + 1, sizeof *hs->changes)) {
         apply(&c, true);
         capture_pending(hs);
         apply(&c, false);
@@ -364,10 +362,16 @@ static void keep_change(struct holders *hs, struct key_entry *k, uint64_t bytes,
     hs->changes[hs->nchanges++] = c;
 }
 
+/* Keeps a change (already applied) while a peak is pending. */
 static inline void note_change(struct holders *hs, struct key_entry *k, uint64_t bytes, bool added)
 {
-    if (hs->pending)
-        keep_change(hs, k, bytes, added);
+    if (!hs->pending)
+        return;
+    struct change c = {.k = k, .bytes = bytes, .added = added};
+    if (hs->nchanges < hs->changes_cap && hs->nchanges < CHANGES_MAX)
+        hs->changes[hs->nchanges++] = c;
+    else
+        keep_change(hs, c);
 }
 
 /* A new live allocation of `bytes` under id. */
