@@ -12,10 +12,16 @@ int open_index_grow(struct open_index *x)
     if (!slots)
         return -1;
     struct open_index old = *x;
-    *x = (struct open_index){.slots = slots, .mask = n - 1, .shift = 64 - (unsigned)__builtin_ctzll(n)};
-    for (size_t i = 0; old.slots && i <= old.mask; i++)
-        if (old.slots[i].item)
-            open_index_insert(x, old.slots[i].hash, old.slots[i].item); /* never grows: old held a quarter of its slots at most */
+    *x = (struct open_index){.slots = slots, .mask = n - 1, .shift = 64 - (unsigned)__builtin_ctzll(n),
+                             .count = old.count};
+    for (size_t i = 0; old.slots && i <= old.mask; i++) {
+        if (!old.slots[i].item)
+            continue;
+        size_t j = open_index_home(x, old.slots[i].hash);
+        while (x->slots[j].item)
+            j = (j + 1) & x->mask;
+        x->slots[j] = old.slots[i];
+    }
     free(old.slots);
     return 0;
 }
