@@ -272,7 +272,7 @@ static int remember_failed(struct runner *r, uint64_t id, struct err *e)
 }
 
 /* Releases the live tensor in slot at of the live table. */
-static void release_tensor(struct runner *r, size_t at)
+static inline void release_tensor(struct runner *r, size_t at)
 {
     struct live_tensor *t = r->live.slots[at].item;
     if (t->managed_bytes) {
@@ -291,7 +291,7 @@ static void release_tensor(struct runner *r, size_t at)
 
 /* A new live tensor under id, put in slot at (live_slot's empty slot for id); block may be NULL (a
  * zero-byte allocation). NULL without host memory. */
-static struct live_tensor *add_live(struct runner *r, size_t at, uint64_t id, struct alloc_block *b,
+static inline struct live_tensor *add_live(struct runner *r, size_t at, uint64_t id, struct alloc_block *b,
                                     uint8_t category, const char *tag, struct err *e)
 {
     struct live_tensor *t = r->spare;
