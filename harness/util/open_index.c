@@ -13,7 +13,7 @@ int open_index_grow(struct open_index *x)
         return -1;
     struct open_index old = *x;
     *x = (struct open_index){.slots = slots, .mask = n - 1, .shift = 64 - (unsigned)__builtin_ctzll(n),
-                             .count = old.count};
+                             .count = old.count, .limit = n >= OPEN_INDEX_DENSE_SLOTS ? n / 2 : n / 4};
     for (size_t i = 0; old.slots && i <= old.mask; i++) {
         if (!old.slots[i].item)
             continue;
