@@ -100,6 +100,42 @@ static void test_reused_buffer(void)
     dev->ops->destroy(dev);
 }
 
+/* More tag pointers than are remembered (65536): they are forgotten and met afresh, and every allocation
+ * still lands in its holder. */
+static void test_many_pointers(void)
+{
+    enum { N = 70000 };
+    static char tags[N][16];
+    struct err e = {0};
+    struct device *dev = device_open("sim", &(struct device_open_options){0}, &e);
+    struct alloc_config cfg;
+    alloc_config_default(&cfg);
+    struct runner *r = dev ? runner_create(dev, &cfg, NULL) : NULL;
+    struct holders *hs = holders_create();
+    if (!ok(r && hs && runner_add_observer(r, holders_base(hs)) == 0, "a runner on sim with holders")) {
+        diag("%s", e.msg);
+        return;
+    }
+    struct op_sink *sink = runner_sink(r);
+    bool emitted = true;
+    for (int k = 0; k < N && emitted; k++) {
+        snprintf(tags[k], sizeof tags[k], k % 2 ? "odd.%d.x" : "even.%d.x", k);
+        struct op op = {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = (uint64_t)k + 1, .bytes = 512,
+                        .name = tags[k]};
+        emitted = sink->emit(sink, &op, &e) == 0;
+    }
+    ok(emitted, "70000 allocations, each under its own tag pointer");
+    struct holders_result out;
+    ok(holders_finish(hs, &out) == 0, "holders finish");
+    const struct holders_view *v = &out.at_peak;
+    ok(v->n == 2 && !strcmp(v->top[0].tag, "even.*.x") && v->top[0].count == N / 2 && v->top[0].bytes == 512 * N / 2 &&
+           !strcmp(v->top[1].tag, "odd.*.x") && v->top[1].count == N / 2,
+       "two holders of 35000 allocations each (%zu holders)", v->n);
+    runner_destroy(r);
+    holders_destroy(hs);
+    dev->ops->destroy(dev);
+}
+
 int main(void)
 {
     fold("decoder.block.3.layer.2.DenseReluDense.wi_0", "decoder.block.*.layer.2.DenseReluDense.wi_0");
@@ -186,5 +222,6 @@ int main(void)
         diag("%s", e.msg);
     }
     test_reused_buffer();
+    test_many_pointers();
     return done_testing();
 }
