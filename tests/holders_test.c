@@ -60,20 +60,45 @@ static const char trace[] = "step 1 samples 1\n"
                             "phase forward\n"
                             "alloc k3 2MiB 0 other cache\n";
 
+/* A runner on the sim with holders observing it. */
+struct fixture {
+    struct device *dev;
+    struct runner *r;
+    struct holders *hs;
+};
+
+static bool fixture_open(struct fixture *f, struct err *e)
+{
+    *f = (struct fixture){0};
+    f->dev = device_open("sim", &(struct device_open_options){0}, e);
+    struct alloc_config cfg;
+    alloc_config_default(&cfg);
+    f->r = f->dev ? runner_create(f->dev, &cfg, NULL) : NULL;
+    f->hs = holders_create();
+    if (ok(f->r && f->hs && runner_add_observer(f->r, holders_base(f->hs)) == 0, "a runner on sim with holders"))
+        return true;
+    diag("%s", e->msg);
+    return false;
+}
+
+static void fixture_close(struct fixture *f)
+{
+    runner_destroy(f->r);
+    holders_destroy(f->hs);
+    if (f->dev)
+        f->dev->ops->destroy(f->dev);
+}
+
 /* Holders are known by a tag's text, not its pointer: one buffer rewritten between allocations names two
  * holders, and one tag in two categories is two holders. */
 static void test_reused_buffer(void)
 {
     struct err e = {0};
-    struct device *dev = device_open("sim", &(struct device_open_options){0}, &e);
-    struct alloc_config cfg;
-    alloc_config_default(&cfg);
-    struct runner *r = dev ? runner_create(dev, &cfg, NULL) : NULL;
-    struct holders *hs = holders_create();
-    if (!ok(r && hs && runner_add_observer(r, holders_base(hs)) == 0, "a runner on sim with holders")) {
-        diag("%s", e.msg);
+    struct fixture f;
+    if (!fixture_open(&f, &e))
         return;
-    }
+    struct runner *r = f.r;
+    struct holders *hs = f.hs;
     char tag[32] = "enc.0.attn";
     struct op_sink *sink = runner_sink(r);
     struct op op = {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 1, .bytes = 3 * MiB, .name = tag};
@@ -95,9 +120,7 @@ static void test_reused_buffer(void)
            !strcmp(v->top[1].tag, "enc.*.mlp") && !strcmp(v->top[2].tag, "enc.*.mlp") &&
            v->top[1].category != v->top[2].category,
        "the attention's 6 MiB, then the rewritten tag's 2 MiB in each category (%zu holders)", v->n);
-    runner_destroy(r);
-    holders_destroy(hs);
-    dev->ops->destroy(dev);
+    fixture_close(&f);
 }
 
 /* More tag pointers than are remembered (65536): they are forgotten and met afresh, and every allocation
@@ -107,15 +130,11 @@ static void test_many_pointers(void)
     enum { N = 70000 };
     static char tags[N][16];
     struct err e = {0};
-    struct device *dev = device_open("sim", &(struct device_open_options){0}, &e);
-    struct alloc_config cfg;
-    alloc_config_default(&cfg);
-    struct runner *r = dev ? runner_create(dev, &cfg, NULL) : NULL;
-    struct holders *hs = holders_create();
-    if (!ok(r && hs && runner_add_observer(r, holders_base(hs)) == 0, "a runner on sim with holders")) {
-        diag("%s", e.msg);
+    struct fixture f;
+    if (!fixture_open(&f, &e))
         return;
-    }
+    struct runner *r = f.r;
+    struct holders *hs = f.hs;
     struct op_sink *sink = runner_sink(r);
     bool emitted = true;
     for (int k = 0; k < N && emitted; k++) {
@@ -131,9 +150,7 @@ static void test_many_pointers(void)
     ok(v->n == 2 && !strcmp(v->top[0].tag, "even.*.x") && v->top[0].count == N / 2 && v->top[0].bytes == 512 * N / 2 &&
            !strcmp(v->top[1].tag, "odd.*.x") && v->top[1].count == N / 2,
        "two holders of 35000 allocations each (%zu holders)", v->n);
-    runner_destroy(r);
-    holders_destroy(hs);
-    dev->ops->destroy(dev);
+    fixture_close(&f);
 }
 
 int main(void)
