@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "device/device_kind.h"
 #include "replay/replay.h"
 #include "run/holders.h"
 #include "tap.h"
@@ -59,6 +60,99 @@ static const char trace[] = "step 1 samples 1\n"
                             "phase forward\n"
                             "alloc k3 2MiB 0 other cache\n";
 
+/* A runner on the sim with holders observing it. */
+struct fixture {
+    struct device *dev;
+    struct runner *r;
+    struct holders *hs;
+};
+
+static bool fixture_open(struct fixture *f, struct err *e)
+{
+    *f = (struct fixture){0};
+    f->dev = device_open("sim", &(struct device_open_options){0}, e);
+    struct alloc_config cfg;
+    alloc_config_default(&cfg);
+    f->r = f->dev ? runner_create(f->dev, &cfg, NULL) : NULL;
+    f->hs = holders_create();
+    if (ok(f->r && f->hs && runner_add_observer(f->r, holders_base(f->hs)) == 0, "a runner on sim with holders"))
+        return true;
+    diag("%s", e->msg);
+    return false;
+}
+
+static void fixture_close(struct fixture *f)
+{
+    runner_destroy(f->r);
+    holders_destroy(f->hs);
+    if (f->dev)
+        f->dev->ops->destroy(f->dev);
+}
+
+/* Holders are known by a tag's text, not its pointer: one buffer rewritten between allocations names two
+ * holders, and one tag in two categories is two holders. */
+static void test_reused_buffer(void)
+{
+    struct err e = {0};
+    struct fixture f;
+    if (!fixture_open(&f, &e))
+        return;
+    struct runner *r = f.r;
+    struct holders *hs = f.hs;
+    char tag[32] = "enc.0.attn";
+    struct op_sink *sink = runner_sink(r);
+    struct op op = {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 1, .bytes = 3 * MiB, .name = tag};
+    bool emitted = sink->emit(sink, &op, &e) == 0;
+    op.id = 2;
+    emitted = emitted && sink->emit(sink, &op, &e) == 0;
+    strcpy(tag, "enc.1.mlp");
+    op.id = 3;
+    op.bytes = 2 * MiB;
+    emitted = emitted && sink->emit(sink, &op, &e) == 0;
+    op.id = 4;
+    op.category = CAT_GRAD;
+    emitted = emitted && sink->emit(sink, &op, &e) == 0;
+    ok(emitted, "four allocations, three under one pointer");
+    struct holders_result out;
+    ok(holders_finish(hs, &out) == 0, "holders finish");
+    const struct holders_view *v = &out.at_peak;
+    ok(v->n == 3 && !strcmp(v->top[0].tag, "enc.*.attn") && v->top[0].bytes == 6 * MiB && v->top[0].count == 2 &&
+           !strcmp(v->top[1].tag, "enc.*.mlp") && !strcmp(v->top[2].tag, "enc.*.mlp") &&
+           v->top[1].category != v->top[2].category,
+       "the attention's 6 MiB, then the rewritten tag's 2 MiB in each category (%zu holders)", v->n);
+    fixture_close(&f);
+}
+
+/* More tag pointers than are remembered (65536): they are forgotten and met afresh, and every allocation
+ * still lands in its holder. */
+static void test_many_pointers(void)
+{
+    enum { N = 70000 };
+    static char tags[N][16];
+    struct err e = {0};
+    struct fixture f;
+    if (!fixture_open(&f, &e))
+        return;
+    struct runner *r = f.r;
+    struct holders *hs = f.hs;
+    struct op_sink *sink = runner_sink(r);
+    bool emitted = true;
+    for (int k = 0; k < N && emitted; k++) {
+        snprintf(tags[k], sizeof tags[k], k % 2 ? "odd.%d.x" : "even.%d.x", k);
+        struct op op = {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = (uint64_t)k + 1, .bytes = 512,
+                        .name = tags[k]};
+        emitted = sink->emit(sink, &op, &e) == 0;
+    }
+    ok(emitted, "70000 allocations, each under its own tag pointer");
+    struct holders_result out;
+    ok(holders_finish(hs, &out) == 0, "holders finish");
+    const struct holders_view *v = &out.at_peak;
+    ok(v->n == 2 && !strcmp(v->top[0].tag, "even.*.x") && v->top[0].count == N / 2 && v->top[0].bytes == 512 * N / 2 &&
+           !strcmp(v->top[1].tag, "odd.*.x") && v->top[1].count == N / 2,
+       "two holders of 35000 allocations each (%zu holders)", v->n);
+    fixture_close(&f);
+}
+
 int main(void)
 {
     fold("decoder.block.3.layer.2.DenseReluDense.wi_0", "decoder.block.*.layer.2.DenseReluDense.wi_0");
@@ -66,6 +160,9 @@ int main(void)
     fold("lm_head", "lm_head");
     fold("flex_opt.py:125 init_weight_list", "flex_opt.py:125 init_weight_list");
     fold("h.0x1.7", "h.0x1.*");
+    fold("a..12.b.3", "a..*.b.3");
+    fold("7", "*");
+    fold("", "");
 
     struct err e = {0};
     if (ok(replay_text(trace, NULL, &e) == 0, "the worked trace replays")) {
@@ -122,5 +219,26 @@ int main(void)
             kept = res.run.points[i].step == steps[i];
         ok(kept, "points of steps 1, 2 and 5 (%zu points)", res.run.npoints);
     }
+    /* forty holders of 2 to 80 MiB (more than are captured at once when the peak is passed): the view is
+     * still the peak's after the largest go and another comes */
+    char many[8192] = "";
+    for (int k = 1; k <= 40; k++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "alloc t%d %dMiB 0 activation m%c%c\n", k, 2 * k,
+                 'a' + k / 26, 'a' + k % 26);
+    for (int k = 36; k <= 40; k++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "free t%d\n", k);
+    snprintf(many + strlen(many), sizeof many - strlen(many), "alloc u1 100MiB 0 activation late\nfree u1\n");
+    e = (struct err){0};
+    if (ok(replay_text(many, NULL, &e) == 0, "forty holders replay")) {
+        const struct holders_view *v = &res.holders.at_peak;
+        ok(v->n == HOLDERS_TOP && v->total == 1640 * MiB && v->top[0].bytes == 80 * MiB &&
+               !strcmp(v->top[0].tag, "mbo") && v->top[7].bytes == 66 * MiB,
+           "at the peak: 1640 MiB, the 80 MiB holder first, the 66 MiB one eighth (%llu MiB, %s)",
+           (unsigned long long)(v->total / MiB), v->n ? v->top[0].tag : "-");
+    } else {
+        diag("%s", e.msg);
+    }
+    test_reused_buffer();
+    test_many_pointers();
     return done_testing();
 }

@@ -1,7 +1,8 @@
 /* open_index_test.c: the open-addressing index (util/open_index.h). Worked cases first, on hashes
  * chosen to land in given slots of the first, 64-slot table (home = hash >> 58): a probe run that
  * collides, a removal in its middle (the later entries shift back, one that sits at its home stays), a run
- * across the table's wrap, hashes shared by two items, and growth past a quarter full (every item found after).
+ * across the table's wrap, hashes shared by two items, and growth past a quarter full (every item found after),
+ * or past half full in a large table.
  * Then random inserts and removes of 64-bit ids against a brute-force array model, checking every id's
  * presence and item after each step and the table's count. */
 #include <stdbool.h>
@@ -120,7 +121,7 @@ static void random_model(void)
             live[id] = true;
             nlive++;
         }
-        bad += x.count != nlive || 4 * x.count > x.mask + 1;
+        bad += x.count != nlive || (x.mask + 1 >= OPEN_INDEX_DENSE_SLOTS ? 2 : 4) * x.count > x.mask + 1;
         if (nlive > max_live)
             max_live = nlive;
         if (x.mask + 1 > max_slots)
@@ -134,7 +135,7 @@ static void random_model(void)
         }
     }
     is_int(bad, 0, "200000 random inserts and removes: every lookup, removal and count agrees with the model, never "
-                   "over a quarter full");
+                   "over a quarter full (half in a table of OPEN_INDEX_DENSE_SLOTS or more)");
     ok(max_slots <= 8 * max_live, "the table stays within eight slots per id live at its most (%zu slots, %zu ids)",
        max_slots, max_live);
     size_t empty_probe = 0;
@@ -144,9 +145,30 @@ static void random_model(void)
     open_index_free(&x);
 }
 
+/* A small table fills to a quarter, a large one to half: 2048 slots hold 512 items, the 513th doubles them
+ * to 4096 slots, which hold 2048; the 2049th doubles them to 8192. */
+static void dense_growth(void)
+{
+    static int many[2049];
+    struct open_index x = {0};
+    for (unsigned k = 0; k < 512; k++)
+        open_index_insert(&x, open_index_hash_u64(k), &many[k]);
+    is_int(x.mask + 1, 2048, "512 items in 2048 slots (a quarter full)");
+    for (unsigned k = 512; k < 2048; k++)
+        open_index_insert(&x, open_index_hash_u64(k), &many[k]);
+    is_int(x.mask + 1, OPEN_INDEX_DENSE_SLOTS, "the 513th to the 2048th in 4096 slots (half full)");
+    open_index_insert(&x, open_index_hash_u64(2048), &many[2048]);
+    size_t found = 0;
+    for (unsigned k = 0; k <= 2048; k++)
+        found += open_index_get(&x, open_index_hash_u64(k)) == &many[k];
+    ok(x.mask + 1 == 8192 && found == 2049, "the 2049th doubles them to 8192, every item found (%zu)", found);
+    open_index_free(&x);
+}
+
 int main(void)
 {
     worked_cases();
     random_model();
+    dense_growth();
     return done_testing();
 }

@@ -37,24 +37,18 @@ struct folded {
     char text[]; /* the folded tag */
 };
 
-/* A raw tag (its first HOLDER_TAG_MAX - 1 bytes) and its fold: each distinct one is folded once. */
+/* A tag pointer met, by the text it read as (its first HOLDER_TAG_MAX - 1 bytes) and that text's fold: a
+ * run's tags are mostly the same interned strings again, so this skips hashing and folding the tag's text;
+ * the entry is used only if the pointer's text still matches (a caller may reuse a buffer). */
 struct raw_entry {
     struct folded *f;
     size_t len;
-    UT_hash_handle hh;
-    char tag[];
+    char tag[]; /* len bytes and a NUL */
 };
+#define RAWS_MAX 65536 /* then the pointers are forgotten and met afresh: ever new ones keep memory bounded */
 
-/* The holder a tag pointer found last, by the pointer: a run's tags are mostly the same interned strings
- * again, so this skips hashing the tag; an entry is used only if its text still matches. */
-#define RECENT_SLOTS 1024
-struct recent {
-    const char *tag;
-    uint32_t phase_id;
-    uint8_t category;
-    const struct raw_entry *raw;
-    struct key_entry *k;
-};
+/* With this few holders a capture at each peak passed costs less than keeping the changes since. */
+#define EAGER_KEYS 32
 
 /* A change to a holder after the last peak, so finishing can go back to the peak and capture it then (a
  * capture at every new peak walks every holder, and most peaks are passed again soon after). */
@@ -74,9 +68,11 @@ struct live_entry {
 struct holders {
     struct run_observer base; /* first */
     struct key_entry *keys;
-    struct raw_entry *raws;
     struct folded *folds;
-    struct recent recent[RECENT_SLOTS];
+    size_t nkeys;
+    struct open_index uses;   /* raw_entries by open_index_hash_u64 of the tag pointer */
+    struct bump raw_mem;      /* the raw_entries: freed when RAWS_MAX were made */
+    size_t nraws;
     struct open_index live;   /* live_entries by open_index_hash_u64(id) */
     struct live_entry *spare; /* freed entries, for the next allocations */
     struct bump mem;          /* the keys, tag tables and live entries: freed with the holders */
@@ -98,27 +94,22 @@ struct holders {
 /* The whole folded tag cut to len - 1 bytes: the text before the first all-digit part, "*", the text after. */
 void holders_fold_tag(const char *tag, char *buf, size_t len)
 {
-    const char *part = tag, *end = NULL; /* the first all-digit part: [part, end) */
-    for (const char *c = tag;; c++) {
-        if (*c == '.' || *c == '\0') {
-            if (c > part) {
-                end = c;
-                break;
-            }
-            if (*c == '\0')
-                break;
-            part = c + 1;
-        } else if (*c < '0' || *c > '9') {
-            while (*c && *c != '.') /* not digits: on to the next part */
-                c++;
-            if (*c == '\0')
-                break;
-            part = c + 1;
+    const char *part = tag, *end = NULL, *c; /* the first all-digit part: [part, end) */
+    for (;;) {
+        for (c = part; *c >= '0' && *c <= '9'; c++)
+            ;
+        if (c > part && (*c == '.' || *c == '\0')) {
+            end = c;
+            break;
         }
+        c += strcspn(c, "."); /* not digits: on to the next part */
+        if (*c == '\0')
+            break;
+        part = c + 1;
     }
     size_t at = 0;
     const char *pieces[3] = {tag, "*", end};
-    size_t lens[3] = {end ? (size_t)(part - tag) : strlen(tag), end ? 1 : 0, end ? strlen(end) : 0};
+    size_t lens[3] = {end ? (size_t)(part - tag) : (size_t)(c - tag), end ? 1 : 0, end ? strlen(end) : 0};
     for (int i = 0; i < 3; i++) {
         size_t n = lens[i] < len - 1 - at ? lens[i] : len - 1 - at;
         if (n) /* pieces[2] is NULL when there is no '*' part */
@@ -183,7 +174,10 @@ static struct key_entry *key_of_folded(struct holders *hs, const char *text, siz
     memcpy(k->key, key, keylen);
     k->keylen = keylen;
     HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->keys, k->key, k->keylen, hv, k);
-    return HASH_ADDED(k) ? k : NULL;
+    if (!HASH_ADDED(k))
+        return NULL;
+    hs->nkeys++;
+    return k;
 }
 
 static void fold(const char *tag, char *buf)
@@ -239,20 +233,16 @@ static void before_op(struct run_observer *base, const struct op *op)
     }
 }
 
-static struct recent *recent_slot(struct holders *hs, const char *tag, uint32_t phase_id, uint8_t category)
+/* Whether tag (not NULL) reads as raw's text: the same first HOLDER_TAG_MAX - 1 bytes, and ending where
+ * raw's does if that is sooner. */
+static bool same_text(const struct raw_entry *raw, const char *tag)
 {
-    uint64_t h = ((uint64_t)(uintptr_t)tag ^ ((uint64_t)phase_id << 8 | category)) * UINT64_C(0x9E3779B97F4A7C15);
-    return &hs->recent[h >> 54]; /* the top 10 bits: RECENT_SLOTS */
+    return !strncmp(raw->tag, tag, raw->len < HOLDER_TAG_MAX - 1 ? raw->len + 1 : raw->len);
 }
 
-/* The raw tag's entry (its first n bytes), folded and made if new. */
-static struct raw_entry *raw_for(struct holders *hs, const char *tag, size_t n)
+/* A raw tag entry for tag's first n bytes. */
+static struct raw_entry *new_raw(struct holders *hs, const char *tag, size_t n)
 {
-    struct raw_entry *raw;
-    unsigned hv = (unsigned)hash_bytes(n ? tag : "", n);
-    HASH_FIND_BYHASHVALUE(hh, hs->raws, n ? tag : "", n, hv, raw);
-    if (raw)
-        return raw;
     char text[HOLDER_TAG_MAX];
     fold(tag, text); /* the whole tag, as key_for does */
     size_t len = strlen(text);
@@ -269,40 +259,69 @@ static struct raw_entry *raw_for(struct holders *hs, const char *tag, size_t n)
         if (!HASH_ADDED(f))
             return NULL;
     }
-    if (!(raw = bump_alloc(&hs->mem, sizeof *raw + n)))
+    struct raw_entry *raw = bump_alloc(&hs->raw_mem, sizeof *raw + n + 1);
+    if (!raw)
         return NULL;
     raw->f = f;
     raw->len = n;
     if (n)
         memcpy(raw->tag, tag, n);
-    HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->raws, raw->tag, raw->len, hv, raw);
-    return HASH_ADDED(raw) ? raw : NULL;
+    raw->tag[n] = '\0';
+    hs->nraws++;
+    return raw;
+}
+
+/* A new slot of a folded tag: its holder in this phase and category. */
+static __attribute__((noinline)) struct key_entry *new_slot(struct holders *hs, struct folded *f, uint8_t category)
+{
+    struct slot *sl;
+    struct key_entry *k = key_of_folded(hs, f->text, f->len, category);
+    if (!k || !(sl = bump_alloc(&hs->mem, sizeof *sl)))
+        return NULL;
+    *sl = (struct slot){.next = f->slots, .k = k, .phase_id = hs->phase_id, .category = category};
+    f->slots = sl;
+    return k;
+}
+
+/* The holder of a raw tag in this phase and category, made if new. */
+static struct key_entry *key_of_raw(struct holders *hs, const struct raw_entry *raw, uint8_t category)
+{
+    for (const struct slot *sl = raw->f->slots; sl; sl = sl->next)
+        if (sl->phase_id == hs->phase_id && sl->category == category)
+            return sl->k;
+    return new_slot(hs, raw->f, category);
+}
+
+/* cached_key's slow path: tag's pointer is new (at < 0), or its text changed. */
+static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders *hs, const char *tag,
+                                                                  uint8_t category, uint64_t hash, ptrdiff_t at)
+{
+    if (hs->nraws == RAWS_MAX) {
+        open_index_free(&hs->uses);
+        bump_free_all(&hs->raw_mem);
+        hs->nraws = 0;
+        at = -1;
+    }
+    struct raw_entry *raw = new_raw(hs, tag, tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0);
+    if (!raw)
+        return NULL;
+    if (at >= 0)
+        hs->uses.slots[at].item = raw;
+    else if (open_index_insert(&hs->uses, hash, raw))
+        return NULL;
+    return key_of_raw(hs, raw, category);
 }
 
 static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t category)
 {
     if (hs->phase_id == 63 && strcmp(hs->phases[63], hs->phase)) /* past 64 phase names */
         return key_for(hs, tag, category);
-    size_t n = tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0;
-    struct recent *r = recent_slot(hs, tag, hs->phase_id, category);
-    if (r->raw && r->tag == tag && r->phase_id == hs->phase_id && r->category == category && r->raw->len == n &&
-        (n == 0 || !memcmp(r->raw->tag, tag, n)))
-        return r->k;
-    struct raw_entry *raw = raw_for(hs, tag, n);
-    if (!raw)
-        return NULL;
-    struct slot *sl = raw->f->slots;
-    while (sl && (sl->phase_id != hs->phase_id || sl->category != category))
-        sl = sl->next;
-    if (!sl) {
-        struct key_entry *k = key_of_folded(hs, raw->f->text, raw->f->len, category);
-        if (!k || !(sl = bump_alloc(&hs->mem, sizeof *sl)))
-            return NULL;
-        *sl = (struct slot){.next = raw->f->slots, .k = k, .phase_id = hs->phase_id, .category = category};
-        raw->f->slots = sl;
-    }
-    *r = (struct recent){.tag = tag, .phase_id = hs->phase_id, .category = category, .raw = raw, .k = sl->k};
-    return sl->k;
+    uint64_t hash = open_index_hash_u64((uint64_t)(uintptr_t)tag);
+    ptrdiff_t at = open_index_first(&hs->uses, hash);
+    const struct raw_entry *raw = at >= 0 ? hs->uses.slots[at].item : NULL;
+    if (raw && (!tag || same_text(raw, tag)))
+        return key_of_raw(hs, raw, category);
+    return key_of_new_tag(hs, tag, category, hash, at);
 }
 
 static void apply(const struct change *c, bool undo)
@@ -330,21 +349,29 @@ static void capture_pending(struct holders *hs)
     hs->pending = false;
 }
 
-/* Notes a change (already applied) while a peak is pending; captures it when too many were kept. */
-static void note_change(struct holders *hs, struct key_entry *k, uint64_t bytes, bool added)
+/* note_change's slow path: no room for c in changes (it grows), or CHANGES_MAX kept (the peak is captured). */
+static __attribute__((noinline)) void keep_change(struct holders *hs, struct change c)
 {
-    if (!hs->pending)
-        return;
-    struct change c = {.k = k, .bytes = bytes, .added = added};
     if (hs->nchanges == CHANGES_MAX ||
-        (hs->nchanges == hs->changes_cap &&
-         vec_grow((void **)&hs->changes, &hs->changes_cap, hs->nchanges + 1, sizeof *hs->changes))) {
+        vec_grow((void **)&hs->changes, &hs->changes_cap, hs->nchanges + 1, sizeof *hs->changes)) {
         apply(&c, true);
         capture_pending(hs);
         apply(&c, false);
         return;
     }
     hs->changes[hs->nchanges++] = c;
+}
+
+/* Keeps a change (already applied) while a peak is pending. */
+static inline void note_change(struct holders *hs, struct key_entry *k, uint64_t bytes, bool added)
+{
+    if (!hs->pending)
+        return;
+    struct change c = {.k = k, .bytes = bytes, .added = added};
+    if (hs->nchanges < hs->changes_cap && hs->nchanges < CHANGES_MAX)
+        hs->changes[hs->nchanges++] = c;
+    else
+        keep_change(hs, c);
 }
 
 /* A new live allocation of `bytes` under id. */
@@ -404,8 +431,12 @@ static void on_free(struct holders *hs, const struct op *op)
         return;
     if (hs->rising) { /* the peak was just before this free */
         hs->rising = false;
-        hs->pending = true;
-        hs->peak_step = hs->step;
+        if (hs->nkeys <= EAGER_KEYS) {
+            capture(hs, &hs->res.at_peak, hs->peak, hs->step);
+        } else {
+            hs->pending = true;
+            hs->peak_step = hs->step;
+        }
     }
     l->key->h.bytes -= l->bytes;
     l->key->h.count--;
@@ -479,9 +510,10 @@ void holders_destroy(struct holders *hs)
     if (!hs)
         return;
     HASH_CLEAR(hh, hs->keys);
-    HASH_CLEAR(hh, hs->raws);
     HASH_CLEAR(hh, hs->folds);
     open_index_free(&hs->live);
+    open_index_free(&hs->uses);
+    bump_free_all(&hs->raw_mem);
     free(hs->changes);
     bump_free_all(&hs->mem);
     free(hs);

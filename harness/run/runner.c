@@ -248,6 +248,17 @@ static struct live_tensor *find_live(const struct runner *r, uint64_t id)
     return open_index_get(&r->live, open_index_hash_u64(id));
 }
 
+/* The live table's slot for id, with room reserved for one more tensor: the slot holding it, or the empty
+ * slot add_live puts it in (valid until the table changes). -1 without host memory. One probe serves the
+ * check that an id is not live and the insert. */
+static ptrdiff_t live_slot(struct runner *r, uint64_t id, struct err *e)
+{
+    if (open_index_reserve(&r->live))
+        return err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
+    uint64_t hash = open_index_hash_u64(id);
+    return (ptrdiff_t)open_index_seek(&r->live, hash, open_index_home(&r->live, hash));
+}
+
 static void record_oom(struct runner *r, const struct op *op, const struct alloc_oom *oom)
 {
     struct run_oom o = {.happened = true, .where = op->where, .step = r->res.steps,
@@ -280,8 +291,10 @@ static int remember_failed(struct runner *r, uint64_t id, struct err *e)
     return 0;
 }
 
-static void release_tensor(struct runner *r, struct live_tensor *t)
+/* Releases the live tensor in slot at of the live table. */
+static inline void release_tensor(struct runner *r, size_t at)
 {
+    struct live_tensor *t = r->live.slots[at].item;
     if (t->managed_bytes) {
         r->dev->ops->seg_free(r->dev, t->managed_addr, t->managed_bytes);
         r->managed_current -= t->managed_bytes;
@@ -289,51 +302,53 @@ static void release_tensor(struct runner *r, struct live_tensor *t)
     if (t->block)
         r->category_live[t->category] -= alloc_block_size(t->block);
     allocator_free(r->a, t->block);
-    open_index_remove(&r->live, open_index_hash_u64(t->id));
+    open_index_remove_at(&r->live, at);
     *(t->prev ? &t->prev->next : &r->first) = t->next;
     *(t->next ? &t->next->prev : &r->last) = t->prev;
     t->next = r->spare;
     r->spare = t;
 }
 
-/* A new live tensor under id (block may be NULL: a zero-byte allocation). */
-static int add_live(struct runner *r, uint64_t id, struct alloc_block *b, uint8_t category, const char *tag,
-                    struct err *e)
+/* A new live tensor under id, put in slot at (live_slot's empty slot for id); block may be NULL (a
+ * zero-byte allocation). NULL without host memory. */
+static inline struct live_tensor *add_live(struct runner *r, size_t at, uint64_t id, struct alloc_block *b,
+                                    uint8_t category, const char *tag, struct err *e)
 {
     struct live_tensor *t = r->spare;
     if (t)
         r->spare = t->next;
-    else if (!(t = bump_alloc(&r->live_mem, sizeof *t)))
-        return err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
+    else if (!(t = bump_alloc(&r->live_mem, sizeof *t))) {
+        err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
+        return NULL;
+    }
     t->id = id;
     t->block = b;
     t->managed_addr = t->managed_bytes = 0;
     t->tag = tag;
     t->category = category < CAT_COUNT ? category : CAT_OTHER;
-    if (open_index_insert(&r->live, open_index_hash_u64(id), t)) {
-        t->next = r->spare;
-        r->spare = t;
-        return err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
-    }
+    open_index_put(&r->live, at, open_index_hash_u64(id), t);
     t->prev = r->last;
     t->next = NULL;
     *(r->last ? &r->last->next : &r->first) = t;
     r->last = t;
     if (b)
         r->category_live[t->category] += alloc_block_size(b);
-    return 0;
+    return t;
 }
 
 static int do_alloc(struct runner *r, const struct op *op, struct alloc_block **out, struct err *e)
 {
-    struct live_tensor *old = find_live(r, op->id);
-    if (old) {
+    ptrdiff_t at = live_slot(r, op->id, e);
+    if (at < 0)
+        return -1;
+    if (r->live.slots[at].item) {
         if (!r->opt.lenient_ids)
             return err_set(e, ERR_INTERNAL, "op program allocates tensor %llu, which is still live",
                            (unsigned long long)op->id);
         runner_warn(r, "%s %llu: address 0x%llx allocated again while live; the earlier block is freed",
                     r->opt.where_unit, (unsigned long long)op->where, (unsigned long long)op->id);
-        release_tensor(r, old);
+        release_tensor(r, (size_t)at);
+        at = live_slot(r, op->id, e); /* the removal moved slots; room is left, so this cannot fail */
     }
     struct alloc_block *b = NULL;
     struct alloc_oom oom;
@@ -351,7 +366,8 @@ static int do_alloc(struct runner *r, const struct op *op, struct alloc_block **
         }
         return remember_failed(r, op->id, e);
     }
-    if (add_live(r, op->id, b, op->category, op->name, e)) {
+    /* the allocator does not touch the live table: at is still the slot for op->id */
+    if (!add_live(r, (size_t)at, op->id, b, op->category, op->name, e)) {
         allocator_free(r->a, b);
         return -1;
     }
@@ -366,7 +382,10 @@ static int do_alloc(struct runner *r, const struct op *op, struct alloc_block **
  * oversubscribes instead of failing), which a device that runs kernels cannot follow. */
 static int do_managed_alloc(struct runner *r, const struct op *op, struct err *e)
 {
-    if (find_live(r, op->id))
+    ptrdiff_t at = live_slot(r, op->id, e);
+    if (at < 0)
+        return -1;
+    if (r->live.slots[at].item)
         return err_set(e, ERR_INTERNAL, "op program allocates tensor %llu, which is still live",
                        (unsigned long long)op->id);
     uint64_t addr = 0;
@@ -378,7 +397,8 @@ static int do_managed_alloc(struct runner *r, const struct op *op, struct err *e
                        "%s: %llu bytes of unified memory (paged state) do not fit on the device, and oomlab "
                        "cannot keep them on the host for a device that runs kernels",
                        op->name ? op->name : "-", (unsigned long long)op->bytes);
-    if (add_live(r, op->id, NULL, op->category, op->name, e)) {
+    struct live_tensor *t = add_live(r, (size_t)at, op->id, NULL, op->category, op->name, e);
+    if (!t) {
         if (st == DEV_OK && op->bytes)
             r->dev->ops->seg_free(r->dev, addr, op->bytes);
         return -1;
@@ -387,7 +407,6 @@ static int do_managed_alloc(struct runner *r, const struct op *op, struct err *e
         r->res.managed_on_host += op->bytes;
         return 0;
     }
-    struct live_tensor *t = find_live(r, op->id);
     t->managed_addr = addr;
     t->managed_bytes = op->bytes;
     r->managed_current += op->bytes;
@@ -398,9 +417,9 @@ static int do_managed_alloc(struct runner *r, const struct op *op, struct err *e
 
 static int do_free(struct runner *r, const struct op *op, struct err *e)
 {
-    struct live_tensor *t = find_live(r, op->id);
-    if (t) {
-        release_tensor(r, t);
+    ptrdiff_t at = open_index_first(&r->live, open_index_hash_u64(op->id));
+    if (at >= 0) {
+        release_tensor(r, (size_t)at);
         r->res.frees++;
         return 0;
     }
@@ -669,12 +688,16 @@ static int adopt_restored(struct runner *r, struct alloc_block **handles, const 
                           const char *const *names, size_t n, int rc, struct err *e)
 {
     for (size_t k = 0; rc == 0 && k < n; k++) {
-        if (find_live(r, ids[k])) {
+        ptrdiff_t at = live_slot(r, ids[k], e);
+        if (at < 0)
+            rc = -1;
+        else if (r->live.slots[at].item)
             rc = err_set(e, ERR_INPUT, "two live blocks at trace start have the same id 0x%llx",
                          (unsigned long long)ids[k]);
-        } else if ((rc = add_live(r, ids[k], handles[k], CAT_OTHER, names ? names[k] : NULL, e)) == 0) {
+        else if (!add_live(r, (size_t)at, ids[k], handles[k], CAT_OTHER, names ? names[k] : NULL, e))
+            rc = -1;
+        else
             handles[k] = NULL;
-        }
     }
     for (size_t k = 0; k < n; k++)
         if (handles[k])

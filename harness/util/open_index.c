@@ -12,15 +12,21 @@ int open_index_grow(struct open_index *x)
     if (!slots)
         return -1;
     struct open_index old = *x;
-    *x = (struct open_index){.slots = slots, .mask = n - 1, .shift = 64 - (unsigned)__builtin_ctzll(n)};
-    for (size_t i = 0; old.slots && i <= old.mask; i++)
-        if (old.slots[i].item)
-            open_index_insert(x, old.slots[i].hash, old.slots[i].item); /* never grows: old held a quarter of its slots at most */
+    *x = (struct open_index){.slots = slots, .mask = n - 1, .shift = 64 - (unsigned)__builtin_ctzll(n),
+                             .count = old.count, .limit = n >= OPEN_INDEX_DENSE_SLOTS ? n / 2 : n / 4};
+    for (size_t i = 0; old.slots && i <= old.mask; i++) {
+        if (!old.slots[i].item)
+            continue;
+        size_t j = open_index_home(x, old.slots[i].hash);
+        while (x->slots[j].item)
+            j = (j + 1) & x->mask;
+        x->slots[j] = old.slots[i];
+    }
     free(old.slots);
     return 0;
 }
 
-void open_index_remove_at(struct open_index *x, size_t i)
+void open_index_shift_out(struct open_index *x, size_t i)
 {
     /* backward shift: each later slot of the probe run moves into the hole unless its home lies
      * cyclically after the hole (it would then sit before its home) */
@@ -33,16 +39,6 @@ void open_index_remove_at(struct open_index *x, size_t i)
     }
     x->slots[i] = (struct open_slot){0, NULL};
     x->count--;
-}
-
-void *open_index_remove(struct open_index *x, uint64_t hash)
-{
-    ptrdiff_t i = open_index_first(x, hash);
-    if (i < 0)
-        return NULL;
-    void *item = x->slots[i].item;
-    open_index_remove_at(x, (size_t)i);
-    return item;
 }
 
 void open_index_free(struct open_index *x)

@@ -1,6 +1,8 @@
 /* open_index.h: an index of the caller's items by a 64-bit hash, in one open-addressing table: linear
- * probing from the hash's top bits, at most a quarter of the slots full (shorter probe runs than at half
- * full: on the text-trace benchmark, fewer instructions and about 3% less time), deletion by backward shift (no
+ * probing from the hash's top bits, at most a quarter of the slots full while the table is small (shorter
+ * probe runs than at half full: on the text-trace benchmark, fewer instructions and 3-5% less time) and at
+ * most half from OPEN_INDEX_DENSE_SLOTS on (half the memory to miss in: on the flux.1-dev one-step run,
+ * with 4-8 thousand tensors live, 6-9% less time), deletion by backward shift (no
  * tombstones, so millions of inserts and removes leave nothing behind: memory follows the items held at
  * once). It is the table behind the lookups made for every op: a text trace's live IDs (replay/id_map.h),
  * the runner's and the holders' live tensors. Two items may share a hash; the caller tells them apart
@@ -22,6 +24,7 @@ struct open_index {        /* all zero: empty, nothing allocated */
     size_t mask;           /* slots - 1 (a power of two) */
     unsigned shift;        /* 64 - log2(slots): a hash's home slot is hash >> shift */
     size_t count;
+    size_t limit;          /* the count the table grows at (0: no table yet) */
 };
 
 /* A 64-bit id's hash: Fibonacci hashing's multiply, whose top bits (the home slot) spread runs of ids
@@ -68,10 +71,14 @@ static inline void *open_index_get(const struct open_index *x, uint64_t hash)
 /* Doubles the table (the first: 64 slots); -1 when out of memory (the index is then unchanged). */
 int open_index_grow(struct open_index *x);
 
-/* Room for one more item (the table grows past a quarter full); -1 when out of memory. */
+/* From this many slots (64 KiB) a table fills to half instead of a quarter. */
+#define OPEN_INDEX_DENSE_SLOTS 4096
+
+/* Room for one more item (the table grows past a quarter full, or half full from OPEN_INDEX_DENSE_SLOTS on);
+ * -1 when out of memory. */
 static inline int open_index_reserve(struct open_index *x)
 {
-    return 4 * (x->count + 1) > x->mask + 1 ? open_index_grow(x) : 0; /* also the first: mask is 0 */
+    return x->count == x->limit ? open_index_grow(x) : 0;
 }
 
 /* Puts item (not NULL) under hash into slot i: the empty slot that ends hash's probe run (open_index_seek
@@ -94,10 +101,31 @@ static inline int open_index_insert(struct open_index *x, uint64_t hash, void *i
     return 0;
 }
 
-/* Removes the item in slot i (from open_index_first/next, with no insert or remove since). */
-void open_index_remove_at(struct open_index *x, size_t i);
+/* open_index_remove_at's slow path: slot i is followed by a full slot (whose item may have to move back). */
+void open_index_shift_out(struct open_index *x, size_t i);
+
+/* Removes the item in slot i (from open_index_first/next, with no insert or remove since). Mostly the next
+ * slot is empty (a quarter or half full at most) and the slot is just emptied. */
+static inline void open_index_remove_at(struct open_index *x, size_t i)
+{
+    if (x->slots[(i + 1) & x->mask].item) {
+        open_index_shift_out(x, i);
+        return;
+    }
+    x->slots[i] = (struct open_slot){0, NULL};
+    x->count--;
+}
+
 /* Removes the item under hash, if any (a hash only one item holds); returns it or NULL. */
-void *open_index_remove(struct open_index *x, uint64_t hash);
+static inline void *open_index_remove(struct open_index *x, uint64_t hash)
+{
+    ptrdiff_t i = open_index_first(x, hash);
+    if (i < 0)
+        return NULL;
+    void *item = x->slots[i].item;
+    open_index_remove_at(x, (size_t)i);
+    return item;
+}
 /* Frees the table (not the items) and empties the index. */
 void open_index_free(struct open_index *x);
 
