@@ -374,9 +374,22 @@ static inline void note_change(struct holders *hs, struct key_entry *k, uint64_t
         keep_change(hs, c);
 }
 
-/* A new live allocation of `bytes` under id. */
+static void release(struct holders *hs, size_t slot);
+
+/* A new live allocation of `bytes` under id. An id still held is a snapshot's address allocated again while
+ * live (lenient ids): the runner freed the earlier block, so its bytes leave their holder first. */
 static void add(struct holders *hs, uint64_t id, uint64_t bytes, const char *tag, uint8_t category)
 {
+    uint64_t hash = open_index_hash_u64(id);
+    if (open_index_reserve(&hs->live)) {
+        hs->failed = true;
+        return;
+    }
+    size_t slot = open_index_seek(&hs->live, hash, open_index_home(&hs->live, hash));
+    if (hs->live.slots[slot].item) {
+        release(hs, slot);
+        slot = open_index_seek(&hs->live, hash, open_index_home(&hs->live, hash)); /* the removal moved slots */
+    }
     struct key_entry *k = cached_key(hs, tag, category);
     struct live_entry *l = hs->spare;
     if (l)
@@ -388,12 +401,7 @@ static void add(struct holders *hs, uint64_t id, uint64_t bytes, const char *tag
         return;
     }
     *l = (struct live_entry){.bytes = bytes, .key = k};
-    if (open_index_insert(&hs->live, open_index_hash_u64(id), l)) {
-        l->next_spare = hs->spare;
-        hs->spare = l;
-        hs->failed = true;
-        return;
-    }
+    open_index_put(&hs->live, slot, hash, l);
     k->h.bytes += l->bytes;
     k->h.count++;
     hs->current += l->bytes;
@@ -424,11 +432,11 @@ void holders_adopt(struct holders *h, uint64_t id, uint64_t bytes, const char *t
     set_phase(h, phase);
 }
 
-static void on_free(struct holders *hs, const struct op *op)
+/* The live entry in slot leaves its holder. */
+static void release(struct holders *hs, size_t slot)
 {
-    struct live_entry *l = open_index_remove(&hs->live, open_index_hash_u64(op->id));
-    if (!l)
-        return;
+    struct live_entry *l = hs->live.slots[slot].item;
+    open_index_remove_at(&hs->live, slot);
     if (hs->rising) { /* the peak was just before this free */
         hs->rising = false;
         if (hs->nkeys <= EAGER_KEYS) {
@@ -450,10 +458,13 @@ static int on_op(struct run_observer *base, struct runner *r, const struct op *o
                  struct err *e)
 {
     struct holders *hs = (struct holders *)base;
-    if (op->kind == OP_ALLOC)
+    if (op->kind == OP_ALLOC) {
         on_alloc(hs, op, block);
-    else if (op->kind == OP_FREE)
-        on_free(hs, op);
+    } else if (op->kind == OP_FREE) {
+        ptrdiff_t slot = open_index_first(&hs->live, open_index_hash_u64(op->id));
+        if (slot >= 0)
+            release(hs, (size_t)slot);
+    }
     return 0;
 }
 
