@@ -5,16 +5,22 @@
 
 #include "cli/commands.h"
 
-/* glibc grows the heap by the request plus M_TOP_PAD (128 KiB by default) and hands requests of 128 KiB and
- * more to mmap when the heap top has no room: the index tables and slabs a sim run doubles through were
- * each mapped fresh, faulted in, unmapped when outgrown. With 1 MiB of pad they come from the heap top and a
- * table freed is reused by the next ones. Measured on the flux.1-dev one-step run (perf stat -r 30): 1,578
- * minor faults down to 1,290, task-clock about 0.5 ms less. Setting the pad also fixes glibc's mmap
- * threshold at 128 KiB (mallopt(3)). */
+/* glibc's malloc, tuned for a process that builds tables by doubling and frees them whole (mallopt(3)). By
+ * default a request of 128 KiB or more that the heap top cannot serve is mmapped, and freeing it unmaps it,
+ * so the index tables and slabs of a sim run were each mapped fresh, faulted in page by page and unmapped
+ * when outgrown; and the heap was trimmed back to the OS whenever 128 KiB lay free at its top. Here blocks
+ * up to 32 MiB (the ceiling of glibc's own sliding threshold) come from the heap, which keeps up to 64 MiB
+ * free at its top and grows 1 MiB at a time: memory freed is reused instead of faulted in again. Measured
+ * on the flux.1-dev one-step run (perf stat -r 10, against the binary without): 1,578 minor faults down
+ * to about 1,250, some 0.5 ms less CPU. */
+#define HEAP_MMAP_THRESHOLD (32 << 20)
+#define HEAP_TRIM_THRESHOLD (64 << 20)
 #define HEAP_TOP_PAD (1 << 20)
 
 int main(int argc, char **argv)
 {
+    mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD);
+    mallopt(M_TRIM_THRESHOLD, HEAP_TRIM_THRESHOLD);
     mallopt(M_TOP_PAD, HEAP_TOP_PAD);
     if (argc < 2) {
         cmd_help_usage(stderr);
