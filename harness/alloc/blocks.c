@@ -84,7 +84,7 @@ void block_delete(struct allocator *a, struct alloc_block *b)
 
 struct segment *segment_new(struct allocator *a, uint64_t addr, uint64_t size, uint64_t stream, bool small)
 {
-    struct segment *s = calloc(1, sizeof *s);
+    struct segment *s = malloc(sizeof *s); /* every field is set just below */
     if (!s)
         abort();
     *s = (struct segment){.addr = addr, .size = size, .stream = stream, .small = small, .next_seg = a->segments};

@@ -30,8 +30,6 @@ struct node *tape_push(struct gen *g, enum node_kind kind, tref out, const char 
         n->in[i] = TNONE;
     for (int i = 0; i < NODE_MAX_SAVED; i++)
         n->saved[i] = TNONE;
-    for (int i = 0; i < CKPT_EXTRAS; i++)
-        n->ck.extra[i] = TNONE;
     g->t[out].holds++;
     g->t[out].requires_grad = true;
     return n;

@@ -101,9 +101,11 @@ struct node {
     tref in[NODE_MAX_IN];
     tref saved[NODE_MAX_SAVED];
     int32_t param[2];     /* weight, bias */
-    int64_t a[8];         /* op-specific dims */
     const char *tag;
-    struct ckpt ck;
+    union {                /* by kind: a tape of flux.1-dev holds thousands of nodes, few of them checkpoints */
+        int64_t a[8];      /* op-specific dims */
+        struct ckpt ck;    /* N_CKPT's segment, run again in backward (no dims of its own) */
+    };
 };
 
 struct strpool;
