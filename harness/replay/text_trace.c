@@ -66,7 +66,7 @@ static const char *word_end_slow(const char *p)
     return p;
 }
 
-static char *word_end(char *p)
+static inline __attribute__((always_inline)) char *word_end(char *p)
 {
     const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
     if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__) /* the lowest flagged byte is the first in memory */
@@ -115,7 +115,7 @@ static int split_words(char *line, char **words, int *cols, size_t *lens, int ma
 /* The words of "free ID" and "alloc ID BYTES" written with single spaces and nothing after them (nearly
  * every line of a long trace), as split_words would give them, found without its loop; 0 for any other
  * line, left as it was for split_words. */
-static char *common_word(char *line, char *p, char **words, int *cols, size_t *lens)
+static inline __attribute__((always_inline)) char *common_word(char *line, char *p, char **words, int *cols, size_t *lens)
 {
     if (char_class[(unsigned char)*p]) /* a blank, the end or a comment: not a word */
         return NULL;
@@ -166,7 +166,7 @@ static bool decimal(const char *s, uint64_t max, uint64_t *out)
  * random): the word is right-aligned with '0' before it, checked to be all digits, and combined pairwise
  * (as fast_float's parse_eight_digits_unrolled does). Reads up to seven bytes past the line's NUL, which
  * TRACE_LINE_PAD allows. false if a byte is not a digit. */
-static bool eight_digits(const char *w, size_t len, uint64_t *out)
+static inline __attribute__((always_inline)) bool eight_digits(const char *w, size_t len, uint64_t *out)
 {
     const uint64_t ones = UINT64_C(0x0101010101010101), zeros = ones * '0', highs = ones * 0xF0;
     uint64_t x;
@@ -202,7 +202,7 @@ static __attribute__((noinline)) int byte_count_slow(const struct reader *r, con
 }
 
 /* A byte count: up to eight digits (nearly every line's) inline, the rest apart. */
-static inline int byte_count(const struct reader *r, const char *w, size_t len, int col, uint64_t *out,
+static inline __attribute__((always_inline)) int byte_count(const struct reader *r, const char *w, size_t len, int col, uint64_t *out,
                              struct err *e)
 {
     if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && len && len <= 8 && eight_digits(w, len, out))
@@ -210,15 +210,21 @@ static inline int byte_count(const struct reader *r, const char *w, size_t len, 
     return byte_count_slow(r, w, len, col, out, e);
 }
 
+static __attribute__((noinline, cold)) int not_live(const struct reader *r, const char *use, const char *word, int col,
+                                                     struct err *e)
+{
+    return line_error(r, col, e, "%s '%s', which is not live (no earlier line allocates it, or it was freed)", use,
+                      word);
+}
+
 /* The live ID's key; `use` says what the line does with it ("free of", "kernel reads"). *slot (if
- * given) is where it sits, for dropping it. */
-static int live_of(struct reader *r, const char *use, const char *word, size_t len, int col, uint64_t *key,
-                   ptrdiff_t *slot, struct err *e)
+ * given) is where it sits, for dropping it. Inline, its error apart: a free line's whole work. */
+static inline __attribute__((always_inline)) int live_of(struct reader *r, const char *use, const char *word, size_t len, int col, uint64_t *key,
+                          ptrdiff_t *slot, struct err *e)
 {
     ptrdiff_t at = id_map_find(&r->live, word, len, id_map_hash(word, len));
     if (at < 0)
-        return line_error(r, col, e, "%s '%s', which is not live (no earlier line allocates it, or it was freed)", use,
-                          word);
+        return not_live(r, use, word, col, e);
     *key = id_map_key(&r->live, at);
     if (slot)
         *slot = at;
