@@ -112,9 +112,9 @@ static int split_words(char *line, char **words, int *cols, size_t *lens, int ma
     }
 }
 
-/* The words of "free ID" and "alloc ID BYTES" written with single spaces and nothing after them (nearly
- * every line of a long trace), as split_words would give them, found without its loop; 0 for any other
- * line, left as it was for split_words. */
+/* The words of "alloc ID BYTES" written with single spaces and nothing after them (half the lines of a
+ * long trace; parse_line takes "free ID" before), as split_words would give them, found without its loop;
+ * 0 for any other line, left as it was for split_words. */
 static inline __attribute__((always_inline)) char *common_word(char *line, char *p, char **words, int *cols, size_t *lens)
 {
     if (char_class[(unsigned char)*p]) /* a blank, the end or a comment: not a word */
@@ -128,23 +128,20 @@ static inline __attribute__((always_inline)) char *common_word(char *line, char 
 
 static int split_common(char *line, char **words, int *cols, size_t *lens)
 {
-    bool is_free = !memcmp(line, "free ", 5);
-    if (!is_free && memcmp(line, "alloc ", 6))
+    if (memcmp(line, "alloc ", 6))
         return 0;
     words[0] = line;
     cols[0] = 1;
-    lens[0] = is_free ? 4 : 5;
-    char *id_end = common_word(line, line + lens[0] + 1, words + 1, cols + 1, lens + 1);
-    if (!id_end || *id_end != (is_free ? '\0' : ' '))
+    lens[0] = 5;
+    char *id_end = common_word(line, line + 6, words + 1, cols + 1, lens + 1);
+    if (!id_end || *id_end != ' ')
         return 0;
-    if (!is_free) {
-        char *end = common_word(line, id_end + 1, words + 2, cols + 2, lens + 2);
-        if (!end || *end)
-            return 0;
-        *id_end = '\0';
-    }
-    line[lens[0]] = '\0';
-    return is_free ? 2 : 3;
+    char *end = common_word(line, id_end + 1, words + 2, cols + 2, lens + 2);
+    if (!end || *end)
+        return 0;
+    *id_end = '\0';
+    line[5] = '\0';
+    return 3;
 }
 
 /* A decimal integer in [0, max]. */
@@ -370,8 +367,29 @@ static int parse_segment(const struct reader *r, char **w, const int *col, const
     return n == 4 ? stream_of(r, w[3], col[3], &op->stream, e) : 0;
 }
 
+/* The op of a line of this kind, cleared: the previous line's, its kernel call only after a kernel line
+ * (zeroing the whole op for every line shows in a long trace's time). */
+static inline void start_op(struct reader *r, struct op *op, int kind)
+{
+    memset(op, 0, offsetof(struct op, kernel));
+    if (r->kernel_set) {
+        memset(&op->kernel, 0, sizeof op->kernel);
+        r->kernel_set = false;
+    }
+    op->kind = (enum op_kind)kind;
+    op->where = r->lineno;
+}
+
 static int parse_line(struct reader *r, char *line, struct op *op, struct err *e)
 {
+    /* "free ID", single-spaced with nothing after it (half the lines of a long trace), without the words */
+    if (!memcmp(line, "free ", 5) && !char_class[(unsigned char)line[5]]) {
+        char *end = word_end(line + 5);
+        if (!*end) {
+            start_op(r, op, OP_FREE);
+            return live_of(r, "free of", line + 5, (size_t)(end - line - 5), 6, &op->id, &r->freed, e);
+        }
+    }
     char *w[MAX_WORDS];
     int col[MAX_WORDS];
     size_t len[MAX_WORDS];
@@ -387,15 +405,7 @@ static int parse_line(struct reader *r, char *line, struct op *op, struct err *e
     int kind = len[0] == 5 && !memcmp(w[0], "alloc", 5) ? OP_ALLOC
                : len[0] == 4 && !memcmp(w[0], "free", 4) ? OP_FREE
                                                          : op_kind_from_name(w[0]);
-    /* the previous line's op cleared, its kernel call only after a kernel line: zeroing the whole op for
-     * every line shows in a long trace's time */
-    memset(op, 0, offsetof(struct op, kernel));
-    if (r->kernel_set) {
-        memset(&op->kernel, 0, sizeof op->kernel);
-        r->kernel_set = false;
-    }
-    op->kind = (enum op_kind)kind;
-    op->where = r->lineno;
+    start_op(r, op, kind);
     switch (kind) {
     case OP_ALLOC:
     case OP_MANAGED_ALLOC: return parse_alloc(r, w, col, len, n, op, e);
