@@ -66,7 +66,7 @@ static const char *word_end_slow(const char *p)
     return p;
 }
 
-static char *word_end(char *p)
+static inline __attribute__((always_inline)) char *word_end(char *p)
 {
     const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
     if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__) /* the lowest flagged byte is the first in memory */
@@ -112,10 +112,10 @@ static int split_words(char *line, char **words, int *cols, size_t *lens, int ma
     }
 }
 
-/* The words of "free ID" and "alloc ID BYTES" written with single spaces and nothing after them (nearly
- * every line of a long trace), as split_words would give them, found without its loop; 0 for any other
- * line, left as it was for split_words. */
-static char *common_word(char *line, char *p, char **words, int *cols, size_t *lens)
+/* The words of "alloc ID BYTES" written with single spaces and nothing after them (half the lines of a
+ * long trace; parse_line takes "free ID" before), as split_words would give them, found without its loop;
+ * 0 for any other line, left as it was for split_words. */
+static inline __attribute__((always_inline)) char *common_word(char *line, char *p, char **words, int *cols, size_t *lens)
 {
     if (char_class[(unsigned char)*p]) /* a blank, the end or a comment: not a word */
         return NULL;
@@ -128,23 +128,20 @@ static char *common_word(char *line, char *p, char **words, int *cols, size_t *l
 
 static int split_common(char *line, char **words, int *cols, size_t *lens)
 {
-    bool is_free = !memcmp(line, "free ", 5);
-    if (!is_free && memcmp(line, "alloc ", 6))
+    if (memcmp(line, "alloc ", 6))
         return 0;
     words[0] = line;
     cols[0] = 1;
-    lens[0] = is_free ? 4 : 5;
-    char *id_end = common_word(line, line + lens[0] + 1, words + 1, cols + 1, lens + 1);
-    if (!id_end || *id_end != (is_free ? '\0' : ' '))
+    lens[0] = 5;
+    char *id_end = common_word(line, line + 6, words + 1, cols + 1, lens + 1);
+    if (!id_end || *id_end != ' ')
         return 0;
-    if (!is_free) {
-        char *end = common_word(line, id_end + 1, words + 2, cols + 2, lens + 2);
-        if (!end || *end)
-            return 0;
-        *id_end = '\0';
-    }
-    line[lens[0]] = '\0';
-    return is_free ? 2 : 3;
+    char *end = common_word(line, id_end + 1, words + 2, cols + 2, lens + 2);
+    if (!end || *end)
+        return 0;
+    *id_end = '\0';
+    line[5] = '\0';
+    return 3;
 }
 
 /* A decimal integer in [0, max]. */
@@ -166,7 +163,7 @@ static bool decimal(const char *s, uint64_t max, uint64_t *out)
  * random): the word is right-aligned with '0' before it, checked to be all digits, and combined pairwise
  * (as fast_float's parse_eight_digits_unrolled does). Reads up to seven bytes past the line's NUL, which
  * TRACE_LINE_PAD allows. false if a byte is not a digit. */
-static bool eight_digits(const char *w, size_t len, uint64_t *out)
+static inline __attribute__((always_inline)) bool eight_digits(const char *w, size_t len, uint64_t *out)
 {
     const uint64_t ones = UINT64_C(0x0101010101010101), zeros = ones * '0', highs = ones * 0xF0;
     uint64_t x;
@@ -202,7 +199,7 @@ static __attribute__((noinline)) int byte_count_slow(const struct reader *r, con
 }
 
 /* A byte count: up to eight digits (nearly every line's) inline, the rest apart. */
-static inline int byte_count(const struct reader *r, const char *w, size_t len, int col, uint64_t *out,
+static inline __attribute__((always_inline)) int byte_count(const struct reader *r, const char *w, size_t len, int col, uint64_t *out,
                              struct err *e)
 {
     if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && len && len <= 8 && eight_digits(w, len, out))
@@ -210,15 +207,21 @@ static inline int byte_count(const struct reader *r, const char *w, size_t len, 
     return byte_count_slow(r, w, len, col, out, e);
 }
 
+static __attribute__((noinline, cold)) int not_live(const struct reader *r, const char *use, const char *word, int col,
+                                                     struct err *e)
+{
+    return line_error(r, col, e, "%s '%s', which is not live (no earlier line allocates it, or it was freed)", use,
+                      word);
+}
+
 /* The live ID's key; `use` says what the line does with it ("free of", "kernel reads"). *slot (if
- * given) is where it sits, for dropping it. */
-static int live_of(struct reader *r, const char *use, const char *word, size_t len, int col, uint64_t *key,
-                   ptrdiff_t *slot, struct err *e)
+ * given) is where it sits, for dropping it. Inline, its error apart: a free line's whole work. */
+static inline __attribute__((always_inline)) int live_of(struct reader *r, const char *use, const char *word, size_t len, int col, uint64_t *key,
+                          ptrdiff_t *slot, struct err *e)
 {
     ptrdiff_t at = id_map_find(&r->live, word, len, id_map_hash(word, len));
     if (at < 0)
-        return line_error(r, col, e, "%s '%s', which is not live (no earlier line allocates it, or it was freed)", use,
-                          word);
+        return not_live(r, use, word, col, e);
     *key = id_map_key(&r->live, at);
     if (slot)
         *slot = at;
@@ -364,8 +367,29 @@ static int parse_segment(const struct reader *r, char **w, const int *col, const
     return n == 4 ? stream_of(r, w[3], col[3], &op->stream, e) : 0;
 }
 
+/* The op of a line of this kind, cleared: the previous line's, its kernel call only after a kernel line
+ * (zeroing the whole op for every line shows in a long trace's time). */
+static inline void start_op(struct reader *r, struct op *op, int kind)
+{
+    memset(op, 0, offsetof(struct op, kernel));
+    if (r->kernel_set) {
+        memset(&op->kernel, 0, sizeof op->kernel);
+        r->kernel_set = false;
+    }
+    op->kind = (enum op_kind)kind;
+    op->where = r->lineno;
+}
+
 static int parse_line(struct reader *r, char *line, struct op *op, struct err *e)
 {
+    /* "free ID", single-spaced with nothing after it (half the lines of a long trace), without the words */
+    if (!memcmp(line, "free ", 5) && !char_class[(unsigned char)line[5]]) {
+        char *end = word_end(line + 5);
+        if (!*end) {
+            start_op(r, op, OP_FREE);
+            return live_of(r, "free of", line + 5, (size_t)(end - line - 5), 6, &op->id, &r->freed, e);
+        }
+    }
     char *w[MAX_WORDS];
     int col[MAX_WORDS];
     size_t len[MAX_WORDS];
@@ -381,15 +405,7 @@ static int parse_line(struct reader *r, char *line, struct op *op, struct err *e
     int kind = len[0] == 5 && !memcmp(w[0], "alloc", 5) ? OP_ALLOC
                : len[0] == 4 && !memcmp(w[0], "free", 4) ? OP_FREE
                                                          : op_kind_from_name(w[0]);
-    /* the previous line's op cleared, its kernel call only after a kernel line: zeroing the whole op for
-     * every line shows in a long trace's time */
-    memset(op, 0, offsetof(struct op, kernel));
-    if (r->kernel_set) {
-        memset(&op->kernel, 0, sizeof op->kernel);
-        r->kernel_set = false;
-    }
-    op->kind = (enum op_kind)kind;
-    op->where = r->lineno;
+    start_op(r, op, kind);
     switch (kind) {
     case OP_ALLOC:
     case OP_MANAGED_ALLOC: return parse_alloc(r, w, col, len, n, op, e);

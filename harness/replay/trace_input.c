@@ -16,18 +16,16 @@
 #define NO_NUL SIZE_MAX
 
 struct trace_input {
+    struct trace_lines lb; /* first, for trace_input_line's inline part; buf: BUF_SIZE bytes plus a NUL and
+                            * TRACE_LINE_PAD */
     gzFile gz;
     int fd;
     off_t size;           /* a regular file's size, else -1 */
     char name[4096];
-    char *buf;            /* BUF_SIZE bytes plus a NUL and TRACE_LINE_PAD */
-    size_t start, end;    /* unread bytes are buf[start, end) */
-    size_t nul;           /* where in buf the first NUL byte read sits; NO_NUL if none (a line stops at one) */
     bool eof;
     bool gz_used;         /* something was read through zlib */
     unsigned char head[2]; /* a regular file's first bytes, read without zlib */
     size_t nhead;
-    size_t lineno;
     unsigned char *all;   /* what trace_input_read_all returned: a copy, or (mapped) the file mapped */
     size_t all_len;
     bool mapped;
@@ -57,19 +55,19 @@ struct trace_input *trace_input_open(const char *path, struct err *e)
         return NULL;
     }
     struct trace_input *in = calloc(1, sizeof *in);
-    if (!in || !(in->buf = calloc(1, BUF_SIZE + 1 + TRACE_LINE_PAD))) {
+    if (!in || !(in->lb.buf = calloc(1, BUF_SIZE + 1 + TRACE_LINE_PAD))) {
         free(in);
         close(fd);
         err_set(e, ERR_INTERNAL, "out of host memory opening %s", path);
         return NULL;
     }
     snprintf(in->name, sizeof in->name, "%s", std_in ? "standard input" : path);
-    in->nul = NO_NUL;
+    in->lb.nul = NO_NUL;
     in->fd = fd;
     in->size = S_ISREG(st.st_mode) ? st.st_size : -1;
     if (!(in->gz = gzdopen(fd, "rb"))) {
         close(fd);
-        free(in->buf);
+        free(in->lb.buf);
         free(in);
         err_set(e, ERR_INTERNAL, "out of host memory opening %s", path);
         return NULL;
@@ -92,7 +90,7 @@ void trace_input_close(struct trace_input *in)
         munmap(in->all, in->all_len);
     else
         free(in->all);
-    free(in->buf);
+    free(in->lb.buf);
     free(in);
 }
 
@@ -106,23 +104,23 @@ const char *trace_input_name(const struct trace_input *in)
 static int fill(struct trace_input *in, struct err *e)
 {
     in->gz_used = true;
-    if (in->start > 0) {
-        memmove(in->buf, in->buf + in->start, in->end - in->start);
-        if (in->nul != NO_NUL)
-            in->nul -= in->start;
-        in->end -= in->start;
-        in->start = 0;
+    if (in->lb.start > 0) {
+        memmove(in->lb.buf, in->lb.buf + in->lb.start, in->lb.end - in->lb.start);
+        if (in->lb.nul != NO_NUL)
+            in->lb.nul -= in->lb.start;
+        in->lb.end -= in->lb.start;
+        in->lb.start = 0;
     }
-    while (!in->eof && in->end < BUF_SIZE) {
-        int n = gzread(in->gz, in->buf + in->end, (unsigned)(BUF_SIZE - in->end));
+    while (!in->eof && in->lb.end < BUF_SIZE) {
+        int n = gzread(in->gz, in->lb.buf + in->lb.end, (unsigned)(BUF_SIZE - in->lb.end));
         if (n < 0)
             return gz_error(in, e);
         if (n == 0)
             in->eof = true;
-        const char *nul = in->nul == NO_NUL ? memchr(in->buf + in->end, '\0', (size_t)n) : NULL;
+        const char *nul = in->lb.nul == NO_NUL ? memchr(in->lb.buf + in->lb.end, '\0', (size_t)n) : NULL;
         if (nul)
-            in->nul = (size_t)(nul - in->buf);
-        in->end += (size_t)n;
+            in->lb.nul = (size_t)(nul - in->lb.buf);
+        in->lb.end += (size_t)n;
         if (n > 0)
             break;
     }
@@ -139,9 +137,9 @@ int trace_input_peek(struct trace_input *in, struct err *e)
 {
     if (!in->gz_used && plain_file(in))
         return in->head[0];
-    if (in->start == in->end && fill(in, e))
+    if (in->lb.start == in->lb.end && fill(in, e))
         return -2;
-    return in->start < in->end ? (unsigned char)in->buf[in->start] : -1;
+    return in->lb.start < in->lb.end ? (unsigned char)in->lb.buf[in->lb.start] : -1;
 }
 
 /* An uncompressed regular file is mapped rather than copied: the bytes from the file's read position on.
@@ -154,7 +152,7 @@ static int map_rest(struct trace_input *in, const unsigned char **data, size_t *
     z_off_t delivered = in->gz_used ? gztell(in->gz) : 0;
     if (in->size <= 0 || !direct || delivered < 0 || (uint64_t)in->size > TRACE_MAX_PICKLE)
         return 0;
-    off_t from = (off_t)delivered - (off_t)(in->end - in->start);
+    off_t from = (off_t)delivered - (off_t)(in->lb.end - in->lb.start);
     if (from < 0 || from >= in->size)
         return 0;
     void *m = mmap(NULL, (size_t)in->size, PROT_READ, MAP_PRIVATE, in->fd, 0);
@@ -164,7 +162,7 @@ static int map_rest(struct trace_input *in, const unsigned char **data, size_t *
     in->all = m;
     in->all_len = (size_t)in->size;
     in->mapped = true;
-    in->start = in->end;
+    in->lb.start = in->lb.end;
     in->eof = true;
     *data = in->all + from;
     *len = (size_t)(in->size - from);
@@ -175,14 +173,14 @@ int trace_input_read_all(struct trace_input *in, const unsigned char **data, siz
 {
     if (map_rest(in, data, len), *data)
         return 0;
-    size_t cap = 1 << 20, n = in->end - in->start;
+    size_t cap = 1 << 20, n = in->lb.end - in->lb.start;
     unsigned char *out = malloc(cap > n ? cap : n);
     if (!out)
         return err_set(e, ERR_INTERNAL, "out of host memory reading %s", in->name);
     if (n > cap)
         cap = n;
-    memcpy(out, in->buf + in->start, n);
-    in->start = in->end;
+    memcpy(out, in->lb.buf + in->lb.start, n);
+    in->lb.start = in->lb.end;
     for (;;) {
         if (n == cap) {
             if (cap >= TRACE_MAX_PICKLE) {
@@ -215,53 +213,27 @@ int trace_input_read_all(struct trace_input *in, const unsigned char **data, siz
     return 0;
 }
 
-/* The line at buf[start], cut at the newline (or the buffer's end) where given: NUL-terminated, a final
- * '\r' dropped. */
-static char *take_line(struct trace_input *in, size_t len, bool nl, size_t *lineno)
-{
-    char *s = in->buf + in->start;
-    *lineno = ++in->lineno;
-    s[len] = '\0'; /* the newline's place, or the spare byte after the buffer */
-    if (len && s[len - 1] == '\r')
-        s[len - 1] = '\0';
-    in->start += nl ? len + 1 : len;
-    return s;
-}
-
-/* trace_input_line past the buffer's newlines: filling it, the last line, and the errors. */
-static __attribute__((noinline)) int line_slow(struct trace_input *in, char **line, size_t *lineno, char *nl,
-                                               struct err *e)
+int trace_input_line_slow(struct trace_input *in, char **line, size_t *lineno, char *nl, struct err *e)
 {
     *line = NULL;
-    while (!nl && !in->eof && in->end - in->start < TRACE_MAX_LINE) {
-        size_t seen = in->end - in->start;
+    while (!nl && !in->eof && in->lb.end - in->lb.start < TRACE_MAX_LINE) {
+        size_t seen = in->lb.end - in->lb.start;
         if (fill(in, e))
             return -1;
-        nl = memchr(in->buf + in->start + seen, '\n', in->end - in->start - seen);
+        nl = memchr(in->lb.buf + in->lb.start + seen, '\n', in->lb.end - in->lb.start - seen);
     }
-    size_t avail = in->end - in->start;
+    size_t avail = in->lb.end - in->lb.start;
     if (!nl && avail == 0)
         return 0;
-    size_t len = nl ? (size_t)(nl - (in->buf + in->start)) : avail;
-    if (len >= TRACE_MAX_LINE || in->nul < in->start + len) /* an error ends the reading: no line passes a NUL */
-        *lineno = ++in->lineno;
+    size_t len = nl ? (size_t)(nl - (in->lb.buf + in->lb.start)) : avail;
+    if (len >= TRACE_MAX_LINE || in->lb.nul < in->lb.start + len) /* an error ends the reading: no line passes a NUL */
+        *lineno = ++in->lb.lineno;
     if (len >= TRACE_MAX_LINE)
         return err_set(e, ERR_INPUT, "%s:%zu: longer than %d bytes, the longest line oomlab reads", in->name,
                        *lineno, TRACE_MAX_LINE - 1);
-    if (in->nul < in->start + len)
+    if (in->lb.nul < in->lb.start + len)
         return err_set(e, ERR_INPUT, "%s:%zu:%zu: a NUL byte; a trace is text", in->name, *lineno,
-                       in->nul - in->start + 1);
-    *line = take_line(in, len, nl, lineno);
-    return 0;
-}
-
-/* Most lines: a newline in the buffer, in reach, no NUL before it. */
-int trace_input_line(struct trace_input *in, char **line, size_t *lineno, struct err *e)
-{
-    char *s = in->buf + in->start, *nl = memchr(s, '\n', in->end - in->start);
-    size_t len = nl ? (size_t)(nl - s) : 0;
-    if (!nl || len >= TRACE_MAX_LINE || in->nul < in->start + len)
-        return line_slow(in, line, lineno, nl, e);
-    *line = take_line(in, len, true, lineno);
+                       in->lb.nul - in->lb.start + 1);
+    *line = trace_take_line(&in->lb, len, nl, lineno);
     return 0;
 }

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "util/err.h"
 
@@ -29,6 +30,41 @@ int trace_input_read_all(struct trace_input *in, const unsigned char **data, siz
  * word at a time. A line longer than TRACE_MAX_LINE or holding a NUL byte is an error naming its line
  * and column. */
 #define TRACE_LINE_PAD 8
-int trace_input_line(struct trace_input *in, char **line, size_t *lineno, struct err *e);
+
+/* The line buffer, the first member of struct trace_input, shown here so that trace_input_line's common
+ * case (a newline in the buffer, no NUL before it) is inline: it runs for every line of a long trace. */
+struct trace_lines {
+    char *buf;
+    size_t start, end; /* unread bytes are buf[start, end) */
+    size_t nul;        /* where in buf the first NUL byte read sits; SIZE_MAX if none (a line stops at one) */
+    size_t lineno;
+};
+
+/* The line at buf[start], cut at the newline (or the buffer's end) where given: NUL-terminated, a final
+ * '\r' dropped. */
+static inline char *trace_take_line(struct trace_lines *b, size_t len, bool nl, size_t *lineno)
+{
+    char *s = b->buf + b->start;
+    *lineno = ++b->lineno;
+    s[len] = '\0'; /* the newline's place, or the spare byte after the buffer */
+    if (len && s[len - 1] == '\r')
+        s[len - 1] = '\0';
+    b->start += nl ? len + 1 : len;
+    return s;
+}
+
+/* trace_input_line past the buffer's newlines: filling it, the last line, and the errors. */
+int trace_input_line_slow(struct trace_input *in, char **line, size_t *lineno, char *nl, struct err *e);
+
+static inline int trace_input_line(struct trace_input *in, char **line, size_t *lineno, struct err *e)
+{
+    struct trace_lines *b = (struct trace_lines *)in;
+    char *s = b->buf + b->start, *nl = memchr(s, '\n', b->end - b->start);
+    size_t len = nl ? (size_t)(nl - s) : 0;
+    if (!nl || len >= TRACE_MAX_LINE || b->nul < b->start + len)
+        return trace_input_line_slow(in, line, lineno, nl, e);
+    *line = trace_take_line(b, len, true, lineno);
+    return 0;
+}
 
 #endif
