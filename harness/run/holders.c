@@ -381,14 +381,14 @@ static void release(struct holders *hs, size_t slot);
 static void add(struct holders *hs, uint64_t id, uint64_t bytes, const char *tag, uint8_t category)
 {
     uint64_t hash = open_index_hash_u64(id);
-    if (open_index_reserve(&hs->live)) {
+    ptrdiff_t slot = open_index_slot(&hs->live, hash);
+    if (slot >= 0 && hs->live.slots[slot].item) {
+        release(hs, (size_t)slot);
+        slot = open_index_slot(&hs->live, hash); /* the removal moved slots */
+    }
+    if (slot < 0) {
         hs->failed = true;
         return;
-    }
-    size_t slot = open_index_seek(&hs->live, hash, open_index_home(&hs->live, hash));
-    if (hs->live.slots[slot].item) {
-        release(hs, slot);
-        slot = open_index_seek(&hs->live, hash, open_index_home(&hs->live, hash)); /* the removal moved slots */
     }
     struct key_entry *k = cached_key(hs, tag, category);
     struct live_entry *l = hs->spare;
@@ -401,7 +401,7 @@ static void add(struct holders *hs, uint64_t id, uint64_t bytes, const char *tag
         return;
     }
     *l = (struct live_entry){.bytes = bytes, .key = k};
-    open_index_put(&hs->live, slot, hash, l);
+    open_index_put(&hs->live, (size_t)slot, hash, l);
     k->h.bytes += l->bytes;
     k->h.count++;
     hs->current += l->bytes;

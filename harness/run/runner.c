@@ -248,15 +248,12 @@ static struct live_tensor *find_live(const struct runner *r, uint64_t id)
     return open_index_get(&r->live, open_index_hash_u64(id));
 }
 
-/* The live table's slot for id, with room reserved for one more tensor: the slot holding it, or the empty
- * slot add_live puts it in (valid until the table changes). -1 without host memory. One probe serves the
- * check that an id is not live and the insert. */
+/* The live table's slot for id (open_index_slot): the slot holding it, or the empty slot add_live puts it
+ * in. -1 without host memory. */
 static ptrdiff_t live_slot(struct runner *r, uint64_t id, struct err *e)
 {
-    if (open_index_reserve(&r->live))
-        return err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
-    uint64_t hash = open_index_hash_u64(id);
-    return (ptrdiff_t)open_index_seek(&r->live, hash, open_index_home(&r->live, hash));
+    ptrdiff_t at = open_index_slot(&r->live, open_index_hash_u64(id));
+    return at < 0 ? err_set(e, ERR_INTERNAL, "out of host memory tracking tensors") : at;
 }
 
 static void record_oom(struct runner *r, const struct op *op, const struct alloc_oom *oom)

@@ -81,6 +81,16 @@ static inline int open_index_reserve(struct open_index *x)
     return x->count == x->limit ? open_index_grow(x) : 0;
 }
 
+/* The slot for hash, with room reserved for one more item: the first slot holding hash, or the empty slot
+ * that ends its probe run (for open_index_put; valid until the index changes). -1 when out of memory. One
+ * probe serves both the check that hash is not held and the insert. */
+static inline ptrdiff_t open_index_slot(struct open_index *x, uint64_t hash)
+{
+    if (open_index_reserve(x))
+        return -1;
+    return (ptrdiff_t)open_index_seek(x, hash, open_index_home(x, hash));
+}
+
 /* Puts item (not NULL) under hash into slot i: the empty slot that ends hash's probe run (open_index_seek
  * from its home), with room reserved since. */
 static inline void open_index_put(struct open_index *x, size_t i, uint64_t hash, void *item)
