@@ -2,23 +2,19 @@
  * each consuming its output's gradient, allocating its inputs' gradients, accumulating .grad, and
  * freeing what it saved. Checkpointed segments run their forward again here, then their backward. */
 #include "workload/gen.h"
+#include "workload/map_array.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 struct node *tape_push(struct gen *g, enum node_kind kind, tref out, const char *tag)
 {
-    if (g->ntape == g->cap_tape) {
-        int32_t cap = g->cap_tape ? g->cap_tape * 2 : 1024;
-        struct node *nt = realloc(g->tape, (size_t)cap * sizeof *nt);
-        if (!nt) {
-            if (!g->failed)
-                err_set(g->e, ERR_INTERNAL, "workload: out of host memory for the autograd tape");
-            g->failed = 1;
-            return NULL;
-        }
-        g->tape = nt;
-        g->cap_tape = cap;
+    if ((size_t)g->ntape == g->cap_tape &&
+        map_array_grow((void **)&g->tape, &g->cap_tape, (size_t)g->ntape + 1, sizeof *g->tape) < 0) {
+        if (!g->failed)
+            err_set(g->e, ERR_INTERNAL, "workload: out of host memory for the autograd tape");
+        g->failed = 1;
+        return NULL;
     }
     struct node *n = &g->tape[g->ntape++];
     memset(n, 0, sizeof *n);

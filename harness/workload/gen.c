@@ -1,6 +1,7 @@
 /* gen.c: the generator context's plumbing: interned tag strings, module scopes, the tensor slab with
  * reference counts, and the emission of ALLOC / FREE / KERNEL / PHASE / MARK ops to the sink. */
 #include "workload/gen.h"
+#include "workload/map_array.h"
 #include "workload/strpool.h"
 #include "util/size.h"
 
@@ -182,17 +183,11 @@ static tref slab_get(struct gen *g)
         g->free_t = g->t[x].next_free;
         return x;
     }
-    if (g->nt == g->cap_t) {
-        int32_t cap = g->cap_t ? g->cap_t * 2 : 1024;
-        struct tensor *nt = realloc(g->t, (size_t)cap * sizeof *nt);
-        if (!nt) {
-            if (!g->failed)
-                err_set(g->e, ERR_INTERNAL, "workload: out of host memory for tensors");
-            g->failed = 1;
-            return TNONE;
-        }
-        g->t = nt;
-        g->cap_t = cap;
+    if ((size_t)g->nt == g->cap_t && map_array_grow((void **)&g->t, &g->cap_t, (size_t)g->nt + 1, sizeof *g->t) < 0) {
+        if (!g->failed)
+            err_set(g->e, ERR_INTERNAL, "workload: out of host memory for tensors");
+        g->failed = 1;
+        return TNONE;
     }
     return g->nt++;
 }

@@ -10,6 +10,7 @@
 #define OOMLAB_WORKLOAD_GEN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernels.h"
@@ -131,7 +132,8 @@ struct gen {
     int scope_depth;
 
     struct param *params;
-    int32_t nparams, cap_params, cursor;
+    int32_t nparams, cursor;
+    size_t cap_params;         /* these three arrays grow by map_array_grow (map_array.h) */
     struct param_entry *param_index; /* tag -> parameter, built at the first out-of-order take */
     int32_t module_id;         /* module being registered or run */
     bool in_head;              /* registering the head (linear probe) */
@@ -139,11 +141,13 @@ struct gen {
     uint32_t lora_matched;     /* bit i: job lora.targets[i] matched a linear module */
 
     struct tensor *t;
-    int32_t nt, cap_t, free_t;
+    int32_t nt, free_t;
+    size_t cap_t;
     uint64_t next_id;
 
     struct node *tape;
-    int32_t ntape, cap_tape;
+    int32_t ntape;
+    size_t cap_tape;
 
     bool grad_enabled;
     bool training;             /* model.train(): dropout active */

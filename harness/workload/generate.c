@@ -8,6 +8,7 @@
 #include "workload/diffusion_job.h"
 #include "workload/gen.h"
 #include "workload/job_kinds.h"
+#include "workload/map_array.h"
 #include "workload/models/models.h"
 #include "workload/optimizer.h"
 #include "workload/parallel.h"
@@ -90,9 +91,9 @@ static int gen_init(struct gen *g, const struct job_spec *spec, struct err *e)
 static void gen_fini(struct gen *g)
 {
     strpool_destroy(g->pool);
-    free(g->params);
-    free(g->t);
-    free(g->tape);
+    map_array_free(g->params, g->cap_params, sizeof *g->params);
+    map_array_free(g->t, g->cap_t, sizeof *g->t);
+    map_array_free(g->tape, g->cap_tape, sizeof *g->tape);
     param_index_free(g);
     free(g->forward_held.v);
     free(g->step_held.v);
@@ -228,8 +229,8 @@ void workload_destroy(struct workload *w)
 size_t workload_host_bytes(const struct workload *w)
 {
     const struct gen *g = &w->g;
-    return sizeof *w + strpool_bytes(g->pool) + (size_t)g->cap_params * sizeof(struct param) +
-           (size_t)g->cap_t * sizeof(struct tensor) + (size_t)g->cap_tape * sizeof(struct node);
+    return sizeof *w + strpool_bytes(g->pool) + g->cap_params * sizeof(struct param) + g->cap_t * sizeof(struct tensor) +
+           g->cap_tape * sizeof(struct node);
 }
 
 /* ---- load ---- */

@@ -47,6 +47,7 @@
 #include "workload/parallel_pipeline.h"
 
 #include "workload/gen.h"
+#include "workload/map_array.h"
 #include "workload/models/models.h"
 #include "workload/parallel_tensor.h"
 
@@ -55,7 +56,8 @@
 /* One micro-batch in flight: its tape, its received input and its output (or loss). */
 struct pipe_slot {
     struct node *tape;
-    int32_t ntape, cap_tape;
+    int32_t ntape;
+    size_t cap_tape;
     tref input, out;
     tref stub;               /* deallocate_outputs: the one element left of the sent output */
 };
@@ -177,7 +179,7 @@ void pipeline_free(struct gen *g)
     if (!p)
         return;
     for (int i = 0; p->slot && i < g->spec.parallel.micro_batches; i++)
-        free(p->slot[i].tape);
+        map_array_free(p->slot[i].tape, p->slot[i].cap_tape, sizeof *p->slot[i].tape);
     free(p->stage_of);
     free(p->slot);
     free(p);
@@ -244,7 +246,8 @@ static bool last_stage(const struct gen *g)
 static void tape_swap(struct gen *g, struct pipe_slot *sl)
 {
     struct node *t = g->tape;
-    int32_t n = g->ntape, cap = g->cap_tape;
+    int32_t n = g->ntape;
+    size_t cap = g->cap_tape;
     g->tape = sl->tape;
     g->ntape = sl->ntape;
     g->cap_tape = sl->cap_tape;

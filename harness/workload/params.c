@@ -5,6 +5,7 @@
  * attention and MLP): the forward takes each by its tag, the cursor making the common in-order case
  * a comparison. */
 #include "workload/gen.h"
+#include "workload/map_array.h"
 #include "util/hash.h"
 
 #include <stdlib.h>
@@ -18,17 +19,12 @@ struct param_entry {
 
 int32_t param_add(struct gen *g, const char *leaf, int64_t rows, int64_t cols)
 {
-    if (g->nparams == g->cap_params) {
-        int32_t cap = g->cap_params ? g->cap_params * 2 : 256;
-        struct param *np = realloc(g->params, (size_t)cap * sizeof *np);
-        if (!np) {
-            if (!g->failed)
-                err_set(g->e, ERR_INTERNAL, "workload: out of host memory for parameters");
-            g->failed = 1;
-            return -1;
-        }
-        g->params = np;
-        g->cap_params = cap;
+    if ((size_t)g->nparams == g->cap_params &&
+        map_array_grow((void **)&g->params, &g->cap_params, (size_t)g->nparams + 1, sizeof *g->params) < 0) {
+        if (!g->failed)
+            err_set(g->e, ERR_INTERNAL, "workload: out of host memory for parameters");
+        g->failed = 1;
+        return -1;
     }
     struct param *p = &g->params[g->nparams];
     memset(p, 0, sizeof *p);
