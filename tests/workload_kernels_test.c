@@ -53,6 +53,22 @@ static void check_kernel(struct check_sink *s, const struct op *op)
     }
     s->used[k->kernel]++;
     const struct kernel_desc *kd = kernel_get(k->kernel);
+    /* nothing of an earlier op left in this one (kernel_emit.c writes every KERNEL op in one struct op) */
+    if (op->id || op->bytes || op->where || op->category) {
+        fail(s, op, "%s: a KERNEL op with id %llu, bytes %llu", kd->name, op->id, op->bytes);
+        return;
+    }
+    for (unsigned i = 0; i < KERNEL_MAX_DIMS; i++)
+        if (!kd->dim_names[i] && k->dims[i]) {
+            fail(s, op, "%s: dims[%llu] = %llu past the kernel's dims", kd->name, i, (unsigned long long)k->dims[i]);
+            return;
+        }
+    for (unsigned i = k->ntensors; i < KERNEL_MAX_TENSORS; i++)
+        if (k->tensors[i]) {
+            fail(s, op, "%s: tensors[%llu] = %llu past the call's tensors", kd->name, i,
+                 (unsigned long long)k->tensors[i]);
+            return;
+        }
     for (unsigned i = 0; i < k->ntensors; i++) {
         struct live *t;
         HASH_FIND(hh, s->live, &k->tensors[i], sizeof k->tensors[i], t);

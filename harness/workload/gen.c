@@ -350,15 +350,6 @@ void t_unhold(struct gen *g, tref x)
         slab_put(g, x);
 }
 
-int64_t t_numel(const struct gen *g, tref x)
-{
-    const struct tensor *t = &g->t[x];
-    int64_t n = 1;
-    for (int i = 0; i < t->ndim; i++)
-        n *= t->dims[i];
-    return n;
-}
-
 enum dtype gen_promote(enum dtype a, enum dtype b)
 {
     if (a == b)

@@ -175,6 +175,7 @@ struct gen {
     /* Where gen.c builds the ALLOC and FREE ops of tensors: only the header changes, the kernel part is never
      * written and stays zero (clearing a whole struct op, some 200 bytes, would cost more than the rest). */
     struct op mem_op;
+    struct op kern_op;        /* where kernel_emit.c builds KERNEL ops: its kernel part written whole, the rest zero */
     const char *grad_sum_tag; /* "autograd.grad_sum", interned at its first use: every gradient sum is tagged so */
 };
 
@@ -213,8 +214,16 @@ tref t_ref(struct gen *g, tref x);
 void t_storage_free(struct gen *g, tref x);
 void t_storage_alloc(struct gen *g, tref x, uint64_t bytes);
 void t_release(struct gen *g, tref x);
-int64_t t_numel(const struct gen *g, tref x);
 static inline struct tensor *T(struct gen *g, tref x) { return &g->t[x]; }
+/* Inline: most kernels take an element count. */
+static inline int64_t t_numel(const struct gen *g, tref x)
+{
+    const struct tensor *t = &g->t[x];
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++)
+        n *= t->dims[i];
+    return n;
+}
 static inline bool t_rg(const struct gen *g, tref x) { return x != TNONE && g->t[x].requires_grad; }
 /* kernel_emit.c: KERNEL ops in kernels.h's contract (tensors in the documented order, all live) */
 void kern(struct gen *g, enum kernel_id k, enum dtype dt, const int64_t *dims, int ndims, const tref *ts, int nts,

@@ -4,7 +4,12 @@
  * calls the layers make most (GEMM, cast, fill, scale, add, broadcast ops, block copies, inits). */
 #include "workload/gen.h"
 
+#include <stddef.h>
 #include <string.h>
+
+_Static_assert(offsetof(struct kernel_call, tensors) == offsetof(struct kernel_call, dims) + sizeof(int64_t[KERNEL_MAX_DIMS]) &&
+                   offsetof(struct kernel_call, fparam) == offsetof(struct kernel_call, tensors) + sizeof(uint64_t[KERNEL_MAX_TENSORS]),
+               "kern_op clears dims, tensors and fparam as one run of bytes");
 
 static void workspace_for_stream(struct gen *g)
 {
@@ -18,8 +23,12 @@ static void workspace_for_stream(struct gen *g)
     gen_emit(g, &op);
 }
 
-void kern(struct gen *g, enum kernel_id k, enum dtype dt, const int64_t *dims, int ndims, const tref *ts, int nts,
-          const float *fparam, int nfparam, const char *tag)
+/* The body of kern, inlined into the helpers below, whose counts are constants: the copies unroll and the
+ * op's kernel part is written whole (g->kern_op stays zero elsewhere; clearing a struct op per call cost more
+ * than the rest of the call). */
+static inline __attribute__((always_inline)) void kern_op(struct gen *g, enum kernel_id k, enum dtype dt,
+                                                          const int64_t *dims, int ndims, const tref *ts, int nts,
+                                                          const float *fparam, int nfparam, const char *tag)
 {
     if (g->mode != GEN_RUN || g->failed)
         return;
@@ -31,17 +40,39 @@ void kern(struct gen *g, enum kernel_id k, enum dtype dt, const int64_t *dims, i
     ndims = ndims < KERNEL_MAX_DIMS ? ndims : KERNEL_MAX_DIMS;
     nts = nts < KERNEL_MAX_TENSORS ? nts : KERNEL_MAX_TENSORS;
     nfparam = nfparam < 4 ? nfparam : 4;
-    struct op op = {.kind = OP_KERNEL, .stream = g->stream, .name = tag};
-    op.kernel.kernel = (uint16_t)k;
-    op.kernel.dtype = (uint8_t)dt;
-    op.kernel.ntensors = (uint8_t)nts;
+    struct op *op = &g->kern_op;
+    op->kind = OP_KERNEL;
+    op->stream = g->stream;
+    op->name = tag;
+    struct kernel_call *c = &op->kernel;
+    c->kernel = (uint16_t)k;
+    c->dtype = (uint8_t)dt;
+    c->ntensors = (uint8_t)nts;
+    const struct tensor *t = g->t;
+    if (__builtin_constant_p(ndims) && __builtin_constant_p(nts) && __builtin_constant_p(nfparam)) {
+        /* the counts known where inlined: only the slots past them are cleared */
+        for (int i = ndims; i < KERNEL_MAX_DIMS; i++)
+            c->dims[i] = 0;
+        for (int i = nts; i < KERNEL_MAX_TENSORS; i++)
+            c->tensors[i] = 0;
+        for (int i = nfparam; i < 4; i++)
+            c->fparam[i] = 0.0f;
+    } else {
+        memset(c->dims, 0, sizeof c->dims + sizeof c->tensors + sizeof c->fparam); /* adjacent: a few wide stores */
+    }
     for (int i = 0; i < ndims; i++)
-        op.kernel.dims[i] = dims[i];
+        c->dims[i] = dims[i];
     for (int i = 0; i < nts; i++)
-        op.kernel.tensors[i] = g->t[ts[i]].id;
+        c->tensors[i] = t[ts[i]].id;
     for (int i = 0; i < nfparam; i++)
-        op.kernel.fparam[i] = fparam[i];
-    gen_emit(g, &op);
+        c->fparam[i] = fparam[i];
+    gen_emit(g, op);
+}
+
+void kern(struct gen *g, enum kernel_id k, enum dtype dt, const int64_t *dims, int ndims, const tref *ts, int nts,
+          const float *fparam, int nfparam, const char *tag)
+{
+    kern_op(g, k, dt, dims, ndims, ts, nts, fparam, nfparam, tag);
 }
 
 void kern_gemm(struct gen *g, int64_t m, int64_t n, int64_t k, bool ta, bool tb, tref a, tref b, tref c,
@@ -50,27 +81,27 @@ void kern_gemm(struct gen *g, int64_t m, int64_t n, int64_t k, bool ta, bool tb,
     int64_t d[5] = {m, n, k, ta, tb};
     tref ts[3] = {a, b, c};
     float f[2] = {1.0f, 0.0f};
-    kern(g, K_GEMM, (enum dtype)g->t[c].dtype, d, 5, ts, 3, f, 2, tag);
+    kern_op(g, K_GEMM, (enum dtype)g->t[c].dtype, d, 5, ts, 3, f, 2, tag);
 }
 
 void kern_cast(struct gen *g, tref x, tref y, const char *tag)
 {
     int64_t d[2] = {t_numel(g, x), g->t[y].dtype};
     tref ts[2] = {x, y};
-    kern(g, K_CAST, (enum dtype)g->t[x].dtype, d, 2, ts, 2, NULL, 0, tag);
+    kern_op(g, K_CAST, (enum dtype)g->t[x].dtype, d, 2, ts, 2, NULL, 0, tag);
 }
 
 void kern_fill(struct gen *g, tref y, float value, const char *tag)
 {
     int64_t d[1] = {t_numel(g, y)};
-    kern(g, K_FILL, (enum dtype)g->t[y].dtype, d, 1, &y, 1, &value, 1, tag);
+    kern_op(g, K_FILL, (enum dtype)g->t[y].dtype, d, 1, &y, 1, &value, 1, tag);
 }
 
 void kern_scale(struct gen *g, tref x, tref y, float alpha, const char *tag)
 {
     int64_t d[1] = {t_numel(g, y)};
     tref ts[2] = {x, y};
-    kern(g, K_SCALE, (enum dtype)g->t[y].dtype, d, 1, ts, 2, &alpha, 1, tag);
+    kern_op(g, K_SCALE, (enum dtype)g->t[y].dtype, d, 1, ts, 2, &alpha, 1, tag);
 }
 
 void kern_add(struct gen *g, tref a, tref b, tref y, float alpha, float beta, const char *tag)
@@ -78,7 +109,7 @@ void kern_add(struct gen *g, tref a, tref b, tref y, float alpha, float beta, co
     int64_t d[1] = {t_numel(g, y)};
     tref ts[3] = {a, b, y};
     float f[2] = {alpha, beta};
-    kern(g, K_ADD, (enum dtype)g->t[y].dtype, d, 1, ts, 3, f, 2, tag);
+    kern_op(g, K_ADD, (enum dtype)g->t[y].dtype, d, 1, ts, 3, f, 2, tag);
 }
 
 void kern_bcast(struct gen *g, enum kernel_id k, tref a, tref b, tref y, const int64_t *ori, float alpha, float beta,
@@ -88,10 +119,10 @@ void kern_bcast(struct gen *g, enum kernel_id k, tref a, tref b, tref y, const i
     float f[2] = {alpha, beta};
     if (b == TNONE) { /* one-input kernels: x, y */
         ts[1] = y;
-        kern(g, k, (enum dtype)g->t[y].dtype, ori, 3, ts, 2, f, 2, tag);
+        kern_op(g, k, (enum dtype)g->t[y].dtype, ori, 3, ts, 2, f, 2, tag);
         return;
     }
-    kern(g, k, (enum dtype)g->t[y].dtype, ori, 3, ts, 3, f, 2, tag);
+    kern_op(g, k, (enum dtype)g->t[y].dtype, ori, 3, ts, 3, f, 2, tag);
 }
 
 void kern_copy_blocks(struct gen *g, tref x, tref y, const int64_t *blocks, bool accumulate, const char *tag)
@@ -106,18 +137,18 @@ void kern_copy_blocks(struct gen *g, tref x, tref y, const int64_t *blocks, bool
             d[i] *= 2;
         dt = DT_F32;
     }
-    kern(g, K_COPY_BLOCKS, dt, d, 7, ts, 2, NULL, 0, tag);
+    kern_op(g, K_COPY_BLOCKS, dt, d, 7, ts, 2, NULL, 0, tag);
 }
 
 void kern_init_uniform(struct gen *g, tref y, float lo, float hi, const char *tag)
 {
     int64_t d[2] = {t_numel(g, y), (int64_t)g->t[y].id};
     float f[2] = {lo, hi};
-    kern(g, K_RAND_UNIFORM, (enum dtype)g->t[y].dtype, d, 2, &y, 1, f, 2, tag);
+    kern_op(g, K_RAND_UNIFORM, (enum dtype)g->t[y].dtype, d, 2, &y, 1, f, 2, tag);
 }
 
 void kern_init_ids(struct gen *g, tref y, int64_t high, const char *tag)
 {
     int64_t d[3] = {t_numel(g, y), (int64_t)g->t[y].id, high};
-    kern(g, K_RANDINT, DT_F32, d, 3, &y, 1, NULL, 0, tag);
+    kern_op(g, K_RANDINT, DT_F32, d, 3, &y, 1, NULL, 0, tag);
 }
