@@ -1,6 +1,7 @@
 /* gen_names_test.c: the generator's names made without printf: gen_dotted joins two parts with a dot and
  * cuts the result to its buffer as snprintf("%s.%s") would; gen_push and gen_tag build the module scope
- * and the interned tags under it. */
+ * and the interned tags under it (the scope's own tag kept until the scope changes); gen_tag_is tells a
+ * tag equal to what gen_tag would give, without building it. */
 #include <string.h>
 
 #include "tap.h"
@@ -48,9 +49,49 @@ static void scopes(void)
     strpool_destroy(g.pool);
 }
 
+static void scope_tags(void)
+{
+    struct err e = {0};
+    struct gen g = {.e = &e, .pool = strpool_create()};
+    if (!ok(g.pool != NULL, "a string pool"))
+        return;
+    is_str(gen_tag(&g, NULL), "", "no scope: the empty tag");
+    gen_push(&g, "%s", "blocks");
+    is_str(gen_tag(&g, NULL), "blocks", "after a push: the new scope, not the one kept before");
+    gen_push(&g, "%d", 0);
+    const char *inner = gen_tag(&g, NULL);
+    is_str(inner, "blocks.0", "pushed again");
+    ok(gen_tag(&g, "") == inner, "  kept: the same pointer");
+    gen_pop(&g);
+    is_str(gen_tag(&g, NULL), "blocks", "after a pop: the outer scope again");
+    gen_push(&g, "%d", 1);
+    is_str(gen_tag(&g, NULL), "blocks.1", "a sibling scope of the same length");
+    ok(gen_tag_is(&g, gen_tag(&g, "weight"), "weight"), "gen_tag_is: the tag gen_tag gives");
+    ok(gen_tag_is(&g, "blocks.1.weight", "weight"), "  equal text, not only the same pointer");
+    ok(!gen_tag_is(&g, "blocks.0.weight", "weight"), "  another scope");
+    ok(!gen_tag_is(&g, "blocks.1.bias", "weight"), "  another leaf");
+    ok(!gen_tag_is(&g, "blocks.1.weigh", "weight"), "  a leaf cut short");
+    ok(!gen_tag_is(&g, "blocks.1.weights", "weight"), "  a longer leaf");
+    ok(!gen_tag_is(&g, "blocks.1", "weight"), "  the scope alone");
+    ok(!gen_tag_is(&g, "blocks.1_weight", "weight"), "  no dot after the scope");
+    ok(!gen_tag_is(&g, "blocks", "weight"), "  shorter than the scope");
+    ok(gen_tag_is(&g, "blocks.1", NULL) && gen_tag_is(&g, "blocks.1", ""), "  no leaf: the scope itself");
+    char leaf[700];
+    memset(leaf, 'w', sizeof leaf - 1);
+    leaf[sizeof leaf - 1] = 0;
+    const char *cut = gen_tag(&g, leaf);
+    ok(strlen(cut) == 639 && !gen_tag_is(&g, cut, leaf), "a tag gen_tag cut to 639 characters is not the leaf's");
+    gen_pop(&g);
+    gen_pop(&g);
+    ok(gen_tag_is(&g, "weight", "weight") && !gen_tag_is(&g, ".weight", "weight"), "no scope: the leaf alone");
+    is_int(g.failed, 0, "nothing failed");
+    strpool_destroy(g.pool);
+}
+
 int main(void)
 {
     dotted();
     scopes();
+    scope_tags();
     return done_testing();
 }

@@ -152,6 +152,7 @@ static void checkpoint_backward(struct gen *g, const struct node *n, tref gy)
     snprintf(g->scope, sizeof g->scope, "%s", n->ck.scope ? n->ck.scope : "");
     g->scope_len = (int)strlen(g->scope);
     g->scope_depth = 0;
+    g->scope_tag = NULL;
     tref out = n->ck.fn(g, &n->ck, n->saved[0]);
     if (g->autocast)
         nn_end_autocast(g);
@@ -159,6 +160,7 @@ static void checkpoint_backward(struct gen *g, const struct node *n, tref gy)
     memcpy(g->scope, scope, sizeof scope);
     g->scope_len = scope_len;
     g->scope_depth = depth;
+    g->scope_tag = NULL;
     g->cursor = cursor;
     g->recomputing = false;
     g->grad_enabled = grad;

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *gen_intern(struct gen *g, const char *s)
+static const char *intern_len(struct gen *g, const char *s, size_t len)
 {
-    const char *r = strpool_intern(g->pool, s);
+    const char *r = strpool_intern_len(g->pool, s, len);
     if (!r && !g->failed) {
         g->failed = 1;
         err_set(g->e, ERR_INTERNAL, "workload: out of host memory interning a tag");
@@ -21,12 +21,17 @@ const char *gen_intern(struct gen *g, const char *s)
     return r ? r : "?";
 }
 
+const char *gen_intern(struct gen *g, const char *s)
+{
+    return intern_len(g, s, strlen(s));
+}
+
 /* Tags and scopes are built by copying, not printf: gen_tag runs for every tensor a run makes. */
 const char *gen_tag(struct gen *g, const char *leaf)
 {
     char buf[640];
     if (!leaf || !*leaf)
-        return gen_intern(g, g->scope);
+        return g->scope_tag ? g->scope_tag : (g->scope_tag = gen_intern(g, g->scope));
     size_t at = 0, n = strnlen(leaf, sizeof buf - 1);
     if (g->scope_len) {
         memcpy(buf, g->scope, (size_t)g->scope_len); /* scope_len < sizeof g->scope < sizeof buf - 1 */
@@ -37,7 +42,17 @@ const char *gen_tag(struct gen *g, const char *leaf)
     }
     memcpy(buf + at, leaf, n);
     buf[at + n] = '\0';
-    return gen_intern(g, buf);
+    return intern_len(g, buf, at + n);
+}
+
+bool gen_tag_is(const struct gen *g, const char *s, const char *leaf)
+{
+    if (!leaf || !*leaf)
+        return strcmp(s, g->scope) == 0;
+    size_t n = (size_t)g->scope_len;
+    if (n && (strncmp(s, g->scope, n) != 0 || s[n] != '.'))
+        return false;
+    return strcmp(s + (n ? n + 1 : 0), leaf) == 0; /* a tag gen_tag cut short is never equal: the slow way then */
 }
 
 const char *gen_dotted(char *buf, size_t len, const char *a, const char *b)
@@ -105,6 +120,7 @@ void gen_push(struct gen *g, const char *fmt, ...)
     if (g->scope_depth < (int)(sizeof g->scope_marks / sizeof g->scope_marks[0]))
         g->scope_marks[g->scope_depth] = g->scope_len;
     g->scope_depth++;
+    g->scope_tag = NULL;
     size_t dot = g->scope_len ? 1 : 0, n = strlen(part);
     if (g->scope_len + dot + n < sizeof g->scope) { /* a part that does not fit is left out */
         if (dot)
@@ -119,6 +135,7 @@ void gen_pop(struct gen *g)
     if (g->scope_depth == 0)
         return;
     g->scope_depth--;
+    g->scope_tag = NULL;
     if (g->scope_depth < (int)(sizeof g->scope_marks / sizeof g->scope_marks[0]))
         g->scope_len = g->scope_marks[g->scope_depth];
     g->scope[g->scope_len] = 0;

@@ -130,6 +130,7 @@ struct gen {
     int scope_len;
     int scope_marks[32];       /* scope_len before each gen_push, so gen_pop undoes parts with dots */
     int scope_depth;
+    const char *scope_tag;     /* the scope interned (gen_tag(g, NULL)), until the scope changes; NULL: not yet */
 
     struct param *params;
     int32_t nparams, cursor;
@@ -182,6 +183,8 @@ struct gen {
 /* gen.c: context, strings, tensors, op emission */
 const char *gen_intern(struct gen *g, const char *s);
 const char *gen_tag(struct gen *g, const char *leaf);          /* scope + "." + leaf, interned */
+/* Whether s is the string gen_tag(g, leaf) would give, compared in place (no copy, no hash). */
+bool gen_tag_is(const struct gen *g, const char *s, const char *leaf);
 void gen_push(struct gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* a + "." + b in buf (len >= 1; cut to len - 1 characters as snprintf cuts), returned: a name made per
  * op, without printf. */

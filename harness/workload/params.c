@@ -70,9 +70,9 @@ static int index_params(struct gen *g)
 
 static int32_t param_find(struct gen *g, const char *leaf)
 {
-    const char *tag = gen_tag(g, leaf);
-    if (g->cursor < g->nparams && g->params[g->cursor].tag == tag)
+    if (g->cursor < g->nparams && gen_tag_is(g, g->params[g->cursor].tag, leaf))
         return g->cursor++;
+    const char *tag = gen_tag(g, leaf);
     struct param_entry *e = NULL;
     if (!g->param_index && index_params(g) < 0) {
         if (!g->failed)
