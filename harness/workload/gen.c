@@ -193,13 +193,9 @@ static void emit_mem(struct gen *g, enum op_kind kind, uint8_t category, uint64_
     gen_emit(g, op);
 }
 
-static tref slab_get(struct gen *g)
+/* slab_get's slow way: a slot never used, growing the slab if it is full. */
+static tref slab_new(struct gen *g)
 {
-    if (g->free_t >= 0) {
-        tref x = g->free_t;
-        g->free_t = g->t[x].next_free;
-        return x;
-    }
     if ((size_t)g->nt == g->cap_t && map_array_grow((void **)&g->t, &g->cap_t, (size_t)g->nt + 1, sizeof *g->t) < 0) {
         if (!g->failed)
             err_set(g->e, ERR_INTERNAL, "workload: out of host memory for tensors");
@@ -209,12 +205,23 @@ static tref slab_get(struct gen *g)
     return g->nt++;
 }
 
+static inline tref slab_get(struct gen *g)
+{
+    tref x = g->free_t;
+    if (x < 0)
+        return slab_new(g);
+    g->free_t = g->t[x].next_free;
+    return x;
+}
+
 /* Copies the dims to t and says whether a tensor of them fits SIZE_LIMIT bytes, with its element count in
  * *numel if so. Every partial product of the dims is checked, in the order t_numel multiplies them, so no
  * later product of this tensor's dims can overflow. */
-static bool dims_fit(struct tensor *t, const int64_t *dims, enum dtype dt, int64_t *numel)
+static inline __attribute__((always_inline)) bool dims_fit(struct tensor *t, const int64_t *dims, enum dtype dt,
+                                                         int64_t *numel)
 {
-    const uint64_t most = SIZE_LIMIT / dtype_size(dt);
+    const unsigned size = dtype_size(dt); /* a power of two: a shift, not a division, per tensor */
+    const uint64_t most = size ? SIZE_LIMIT >> __builtin_ctz(size) : 0;
     uint64_t n = 1;
     bool over = false; /* a dim is negative, or a partial product is above most (a product after that is moot) */
     for (int i = 0; i < t->ndim; i++) {
@@ -229,8 +236,8 @@ static bool dims_fit(struct tensor *t, const int64_t *dims, enum dtype dt, int64
 
 /* The error for a tensor too large to model, naming it, its shape and dtype; the tensor is kept with
  * every dim 1, so the generator's arithmetic on it stays in range until it stops. */
-static void refuse_size(struct gen *g, struct tensor *t, const int64_t *dims, int ndim, enum dtype dt,
-                        const char *tag)
+static __attribute__((cold, noinline)) void refuse_size(struct gen *g, struct tensor *t, const int64_t *dims, int ndim,
+                                                        enum dtype dt, const char *tag)
 {
     char shape[128] = "";
     size_t used = 0;
@@ -255,8 +262,9 @@ static void refuse_size(struct gen *g, struct tensor *t, const int64_t *dims, in
         t->dims[i] = 1;
 }
 
-static tref t_make(struct gen *g, const int64_t *dims, int ndim, enum dtype dt, enum category cat, const char *tag,
-                   enum op_kind kind)
+/* Inlined into t_new and t_new2, where the dims' count is often a constant. */
+static inline __attribute__((always_inline)) tref t_make(struct gen *g, const int64_t *dims, int ndim, enum dtype dt,
+                                                         enum category cat, const char *tag, enum op_kind kind)
 {
     tref x = slab_get(g);
     if (x == TNONE)
@@ -295,7 +303,7 @@ tref t_new_managed(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum cate
 tref t_new2(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category cat, const char *tag)
 {
     int64_t d[2] = {a, b};
-    return t_new(g, d, 2, dt, cat, tag);
+    return t_make(g, d, 2, dt, cat, tag, OP_ALLOC);
 }
 
 tref t_like(struct gen *g, tref x, enum dtype dt, enum category cat, const char *tag)
@@ -319,13 +327,9 @@ static void slab_put(struct gen *g, tref x)
     g->free_t = x;
 }
 
-void t_release(struct gen *g, tref x)
+void t_release_last(struct gen *g, tref x)
 {
-    if (x == TNONE)
-        return;
     struct tensor *t = &g->t[x];
-    if (--t->refs > 0)
-        return;
     if (!t->unbacked) {
         emit_mem(g, OP_FREE, 0, t->id, 0, NULL);
         g->live_bytes -= (int64_t)t->bytes;

@@ -216,7 +216,14 @@ tref t_ref(struct gen *g, tref x);
  * parameter's gathered copy, freed after use and gathered again (FSDP, ZeRO-3). */
 void t_storage_free(struct gen *g, tref x);
 void t_storage_alloc(struct gen *g, tref x, uint64_t bytes);
-void t_release(struct gen *g, tref x);
+/* t_release past the last reference (refs already taken down): x's FREE, and its slot back once nothing names it. */
+void t_release_last(struct gen *g, tref x);
+/* Drops a reference to x (TNONE: nothing). Inline: most drops are not the last. */
+static inline void t_release(struct gen *g, tref x)
+{
+    if (x != TNONE && --g->t[x].refs <= 0)
+        t_release_last(g, x);
+}
 static inline struct tensor *T(struct gen *g, tref x) { return &g->t[x]; }
 /* Inline: most kernels take an element count. */
 static inline int64_t t_numel(const struct gen *g, tref x)
