@@ -84,6 +84,15 @@ static void scope_tags(void)
     gen_pop(&g);
     gen_pop(&g);
     ok(gen_tag_is(&g, "weight", "weight") && !gen_tag_is(&g, ".weight", "weight"), "no scope: the leaf alone");
+    char name[300];
+    memset(name, 'p', sizeof name - 1);
+    name[sizeof name - 1] = 0;
+    gen_push(&g, "%s", name);
+    const char *plain = gen_tag(&g, NULL);
+    gen_pop(&g);
+    gen_push(&g, "%s%s", name, "");
+    ok(strlen(plain) == 255 && gen_tag(&g, NULL) == plain, "a part of 299 characters is cut to 255, by \"%%s\" as by other formats");
+    gen_pop(&g);
     is_int(g.failed, 0, "nothing failed");
     strpool_destroy(g.pool);
 }

@@ -109,9 +109,12 @@ static bool format_part(char *part, size_t len, const char *fmt, va_list ap)
 void gen_push(struct gen *g, const char *fmt, ...)
 {
     char part[256];
+    const char *text = part;
     va_list ap;
     va_start(ap, fmt);
-    if (!format_part(part, sizeof part, fmt, ap)) {
+    if (fmt[0] == '%' && fmt[1] == 's' && !fmt[2]) { /* most pushes: a name as it is, cut as part would cut it */
+        text = va_arg(ap, const char *);
+    } else if (!format_part(part, sizeof part, fmt, ap)) {
         va_end(ap);
         va_start(ap, fmt);
         vsnprintf(part, sizeof part, fmt, ap);
@@ -121,12 +124,13 @@ void gen_push(struct gen *g, const char *fmt, ...)
         g->scope_marks[g->scope_depth] = g->scope_len;
     g->scope_depth++;
     g->scope_tag = NULL;
-    size_t dot = g->scope_len ? 1 : 0, n = strlen(part);
+    size_t dot = g->scope_len ? 1 : 0, n = strnlen(text, sizeof part - 1);
     if (g->scope_len + dot + n < sizeof g->scope) { /* a part that does not fit is left out */
         if (dot)
             g->scope[g->scope_len] = '.';
-        memcpy(g->scope + g->scope_len + dot, part, n + 1);
+        memcpy(g->scope + g->scope_len + dot, text, n);
         g->scope_len += (int)(dot + n);
+        g->scope[g->scope_len] = '\0';
     }
 }
 
