@@ -39,14 +39,28 @@ static bool holds(const struct kernel_shape *a, uint64_t head, const struct kern
     return !diff;
 }
 
+/* The slots, and after them each kernel's tensor count: a call's shape reads it, and a lookup here is cheaper
+ * than a call to kernel_get per launch. */
+static int memo_alloc(struct kernel_cost_memo *m)
+{
+    const size_t slots = KERNEL_COST_MEMO_SLOTS * sizeof *m->slots;
+    if (!(m->slots = calloc(1, slots + K_COUNT)))
+        return -1;
+    uint8_t *n = (uint8_t *)m->slots + slots;
+    for (unsigned i = 0; i < K_COUNT; i++)
+        n[i] = kernel_get(i)->ntensors;
+    m->kernel_tensors = n;
+    return 0;
+}
+
 struct kernel_cost kernel_cost_memo(struct kernel_cost_memo *m, const struct kernel_call *k)
 {
     static uint64_t last_id; /* shared by every memo of the process, so a shape id is never given twice */
-    if (!m->slots && !(m->slots = calloc(KERNEL_COST_MEMO_SLOTS, sizeof *m->slots)))
+    if (!m->slots && memo_alloc(m) < 0)
         return kernel_cost(k);
     /* bit 31 set: a shape's head is never 0, so it never matches an empty slot */
     const uint64_t head = (uint64_t)k->kernel | (uint64_t)k->dtype << 16 | (uint64_t)k->ntensors << 24 | 1ULL << 31 |
-                          same_tensors(k, kernel_get(k->kernel)->ntensors) << 32;
+                          same_tensors(k, m->kernel_tensors[k->kernel]) << 32;
     /* the slot by the fields that tell the shapes of a step apart; holds() compares every field */
     uint32_t alpha;
     memcpy(&alpha, &k->fparam[0], sizeof alpha);
@@ -68,4 +82,5 @@ void kernel_cost_memo_free(struct kernel_cost_memo *m)
 {
     free(m->slots);
     m->slots = NULL;
+    m->kernel_tensors = NULL;
 }

@@ -32,6 +32,7 @@ struct kernel_cost_slot {
 /* Zeroed: empty. */
 struct kernel_cost_memo {
     struct kernel_cost_slot *slots; /* KERNEL_COST_MEMO_SLOTS, allocated at the first call */
+    const uint8_t *kernel_tensors;  /* each kernel's tensor count (kernel_get's), after the slots */
 };
 
 /* k's cost (kernel_cost, kernels.h; k's kernel must be in the table) with the shape id of k's shape: kept

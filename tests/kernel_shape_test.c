@@ -46,6 +46,12 @@ static void memo(void)
     ok(c.shape_id != first.shape_id && same_cost(c, kernel_cost(&square)) && c.bytes == 2000 + 2000,
        "a + a: a new shape, 2000 bytes read and 2000 written (%g)", c.bytes);
 
+    struct kernel_call short_a = add(1000, 1, 2, 3), short_b = add(1000, 1, 2, 1); /* the third slot past the call's */
+    short_a.ntensors = short_b.ntensors = 2;
+    struct kernel_cost sa = kernel_cost_memo(&m, &short_a), sb = kernel_cost_memo(&m, &short_b);
+    ok(sa.shape_id != sb.shape_id && same_cost(sa, kernel_cost(&short_a)) && same_cost(sb, kernel_cost(&short_b)),
+       "a call naming fewer tensors than its kernel: the slots up to the kernel's count still tell shapes apart");
+
     struct kernel_call wider = add(1001, 1, 2, 3), half = add(1000, 1, 2, 3), negzero = add(1000, 1, 2, 3);
     half.dtype = DT_F32;
     negzero.fparam[1] = -0.0f;
