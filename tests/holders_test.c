@@ -180,6 +180,89 @@ static void test_many_pointers(void)
     fixture_close(&f);
 }
 
+/* Blocks live at a recording's start are held "before recording" by their site (NULL: "-") and leave their
+ * holder when freed; holders keep no index of their own, so a second observer keeping notes is refused. 4 MiB
+ * at a site, 2 MiB without one, then 1 MiB allocated in forward: the peak holds 7 MiB, before the site's
+ * block is freed; at the end 3 MiB. */
+static void test_restored(void)
+{
+    struct err e = {0};
+    struct fixture f;
+    if (!fixture_open(&f, &(struct runner_options){.lenient_ids = true, .where_unit = "event"}, &e))
+        return;
+    const struct restore_block blocks[] = {{0, 4 * MiB, 4 * MiB}, {4 * MiB, 2 * MiB, 2 * MiB}};
+    const char *const names[] = {"model.py:12 __init__", NULL};
+    uint64_t addr;
+    ok(runner_restore_segment(f.r, 20 * MiB, 0, false, blocks, (const uint64_t[]){100, 200}, names, 2, &addr, &e) == 0,
+       "a segment of two live blocks restored");
+    struct op_sink *sink = runner_sink(f.r);
+    struct op ops[] = {{.kind = OP_PHASE, .name = "forward"},
+                       {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 7, .bytes = 1 * MiB, .name = "x"},
+                       {.kind = OP_FREE, .id = 100}};
+    bool emitted = true;
+    for (size_t i = 0; i < 3 && emitted; i++)
+        emitted = sink->emit(sink, &ops[i], &e) == 0;
+    ok(emitted, "an allocation, then the site's block freed");
+    struct holders *other = holders_create();
+    ok(other && runner_add_observer(f.r, holders_base(other)) == -1, "a second observer with on_tensor is refused");
+    holders_destroy(other);
+    struct holders_result out;
+    ok(holders_finish(f.hs, &out) == 0, "holders finish");
+    const struct holders_view *v = &out.at_peak;
+    ok(v->n == 3 && v->total == 7 * MiB && !strcmp(v->top[0].tag, "model.py:12 __init__") &&
+           v->top[0].bytes == 4 * MiB && !strcmp(v->top[0].phase, "before recording") &&
+           v->top[0].category == CAT_OTHER && !strcmp(v->top[1].tag, "-") && v->top[1].bytes == 2 * MiB &&
+           !strcmp(v->top[1].phase, "before recording") && !strcmp(v->top[2].tag, "x") &&
+           !strcmp(v->top[2].phase, "forward"),
+       "at the peak 7 MiB: the site's 4 and the unnamed 2 before recording, x's 1 in forward (%zu holders, %llu "
+       "bytes)", v->n, (unsigned long long)v->total);
+    fixture_close(&f);
+}
+
+/* After an OOM that ends the run, runner_recover frees what the script drops: its bytes leave their holders,
+ * so a later peak is the kept tensors' and the new ones'. 8 MiB of params kept, 8 MiB of activations dropped
+ * after a 16 MiB request OOMs on 24 MiB; then 12 MiB more: the new peak is 20 MiB, params and the 12. */
+static bool keep_params(void *user, uint64_t id, uint8_t category)
+{
+    return category == CAT_PARAM;
+}
+
+static void test_recovered(void)
+{
+    struct err e = {0};
+    struct fixture f = {0};
+    struct capacity cap;
+    f.dev = capacity_parse("24MiB", &cap, &e) ? NULL
+                                               : device_open("sim", &(struct device_open_options){.capacity = cap}, &e);
+    struct alloc_config cfg;
+    alloc_config_default(&cfg);
+    f.r = f.dev ? runner_create(f.dev, &cfg, NULL) : NULL;
+    f.hs = holders_create();
+    if (!ok(f.r && f.hs && runner_add_observer(f.r, holders_base(f.hs)) == 0, "a runner on 24 MiB with holders")) {
+        diag("%s", e.msg);
+        fixture_close(&f);
+        return;
+    }
+    struct op_sink *sink = runner_sink(f.r);
+    struct op ops[] = {{.kind = OP_ALLOC, .category = CAT_PARAM, .id = 1, .bytes = 8 * MiB, .name = "w"},
+                       {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 2, .bytes = 8 * MiB, .name = "act"},
+                       {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 3, .bytes = 16 * MiB, .name = "big"}};
+    bool emitted = sink->emit(sink, &ops[0], &e) == 0 && sink->emit(sink, &ops[1], &e) == 0;
+    ok(emitted && sink->emit(sink, &ops[2], &e) != 0 && runner_stopped_by_oom(f.r), "16 MiB more OOMs");
+    ok(runner_recover(f.r, keep_params, NULL, &e) == 0, "recovered, the activation dropped");
+    struct op again = {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 4, .bytes = 12 * MiB, .name = "retry"};
+    ok(sink->emit(sink, &again, &e) == 0, "12 MiB then fit");
+    struct holders_result out;
+    ok(holders_finish(f.hs, &out) == 0, "holders finish");
+    ok(out.at_oom.seen && out.at_oom.total == 16 * MiB && out.at_oom.n == 2, "at the OOM: w and act, 16 MiB");
+    const struct holders_view *v = &out.at_peak;
+    ok(v->n == 2 && v->total == 20 * MiB && !strcmp(v->top[0].tag, "retry") && v->top[0].bytes == 12 * MiB &&
+           !strcmp(v->top[1].tag, "w"),
+       "at the peak 20 MiB: retry's 12 and w's 8, not the dropped act (%zu holders, %llu bytes)", v->n,
+       (unsigned long long)v->total);
+    fixture_close(&f);
+}
+
 int main(void)
 {
     fold("decoder.block.3.layer.2.DenseReluDense.wi_0", "decoder.block.*.layer.2.DenseReluDense.wi_0");
@@ -268,5 +351,7 @@ int main(void)
     test_reused_buffer();
     test_many_pointers();
     test_reallocated_live();
+    test_restored();
+    test_recovered();
     return done_testing();
 }

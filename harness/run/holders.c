@@ -59,12 +59,6 @@ struct change {
 };
 #define CHANGES_MAX 65536 /* then the peak is captured and changes are no longer kept */
 
-struct live_entry {
-    uint64_t bytes;
-    struct key_entry *key;
-    struct live_entry *next_spare;
-};
-
 struct holders {
     struct run_observer base; /* first */
     struct key_entry *keys;
@@ -73,9 +67,7 @@ struct holders {
     struct open_index uses;   /* raw_entries by open_index_hash_u64 of the tag pointer */
     struct bump raw_mem;      /* the raw_entries: freed when RAWS_MAX were made */
     size_t nraws;
-    struct open_index live;   /* live_entries by open_index_hash_u64(id) */
-    struct live_entry *spare; /* freed entries, for the next allocations */
-    struct bump mem;          /* the keys, tag tables and live entries: freed with the holders */
+    struct bump mem;          /* the keys and tag tables: freed with the holders */
     char phase[32];
     uint32_t phase_id;       /* the phase's index in phases, so the cache tells phases apart */
     char phases[64][32];     /* the names seen (more share the last index) */
@@ -374,69 +366,42 @@ static inline void note_change(struct holders *hs, struct key_entry *k, uint64_t
         keep_change(hs, c);
 }
 
-static void release(struct holders *hs, size_t slot);
-
-/* A new live allocation of `bytes` under id. An id still held is a snapshot's address allocated again while
- * live (lenient ids): the runner freed the earlier block, so its bytes leave their holder first. */
-static void add(struct holders *hs, uint64_t id, uint64_t bytes, const char *tag, uint8_t category)
+/* A new live allocation of `bytes` to its holder, which it returns (NULL without host memory). */
+static struct key_entry *add(struct holders *hs, uint64_t bytes, const char *tag, uint8_t category)
 {
-    uint64_t hash = open_index_hash_u64(id);
-    ptrdiff_t slot = open_index_slot(&hs->live, hash);
-    if (slot >= 0 && hs->live.slots[slot].item) {
-        release(hs, (size_t)slot);
-        slot = open_index_slot(&hs->live, hash); /* the removal moved slots */
-    }
-    if (slot < 0) {
-        hs->failed = true;
-        return;
-    }
     struct key_entry *k = cached_key(hs, tag, category);
-    struct live_entry *l = hs->spare;
-    if (l)
-        hs->spare = l->next_spare;
-    else
-        l = bump_alloc(&hs->mem, sizeof *l);
-    if (!k || !l) {
+    if (!k) {
         hs->failed = true;
-        return;
+        return NULL;
     }
-    *l = (struct live_entry){.bytes = bytes, .key = k};
-    open_index_put(&hs->live, (size_t)slot, hash, l);
-    k->h.bytes += l->bytes;
+    k->h.bytes += bytes;
     k->h.count++;
-    hs->current += l->bytes;
+    hs->current += bytes;
     if (hs->current > hs->peak) {
         hs->peak = hs->current;
         hs->rising = true;
         hs->pending = false; /* a higher peak */
         hs->nchanges = 0;
     } else {
-        note_change(hs, k, l->bytes, true);
+        note_change(hs, k, bytes, true);
     }
+    return k;
 }
 
-static void on_alloc(struct holders *hs, const struct op *op, const struct alloc_block *b)
+/* A block restored live at a recording's start: its holder is in the phase "before recording". */
+static struct key_entry *adopt(struct holders *hs, uint64_t bytes, const char *tag, uint8_t category)
 {
-    if (b)
-        add(hs, op->id, alloc_block_size(b), op->name, op->category);
-    else if (op->bytes && !hs->res.at_oom.seen) /* an allocation that OOMed */
-        capture(hs, &hs->res.at_oom, hs->current, hs->step);
+    char phase[sizeof hs->phase];
+    memcpy(phase, hs->phase, sizeof phase);
+    set_phase(hs, "before recording");
+    struct key_entry *k = add(hs, bytes, tag, category);
+    set_phase(hs, phase);
+    return k;
 }
 
-void holders_adopt(struct holders *h, uint64_t id, uint64_t bytes, const char *tag, uint8_t category)
+/* A live allocation of `bytes` leaves its holder k. */
+static void release(struct holders *hs, struct key_entry *k, uint64_t bytes)
 {
-    char phase[sizeof h->phase];
-    memcpy(phase, h->phase, sizeof phase);
-    set_phase(h, "before recording");
-    add(h, id, bytes, tag, category);
-    set_phase(h, phase);
-}
-
-/* The live entry in slot leaves its holder. */
-static void release(struct holders *hs, size_t slot)
-{
-    struct live_entry *l = hs->live.slots[slot].item;
-    open_index_remove_at(&hs->live, slot);
     if (hs->rising) { /* the peak was just before this free */
         hs->rising = false;
         if (hs->nkeys <= EAGER_KEYS) {
@@ -446,25 +411,29 @@ static void release(struct holders *hs, size_t slot)
             hs->peak_step = hs->step;
         }
     }
-    l->key->h.bytes -= l->bytes;
-    l->key->h.count--;
-    hs->current -= l->bytes;
-    note_change(hs, l->key, l->bytes, false);
-    l->next_spare = hs->spare;
-    hs->spare = l;
+    k->h.bytes -= bytes;
+    k->h.count--;
+    hs->current -= bytes;
+    note_change(hs, k, bytes, false);
 }
 
+/* The runner's live tensors: the note it keeps with each is the tensor's holder (NULL: host memory ran out). */
+static void on_tensor(struct run_observer *base, const struct run_tensor *t, void **note, bool live)
+{
+    struct holders *hs = (struct holders *)base;
+    if (live)
+        *note = (t->restored ? adopt : add)(hs, t->bytes, t->tag, t->category);
+    else if (*note)
+        release(hs, *note, t->bytes);
+}
+
+/* An allocation that OOMed: the holders at the first. */
 static int on_op(struct run_observer *base, struct runner *r, const struct op *op, const struct alloc_block *block,
                  struct err *e)
 {
     struct holders *hs = (struct holders *)base;
-    if (op->kind == OP_ALLOC) {
-        on_alloc(hs, op, block);
-    } else if (op->kind == OP_FREE) {
-        ptrdiff_t slot = open_index_first(&hs->live, open_index_hash_u64(op->id));
-        if (slot >= 0)
-            release(hs, (size_t)slot);
-    }
+    if (op->kind == OP_ALLOC && !block && op->bytes && !hs->res.at_oom.seen)
+        capture(hs, &hs->res.at_oom, hs->current, hs->step);
     return 0;
 }
 
@@ -472,7 +441,7 @@ struct holders *holders_create(void)
 {
     struct holders *hs = calloc(1, sizeof *hs);
     if (hs) {
-        hs->base = (struct run_observer){.before_op = before_op, .on_op = on_op};
+        hs->base = (struct run_observer){.on_tensor = on_tensor, .before_op = before_op, .on_op = on_op};
         set_phase(hs, "start");
     }
     return hs;
@@ -522,7 +491,6 @@ void holders_destroy(struct holders *hs)
         return;
     HASH_CLEAR(hh, hs->keys);
     HASH_CLEAR(hh, hs->folds);
-    open_index_free(&hs->live);
     open_index_free(&hs->uses);
     bump_free_all(&hs->raw_mem);
     free(hs->changes);

@@ -20,6 +20,7 @@ struct live_tensor {
     uint64_t managed_addr, managed_bytes; /* OP_MANAGED_ALLOC: its pages on the device (0 bytes: on the host) */
     const char *tag; /* the ALLOC op's name (a module tag, a recorded site), or a restored block's */
     uint8_t category;
+    void *note; /* the on_tensor observer's word for it */
     struct live_tensor *prev, *next; /* allocation order, as recovery and workspace lending walk it; next: spares */
 };
 
@@ -54,6 +55,7 @@ struct runner {
     struct before_hook before[RUN_MAX_OBSERVERS]; /* the observers' before_op hooks, in order */
     struct after_hook after[RUN_MAX_OBSERVERS];   /* and their on_op hooks */
     size_t nbefore, nafter;
+    struct run_observer *tensor_obs; /* the observer with on_tensor, or NULL */
     bool launches, runs_kernels, async_kernels; /* the device's: it has launch, DEVICE_RUNS_KERNELS, DEVICE_ASYNC_KERNELS */
     struct kernel_cost_memo costs; /* kernels' costs by their calls' shapes */
     struct failed_id *failed; /* ids whose allocation OOMed (continue_after_oom): their frees are expected */
@@ -288,6 +290,14 @@ static int remember_failed(struct runner *r, uint64_t id, struct err *e)
     return 0;
 }
 
+/* Tells the on_tensor observer, if any, that t (with its block of `bytes`) became live or is leaving. */
+static inline void tell_tensor(struct runner *r, struct live_tensor *t, uint64_t bytes, bool restored, bool live)
+{
+    struct run_observer *o = r->tensor_obs;
+    if (o)
+        o->on_tensor(o, &(struct run_tensor){t->id, bytes, t->tag, t->category, restored}, &t->note, live);
+}
+
 /* Releases the live tensor in slot at of the live table. */
 static inline void release_tensor(struct runner *r, size_t at)
 {
@@ -296,8 +306,11 @@ static inline void release_tensor(struct runner *r, size_t at)
         r->dev->ops->seg_free(r->dev, t->managed_addr, t->managed_bytes);
         r->managed_current -= t->managed_bytes;
     }
-    if (t->block)
-        r->category_live[t->category] -= alloc_block_size(t->block);
+    if (t->block) {
+        uint64_t bytes = alloc_block_size(t->block);
+        tell_tensor(r, t, bytes, false, false);
+        r->category_live[t->category] -= bytes;
+    }
     allocator_free(r->a, t->block);
     open_index_remove_at(&r->live, at);
     *(t->prev ? &t->prev->next : &r->first) = t->next;
@@ -307,9 +320,9 @@ static inline void release_tensor(struct runner *r, size_t at)
 }
 
 /* A new live tensor under id, put in slot at (live_slot's empty slot for id); block may be NULL (a
- * zero-byte allocation). NULL without host memory. */
+ * zero-byte allocation). restored: a block live at a recording's start. NULL without host memory. */
 static inline struct live_tensor *add_live(struct runner *r, size_t at, uint64_t id, struct alloc_block *b,
-                                    uint8_t category, const char *tag, struct err *e)
+                                           uint8_t category, const char *tag, bool restored, struct err *e)
 {
     struct live_tensor *t = r->spare;
     if (t)
@@ -323,13 +336,17 @@ static inline struct live_tensor *add_live(struct runner *r, size_t at, uint64_t
     t->managed_addr = t->managed_bytes = 0;
     t->tag = tag;
     t->category = category < CAT_COUNT ? category : CAT_OTHER;
+    t->note = NULL;
     open_index_put(&r->live, at, open_index_hash_u64(id), t);
     t->prev = r->last;
     t->next = NULL;
     *(r->last ? &r->last->next : &r->first) = t;
     r->last = t;
-    if (b)
-        r->category_live[t->category] += alloc_block_size(b);
+    if (b) {
+        uint64_t bytes = alloc_block_size(b);
+        r->category_live[t->category] += bytes;
+        tell_tensor(r, t, bytes, restored, true);
+    }
     return t;
 }
 
@@ -364,7 +381,7 @@ static int do_alloc(struct runner *r, const struct op *op, struct alloc_block **
         return remember_failed(r, op->id, e);
     }
     /* the allocator does not touch the live table: at is still the slot for op->id */
-    if (!add_live(r, (size_t)at, op->id, b, op->category, op->name, e)) {
+    if (!add_live(r, (size_t)at, op->id, b, op->category, op->name, false, e)) {
         allocator_free(r->a, b);
         return -1;
     }
@@ -394,7 +411,7 @@ static int do_managed_alloc(struct runner *r, const struct op *op, struct err *e
                        "%s: %llu bytes of unified memory (paged state) do not fit on the device, and oomlab "
                        "cannot keep them on the host for a device that runs kernels",
                        op->name ? op->name : "-", (unsigned long long)op->bytes);
-    struct live_tensor *t = add_live(r, (size_t)at, op->id, NULL, op->category, op->name, e);
+    struct live_tensor *t = add_live(r, (size_t)at, op->id, NULL, op->category, op->name, false, e);
     if (!t) {
         if (st == DEV_OK && op->bytes)
             r->dev->ops->seg_free(r->dev, addr, op->bytes);
@@ -662,8 +679,10 @@ struct runner *runner_create(struct device *dev, const struct alloc_config *cfg,
 
 int runner_add_observer(struct runner *r, struct run_observer *o)
 {
-    if (r->nobservers == RUN_MAX_OBSERVERS)
+    if (r->nobservers == RUN_MAX_OBSERVERS || (o->on_tensor && r->tensor_obs))
         return -1;
+    if (o->on_tensor)
+        r->tensor_obs = o;
     r->observers[r->nobservers++] = o;
     if (o->before_op)
         r->before[r->nbefore++] = (struct before_hook){o->before_op, o};
@@ -691,7 +710,7 @@ static int adopt_restored(struct runner *r, struct alloc_block **handles, const 
         else if (r->live.slots[at].item)
             rc = err_set(e, ERR_INPUT, "two live blocks at trace start have the same id 0x%llx",
                          (unsigned long long)ids[k]);
-        else if (!add_live(r, (size_t)at, ids[k], handles[k], CAT_OTHER, names ? names[k] : NULL, e))
+        else if (!add_live(r, (size_t)at, ids[k], handles[k], CAT_OTHER, names ? names[k] : NULL, true, e))
             rc = -1;
         else
             handles[k] = NULL;

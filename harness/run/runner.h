@@ -106,9 +106,24 @@ struct runner_options {
     int device_index;
 };
 
+/* A live tensor with a block, as on_tensor sees it. */
+struct run_tensor {
+    uint64_t id;
+    uint64_t bytes;   /* its block's */
+    const char *tag;  /* the ALLOC op's name, or a restored block's (may be NULL) */
+    uint8_t category; /* enum category */
+    bool restored;    /* live at a recording's start (runner_restore_*), not allocated by an op */
+};
+
 /* Sees the run as it happens. Any function may be NULL; a nonzero return from on_op stops the run
  * with the error in e. */
 struct run_observer {
+    /* A tensor with a block became live (live: an ALLOC's, or a block restored live at a recording's
+     * start) or is about to be freed (a FREE, runner_recover's, an id allocated again while live under
+     * lenient ids), within the op, before on_op. *note is a word the runner keeps with the tensor for
+     * this observer: NULL when it becomes live, then what the observer left there, so the observer needs
+     * no index of its own. At most one observer of a runner has this hook. */
+    void (*on_tensor)(struct run_observer *o, const struct run_tensor *t, void **note, bool live);
     /* before the runner executes op */
     void (*before_op)(struct run_observer *o, const struct op *op);
     /* every allocator trace event (segment_alloc, segment_free, map, unmap, oom, ...) */
@@ -130,7 +145,8 @@ bool phase_is_eval(const char *name);
  * workspace the op program already allocated gets that block; anything else is a new allocation
  * (category workspace). runner_destroy gives them back, so the device may outlive the runner. */
 struct runner *runner_create(struct device *dev, const struct alloc_config *cfg, const struct runner_options *opt);
-/* Up to 6 observers, called in the order added; they must outlive the runner's last op. 0, or -1. */
+/* Up to 6 observers, called in the order added; they must outlive the runner's last op. 0, or -1 (a
+ * seventh, or a second with on_tensor). */
 int runner_add_observer(struct runner *r, struct run_observer *o);
 struct allocator *runner_allocator(struct runner *r);
 struct op_sink *runner_sink(struct runner *r);
