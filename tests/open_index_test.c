@@ -94,10 +94,11 @@ static void worked_cases(void)
 
 #define IDS 2000
 
-static void random_model(void)
+static void random_model(bool packed)
 {
-    struct open_index x = {0};
+    struct open_index x = {.packed = packed};
     static bool live[IDS];
+    memset(live, 0, sizeof live);
     size_t nlive = 0, bad = 0, max_slots = 0, max_live = 0;
     uint64_t rng = 7;
     for (int step = 0; step < 200000; step++) {
@@ -121,7 +122,9 @@ static void random_model(void)
             live[id] = true;
             nlive++;
         }
-        bad += x.count != nlive || (x.mask + 1 >= OPEN_INDEX_DENSE_SLOTS ? 2 : 4) * x.count > x.mask + 1;
+        bool dense = x.mask + 1 >= OPEN_INDEX_DENSE_SLOTS;
+        bad += x.count != nlive || (dense && packed ? 4 * x.count > 3 * (x.mask + 1)
+                                                    : (dense ? 2 : 4) * x.count > x.mask + 1);
         if (nlive > max_live)
             max_live = nlive;
         if (x.mask + 1 > max_slots)
@@ -134,8 +137,9 @@ static void random_model(void)
             }
         }
     }
-    is_int(bad, 0, "200000 random inserts and removes: every lookup, removal and count agrees with the model, never "
-                   "over a quarter full (half in a table of OPEN_INDEX_DENSE_SLOTS or more)");
+    is_int(bad, 0, "%s200000 random inserts and removes: every lookup, removal and count agrees with the model, never "
+                   "over a quarter full (%s in a table of OPEN_INDEX_DENSE_SLOTS or more)", packed ? "packed: " : "",
+           packed ? "three quarters" : "half");
     ok(max_slots <= 8 * max_live, "the table stays within eight slots per id live at its most (%zu slots, %zu ids)",
        max_slots, max_live);
     size_t empty_probe = 0;
@@ -165,10 +169,30 @@ static void dense_growth(void)
     open_index_free(&x);
 }
 
+/* Packed, a large table fills to three quarters: 4096 slots hold 3072 items, the 3073rd doubles them to 8192;
+ * freed, the index stays packed. */
+static void packed_growth(void)
+{
+    static int many[3073];
+    struct open_index x = {.packed = true};
+    for (unsigned k = 0; k < 3072; k++)
+        open_index_insert(&x, open_index_hash_u64(k), &many[k]);
+    is_int(x.mask + 1, OPEN_INDEX_DENSE_SLOTS, "packed: 3072 items in 4096 slots (three quarters full)");
+    open_index_insert(&x, open_index_hash_u64(3072), &many[3072]);
+    size_t found = 0;
+    for (unsigned k = 0; k <= 3072; k++)
+        found += open_index_get(&x, open_index_hash_u64(k)) == &many[k];
+    ok(x.mask + 1 == 8192 && found == 3073, "the 3073rd doubles them to 8192, every item found (%zu)", found);
+    open_index_free(&x);
+    ok(x.packed && !x.slots, "freed, the index is empty and still packed");
+}
+
 int main(void)
 {
     worked_cases();
-    random_model();
+    random_model(false);
+    random_model(true);
     dense_growth();
+    packed_growth();
     return done_testing();
 }

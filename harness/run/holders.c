@@ -442,6 +442,7 @@ struct holders *holders_create(void)
     struct holders *hs = calloc(1, sizeof *hs);
     if (hs) {
         hs->base = (struct run_observer){.on_tensor = on_tensor, .before_op = before_op, .on_op = on_op};
+        hs->uses.packed = true; /* pointers hashed by open_index_hash_u64 */
         set_phase(hs, "start");
     }
     return hs;

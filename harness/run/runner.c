@@ -655,6 +655,7 @@ struct runner *runner_create(struct device *dev, const struct alloc_config *cfg,
     if (!r)
         return NULL;
     r->sink.emit = emit;
+    r->live.packed = true; /* ids hashed by open_index_hash_u64 */
     r->dev = dev;
     if (opt)
         r->opt = *opt;
