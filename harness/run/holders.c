@@ -213,6 +213,7 @@ static void set_phase(struct holders *hs, const char *name)
         hs->phase_id = 63; /* shared: cached_key does not cache such a phase */
 }
 
+/* A phase or a step (before_kinds). */
 static void before_op(struct run_observer *base, const struct op *op)
 {
     struct holders *hs = (struct holders *)base;
@@ -427,12 +428,12 @@ static void on_tensor(struct run_observer *base, const struct run_tensor *t, voi
         release(hs, *note, t->bytes);
 }
 
-/* An allocation that OOMed: the holders at the first. */
+/* An allocation (ALLOC: on_op_kinds) that OOMed: the holders at the first. */
 static int on_op(struct run_observer *base, struct runner *r, const struct op *op, const struct alloc_block *block,
                  struct err *e)
 {
     struct holders *hs = (struct holders *)base;
-    if (op->kind == OP_ALLOC && !block && op->bytes && !hs->res.at_oom.seen)
+    if (!block && op->bytes && !hs->res.at_oom.seen)
         capture(hs, &hs->res.at_oom, hs->current, hs->step);
     return 0;
 }
@@ -441,7 +442,8 @@ struct holders *holders_create(void)
 {
     struct holders *hs = calloc(1, sizeof *hs);
     if (hs) {
-        hs->base = (struct run_observer){.on_tensor = on_tensor, .before_op = before_op, .on_op = on_op};
+        hs->base = (struct run_observer){.on_tensor = on_tensor, .before_op = before_op, .on_op = on_op,
+                                         .before_kinds = 1u << OP_PHASE | 1u << OP_STEP, .on_op_kinds = 1u << OP_ALLOC};
         hs->uses.packed = true; /* pointers hashed by open_index_hash_u64 */
         set_phase(hs, "start");
     }

@@ -47,14 +47,21 @@ struct after_hook {
     struct run_observer *o;
 };
 
+_Static_assert(OP_KIND_COUNT <= 32, "an observer's kinds are bits of a uint32_t");
+
+/* The hooks an op of one kind calls (the last row: an op of unknown kind), in the order added. */
+struct kind_hooks {
+    struct before_hook before[RUN_MAX_OBSERVERS]; /* the before_op hooks */
+    struct after_hook after[RUN_MAX_OBSERVERS];   /* and the on_op hooks */
+    size_t nbefore, nafter;
+};
+
 struct runner {
     struct op_sink sink; /* first: the sink pointer is the runner */
     struct runner_options opt;
     struct run_observer *observers[RUN_MAX_OBSERVERS];
     size_t nobservers;
-    struct before_hook before[RUN_MAX_OBSERVERS]; /* the observers' before_op hooks, in order */
-    struct after_hook after[RUN_MAX_OBSERVERS];   /* and their on_op hooks */
-    size_t nbefore, nafter;
+    struct kind_hooks hooks[OP_KIND_COUNT + 1];
     struct run_observer *tensor_obs; /* the observer with on_tensor, or NULL */
     bool launches, runs_kernels, async_kernels; /* the device's: it has launch, DEVICE_RUNS_KERNELS, DEVICE_ASYNC_KERNELS */
     struct kernel_cost_memo costs; /* kernels' costs by their calls' shapes */
@@ -600,12 +607,19 @@ static __attribute__((noinline)) int execute_other(struct runner *r, const struc
     return err_set(e, ERR_INTERNAL, "op program has an op of unknown kind %d", (int)op->kind);
 }
 
+/* The hooks an op calls. */
+static inline const struct kind_hooks *hooks_of(const struct runner *r, const struct op *op)
+{
+    return &r->hooks[(unsigned)op->kind < OP_KIND_COUNT ? (unsigned)op->kind : OP_KIND_COUNT];
+}
+
 /* An op failed: later ops are refused; after an OOM the observers see the allocation that OOMed. */
 static __attribute__((noinline, cold)) int stop(struct runner *r, const struct op *op)
 {
     r->stopped = true;
-    for (size_t i = 0; r->ended_by_oom && i < r->nafter; i++)
-        r->after[i].fn(r->after[i].o, r, op, NULL, &(struct err){0});
+    const struct kind_hooks *h = hooks_of(r, op);
+    for (size_t i = 0; r->ended_by_oom && i < h->nafter; i++)
+        h->after[i].fn(h->after[i].o, r, op, NULL, &(struct err){0});
     return -1;
 }
 
@@ -614,8 +628,9 @@ static int emit(struct op_sink *sink, const struct op *op, struct err *e)
     struct runner *r = (struct runner *)sink;
     if (r->stopped)
         return -1;
-    for (size_t i = 0; i < r->nbefore; i++)
-        r->before[i].fn(r->before[i].o, op);
+    const struct kind_hooks *h = hooks_of(r, op);
+    for (size_t i = 0; i < h->nbefore; i++)
+        h->before[i].fn(h->before[i].o, op);
     struct alloc_block *block = NULL;
     int rc;
     if (op->kind == OP_ALLOC) {
@@ -631,8 +646,8 @@ static int emit(struct op_sink *sink, const struct op *op, struct err *e)
     if (rc)
         return stop(r, op);
     r->res.ops++;
-    for (size_t i = 0; i < r->nafter; i++)
-        if (r->after[i].fn(r->after[i].o, r, op, block, e))
+    for (size_t i = 0; i < h->nafter; i++)
+        if (h->after[i].fn(h->after[i].o, r, op, block, e))
             return -1;
     return 0;
 }
@@ -685,10 +700,14 @@ int runner_add_observer(struct runner *r, struct run_observer *o)
     if (o->on_tensor)
         r->tensor_obs = o;
     r->observers[r->nobservers++] = o;
-    if (o->before_op)
-        r->before[r->nbefore++] = (struct before_hook){o->before_op, o};
-    if (o->on_op)
-        r->after[r->nafter++] = (struct after_hook){o->on_op, o};
+    for (unsigned k = 0; k <= OP_KIND_COUNT; k++) { /* an unknown kind (k == OP_KIND_COUNT): every kind's */
+        struct kind_hooks *h = &r->hooks[k];
+        uint32_t bit = k < OP_KIND_COUNT ? 1u << k : 0;
+        if (o->before_op && (!o->before_kinds || (o->before_kinds & bit)))
+            h->before[h->nbefore++] = (struct before_hook){o->before_op, o};
+        if (o->on_op && (!o->on_op_kinds || (o->on_op_kinds & bit)))
+            h->after[h->nafter++] = (struct after_hook){o->on_op, o};
+    }
     if (o->on_alloc_event)
         allocator_set_trace(r->a, on_alloc_event, r);
     return 0;

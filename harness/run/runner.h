@@ -131,6 +131,8 @@ struct run_observer {
     /* after the runner executed op; for ALLOC, block is the new block (NULL: zero bytes, or an OOM) */
     int (*on_op)(struct run_observer *o, struct runner *r, const struct op *op, const struct alloc_block *block,
                  struct err *e);
+    /* The op kinds before_op and on_op are called for, as bits (1u << OP_...); 0: every kind. */
+    uint32_t before_kinds, on_op_kinds;
 };
 
 /* The phases of a training step proper: forward, backward, optimizer and EMA update (not load, eval,
