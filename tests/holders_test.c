@@ -263,6 +263,40 @@ static void test_recovered(void)
     fixture_close(&f);
 }
 
+/* Holders by phase past 64 phase names: phase pK allocates 2(K + 1) MiB (whole 2 MiB pages: no rounding) under
+ * one tag, for K up to 69; the largest eight are p69's 140 MiB down to p62's 126 MiB, each in its own phase. */
+static void test_many_phases(void)
+{
+    struct err e = {0};
+    struct fixture f;
+    if (!fixture_open(&f, NULL, &e))
+        return;
+    static char names[70][8];
+    struct op_sink *sink = runner_sink(f.r);
+    bool emitted = true;
+    for (int k = 0; k < 70 && emitted; k++) {
+        snprintf(names[k], sizeof names[k], "p%d", k);
+        struct op phase = {.kind = OP_PHASE, .name = names[k]};
+        struct op alloc = {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = (uint64_t)k + 1,
+                           .bytes = (uint64_t)(k + 1) * 2 * MiB, .name = "layers.3.out"};
+        emitted = sink->emit(sink, &phase, &e) == 0 && sink->emit(sink, &alloc, &e) == 0;
+    }
+    ok(emitted, "70 phases, an allocation in each");
+    struct holders_result out;
+    ok(holders_finish(f.hs, &out) == 0, "holders finish");
+    const struct holders_view *v = &out.at_peak;
+    bool each = v->n == HOLDERS_TOP;
+    for (size_t i = 0; each && i < HOLDERS_TOP; i++) {
+        char want[8];
+        snprintf(want, sizeof want, "p%zu", 69 - i);
+        each = !strcmp(v->top[i].phase, want) && v->top[i].bytes == (70 - i) * 2 * MiB &&
+               !strcmp(v->top[i].tag, "layers.*.out") && v->top[i].count == 1;
+    }
+    ok(each, "the largest eight: p69's 140 MiB down to p62's 126 MiB, each in its phase (%s first)",
+       v->n ? v->top[0].phase : "-");
+    fixture_close(&f);
+}
+
 int main(void)
 {
     fold("decoder.block.3.layer.2.DenseReluDense.wi_0", "decoder.block.*.layer.2.DenseReluDense.wi_0");
@@ -353,5 +387,6 @@ int main(void)
     test_reallocated_live();
     test_restored();
     test_recovered();
+    test_many_phases();
     return done_testing();
 }
