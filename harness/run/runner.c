@@ -14,15 +14,29 @@
 #include "util/open_index.h"
 #include "util/vec.h"
 
-struct live_tensor {
+/* An OP_MANAGED_ALLOC's pages on the device (rare: kept beside its live tensor, which stays small). */
+struct managed_pages {
+    uint64_t addr, bytes;
+};
+
+struct live_tensor { /* 56 bytes: thousands are live at once */
     uint64_t id;
-    struct alloc_block *block;
-    uint64_t managed_addr, managed_bytes; /* OP_MANAGED_ALLOC: its pages on the device (0 bytes: on the host) */
+    union {
+        struct alloc_block *block;      /* !managed: its block (NULL: zero bytes) */
+        struct managed_pages *pages;    /* managed: its pages on the device (NULL: on the host) */
+    };
     const char *tag; /* the ALLOC op's name (a module tag, a recorded site), or a restored block's */
-    uint8_t category;
     void *note; /* the on_tensor observer's word for it */
     struct live_tensor *prev, *next; /* allocation order, as recovery and workspace lending walk it; next: spares */
+    uint8_t category;
+    bool managed; /* an OP_MANAGED_ALLOC's */
 };
+
+/* A live tensor's block: NULL for a zero-byte or a managed allocation. */
+static inline struct alloc_block *block_of(const struct live_tensor *t)
+{
+    return t->managed ? NULL : t->block;
+}
 
 struct failed_id {
     uint64_t id;
@@ -309,16 +323,18 @@ static inline void tell_tensor(struct runner *r, struct live_tensor *t, uint64_t
 static inline void release_tensor(struct runner *r, size_t at)
 {
     struct live_tensor *t = r->live.slots[at].item;
-    if (t->managed_bytes) {
-        r->dev->ops->seg_free(r->dev, t->managed_addr, t->managed_bytes);
-        r->managed_current -= t->managed_bytes;
-    }
-    if (t->block) {
+    if (t->managed) {
+        if (t->pages) {
+            r->dev->ops->seg_free(r->dev, t->pages->addr, t->pages->bytes);
+            r->managed_current -= t->pages->bytes;
+            free(t->pages);
+        }
+    } else if (t->block) {
         uint64_t bytes = alloc_block_size(t->block);
         tell_tensor(r, t, bytes, false, false);
         r->category_live[t->category] -= bytes;
+        allocator_free(r->a, t->block);
     }
-    allocator_free(r->a, t->block);
     open_index_remove_at(&r->live, at);
     *(t->prev ? &t->prev->next : &r->first) = t->next;
     *(t->next ? &t->next->prev : &r->last) = t->prev;
@@ -340,7 +356,7 @@ static inline struct live_tensor *add_live(struct runner *r, size_t at, uint64_t
     }
     t->id = id;
     t->block = b;
-    t->managed_addr = t->managed_bytes = 0;
+    t->managed = false;
     t->tag = tag;
     t->category = category < CAT_COUNT ? category : CAT_OTHER;
     t->note = NULL;
@@ -418,18 +434,26 @@ static int do_managed_alloc(struct runner *r, const struct op *op, struct err *e
                        "%s: %llu bytes of unified memory (paged state) do not fit on the device, and oomlab "
                        "cannot keep them on the host for a device that runs kernels",
                        op->name ? op->name : "-", (unsigned long long)op->bytes);
-    struct live_tensor *t = add_live(r, (size_t)at, op->id, NULL, op->category, op->name, false, e);
+    bool resident = st == DEV_OK && op->bytes;
+    struct managed_pages *pages = resident ? malloc(sizeof *pages) : NULL;
+    struct live_tensor *t = resident && !pages ? NULL : add_live(r, (size_t)at, op->id, NULL, op->category, op->name, false, e);
     if (!t) {
-        if (st == DEV_OK && op->bytes)
+        if (resident && !pages)
+            err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
+        if (resident)
             r->dev->ops->seg_free(r->dev, addr, op->bytes);
+        free(pages);
         return -1;
     }
+    t->managed = true;
+    t->pages = pages;
     if (st == DEV_OOM) {
         r->res.managed_on_host += op->bytes;
         return 0;
     }
-    t->managed_addr = addr;
-    t->managed_bytes = op->bytes;
+    if (!pages) /* zero bytes */
+        return 0;
+    *pages = (struct managed_pages){addr, op->bytes};
     r->managed_current += op->bytes;
     if (r->managed_current > r->res.managed_peak)
         r->res.managed_peak = r->managed_current;
@@ -498,7 +522,7 @@ static int do_record_stream(struct runner *r, const struct op *op, struct err *e
     if (!t)
         return err_set(e, ERR_INTERNAL, "op program records a stream use of tensor %llu, which is not live",
                        (unsigned long long)op->id);
-    allocator_record_stream(r->a, t->block, (uint64_t)op->stream);
+    allocator_record_stream(r->a, block_of(t), (uint64_t)op->stream);
     return 0;
 }
 
@@ -522,7 +546,7 @@ static int do_kernel(struct runner *r, const struct op *op, struct err *e)
             return err_set(e, ERR_INTERNAL, "kernel %s names tensor %llu, which is not live",
                            kernel_get(op->kernel.kernel)->name,
                            (unsigned long long)op->kernel.tensors[i]);
-        addrs[i] = t->block ? alloc_block_addr(t->block) : t->managed_addr;
+        addrs[i] = t->managed ? (t->pages ? t->pages->addr : 0) : t->block ? alloc_block_addr(t->block) : 0;
     }
     int rc = r->dev->ops->launch(r->dev, &op->kernel, &cost, runs ? addrs : NULL, e);
     if (!r->async_kernels) /* its time is known now: into this phase and step */
@@ -802,7 +826,7 @@ static int lend_workspace(void *user, uint64_t bytes, int stream, uint64_t *addr
     if (r->nlent == sizeof r->lent / sizeof r->lent[0])
         return -1;
     for (const struct live_tensor *t = r->first; t; t = t->next) {
-        if (t->category != CAT_WORKSPACE || !t->block || alloc_block_size(t->block) < bytes)
+        if (t->category != CAT_WORKSPACE || !block_of(t) || alloc_block_size(t->block) < bytes)
             continue;
         bool taken = false;
         for (size_t i = 0; i < r->nlent && !taken; i++)
@@ -898,6 +922,9 @@ void runner_destroy(struct runner *r)
 {
     if (!r)
         return;
+    for (struct live_tensor *t = r->first; t; t = t->next)
+        if (t->managed)
+            free(t->pages);
     open_index_free(&r->live);
     bump_free_all(&r->live_mem);
     HASH_FREE_ALL(hh, r->failed);
