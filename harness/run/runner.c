@@ -96,7 +96,7 @@ struct runner {
     uint64_t category_live[CAT_COUNT];
     uint64_t managed_current; /* resident bytes of OP_MANAGED_ALLOC tensors */
     struct run_result res;
-    size_t phase; /* index into res.phases of the current phase */
+    struct phase_peak *phase; /* the current phase's in res.phases (NULL before the first) */
     char phase_name[32];
     size_t early_points; /* points of steps 0 to 2, kept; later ones are the last step's */
     int64_t phase_step;  /* the step the current phase began in */
@@ -122,11 +122,6 @@ bool phase_is_eval(const char *name)
            !strcmp(name, "denoise"); /* job.kind diffusion's phases are sampling and decode too */
 }
 
-static struct phase_peak *current_phase(struct runner *r)
-{
-    return r->res.nphases ? &r->res.phases[r->phase] : NULL;
-}
-
 static uint64_t device_used(struct runner *r)
 {
     uint64_t free_bytes = 0, total = 0;
@@ -147,8 +142,8 @@ static void take_kernel_time(struct runner *r)
         return;
     double t = r->dev->ops->kernel_seconds(r->dev);
     r->res.kernel_seconds += t;
-    if (current_phase(r))
-        current_phase(r)->seconds += t;
+    if (r->phase)
+        r->phase->seconds += t;
     if (r->phase_trains)
         r->step_train += t;
 }
@@ -193,7 +188,7 @@ static void enter_phase(struct runner *r, const char *name)
 {
     take_times(r);
     uint64_t used = device_used(r);
-    struct phase_peak *prev = current_phase(r);
+    struct phase_peak *prev = r->phase;
     if (prev && !prev->delta_recorded) {
         prev->device_used_delta = (int64_t)used - (int64_t)r->phase_used_start;
         prev->delta_recorded = true;
@@ -206,17 +201,17 @@ static void enter_phase(struct runner *r, const char *name)
     r->phase_trains = phase_is_training(name);
     for (size_t i = 0; i < r->res.nphases; i++) {
         if (!strcmp(r->res.phases[i].name, name)) {
-            r->phase = i;
+            r->phase = &r->res.phases[i];
             return;
         }
     }
     if (r->res.nphases == RUN_MAX_PHASES) {
-        r->phase = RUN_MAX_PHASES - 1; /* more phases than columns: the last one collects the rest */
+        r->phase = &r->res.phases[RUN_MAX_PHASES - 1]; /* more phases than columns: the last collects the rest */
         return;
     }
-    r->phase = r->res.nphases++;
-    r->res.phases[r->phase] = (struct phase_peak){0};
-    snprintf(r->res.phases[r->phase].name, sizeof r->res.phases[r->phase].name, "%s", name);
+    r->phase = &r->res.phases[r->res.nphases++];
+    *r->phase = (struct phase_peak){0};
+    snprintf(r->phase->name, sizeof r->phase->name, "%s", name);
 }
 
 _Static_assert(sizeof((struct run_result *)0)->peak_allocated_phase == sizeof((struct runner *)0)->phase_name &&
@@ -228,7 +223,7 @@ static void track_peaks(struct runner *r)
     uint64_t allocated, reserved;
     allocator_current_bytes(r->a, &allocated, &reserved);
     /* the run's peaks are never below the current phase's: nothing to do under the phase's */
-    struct phase_peak *p = current_phase(r);
+    struct phase_peak *p = r->phase;
     if (p && allocated <= p->peak_allocated && reserved <= p->peak_reserved)
         return;
     if (allocated > r->res.peak_allocated) {
@@ -534,12 +529,14 @@ static int do_kernel(struct runner *r, const struct op *op, struct err *e)
     r->res.kernels++;
     r->res.flops += cost.flops;
     r->res.bytes_moved += cost.bytes;
-    if (current_phase(r))
-        current_phase(r)->flops += cost.flops;
+    if (r->phase)
+        r->phase->flops += cost.flops;
     if (!r->launches)
         return 0;
     const bool runs = r->runs_kernels;
-    uint64_t addrs[KERNEL_MAX_TENSORS] = {0};
+    uint64_t addrs[KERNEL_MAX_TENSORS];
+    if (runs)
+        memset(addrs, 0, sizeof addrs);
     for (unsigned i = 0; runs && i < op->kernel.ntensors && i < KERNEL_MAX_TENSORS; i++) {
         struct live_tensor *t = find_live(r, op->kernel.tensors[i]);
         if (!t)
@@ -904,7 +901,7 @@ void runner_finish(struct runner *r, struct run_result *out)
     take_times(r);
     if (!r->ended_by_oom)
         end_point(r);
-    struct phase_peak *last = current_phase(r);
+    struct phase_peak *last = r->phase;
     if (last && !last->delta_recorded) {
         last->device_used_delta = (int64_t)device_used(r) - (int64_t)r->phase_used_start;
         last->delta_recorded = true;
