@@ -149,40 +149,39 @@ static void random_model(bool packed)
     open_index_free(&x);
 }
 
-/* A small table fills to a quarter, a large one to half: 2048 slots hold 512 items, the 513th doubles them
- * to 4096 slots, which hold 2048; the 2049th doubles them to 8192. */
-static void dense_growth(void)
+static int many[3073];
+
+/* Inserts ids from the count held up to n, then tells whether the table has `slots`. */
+static void fill_to(struct open_index *x, unsigned n, size_t slots, const char *what)
 {
-    static int many[2049];
-    struct open_index x = {0};
-    for (unsigned k = 0; k < 512; k++)
-        open_index_insert(&x, open_index_hash_u64(k), &many[k]);
-    is_int(x.mask + 1, 2048, "512 items in 2048 slots (a quarter full)");
-    for (unsigned k = 512; k < 2048; k++)
-        open_index_insert(&x, open_index_hash_u64(k), &many[k]);
-    is_int(x.mask + 1, OPEN_INDEX_DENSE_SLOTS, "the 513th to the 2048th in 4096 slots (half full)");
-    open_index_insert(&x, open_index_hash_u64(2048), &many[2048]);
-    size_t found = 0;
-    for (unsigned k = 0; k <= 2048; k++)
-        found += open_index_get(&x, open_index_hash_u64(k)) == &many[k];
-    ok(x.mask + 1 == 8192 && found == 2049, "the 2049th doubles them to 8192, every item found (%zu)", found);
-    open_index_free(&x);
+    for (unsigned k = (unsigned)x->count; k < n; k++)
+        open_index_insert(x, open_index_hash_u64(k), &many[k]);
+    is_int(x->mask + 1, slots, "%s", what);
 }
 
-/* Packed, a large table fills to three quarters: 4096 slots hold 3072 items, the 3073rd doubles them to 8192;
- * freed, the index stays packed. */
-static void packed_growth(void)
+/* One id more than the n held: the table has `slots`, and every item is found. */
+static void one_more(struct open_index *x, unsigned n, size_t slots, const char *what)
 {
-    static int many[3073];
-    struct open_index x = {.packed = true};
-    for (unsigned k = 0; k < 3072; k++)
-        open_index_insert(&x, open_index_hash_u64(k), &many[k]);
-    is_int(x.mask + 1, OPEN_INDEX_DENSE_SLOTS, "packed: 3072 items in 4096 slots (three quarters full)");
-    open_index_insert(&x, open_index_hash_u64(3072), &many[3072]);
+    open_index_insert(x, open_index_hash_u64(n), &many[n]);
     size_t found = 0;
-    for (unsigned k = 0; k <= 3072; k++)
-        found += open_index_get(&x, open_index_hash_u64(k)) == &many[k];
-    ok(x.mask + 1 == 8192 && found == 3073, "the 3073rd doubles them to 8192, every item found (%zu)", found);
+    for (unsigned k = 0; k <= n; k++)
+        found += open_index_get(x, open_index_hash_u64(k)) == &many[k];
+    ok(x->mask + 1 == slots && found == n + 1, "%s, every item found (%zu)", what, found);
+}
+
+/* A small table fills to a quarter, a large one to half: 2048 slots hold 512 items, the 513th doubles them
+ * to 4096 slots, which hold 2048; the 2049th doubles them to 8192. Packed, a large table fills to three
+ * quarters: 4096 slots hold 3072 items, the 3073rd doubles them; freed, the index stays packed. */
+static void growth(void)
+{
+    struct open_index x = {0};
+    fill_to(&x, 512, 2048, "512 items in 2048 slots (a quarter full)");
+    fill_to(&x, 2048, OPEN_INDEX_DENSE_SLOTS, "the 513th to the 2048th in 4096 slots (half full)");
+    one_more(&x, 2048, 8192, "the 2049th doubles them to 8192");
+    open_index_free(&x);
+    x.packed = true;
+    fill_to(&x, 3072, OPEN_INDEX_DENSE_SLOTS, "packed: 3072 items in 4096 slots (three quarters full)");
+    one_more(&x, 3072, 8192, "the 3073rd doubles them to 8192");
     open_index_free(&x);
     ok(x.packed && !x.slots, "freed, the index is empty and still packed");
 }
@@ -192,7 +191,6 @@ int main(void)
     worked_cases();
     random_model(false);
     random_model(true);
-    dense_growth();
-    packed_growth();
+    growth();
     return done_testing();
 }
