@@ -91,6 +91,21 @@ int main(void)
     is_str(some.tensors, "+1:2:a-1:kept+1:3:b-1:kept",
            "on_tensor: 1 live, freed by its allocation again, live again, freed; never the empty or managed ones");
     runner_destroy(r);
+    /* alone, the observer that asks for some kinds: the kinds nobody asked for run without hooks */
+    struct watcher alone = {.base = {.before_op = before_op, .on_op = on_op, .before_kinds = 1u << OP_PHASE,
+                                     .on_op_kinds = 1u << OP_ALLOC}};
+    r = runner_create(dev, &cfg, NULL);
+    ok(r && runner_add_observer(r, &alone.base) == 0, "a runner with the one observer");
+    struct op few[] = {{.kind = OP_PHASE, .name = "forward"},
+                       {.kind = OP_ALLOC, .id = 1, .bytes = MiB, .name = "a"},
+                       {.kind = OP_FREE, .id = 1}};
+    sink = r ? runner_sink(r) : NULL;
+    emitted = sink != NULL;
+    for (size_t i = 0; i < 3 && emitted; i++)
+        emitted = sink->emit(sink, &few[i], &e) == 0;
+    ok(emitted && !strcmp(alone.before, "p") && !strcmp(alone.after, "a"),
+       "it sees the phase before and the allocation after, nothing of the free (%s, %s)", alone.before, alone.after);
+    runner_destroy(r);
     dev->ops->destroy(dev);
     return done_testing();
 }

@@ -61,7 +61,7 @@ struct after_hook {
     struct run_observer *o;
 };
 
-_Static_assert(OP_KIND_COUNT <= 32, "an observer's kinds are bits of a uint32_t");
+_Static_assert(OP_KIND_COUNT < 32, "an observer's kinds and the runner's hooked kinds (one more: unknown) are bits of a uint32_t");
 
 /* The hooks an op of one kind calls (the last row: an op of unknown kind), in the order added. */
 struct kind_hooks {
@@ -76,6 +76,7 @@ struct runner {
     struct run_observer *observers[RUN_MAX_OBSERVERS];
     size_t nobservers;
     struct kind_hooks hooks[OP_KIND_COUNT + 1];
+    uint32_t hooked; /* bit k: an op of kind k has hooks (bit OP_KIND_COUNT: one of unknown kind) */
     struct run_observer *tensor_obs; /* the observer with on_tensor, or NULL */
     bool launches, runs_kernels, async_kernels; /* the device's: it has launch, DEVICE_RUNS_KERNELS, DEVICE_ASYNC_KERNELS */
     struct kernel_cost_memo costs; /* kernels' costs by their calls' shapes */
@@ -649,8 +650,9 @@ static int emit(struct op_sink *sink, const struct op *op, struct err *e)
     struct runner *r = (struct runner *)sink;
     if (r->stopped)
         return -1;
-    const struct kind_hooks *h = hooks_of(r, op);
-    for (size_t i = 0; i < h->nbefore; i++)
+    const unsigned kind = (unsigned)op->kind < OP_KIND_COUNT ? (unsigned)op->kind : OP_KIND_COUNT;
+    const struct kind_hooks *h = r->hooked >> kind & 1 ? &r->hooks[kind] : NULL;
+    for (size_t i = 0; h && i < h->nbefore; i++)
         h->before[i].fn(h->before[i].o, op);
     struct alloc_block *block = NULL;
     int rc;
@@ -667,7 +669,7 @@ static int emit(struct op_sink *sink, const struct op *op, struct err *e)
     if (rc)
         return stop(r, op);
     r->res.ops++;
-    for (size_t i = 0; i < h->nafter; i++)
+    for (size_t i = 0; h && i < h->nafter; i++)
         if (h->after[i].fn(h->after[i].o, r, op, block, e))
             return -1;
     return 0;
@@ -728,6 +730,8 @@ int runner_add_observer(struct runner *r, struct run_observer *o)
             h->before[h->nbefore++] = (struct before_hook){o->before_op, o};
         if (o->on_op && (!o->on_op_kinds || (o->on_op_kinds & bit)))
             h->after[h->nafter++] = (struct after_hook){o->on_op, o};
+        if (h->nbefore || h->nafter)
+            r->hooked |= 1u << k;
     }
     if (o->on_alloc_event)
         allocator_set_trace(r->a, on_alloc_event, r);
