@@ -36,12 +36,14 @@ struct key_entry {
 
 /* A tag pointer met, by the text it read as (its first HOLDER_TAG_MAX - 1 bytes) and that text's fold: a
  * run's tags are mostly the same interned strings again, so this skips hashing and folding the tag's text;
- * the entry is used only if the pointer's text still matches (a caller may reuse a buffer). */
+ * the entry is used only if the pointer's text still matches (a caller may reuse a buffer), or if the run's
+ * names are stable (run_tensor.stable_tag): then the text is not kept. */
 struct raw_entry {
     struct folded *f;
-    size_t len;
+    size_t len; /* RAW_STABLE: a stable tag's, without its text */
     char tag[]; /* len bytes and a NUL */
 };
+#define RAW_STABLE SIZE_MAX
 #define RAWS_MAX 65536 /* then the pointers are forgotten and met afresh: ever new ones keep memory bounded */
 
 /* With this few holders a capture at each peak passed costs less than keeping the changes since. */
@@ -189,13 +191,14 @@ static void before_op(struct run_observer *base, const struct op *op)
 }
 
 /* Whether tag (not NULL) reads as raw's text: the same first HOLDER_TAG_MAX - 1 bytes, and ending where
- * raw's does if that is sooner. */
+ * raw's does if that is sooner; never as a stable tag's entry, whose text is not kept. */
 static bool same_text(const struct raw_entry *raw, const char *tag)
 {
-    return !strncmp(raw->tag, tag, raw->len < HOLDER_TAG_MAX - 1 ? raw->len + 1 : raw->len);
+    return raw->len != RAW_STABLE &&
+           !strncmp(raw->tag, tag, raw->len < HOLDER_TAG_MAX - 1 ? raw->len + 1 : raw->len);
 }
 
-/* A raw tag entry for tag's first n bytes. */
+/* A raw tag entry for tag's first n bytes (n RAW_STABLE: a stable tag's, without its text). */
 static struct raw_entry *new_raw(struct holders *hs, const char *tag, size_t n)
 {
     char text[HOLDER_TAG_MAX];
@@ -214,14 +217,17 @@ static struct raw_entry *new_raw(struct holders *hs, const char *tag, size_t n)
         if (!HASH_ADDED(f))
             return NULL;
     }
-    struct raw_entry *raw = bump_alloc(&hs->raw_mem, sizeof *raw + n + 1);
+    bool keep_text = n != RAW_STABLE;
+    struct raw_entry *raw = bump_alloc(&hs->raw_mem, sizeof *raw + (keep_text ? n + 1 : 0));
     if (!raw)
         return NULL;
     raw->f = f;
     raw->len = n;
-    if (n)
-        memcpy(raw->tag, tag, n);
-    raw->tag[n] = '\0';
+    if (keep_text) {
+        if (n)
+            memcpy(raw->tag, tag, n);
+        raw->tag[n] = '\0';
+    }
     hs->nraws++;
     return raw;
 }
@@ -250,7 +256,7 @@ static struct key_entry *key_of_raw(struct holders *hs, const struct raw_entry *
 }
 
 /* cached_key's slow path: tag's pointer is new (at < 0), or its text changed. */
-static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders *hs, const char *tag,
+static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders *hs, const char *tag, bool stable,
                                                                   uint8_t category, uint64_t hash, ptrdiff_t at)
 {
     if (hs->nraws == RAWS_MAX) {
@@ -259,7 +265,7 @@ static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders
         hs->nraws = 0;
         at = -1;
     }
-    struct raw_entry *raw = new_raw(hs, tag, tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0);
+    struct raw_entry *raw = new_raw(hs, tag, !tag ? 0 : stable ? RAW_STABLE : strnlen(tag, HOLDER_TAG_MAX - 1));
     if (!raw)
         return NULL;
     if (at >= 0)
@@ -269,14 +275,15 @@ static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders
     return key_of_raw(hs, raw, category);
 }
 
-static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t category)
+/* The holder of tag in this phase and category, made if new; stable: tag's pointer is its text. */
+static struct key_entry *cached_key(struct holders *hs, const char *tag, bool stable, uint8_t category)
 {
     uint64_t hash = open_index_hash_u64((uint64_t)(uintptr_t)tag);
     ptrdiff_t at = open_index_first(&hs->uses, hash);
     const struct raw_entry *raw = at >= 0 ? hs->uses.slots[at].item : NULL;
-    if (raw && (!tag || same_text(raw, tag)))
+    if (raw && (!tag || stable || same_text(raw, tag)))
         return key_of_raw(hs, raw, category);
-    return key_of_new_tag(hs, tag, category, hash, at);
+    return key_of_new_tag(hs, tag, stable, category, hash, at);
 }
 
 static void apply(const struct change *c, bool undo)
@@ -329,10 +336,11 @@ static inline void note_change(struct holders *hs, struct key_entry *k, uint64_t
         keep_change(hs, c);
 }
 
-/* A new live allocation of `bytes` to its holder, which it returns (NULL without host memory). */
-static struct key_entry *add(struct holders *hs, uint64_t bytes, const char *tag, uint8_t category)
+/* A new live tensor to its holder, which it returns (NULL without host memory). */
+static struct key_entry *add(struct holders *hs, const struct run_tensor *t)
 {
-    struct key_entry *k = cached_key(hs, tag, category);
+    uint64_t bytes = t->bytes;
+    struct key_entry *k = cached_key(hs, t->tag, t->stable_tag, t->category);
     if (!k) {
         hs->failed = true;
         return NULL;
@@ -352,11 +360,11 @@ static struct key_entry *add(struct holders *hs, uint64_t bytes, const char *tag
 }
 
 /* A block restored live at a recording's start: its holder is in the phase "before recording". */
-static struct key_entry *adopt(struct holders *hs, uint64_t bytes, const char *tag, uint8_t category)
+static struct key_entry *adopt(struct holders *hs, const struct run_tensor *t)
 {
     uint32_t phase_id = hs->phase_id;
     set_phase(hs, "before recording");
-    struct key_entry *k = add(hs, bytes, tag, category);
+    struct key_entry *k = add(hs, t);
     hs->phase_id = phase_id;
     return k;
 }
@@ -384,7 +392,7 @@ static void on_tensor(struct run_observer *base, const struct run_tensor *t, voi
 {
     struct holders *hs = (struct holders *)base;
     if (live)
-        *note = (t->restored ? adopt : add)(hs, t->bytes, t->tag, t->category);
+        *note = (t->restored ? adopt : add)(hs, t);
     else if (*note)
         release(hs, *note, t->bytes);
 }

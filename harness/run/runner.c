@@ -312,7 +312,8 @@ static inline void tell_tensor(struct runner *r, struct live_tensor *t, uint64_t
 {
     struct run_observer *o = r->tensor_obs;
     if (o)
-        o->on_tensor(o, &(struct run_tensor){t->id, bytes, t->tag, t->category, restored}, &t->note, live);
+        o->on_tensor(o, &(struct run_tensor){t->id, bytes, t->tag, t->category, restored, r->opt.stable_names},
+                     &t->note, live);
 }
 
 /* Releases the live tensor in slot at of the live table. */
@@ -697,6 +698,8 @@ struct runner *runner_create(struct device *dev, const struct alloc_config *cfg,
     r->dev = dev;
     if (opt)
         r->opt = *opt;
+    else
+        r->opt.stable_names = true;
     if (!r->opt.where_unit)
         r->opt.where_unit = "op";
     snprintf(r->phase_name, sizeof r->phase_name, "start");

@@ -104,6 +104,10 @@ struct runner_options {
     const char *where_unit;
     /* The GPU's number in OOM messages ("GPU 1 has a total capacity of ..."): a replayed snapshot's device. */
     int device_index;
+    /* Every op name's pointer names the same text for the whole run (interned, as the workload generator's
+     * are), so observers may know a name by its pointer; otherwise a name's buffer may be rewritten between
+     * ops (a text trace's line). */
+    bool stable_names;
 };
 
 /* A live tensor with a block, as on_tensor sees it. */
@@ -113,6 +117,7 @@ struct run_tensor {
     const char *tag;  /* the ALLOC op's name, or a restored block's (may be NULL) */
     uint8_t category; /* enum category */
     bool restored;    /* live at a recording's start (runner_restore_*), not allocated by an op */
+    bool stable_tag;  /* the run's names are stable (runner_options.stable_names): tag's pointer is its text */
 };
 
 /* Sees the run as it happens. Any function may be NULL; a nonzero return from on_op stops the run
@@ -142,7 +147,7 @@ bool phase_is_training(const char *name);
 bool phase_is_eval(const char *name);
 
 /* A runner of op programs on dev under cfg; opt NULL: a generated program's rules (the first OOM ends the
- * run; ids must be consistent). A device with library workspaces (set_workspace) takes them from the
+ * run; ids must be consistent; names are stable). A device with library workspaces (set_workspace) takes them from the
  * runner's allocator model, as PyTorch takes them from its caching allocator: a request for a cuBLAS
  * workspace the op program already allocated gets that block; anything else is a new allocation
  * (category workspace). runner_destroy gives them back, so the device may outlive the runner. */
