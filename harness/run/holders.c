@@ -53,8 +53,7 @@ struct raw_entry {
  * capture at every new peak walks every holder, and most peaks are passed again soon after). */
 struct change {
     struct key_entry *k;
-    uint64_t bytes;
-    bool added;
+    int64_t bytes; /* added (> 0: a block's bytes are never 0) or, negative, released */
 };
 #define CHANGES_MAX 65536 /* then the peak is captured and changes are no longer kept */
 
@@ -288,13 +287,9 @@ static struct key_entry *cached_key(struct holders *hs, const char *tag, bool st
 
 static void apply(const struct change *c, bool undo)
 {
-    if (c->added != undo) {
-        c->k->bytes += c->bytes;
-        c->k->count++;
-    } else {
-        c->k->bytes -= c->bytes;
-        c->k->count--;
-    }
+    int64_t bytes = undo ? -c->bytes : c->bytes;
+    c->k->bytes += (uint64_t)bytes;
+    c->k->count += bytes > 0 ? 1 : (uint64_t)-1;
 }
 
 /* Captures the pending peak: the holders with the changes since undone, then redone. */
@@ -329,7 +324,7 @@ static inline void note_change(struct holders *hs, struct key_entry *k, uint64_t
 {
     if (!hs->pending)
         return;
-    struct change c = {.k = k, .bytes = bytes, .added = added};
+    struct change c = {.k = k, .bytes = added ? (int64_t)bytes : -(int64_t)bytes};
     if (hs->nchanges < hs->changes_cap && hs->nchanges < CHANGES_MAX)
         hs->changes[hs->nchanges++] = c;
     else
