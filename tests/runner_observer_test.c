@@ -51,6 +51,57 @@ static void on_tensor(struct run_observer *o, const struct run_tensor *t, void *
     }
 }
 
+/* The ids of the FREE ops seen, in order. */
+struct frees {
+    struct run_observer base; /* first */
+    uint64_t ids[8];
+    size_t n;
+};
+
+static int on_free(struct run_observer *o, struct runner *r, const struct op *op, const struct alloc_block *block,
+                   struct err *e)
+{
+    struct frees *f = (struct frees *)o;
+    if (f->n < 8)
+        f->ids[f->n++] = op->id;
+    return 0;
+}
+
+static bool keep_none(void *user, uint64_t id, uint8_t category)
+{
+    return false;
+}
+
+/* runner_recover frees in allocation order: 6, 5, 3 (the live index holds them 5, 6, 3). */
+static void recover_order(void)
+{
+    struct err e = {0};
+    struct capacity cap;
+    struct device *dev = capacity_parse("64MiB", &cap, &e)
+                             ? NULL
+                             : device_open("sim", &(struct device_open_options){.capacity = cap}, &e);
+    struct alloc_config cfg;
+    alloc_config_default(&cfg);
+    struct runner *r = dev ? runner_create(dev, &cfg, NULL) : NULL;
+    struct frees seen = {.base = {.on_op = on_free, .on_op_kinds = 1u << OP_FREE}};
+    if (!ok(r && runner_add_observer(r, &seen.base) == 0, "a runner on a 64 MiB sim")) {
+        diag("%s", e.msg);
+        return;
+    }
+    struct op_sink *sink = runner_sink(r);
+    static const uint64_t ids[] = {6, 5, 3};
+    bool emitted = true;
+    for (size_t i = 0; i < 3 && emitted; i++)
+        emitted = sink->emit(sink, &(struct op){.kind = OP_ALLOC, .id = ids[i], .bytes = 8 * MiB, .name = "t"}, &e) == 0;
+    struct op big = {.kind = OP_ALLOC, .id = 7, .bytes = 64 * MiB, .name = "big"};
+    ok(emitted && sink->emit(sink, &big, &e) != 0 && runner_stopped_by_oom(r), "6, 5, 3 allocated, then an OOM");
+    bool recovered = runner_recover(r, keep_none, NULL, &e) == 0;
+    ok(recovered && seen.n == 3 && seen.ids[0] == 6 && seen.ids[1] == 5 && seen.ids[2] == 3,
+       "recovered: freed in allocation order (%zu frees)", seen.n);
+    runner_destroy(r);
+    dev->ops->destroy(dev);
+}
+
 int main(void)
 {
     struct err e = {0};
@@ -107,5 +158,6 @@ int main(void)
        "it sees the phase before and the allocation after, nothing of the free (%s, %s)", alone.before, alone.after);
     runner_destroy(r);
     dev->ops->destroy(dev);
+    recover_order();
     return done_testing();
 }

@@ -19,7 +19,7 @@ struct managed_pages {
     uint64_t addr, bytes;
 };
 
-struct live_tensor { /* 56 bytes: thousands are live at once */
+struct live_tensor { /* 48 bytes: thousands are live at once */
     uint64_t id;
     union {
         struct alloc_block *block;      /* !managed: its block (NULL: zero bytes) */
@@ -27,7 +27,10 @@ struct live_tensor { /* 56 bytes: thousands are live at once */
     };
     const char *tag; /* the ALLOC op's name (a module tag, a recorded site), or a restored block's */
     void *note; /* the on_tensor observer's word for it */
-    struct live_tensor *prev, *next; /* allocation order, as recovery and workspace lending walk it; next: spares */
+    union {
+        uint64_t seq;                   /* live: its place in allocation order, as recovery and lending go */
+        struct live_tensor *next_spare; /* recycled */
+    };
     uint8_t category;
     bool managed; /* an OP_MANAGED_ALLOC's */
 };
@@ -91,7 +94,7 @@ struct runner {
     struct device *dev;
     struct allocator *a;
     struct open_index live;    /* the live tensors by open_index_hash_u64(id) */
-    struct live_tensor *first, *last; /* the live tensors in allocation order */
+    uint64_t next_seq; /* the next live tensor's seq */
     struct live_tensor *spare; /* recycled entries */
     struct bump live_mem;      /* where live entries come from: freed with the runner */
     uint64_t category_live[CAT_COUNT];
@@ -333,9 +336,7 @@ static inline void release_tensor(struct runner *r, size_t at)
         allocator_free(r->a, t->block);
     }
     open_index_remove_at(&r->live, at);
-    *(t->prev ? &t->prev->next : &r->first) = t->next;
-    *(t->next ? &t->next->prev : &r->last) = t->prev;
-    t->next = r->spare;
+    t->next_spare = r->spare;
     r->spare = t;
 }
 
@@ -346,7 +347,7 @@ static inline struct live_tensor *add_live(struct runner *r, size_t at, uint64_t
 {
     struct live_tensor *t = r->spare;
     if (t)
-        r->spare = t->next;
+        r->spare = t->next_spare;
     else if (!(t = bump_alloc(&r->live_mem, sizeof *t))) {
         err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
         return NULL;
@@ -358,10 +359,7 @@ static inline struct live_tensor *add_live(struct runner *r, size_t at, uint64_t
     t->category = category < CAT_COUNT ? category : CAT_OTHER;
     t->note = NULL;
     open_index_put(&r->live, at, open_index_hash_u64(id), t);
-    t->prev = r->last;
-    t->next = NULL;
-    *(r->last ? &r->last->next : &r->first) = t;
-    r->last = t;
+    t->seq = r->next_seq++;
     if (b) {
         uint64_t bytes = alloc_block_size(b);
         r->category_live[t->category] += bytes;
@@ -794,21 +792,46 @@ int runner_restore_expandable(struct runner *r, uint64_t stream, bool small, con
     return adopt_restored(r, handles, ids, names, n, rc, e);
 }
 
+static int by_seq(const void *a, const void *b)
+{
+    uint64_t x = (*(struct live_tensor *const *)a)->seq, y = (*(struct live_tensor *const *)b)->seq;
+    return x < y ? -1 : x > y;
+}
+
+/* The live tensors in allocation order: a new array of r->live.count, or NULL without host memory. */
+static struct live_tensor **live_in_order(const struct runner *r)
+{
+    struct live_tensor **v = malloc((r->live.count + 1) * sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; v && r->live.slots && i <= r->live.mask; i++)
+        if (r->live.slots[i].item)
+            v[n++] = r->live.slots[i].item;
+    if (v)
+        qsort(v, n, sizeof *v, by_seq);
+    return v;
+}
+
 int runner_recover(struct runner *r, bool (*keep)(void *user, uint64_t id, uint8_t category), void *user,
                    struct err *e)
 {
     if (!r->ended_by_oom)
         return err_set(e, ERR_INTERNAL, "runner_recover: the run did not end with an OOM");
+    size_t n = r->live.count;
+    struct live_tensor **order = live_in_order(r);
+    if (!order)
+        return err_set(e, ERR_INTERNAL, "out of host memory recovering from an OOM");
     r->stopped = r->ended_by_oom = false;
     r->res.oom = (struct run_oom){0};
-    for (struct live_tensor *t = r->first, *next; t; t = next) {
-        next = t->next;
-        if (keep(user, t->id, t->category))
+    for (size_t k = 0; k < n; k++) { /* a FREE releases only its own tensor: the later ones stay live */
+        if (keep(user, order[k]->id, order[k]->category))
             continue;
-        struct op free_op = {.kind = OP_FREE, .id = t->id};
-        if (emit(&r->sink, &free_op, e))
+        struct op free_op = {.kind = OP_FREE, .id = order[k]->id};
+        if (emit(&r->sink, &free_op, e)) {
+            free(order);
             return -1;
+        }
     }
+    free(order);
     /* the training loop starts over: its steps are counted and timed afresh */
     r->res.steps = 0;
     r->res.samples = 0;
@@ -829,17 +852,22 @@ static int lend_workspace(void *user, uint64_t bytes, int stream, uint64_t *addr
     struct runner *r = user;
     if (r->nlent == sizeof r->lent / sizeof r->lent[0])
         return -1;
-    for (const struct live_tensor *t = r->first; t; t = t->next) {
-        if (t->category != CAT_WORKSPACE || !block_of(t) || alloc_block_size(t->block) < bytes)
+    const struct live_tensor *first = NULL; /* the first in allocation order of the program's free to lend */
+    for (size_t k = 0; r->live.slots && k <= r->live.mask; k++) {
+        const struct live_tensor *t = r->live.slots[k].item;
+        if (!t || t->category != CAT_WORKSPACE || !block_of(t) || alloc_block_size(t->block) < bytes ||
+            (first && first->seq < t->seq))
             continue;
         bool taken = false;
         for (size_t i = 0; i < r->nlent && !taken; i++)
             taken = r->lent[i].addr == alloc_block_addr(t->block);
-        if (!taken) {
-            *addr = alloc_block_addr(t->block);
-            r->lent[r->nlent++] = (struct lent_workspace){*addr, NULL};
-            return 0;
-        }
+        if (!taken)
+            first = t;
+    }
+    if (first) {
+        *addr = alloc_block_addr(first->block);
+        r->lent[r->nlent++] = (struct lent_workspace){*addr, NULL};
+        return 0;
     }
     struct alloc_block *b = NULL;
     struct alloc_oom oom;
@@ -926,9 +954,11 @@ void runner_destroy(struct runner *r)
 {
     if (!r)
         return;
-    for (struct live_tensor *t = r->first; t; t = t->next)
-        if (t->managed)
+    for (size_t i = 0; r->live.slots && i <= r->live.mask; i++) {
+        struct live_tensor *t = r->live.slots[i].item;
+        if (t && t->managed)
             free(t->pages);
+    }
     open_index_free(&r->live);
     bump_free_all(&r->live_mem);
     HASH_FREE_ALL(hh, r->failed);

@@ -8,7 +8,7 @@
  * text trace's live IDs (replay/id_map.h), the runner's live tensors, the holders' tag pointers. Two items
  * may share a hash; the caller tells them apart (open_index_next walks every slot holding a hash). A 64-bit
  * id hashed by open_index_hash_u64 needs no such check: that hash is a bijection, so equal hashes are equal
- * ids. The index does not iterate. */
+ * ids. The index does not iterate (a caller may walk its slots: item NULL is an empty one). */
 #ifndef OOMLAB_OPEN_INDEX_H
 #define OOMLAB_OPEN_INDEX_H
 
