@@ -9,6 +9,7 @@
 #include "device/device_kind.h"
 #include "replay/replay.h"
 #include "run/holders.h"
+#include "sim_runner.h"
 #include "tap.h"
 #include "util/size.h"
 
@@ -238,12 +239,7 @@ static void test_recovered(void)
 {
     struct err e = {0};
     struct fixture f = {0};
-    struct capacity cap;
-    f.dev = capacity_parse("24MiB", &cap, &e) ? NULL
-                                               : device_open("sim", &(struct device_open_options){.capacity = cap}, &e);
-    struct alloc_config cfg;
-    alloc_config_default(&cfg);
-    f.r = f.dev ? runner_create(f.dev, &cfg, NULL) : NULL;
+    f.r = sim_runner("24MiB", &f.dev, &e);
     f.hs = holders_create();
     if (!ok(f.r && f.hs && runner_add_observer(f.r, holders_base(f.hs)) == 0, "a runner on 24 MiB with holders")) {
         diag("%s", e.msg);

@@ -2,8 +2,7 @@
  * optimizer state) on a 64 MiB sim. 24 MiB resident, then 48 MiB that find no room and stay on the host,
  * a zero-byte one; freed, the device's pages come back; 16 MiB more stay below the 24 MiB peak. A tensor
  * still live at runner_destroy is let go with the runner. */
-#include "device/device_kind.h"
-#include "run/runner.h"
+#include "sim_runner.h"
 #include "tap.h"
 #include "util/size.h"
 
@@ -17,13 +16,8 @@ static uint64_t used(struct device *dev)
 int main(void)
 {
     struct err e = {0};
-    struct capacity cap;
-    struct device *dev = capacity_parse("64MiB", &cap, &e)
-                             ? NULL
-                             : device_open("sim", &(struct device_open_options){.capacity = cap}, &e);
-    struct alloc_config cfg;
-    alloc_config_default(&cfg);
-    struct runner *r = dev ? runner_create(dev, &cfg, NULL) : NULL;
+    struct device *dev;
+    struct runner *r = sim_runner("64MiB", &dev, &e);
     if (!ok(r != NULL, "a runner on a 64 MiB sim")) {
         diag("%s", e.msg);
         return done_testing();

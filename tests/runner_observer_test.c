@@ -7,6 +7,7 @@
 #include "device/device_kind.h"
 #include "kernels.h"
 #include "run/runner.h"
+#include "sim_runner.h"
 #include "tap.h"
 #include "util/size.h"
 
@@ -76,13 +77,8 @@ static bool keep_none(void *user, uint64_t id, uint8_t category)
 static void recover_order(void)
 {
     struct err e = {0};
-    struct capacity cap;
-    struct device *dev = capacity_parse("64MiB", &cap, &e)
-                             ? NULL
-                             : device_open("sim", &(struct device_open_options){.capacity = cap}, &e);
-    struct alloc_config cfg;
-    alloc_config_default(&cfg);
-    struct runner *r = dev ? runner_create(dev, &cfg, NULL) : NULL;
+    struct device *dev;
+    struct runner *r = sim_runner("64MiB", &dev, &e);
     struct frees seen = {.base = {.on_op = on_free, .on_op_kinds = 1u << OP_FREE}};
     if (!ok(r && runner_add_observer(r, &seen.base) == 0, "a runner on a 64 MiB sim")) {
         diag("%s", e.msg);
