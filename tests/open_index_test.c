@@ -94,10 +94,11 @@ static void worked_cases(void)
 
 #define IDS 2000
 
-static void random_model(void)
+static void random_model(bool packed)
 {
-    struct open_index x = {0};
+    struct open_index x = {.packed = packed};
     static bool live[IDS];
+    memset(live, 0, sizeof live);
     size_t nlive = 0, bad = 0, max_slots = 0, max_live = 0;
     uint64_t rng = 7;
     for (int step = 0; step < 200000; step++) {
@@ -121,7 +122,9 @@ static void random_model(void)
             live[id] = true;
             nlive++;
         }
-        bad += x.count != nlive || (x.mask + 1 >= OPEN_INDEX_DENSE_SLOTS ? 2 : 4) * x.count > x.mask + 1;
+        bool dense = x.mask + 1 >= OPEN_INDEX_DENSE_SLOTS;
+        bad += x.count != nlive || (dense && packed ? 4 * x.count > 3 * (x.mask + 1)
+                                                    : (dense ? 2 : 4) * x.count > x.mask + 1);
         if (nlive > max_live)
             max_live = nlive;
         if (x.mask + 1 > max_slots)
@@ -134,8 +137,9 @@ static void random_model(void)
             }
         }
     }
-    is_int(bad, 0, "200000 random inserts and removes: every lookup, removal and count agrees with the model, never "
-                   "over a quarter full (half in a table of OPEN_INDEX_DENSE_SLOTS or more)");
+    is_int(bad, 0, "%s200000 random inserts and removes: every lookup, removal and count agrees with the model, never "
+                   "over a quarter full (%s in a table of OPEN_INDEX_DENSE_SLOTS or more)", packed ? "packed: " : "",
+           packed ? "three quarters" : "half");
     ok(max_slots <= 8 * max_live, "the table stays within eight slots per id live at its most (%zu slots, %zu ids)",
        max_slots, max_live);
     size_t empty_probe = 0;
@@ -145,30 +149,48 @@ static void random_model(void)
     open_index_free(&x);
 }
 
-/* A small table fills to a quarter, a large one to half: 2048 slots hold 512 items, the 513th doubles them
- * to 4096 slots, which hold 2048; the 2049th doubles them to 8192. */
-static void dense_growth(void)
+static int many[3073];
+
+/* Inserts ids from the count held up to n, then tells whether the table has `slots`. */
+static void fill_to(struct open_index *x, unsigned n, size_t slots, const char *what)
 {
-    static int many[2049];
-    struct open_index x = {0};
-    for (unsigned k = 0; k < 512; k++)
-        open_index_insert(&x, open_index_hash_u64(k), &many[k]);
-    is_int(x.mask + 1, 2048, "512 items in 2048 slots (a quarter full)");
-    for (unsigned k = 512; k < 2048; k++)
-        open_index_insert(&x, open_index_hash_u64(k), &many[k]);
-    is_int(x.mask + 1, OPEN_INDEX_DENSE_SLOTS, "the 513th to the 2048th in 4096 slots (half full)");
-    open_index_insert(&x, open_index_hash_u64(2048), &many[2048]);
+    for (unsigned k = (unsigned)x->count; k < n; k++)
+        open_index_insert(x, open_index_hash_u64(k), &many[k]);
+    is_int(x->mask + 1, slots, "%s", what);
+}
+
+/* One id more than the n held: the table has `slots`, and every item is found. */
+static void one_more(struct open_index *x, unsigned n, size_t slots, const char *what)
+{
+    open_index_insert(x, open_index_hash_u64(n), &many[n]);
     size_t found = 0;
-    for (unsigned k = 0; k <= 2048; k++)
-        found += open_index_get(&x, open_index_hash_u64(k)) == &many[k];
-    ok(x.mask + 1 == 8192 && found == 2049, "the 2049th doubles them to 8192, every item found (%zu)", found);
+    for (unsigned k = 0; k <= n; k++)
+        found += open_index_get(x, open_index_hash_u64(k)) == &many[k];
+    ok(x->mask + 1 == slots && found == n + 1, "%s, every item found (%zu)", what, found);
+}
+
+/* A small table fills to a quarter, a large one to half: 2048 slots hold 512 items, the 513th doubles them
+ * to 4096 slots, which hold 2048; the 2049th doubles them to 8192. Packed, a large table fills to three
+ * quarters: 4096 slots hold 3072 items, the 3073rd doubles them; freed, the index stays packed. */
+static void growth(void)
+{
+    struct open_index x = {0};
+    fill_to(&x, 512, 2048, "512 items in 2048 slots (a quarter full)");
+    fill_to(&x, 2048, OPEN_INDEX_DENSE_SLOTS, "the 513th to the 2048th in 4096 slots (half full)");
+    one_more(&x, 2048, 8192, "the 2049th doubles them to 8192");
     open_index_free(&x);
+    x.packed = true;
+    fill_to(&x, 3072, OPEN_INDEX_DENSE_SLOTS, "packed: 3072 items in 4096 slots (three quarters full)");
+    one_more(&x, 3072, 8192, "the 3073rd doubles them to 8192");
+    open_index_free(&x);
+    ok(x.packed && !x.slots, "freed, the index is empty and still packed");
 }
 
 int main(void)
 {
     worked_cases();
-    random_model();
-    dense_growth();
+    random_model(false);
+    random_model(true);
+    growth();
     return done_testing();
 }

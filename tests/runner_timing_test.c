@@ -4,7 +4,8 @@
  * end (7 readings for the program below), otherwise after every launch too (17); either way each
  * phase and step gets exactly its kernels' time, the runner passes tensor addresses because the kind
  * runs kernels, figures are measured and the wall clock is kept beside them. The device's library
- * workspace comes from the runner's allocator (category workspace) and goes back at runner_destroy. */
+ * workspace comes from the runner's allocator (category workspace) and goes back at runner_destroy; it is
+ * the program's own workspace block where one is free. */
 #include <string.h>
 
 #include "device/sim.h"
@@ -152,9 +153,61 @@ static void run(const char *what, unsigned flags, int readings)
     d->ops->destroy(d);
 }
 
+/* Records each allocation's block address by id. */
+struct addresses {
+    struct run_observer base; /* first */
+    uint64_t addr[8];
+};
+
+static int note_address(struct run_observer *o, struct runner *r, const struct op *op, const struct alloc_block *b,
+                        struct err *e)
+{
+    if (b && op->id < 8)
+        ((struct addresses *)o)->addr[op->id] = alloc_block_addr(b);
+    return 0;
+}
+
+/* A library workspace is the program's own where one is free: the first allocated of the workspace blocks large
+ * enough and not lent already; when none is, a block of its own. Tensor 1 (1 MiB) is too small for 2 MiB,
+ * tensor 6 (4 MiB, allocated before tensor 5, which the live index holds first) is lent first, then tensor 5;
+ * the third request gets a new block. */
+static void lending(void)
+{
+    struct device *d = sim_device_create("stand-in", GiB, 0, NULL);
+    gpu = (struct stand_in){.inner = d->ops, .ops = *d->ops};
+    gpu.ops.set_workspace = set_workspace;
+    d->ops = &gpu.ops;
+    struct alloc_config cfg;
+    alloc_config_default(&cfg);
+    struct runner *r = runner_create(d, &cfg, NULL);
+    struct addresses seen = {.base = {.on_op = note_address}};
+    runner_add_observer(r, &seen.base);
+    int rc = emit(r, (struct op){.kind = OP_ALLOC, .id = 1, .bytes = MiB, .category = CAT_WORKSPACE, .name = "w"});
+    rc |= emit(r, (struct op){.kind = OP_ALLOC, .id = 6, .bytes = 4 * MiB, .category = CAT_WORKSPACE, .name = "w"});
+    rc |= emit(r, (struct op){.kind = OP_ALLOC, .id = 3, .bytes = 4 * MiB, .category = CAT_ACTIVATION, .name = "a"});
+    rc |= emit(r, (struct op){.kind = OP_ALLOC, .id = 5, .bytes = 4 * MiB, .category = CAT_WORKSPACE, .name = "w"});
+    ok(rc == 0, "lending: four allocations, three of them workspaces");
+    uint64_t a = 0, b = 0, c = 0;
+    ok(gpu.ws.alloc(gpu.ws.user, 2 * MiB, 0, &a) == 0 && a == seen.addr[6], "the first 2 MiB: tensor 6's block");
+    ok(gpu.ws.alloc(gpu.ws.user, 2 * MiB, 0, &b) == 0 && b == seen.addr[5], "the second: tensor 5's");
+    const uint64_t *live = runner_category_live(r);
+    uint64_t before = live[CAT_WORKSPACE];
+    ok(gpu.ws.alloc(gpu.ws.user, 2 * MiB, 0, &c) == 0 && c != seen.addr[1] && c != a && c != b &&
+           live[CAT_WORKSPACE] == before + 2 * MiB,
+       "the third: a block of its own, 2 MiB more workspace");
+    gpu.ws.free(gpu.ws.user, c);
+    gpu.ws.free(gpu.ws.user, b);
+    gpu.ws.free(gpu.ws.user, a);
+    is_u64(live[CAT_WORKSPACE], before, "given back: the program's blocks stay, the own one goes");
+    runner_destroy(r);
+    d->ops = gpu.inner;
+    d->ops->destroy(d);
+}
+
 int main(void)
 {
     run("asynchronous", DEVICE_MEASURED | DEVICE_RUNS_KERNELS | DEVICE_ASYNC_KERNELS, 7);
     run("synchronous", DEVICE_MEASURED | DEVICE_RUNS_KERNELS, 17);
+    lending();
     return done_testing();
 }

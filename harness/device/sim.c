@@ -121,24 +121,42 @@ _Static_assert(offsetof(struct kept_time, bytes) == offsetof(struct kept_time, f
 /* The host issues a kernel's launches one after another, each taking the framework's time per op; the
  * GPU starts each as soon as it is issued and the previous kernel is done. So the GPU idles while the
  * host is slower than the kernels it issues (small batches), and the host runs ahead otherwise. */
-static int sim_launch(struct device *d, const struct kernel_call *k, const struct kernel_cost *cost,
-                      const uint64_t *tensor_addrs, struct err *e)
+static void issue(struct sim *s, const struct kept_time *kept)
 {
-    struct sim *s = sim_of(d);
-    /* the model reads the call and its cost: the same shape with the same cost (to the bit) takes the same
-     * time. Without a shape id, or without memory for the kept times, the call is timed afresh. */
-    struct kept_time now, *kept = &now;
-    if (cost->shape_id && (s->times || (s->times = calloc(SIM_KEPT_TIMES, sizeof *s->times))))
-        kept = &s->times[cost->shape_id & (SIM_KEPT_TIMES - 1)];
-    if ((kept == &now || kept->shape_id != cost->shape_id || memcmp(&kept->flops, &cost->flops, 2 * sizeof(double))) &&
-        time_call(s, k, cost, kept, e))
-        return err_prefix(e, "%s: ", d->name);
     for (int i = 0; i < kept->launches; i++) {
         s->host_clock += kept->host_each;
         if (s->gpu_clock < s->host_clock)
             s->gpu_clock = s->host_clock;
         s->gpu_clock += kept->gpu_each;
     }
+}
+
+/* sim_launch's slow path: the call is timed afresh, and kept for its shape. Without a shape id, or without
+ * memory for the kept times, it is not kept. */
+static __attribute__((noinline)) int launch_timed(struct device *d, const struct kernel_call *k,
+                                                  const struct kernel_cost *cost, struct err *e)
+{
+    struct sim *s = sim_of(d);
+    struct kept_time now, *kept = &now;
+    if (cost->shape_id && (s->times || (s->times = calloc(SIM_KEPT_TIMES, sizeof *s->times))))
+        kept = &s->times[cost->shape_id & (SIM_KEPT_TIMES - 1)];
+    if (time_call(s, k, cost, kept, e))
+        return err_prefix(e, "%s: ", d->name);
+    issue(s, kept);
+    return 0;
+}
+
+/* The model reads the call and its cost: the same shape with the same cost (to the bit) takes the time
+ * kept for it. */
+static int sim_launch(struct device *d, const struct kernel_call *k, const struct kernel_cost *cost,
+                      const uint64_t *tensor_addrs, struct err *e)
+{
+    struct sim *s = sim_of(d);
+    const struct kept_time *kept = s->times ? &s->times[cost->shape_id & (SIM_KEPT_TIMES - 1)] : NULL;
+    if (!cost->shape_id || !kept || kept->shape_id != cost->shape_id ||
+        memcmp(&kept->flops, &cost->flops, 2 * sizeof(double)))
+        return launch_timed(d, k, cost, e);
+    issue(s, kept);
     return 0;
 }
 

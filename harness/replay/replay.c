@@ -116,14 +116,6 @@ static int too_small_for_start(const struct replay_run *rr, const struct snapsho
                    p->name, need, rr->dev->name, have, flag);
 }
 
-/* The blocks live at trace start, to what holds the memory: by their recorded site. */
-static void adopt_blocks(struct replay_run *rr, const struct restore_block *blocks, const uint64_t *keys,
-                         const char *const *sites, size_t n)
-{
-    for (size_t k = 0; k < n; k++)
-        holders_adopt(rr->holders, keys[k], blocks[k].size, sites && sites[k] ? sites[k] : "-", CAT_OTHER);
-}
-
 static int restore_expandable(struct replay_run *rr, const struct snapshot_plan *p, struct err *e)
 {
     for (size_t i = 0; i < p->ninitial_expandable; i++) {
@@ -139,7 +131,6 @@ static int restore_expandable(struct replay_run *rr, const struct snapshot_plan 
         }
         if (recorded_observer_restored_reservation(rr->check, x->stream, x->small, x->rec_base, base))
             return err_set(e, ERR_INTERNAL, "out of host memory restoring an expandable segment");
-        adopt_blocks(rr, x->blocks, x->keys, x->sites, x->nblocks);
     }
     return 0;
 }
@@ -171,7 +162,6 @@ static int restore_initial(struct replay_run *rr, const struct snapshot_plan *p,
         }
         if (recorded_observer_restored(rr->check, s->address, s->size, addr))
             return err_set(e, ERR_INTERNAL, "out of host memory restoring %zu segments", p->ninitial);
-        adopt_blocks(rr, s->blocks, s->keys, s->sites, s->nblocks);
     }
     return 0;
 }

@@ -11,40 +11,39 @@
 #include "util/open_index.h"
 #include "util/vec.h"
 
+/* A folded tag: its holders so far, by phase and category: a folded tag (a layer's module) is met in a few
+ * phases and categories, under as many raw tags as there are layers. */
+struct folded {
+    struct key_entry *keys; /* its holders (key_entry.next_of_fold) */
+    UT_hash_handle hh;      /* keyed by text */
+    size_t len;
+    char text[]; /* the folded tag, under HOLDER_TAG_MAX bytes */
+};
+
+/* A holder: a folded tag in a phase and a category, and its live bytes. */
 struct key_entry {
-    struct holder h;
+    struct folded *f;
+    uint32_t phase_id;       /* into phases */
+    uint8_t category;
+    uint64_t bytes, count;   /* live block bytes and allocations */
     uint64_t bytes_at_step;  /* at the last step boundary */
     int grow_run;            /* consecutive step boundaries it grew at */
     int64_t since_step;
     uint64_t grown;
-    UT_hash_handle hh;       /* keyed by key: h.category, h.phase with its NUL, then h.tag */
-    size_t keylen;
-    char key[1 + sizeof(((struct holder *)0)->phase) + HOLDER_TAG_MAX];
-};
-
-/* A folded tag and the holders under it so far, by phase and category: a folded tag (a layer's module) is met
- * in a few phases and categories, under as many raw tags as there are layers. */
-struct slot {
-    struct slot *next;
-    struct key_entry *k;
-    uint32_t phase_id;
-    uint8_t category;
-};
-struct folded {
-    struct slot *slots;
-    UT_hash_handle hh;
-    size_t len;
-    char text[]; /* the folded tag */
+    struct key_entry *next_of_fold; /* the fold's next holder */
+    struct key_entry *next;  /* every holder, in the order they were made */
 };
 
 /* A tag pointer met, by the text it read as (its first HOLDER_TAG_MAX - 1 bytes) and that text's fold: a
  * run's tags are mostly the same interned strings again, so this skips hashing and folding the tag's text;
- * the entry is used only if the pointer's text still matches (a caller may reuse a buffer). */
+ * the entry is used only if the pointer's text still matches (a caller may reuse a buffer), or if the run's
+ * names are stable (run_tensor.stable_tag): then the text is not kept. */
 struct raw_entry {
     struct folded *f;
-    size_t len;
+    size_t len; /* RAW_STABLE: a stable tag's, without its text */
     char tag[]; /* len bytes and a NUL */
 };
+#define RAW_STABLE SIZE_MAX
 #define RAWS_MAX 65536 /* then the pointers are forgotten and met afresh: ever new ones keep memory bounded */
 
 /* With this few holders a capture at each peak passed costs less than keeping the changes since. */
@@ -54,32 +53,22 @@ struct raw_entry {
  * capture at every new peak walks every holder, and most peaks are passed again soon after). */
 struct change {
     struct key_entry *k;
-    uint64_t bytes;
-    bool added;
+    int64_t bytes; /* added (> 0: a block's bytes are never 0) or, negative, released */
 };
 #define CHANGES_MAX 65536 /* then the peak is captured and changes are no longer kept */
 
-struct live_entry {
-    uint64_t bytes;
-    struct key_entry *key;
-    struct live_entry *next_spare;
-};
-
 struct holders {
     struct run_observer base; /* first */
-    struct key_entry *keys;
+    struct key_entry *keys, **keys_end; /* every holder, in the order made; where the next goes */
     struct folded *folds;
     size_t nkeys;
     struct open_index uses;   /* raw_entries by open_index_hash_u64 of the tag pointer */
     struct bump raw_mem;      /* the raw_entries: freed when RAWS_MAX were made */
     size_t nraws;
-    struct open_index live;   /* live_entries by open_index_hash_u64(id) */
-    struct live_entry *spare; /* freed entries, for the next allocations */
-    struct bump mem;          /* the keys, tag tables and live entries: freed with the holders */
-    char phase[32];
-    uint32_t phase_id;       /* the phase's index in phases, so the cache tells phases apart */
-    char phases[64][32];     /* the names seen (more share the last index) */
-    uint32_t nphases;
+    struct bump mem;          /* the holders and folded tags: freed with the holders */
+    uint32_t phase_id;       /* the current phase's index in phases */
+    char (*phases)[32];      /* the phase names seen, cut to 31 bytes */
+    size_t nphases, phases_cap;
     int64_t step;
     uint64_t current, peak;
     bool rising;             /* a new peak not yet passed (the state at the next free is the peak's) */
@@ -119,13 +108,12 @@ void holders_fold_tag(const char *tag, char *buf, size_t len)
     buf[at] = '\0';
 }
 
-/* Largest first; ties by tag, so views are deterministic. */
-static int by_bytes(const void *a, const void *b)
+/* Largest first; ties by tag, then category, so views are deterministic. */
+static int by_bytes(const struct key_entry *x, const struct key_entry *y)
 {
-    const struct holder *x = a, *y = b;
     if (x->bytes != y->bytes)
         return x->bytes < y->bytes ? 1 : -1;
-    int c = strcmp(x->tag, y->tag);
+    int c = strcmp(x->f->text, y->f->text);
     return c ? c : (int)x->category - (int)y->category;
 }
 
@@ -134,93 +122,61 @@ static int by_bytes(const void *a, const void *b)
  * so it keeps pointers and copies the holders once. */
 static void capture(struct holders *hs, struct holders_view *v, uint64_t total, int64_t step)
 {
-    const struct holder *top[HOLDERS_TOP];
+    const struct key_entry *top[HOLDERS_TOP];
     size_t n = 0;
-    for (struct key_entry *k = hs->keys; k; k = k->hh.next) {
-        if (!k->h.bytes || (n == HOLDERS_TOP && by_bytes(&k->h, top[n - 1]) >= 0))
+    for (const struct key_entry *k = hs->keys; k; k = k->next) {
+        if (!k->bytes || (n == HOLDERS_TOP && by_bytes(k, top[n - 1]) >= 0))
             continue;
         size_t at = n < HOLDERS_TOP ? n++ : n - 1;
-        for (; at > 0 && by_bytes(&k->h, top[at - 1]) < 0; at--)
+        for (; at > 0 && by_bytes(k, top[at - 1]) < 0; at--)
             top[at] = top[at - 1];
-        top[at] = &k->h;
+        top[at] = k;
     }
     *v = (struct holders_view){.total = total, .step = step, .seen = true, .n = n};
-    for (size_t i = 0; i < n; i++)
-        v->top[i] = *top[i];
-}
-
-/* The holder of a folded tag (len bytes, under HOLDER_TAG_MAX) in this phase and category, made if new. */
-static struct key_entry *key_of_folded(struct holders *hs, const char *text, size_t len, uint8_t category)
-{
-    char key[sizeof ((struct key_entry *)0)->key];
-    size_t phase_len = strlen(hs->phase) + 1;
-    key[0] = (char)category;
-    memcpy(key + 1, hs->phase, phase_len);
-    char *folded = key + 1 + phase_len;
-    memcpy(folded, text, len);
-    folded[len] = '\0';
-    size_t keylen = 1 + phase_len + len;
-    struct key_entry *k;
-    unsigned hv = (unsigned)hash_bytes(key, keylen);
-    HASH_FIND_BYHASHVALUE(hh, hs->keys, key, keylen, hv, k);
-    if (k)
-        return k;
-    if (!(k = bump_alloc(&hs->mem, sizeof *k)))
-        return NULL;
-    memset(k, 0, offsetof(struct key_entry, key));
-    k->h.category = category;
-    memcpy(k->h.phase, hs->phase, phase_len);
-    memcpy(k->h.tag, folded, keylen - 1 - phase_len + 1);
-    memcpy(k->key, key, keylen);
-    k->keylen = keylen;
-    HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->keys, k->key, k->keylen, hv, k);
-    if (!HASH_ADDED(k))
-        return NULL;
-    hs->nkeys++;
-    return k;
-}
-
-static void fold(const char *tag, char *buf)
-{
-    holders_fold_tag(tag && tag[0] ? tag : "-", buf, HOLDER_TAG_MAX);
-}
-
-static struct key_entry *key_for(struct holders *hs, const char *tag, uint8_t category)
-{
-    char folded[HOLDER_TAG_MAX];
-    fold(tag, folded);
-    return key_of_folded(hs, folded, strlen(folded), category);
+    for (size_t i = 0; i < n; i++) {
+        struct holder *h = &v->top[i];
+        memcpy(h->tag, top[i]->f->text, top[i]->f->len + 1);
+        h->category = top[i]->category;
+        memcpy(h->phase, hs->phases[top[i]->phase_id], sizeof h->phase);
+        h->bytes = top[i]->bytes;
+        h->count = top[i]->count;
+    }
 }
 
 /* At a step boundary: which holders grew since the last one, and for how many boundaries in a row. */
 static void step_boundary(struct holders *hs)
 {
-    for (struct key_entry *k = hs->keys; k; k = k->hh.next) {
-        if (k->h.bytes > k->bytes_at_step) {
+    for (struct key_entry *k = hs->keys; k; k = k->next) {
+        if (k->bytes > k->bytes_at_step) {
             if (k->grow_run++ == 0) {
                 k->since_step = hs->step;
                 k->grown = 0;
             }
-            k->grown += k->h.bytes - k->bytes_at_step;
+            k->grown += k->bytes - k->bytes_at_step;
         } else {
             k->grow_run = 0;
         }
-        k->bytes_at_step = k->h.bytes;
+        k->bytes_at_step = k->bytes;
     }
 }
 
+/* The current phase becomes name's (cut to 31 bytes), numbered in the order phases are first met. */
 static void set_phase(struct holders *hs, const char *name)
 {
-    snprintf(hs->phase, sizeof hs->phase, "%s", name);
+    char cut[sizeof *hs->phases];
+    snprintf(cut, sizeof cut, "%s", name);
     for (hs->phase_id = 0; hs->phase_id < hs->nphases; hs->phase_id++)
-        if (!strcmp(hs->phases[hs->phase_id], hs->phase))
+        if (!strcmp(hs->phases[hs->phase_id], cut))
             return;
-    if (hs->nphases < 64)
-        memcpy(hs->phases[hs->nphases++], hs->phase, sizeof hs->phase);
-    else
-        hs->phase_id = 63; /* shared: cached_key does not cache such a phase */
+    if (vec_grow((void **)&hs->phases, &hs->phases_cap, hs->nphases + 1, sizeof *hs->phases)) {
+        hs->failed = true; /* the bytes go to the last phase known */
+        hs->phase_id = hs->nphases - 1;
+        return;
+    }
+    memcpy(hs->phases[hs->nphases++], cut, sizeof cut);
 }
 
+/* A phase or a step (before_kinds). */
 static void before_op(struct run_observer *base, const struct op *op)
 {
     struct holders *hs = (struct holders *)base;
@@ -234,17 +190,18 @@ static void before_op(struct run_observer *base, const struct op *op)
 }
 
 /* Whether tag (not NULL) reads as raw's text: the same first HOLDER_TAG_MAX - 1 bytes, and ending where
- * raw's does if that is sooner. */
+ * raw's does if that is sooner; never as a stable tag's entry, whose text is not kept. */
 static bool same_text(const struct raw_entry *raw, const char *tag)
 {
-    return !strncmp(raw->tag, tag, raw->len < HOLDER_TAG_MAX - 1 ? raw->len + 1 : raw->len);
+    return raw->len != RAW_STABLE &&
+           !strncmp(raw->tag, tag, raw->len < HOLDER_TAG_MAX - 1 ? raw->len + 1 : raw->len);
 }
 
-/* A raw tag entry for tag's first n bytes. */
+/* A raw tag entry for tag's first n bytes (n RAW_STABLE: a stable tag's, without its text). */
 static struct raw_entry *new_raw(struct holders *hs, const char *tag, size_t n)
 {
     char text[HOLDER_TAG_MAX];
-    fold(tag, text); /* the whole tag, as key_for does */
+    holders_fold_tag(tag && tag[0] ? tag : "-", text, sizeof text); /* the whole tag, then cut */
     size_t len = strlen(text);
     struct folded *f;
     unsigned fv = (unsigned)hash_bytes(text, len);
@@ -252,48 +209,53 @@ static struct raw_entry *new_raw(struct holders *hs, const char *tag, size_t n)
     if (!f) {
         if (!(f = bump_alloc(&hs->mem, sizeof *f + len + 1)))
             return NULL;
-        f->slots = NULL;
+        f->keys = NULL;
         f->len = len;
         memcpy(f->text, text, len + 1);
         HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->folds, f->text, f->len, fv, f);
         if (!HASH_ADDED(f))
             return NULL;
     }
-    struct raw_entry *raw = bump_alloc(&hs->raw_mem, sizeof *raw + n + 1);
+    bool keep_text = n != RAW_STABLE;
+    struct raw_entry *raw = bump_alloc(&hs->raw_mem, sizeof *raw + (keep_text ? n + 1 : 0));
     if (!raw)
         return NULL;
     raw->f = f;
     raw->len = n;
-    if (n)
-        memcpy(raw->tag, tag, n);
-    raw->tag[n] = '\0';
+    if (keep_text) {
+        if (n)
+            memcpy(raw->tag, tag, n);
+        raw->tag[n] = '\0';
+    }
     hs->nraws++;
     return raw;
 }
 
-/* A new slot of a folded tag: its holder in this phase and category. */
-static __attribute__((noinline)) struct key_entry *new_slot(struct holders *hs, struct folded *f, uint8_t category)
+/* A new holder of a folded tag, in this phase and category. */
+static __attribute__((noinline)) struct key_entry *new_key(struct holders *hs, struct folded *f, uint8_t category)
 {
-    struct slot *sl;
-    struct key_entry *k = key_of_folded(hs, f->text, f->len, category);
-    if (!k || !(sl = bump_alloc(&hs->mem, sizeof *sl)))
+    struct key_entry *k = bump_alloc(&hs->mem, sizeof *k);
+    if (!k)
         return NULL;
-    *sl = (struct slot){.next = f->slots, .k = k, .phase_id = hs->phase_id, .category = category};
-    f->slots = sl;
+    *k = (struct key_entry){.f = f, .phase_id = hs->phase_id, .category = category, .next_of_fold = f->keys};
+    f->keys = k;
+    *hs->keys_end = k;
+    hs->keys_end = &k->next;
+    hs->nkeys++;
     return k;
 }
 
 /* The holder of a raw tag in this phase and category, made if new. */
 static struct key_entry *key_of_raw(struct holders *hs, const struct raw_entry *raw, uint8_t category)
 {
-    for (const struct slot *sl = raw->f->slots; sl; sl = sl->next)
-        if (sl->phase_id == hs->phase_id && sl->category == category)
-            return sl->k;
-    return new_slot(hs, raw->f, category);
+    for (struct key_entry *k = raw->f->keys; k; k = k->next_of_fold)
+        if (k->phase_id == hs->phase_id && k->category == category)
+            return k;
+    return new_key(hs, raw->f, category);
 }
 
 /* cached_key's slow path: tag's pointer is new (at < 0), or its text changed. */
-static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders *hs, const char *tag,
+static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders *hs, const char *tag, bool stable,
                                                                   uint8_t category, uint64_t hash, ptrdiff_t at)
 {
     if (hs->nraws == RAWS_MAX) {
@@ -302,7 +264,7 @@ static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders
         hs->nraws = 0;
         at = -1;
     }
-    struct raw_entry *raw = new_raw(hs, tag, tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0);
+    struct raw_entry *raw = new_raw(hs, tag, !tag ? 0 : stable ? RAW_STABLE : strnlen(tag, HOLDER_TAG_MAX - 1));
     if (!raw)
         return NULL;
     if (at >= 0)
@@ -312,27 +274,22 @@ static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders
     return key_of_raw(hs, raw, category);
 }
 
-static struct key_entry *cached_key(struct holders *hs, const char *tag, uint8_t category)
+/* The holder of tag in this phase and category, made if new; stable: tag's pointer is its text. */
+static struct key_entry *cached_key(struct holders *hs, const char *tag, bool stable, uint8_t category)
 {
-    if (hs->phase_id == 63 && strcmp(hs->phases[63], hs->phase)) /* past 64 phase names */
-        return key_for(hs, tag, category);
     uint64_t hash = open_index_hash_u64((uint64_t)(uintptr_t)tag);
     ptrdiff_t at = open_index_first(&hs->uses, hash);
     const struct raw_entry *raw = at >= 0 ? hs->uses.slots[at].item : NULL;
-    if (raw && (!tag || same_text(raw, tag)))
+    if (raw && (!tag || stable || same_text(raw, tag)))
         return key_of_raw(hs, raw, category);
-    return key_of_new_tag(hs, tag, category, hash, at);
+    return key_of_new_tag(hs, tag, stable, category, hash, at);
 }
 
 static void apply(const struct change *c, bool undo)
 {
-    if (c->added != undo) {
-        c->k->h.bytes += c->bytes;
-        c->k->h.count++;
-    } else {
-        c->k->h.bytes -= c->bytes;
-        c->k->h.count--;
-    }
+    int64_t bytes = undo ? -c->bytes : c->bytes;
+    c->k->bytes += (uint64_t)bytes;
+    c->k->count += bytes > 0 ? 1 : (uint64_t)-1;
 }
 
 /* Captures the pending peak: the holders with the changes since undone, then redone. */
@@ -367,76 +324,49 @@ static inline void note_change(struct holders *hs, struct key_entry *k, uint64_t
 {
     if (!hs->pending)
         return;
-    struct change c = {.k = k, .bytes = bytes, .added = added};
+    struct change c = {.k = k, .bytes = added ? (int64_t)bytes : -(int64_t)bytes};
     if (hs->nchanges < hs->changes_cap && hs->nchanges < CHANGES_MAX)
         hs->changes[hs->nchanges++] = c;
     else
         keep_change(hs, c);
 }
 
-static void release(struct holders *hs, size_t slot);
-
-/* A new live allocation of `bytes` under id. An id still held is a snapshot's address allocated again while
- * live (lenient ids): the runner freed the earlier block, so its bytes leave their holder first. */
-static void add(struct holders *hs, uint64_t id, uint64_t bytes, const char *tag, uint8_t category)
+/* A new live tensor to its holder, which it returns (NULL without host memory). */
+static struct key_entry *add(struct holders *hs, const struct run_tensor *t)
 {
-    uint64_t hash = open_index_hash_u64(id);
-    ptrdiff_t slot = open_index_slot(&hs->live, hash);
-    if (slot >= 0 && hs->live.slots[slot].item) {
-        release(hs, (size_t)slot);
-        slot = open_index_slot(&hs->live, hash); /* the removal moved slots */
-    }
-    if (slot < 0) {
+    uint64_t bytes = t->bytes;
+    struct key_entry *k = cached_key(hs, t->tag, t->stable_tag, t->category);
+    if (!k) {
         hs->failed = true;
-        return;
+        return NULL;
     }
-    struct key_entry *k = cached_key(hs, tag, category);
-    struct live_entry *l = hs->spare;
-    if (l)
-        hs->spare = l->next_spare;
-    else
-        l = bump_alloc(&hs->mem, sizeof *l);
-    if (!k || !l) {
-        hs->failed = true;
-        return;
-    }
-    *l = (struct live_entry){.bytes = bytes, .key = k};
-    open_index_put(&hs->live, (size_t)slot, hash, l);
-    k->h.bytes += l->bytes;
-    k->h.count++;
-    hs->current += l->bytes;
+    k->bytes += bytes;
+    k->count++;
+    hs->current += bytes;
     if (hs->current > hs->peak) {
         hs->peak = hs->current;
         hs->rising = true;
         hs->pending = false; /* a higher peak */
         hs->nchanges = 0;
     } else {
-        note_change(hs, k, l->bytes, true);
+        note_change(hs, k, bytes, true);
     }
+    return k;
 }
 
-static void on_alloc(struct holders *hs, const struct op *op, const struct alloc_block *b)
+/* A block restored live at a recording's start: its holder is in the phase "before recording". */
+static struct key_entry *adopt(struct holders *hs, const struct run_tensor *t)
 {
-    if (b)
-        add(hs, op->id, alloc_block_size(b), op->name, op->category);
-    else if (op->bytes && !hs->res.at_oom.seen) /* an allocation that OOMed */
-        capture(hs, &hs->res.at_oom, hs->current, hs->step);
+    uint32_t phase_id = hs->phase_id;
+    set_phase(hs, "before recording");
+    struct key_entry *k = add(hs, t);
+    hs->phase_id = phase_id;
+    return k;
 }
 
-void holders_adopt(struct holders *h, uint64_t id, uint64_t bytes, const char *tag, uint8_t category)
+/* A live allocation of `bytes` leaves its holder k. */
+static void release(struct holders *hs, struct key_entry *k, uint64_t bytes)
 {
-    char phase[sizeof h->phase];
-    memcpy(phase, h->phase, sizeof phase);
-    set_phase(h, "before recording");
-    add(h, id, bytes, tag, category);
-    set_phase(h, phase);
-}
-
-/* The live entry in slot leaves its holder. */
-static void release(struct holders *hs, size_t slot)
-{
-    struct live_entry *l = hs->live.slots[slot].item;
-    open_index_remove_at(&hs->live, slot);
     if (hs->rising) { /* the peak was just before this free */
         hs->rising = false;
         if (hs->nkeys <= EAGER_KEYS) {
@@ -446,25 +376,29 @@ static void release(struct holders *hs, size_t slot)
             hs->peak_step = hs->step;
         }
     }
-    l->key->h.bytes -= l->bytes;
-    l->key->h.count--;
-    hs->current -= l->bytes;
-    note_change(hs, l->key, l->bytes, false);
-    l->next_spare = hs->spare;
-    hs->spare = l;
+    k->bytes -= bytes;
+    k->count--;
+    hs->current -= bytes;
+    note_change(hs, k, bytes, false);
 }
 
+/* The runner's live tensors: the note it keeps with each is the tensor's holder (NULL: host memory ran out). */
+static void on_tensor(struct run_observer *base, const struct run_tensor *t, void **note, bool live)
+{
+    struct holders *hs = (struct holders *)base;
+    if (live)
+        *note = (t->restored ? adopt : add)(hs, t);
+    else if (*note)
+        release(hs, *note, t->bytes);
+}
+
+/* An allocation (ALLOC: on_op_kinds) that OOMed: the holders at the first. */
 static int on_op(struct run_observer *base, struct runner *r, const struct op *op, const struct alloc_block *block,
                  struct err *e)
 {
     struct holders *hs = (struct holders *)base;
-    if (op->kind == OP_ALLOC) {
-        on_alloc(hs, op, block);
-    } else if (op->kind == OP_FREE) {
-        ptrdiff_t slot = open_index_first(&hs->live, open_index_hash_u64(op->id));
-        if (slot >= 0)
-            release(hs, (size_t)slot);
-    }
+    if (!block && op->bytes && !hs->res.at_oom.seen)
+        capture(hs, &hs->res.at_oom, hs->current, hs->step);
     return 0;
 }
 
@@ -472,8 +406,15 @@ struct holders *holders_create(void)
 {
     struct holders *hs = calloc(1, sizeof *hs);
     if (hs) {
-        hs->base = (struct run_observer){.before_op = before_op, .on_op = on_op};
+        hs->base = (struct run_observer){.on_tensor = on_tensor, .before_op = before_op, .on_op = on_op,
+                                         .before_kinds = 1u << OP_PHASE | 1u << OP_STEP, .on_op_kinds = 1u << OP_ALLOC};
+        hs->uses.packed = true; /* pointers hashed by open_index_hash_u64 */
+        hs->keys_end = &hs->keys;
         set_phase(hs, "start");
+        if (hs->failed) {
+            free(hs);
+            return NULL;
+        }
     }
     return hs;
 }
@@ -501,11 +442,11 @@ int holders_finish(struct holders *hs, struct holders_result *out)
     if (hs->step > 0)
         step_boundary(hs); /* the end of the last step */
     hs->res.nleaks = 0;
-    for (struct key_entry *k = hs->keys; k; k = k->hh.next) {
+    for (const struct key_entry *k = hs->keys; k; k = k->next) {
         if (k->grow_run < 2) /* grew at two boundaries in a row at least: the first step's growth is setup */
             continue;
-        struct leak l = {.category = k->h.category, .since_step = k->since_step, .grown = k->grown};
-        memcpy(l.tag, k->h.tag, sizeof l.tag);
+        struct leak l = {.category = k->category, .since_step = k->since_step, .grown = k->grown};
+        memcpy(l.tag, k->f->text, k->f->len + 1);
         if (hs->res.nleaks < HOLDERS_TOP)
             hs->res.leaks[hs->res.nleaks++] = l;
         else if (l.grown > hs->res.leaks[HOLDERS_TOP - 1].grown)
@@ -520,9 +461,8 @@ void holders_destroy(struct holders *hs)
 {
     if (!hs)
         return;
-    HASH_CLEAR(hh, hs->keys);
     HASH_CLEAR(hh, hs->folds);
-    open_index_free(&hs->live);
+    free(hs->phases);
     open_index_free(&hs->uses);
     bump_free_all(&hs->raw_mem);
     free(hs->changes);

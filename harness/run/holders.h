@@ -47,8 +47,6 @@ struct holders;
 
 struct holders *holders_create(void); /* NULL without host memory */
 struct run_observer *holders_base(struct holders *h);
-/* A live allocation the runner did not allocate through an op (a block live when a recording began). */
-void holders_adopt(struct holders *h, uint64_t id, uint64_t bytes, const char *tag, uint8_t category);
 /* The views and leaks so far (call after the run). 0, or -1 if host memory ran out on the way. */
 int holders_finish(struct holders *h, struct holders_result *out);
 void holders_destroy(struct holders *h);

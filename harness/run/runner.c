@@ -14,14 +14,32 @@
 #include "util/open_index.h"
 #include "util/vec.h"
 
-struct live_tensor {
-    uint64_t id;
-    struct alloc_block *block;
-    uint64_t managed_addr, managed_bytes; /* OP_MANAGED_ALLOC: its pages on the device (0 bytes: on the host) */
-    const char *tag; /* the ALLOC op's name (a module tag, a recorded site), or a restored block's */
-    uint8_t category;
-    struct live_tensor *prev, *next; /* allocation order, as recovery and workspace lending walk it; next: spares */
+/* An OP_MANAGED_ALLOC's pages on the device (rare: kept beside its live tensor, which stays small). */
+struct managed_pages {
+    uint64_t addr, bytes;
 };
+
+struct live_tensor { /* 48 bytes: thousands are live at once */
+    uint64_t id;
+    union {
+        struct alloc_block *block;      /* !managed: its block (NULL: zero bytes) */
+        struct managed_pages *pages;    /* managed: its pages on the device (NULL: on the host) */
+    };
+    const char *tag; /* the ALLOC op's name (a module tag, a recorded site), or a restored block's */
+    void *note; /* the on_tensor observer's word for it */
+    union {
+        uint64_t seq;                   /* live: its place in allocation order, as recovery and lending go */
+        struct live_tensor *next_spare; /* recycled */
+    };
+    uint8_t category;
+    bool managed; /* an OP_MANAGED_ALLOC's */
+};
+
+/* A live tensor's block: NULL for a zero-byte or a managed allocation. */
+static inline struct alloc_block *block_of(const struct live_tensor *t)
+{
+    return t->managed ? NULL : t->block;
+}
 
 struct failed_id {
     uint64_t id;
@@ -46,14 +64,23 @@ struct after_hook {
     struct run_observer *o;
 };
 
+_Static_assert(OP_KIND_COUNT < 32, "an observer's kinds and the runner's hooked kinds (one more: unknown) are bits of a uint32_t");
+
+/* The hooks an op of one kind calls (the last row: an op of unknown kind), in the order added. */
+struct kind_hooks {
+    struct before_hook before[RUN_MAX_OBSERVERS]; /* the before_op hooks */
+    struct after_hook after[RUN_MAX_OBSERVERS];   /* and the on_op hooks */
+    size_t nbefore, nafter;
+};
+
 struct runner {
     struct op_sink sink; /* first: the sink pointer is the runner */
     struct runner_options opt;
     struct run_observer *observers[RUN_MAX_OBSERVERS];
     size_t nobservers;
-    struct before_hook before[RUN_MAX_OBSERVERS]; /* the observers' before_op hooks, in order */
-    struct after_hook after[RUN_MAX_OBSERVERS];   /* and their on_op hooks */
-    size_t nbefore, nafter;
+    struct kind_hooks hooks[OP_KIND_COUNT + 1];
+    uint32_t hooked; /* bit k: an op of kind k has hooks (bit OP_KIND_COUNT: one of unknown kind) */
+    struct run_observer *tensor_obs; /* the observer with on_tensor, or NULL */
     bool launches, runs_kernels, async_kernels; /* the device's: it has launch, DEVICE_RUNS_KERNELS, DEVICE_ASYNC_KERNELS */
     struct kernel_cost_memo costs; /* kernels' costs by their calls' shapes */
     struct failed_id *failed; /* ids whose allocation OOMed (continue_after_oom): their frees are expected */
@@ -67,13 +94,13 @@ struct runner {
     struct device *dev;
     struct allocator *a;
     struct open_index live;    /* the live tensors by open_index_hash_u64(id) */
-    struct live_tensor *first, *last; /* the live tensors in allocation order */
+    uint64_t next_seq; /* the next live tensor's seq */
     struct live_tensor *spare; /* recycled entries */
     struct bump live_mem;      /* where live entries come from: freed with the runner */
     uint64_t category_live[CAT_COUNT];
     uint64_t managed_current; /* resident bytes of OP_MANAGED_ALLOC tensors */
     struct run_result res;
-    size_t phase; /* index into res.phases of the current phase */
+    struct phase_peak *phase; /* the current phase's in res.phases (NULL before the first) */
     char phase_name[32];
     size_t early_points; /* points of steps 0 to 2, kept; later ones are the last step's */
     int64_t phase_step;  /* the step the current phase began in */
@@ -99,11 +126,6 @@ bool phase_is_eval(const char *name)
            !strcmp(name, "denoise"); /* job.kind diffusion's phases are sampling and decode too */
 }
 
-static struct phase_peak *current_phase(struct runner *r)
-{
-    return r->res.nphases ? &r->res.phases[r->phase] : NULL;
-}
-
 static uint64_t device_used(struct runner *r)
 {
     uint64_t free_bytes = 0, total = 0;
@@ -124,8 +146,8 @@ static void take_kernel_time(struct runner *r)
         return;
     double t = r->dev->ops->kernel_seconds(r->dev);
     r->res.kernel_seconds += t;
-    if (current_phase(r))
-        current_phase(r)->seconds += t;
+    if (r->phase)
+        r->phase->seconds += t;
     if (r->phase_trains)
         r->step_train += t;
 }
@@ -170,7 +192,7 @@ static void enter_phase(struct runner *r, const char *name)
 {
     take_times(r);
     uint64_t used = device_used(r);
-    struct phase_peak *prev = current_phase(r);
+    struct phase_peak *prev = r->phase;
     if (prev && !prev->delta_recorded) {
         prev->device_used_delta = (int64_t)used - (int64_t)r->phase_used_start;
         prev->delta_recorded = true;
@@ -183,17 +205,17 @@ static void enter_phase(struct runner *r, const char *name)
     r->phase_trains = phase_is_training(name);
     for (size_t i = 0; i < r->res.nphases; i++) {
         if (!strcmp(r->res.phases[i].name, name)) {
-            r->phase = i;
+            r->phase = &r->res.phases[i];
             return;
         }
     }
     if (r->res.nphases == RUN_MAX_PHASES) {
-        r->phase = RUN_MAX_PHASES - 1; /* more phases than columns: the last one collects the rest */
+        r->phase = &r->res.phases[RUN_MAX_PHASES - 1]; /* more phases than columns: the last collects the rest */
         return;
     }
-    r->phase = r->res.nphases++;
-    r->res.phases[r->phase] = (struct phase_peak){0};
-    snprintf(r->res.phases[r->phase].name, sizeof r->res.phases[r->phase].name, "%s", name);
+    r->phase = &r->res.phases[r->res.nphases++];
+    *r->phase = (struct phase_peak){0};
+    snprintf(r->phase->name, sizeof r->phase->name, "%s", name);
 }
 
 _Static_assert(sizeof((struct run_result *)0)->peak_allocated_phase == sizeof((struct runner *)0)->phase_name &&
@@ -205,7 +227,7 @@ static void track_peaks(struct runner *r)
     uint64_t allocated, reserved;
     allocator_current_bytes(r->a, &allocated, &reserved);
     /* the run's peaks are never below the current phase's: nothing to do under the phase's */
-    struct phase_peak *p = current_phase(r);
+    struct phase_peak *p = r->phase;
     if (p && allocated <= p->peak_allocated && reserved <= p->peak_reserved)
         return;
     if (allocated > r->res.peak_allocated) {
@@ -288,48 +310,61 @@ static int remember_failed(struct runner *r, uint64_t id, struct err *e)
     return 0;
 }
 
+/* Tells the on_tensor observer, if any, that t (with its block of `bytes`) became live or is leaving. */
+static inline void tell_tensor(struct runner *r, struct live_tensor *t, uint64_t bytes, bool restored, bool live)
+{
+    struct run_observer *o = r->tensor_obs;
+    if (o)
+        o->on_tensor(o, &(struct run_tensor){t->id, bytes, t->tag, t->category, restored, r->opt.stable_names},
+                     &t->note, live);
+}
+
 /* Releases the live tensor in slot at of the live table. */
 static inline void release_tensor(struct runner *r, size_t at)
 {
     struct live_tensor *t = r->live.slots[at].item;
-    if (t->managed_bytes) {
-        r->dev->ops->seg_free(r->dev, t->managed_addr, t->managed_bytes);
-        r->managed_current -= t->managed_bytes;
+    if (t->managed) {
+        if (t->pages) {
+            r->dev->ops->seg_free(r->dev, t->pages->addr, t->pages->bytes);
+            r->managed_current -= t->pages->bytes;
+            free(t->pages);
+        }
+    } else if (t->block) {
+        uint64_t bytes = alloc_block_size(t->block);
+        tell_tensor(r, t, bytes, false, false);
+        r->category_live[t->category] -= bytes;
+        allocator_free(r->a, t->block);
     }
-    if (t->block)
-        r->category_live[t->category] -= alloc_block_size(t->block);
-    allocator_free(r->a, t->block);
     open_index_remove_at(&r->live, at);
-    *(t->prev ? &t->prev->next : &r->first) = t->next;
-    *(t->next ? &t->next->prev : &r->last) = t->prev;
-    t->next = r->spare;
+    t->next_spare = r->spare;
     r->spare = t;
 }
 
 /* A new live tensor under id, put in slot at (live_slot's empty slot for id); block may be NULL (a
- * zero-byte allocation). NULL without host memory. */
+ * zero-byte allocation). restored: a block live at a recording's start. NULL without host memory. */
 static inline struct live_tensor *add_live(struct runner *r, size_t at, uint64_t id, struct alloc_block *b,
-                                    uint8_t category, const char *tag, struct err *e)
+                                           uint8_t category, const char *tag, bool restored, struct err *e)
 {
     struct live_tensor *t = r->spare;
     if (t)
-        r->spare = t->next;
+        r->spare = t->next_spare;
     else if (!(t = bump_alloc(&r->live_mem, sizeof *t))) {
         err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
         return NULL;
     }
     t->id = id;
     t->block = b;
-    t->managed_addr = t->managed_bytes = 0;
+    t->managed = false;
     t->tag = tag;
     t->category = category < CAT_COUNT ? category : CAT_OTHER;
+    t->note = NULL;
     open_index_put(&r->live, at, open_index_hash_u64(id), t);
-    t->prev = r->last;
-    t->next = NULL;
-    *(r->last ? &r->last->next : &r->first) = t;
-    r->last = t;
-    if (b)
-        r->category_live[t->category] += alloc_block_size(b);
+    t->seq = r->next_seq++;
+    if (b) {
+        uint64_t bytes = alloc_block_size(b);
+        r->category_live[t->category] += bytes;
+        tell_tensor(r, t, bytes, restored, true);
+    }
     return t;
 }
 
@@ -364,7 +399,7 @@ static int do_alloc(struct runner *r, const struct op *op, struct alloc_block **
         return remember_failed(r, op->id, e);
     }
     /* the allocator does not touch the live table: at is still the slot for op->id */
-    if (!add_live(r, (size_t)at, op->id, b, op->category, op->name, e)) {
+    if (!add_live(r, (size_t)at, op->id, b, op->category, op->name, false, e)) {
         allocator_free(r->a, b);
         return -1;
     }
@@ -394,18 +429,26 @@ static int do_managed_alloc(struct runner *r, const struct op *op, struct err *e
                        "%s: %llu bytes of unified memory (paged state) do not fit on the device, and oomlab "
                        "cannot keep them on the host for a device that runs kernels",
                        op->name ? op->name : "-", (unsigned long long)op->bytes);
-    struct live_tensor *t = add_live(r, (size_t)at, op->id, NULL, op->category, op->name, e);
+    bool resident = st == DEV_OK && op->bytes;
+    struct managed_pages *pages = resident ? malloc(sizeof *pages) : NULL;
+    struct live_tensor *t = resident && !pages ? NULL : add_live(r, (size_t)at, op->id, NULL, op->category, op->name, false, e);
     if (!t) {
-        if (st == DEV_OK && op->bytes)
+        if (resident && !pages)
+            err_set(e, ERR_INTERNAL, "out of host memory tracking tensors");
+        if (resident)
             r->dev->ops->seg_free(r->dev, addr, op->bytes);
+        free(pages);
         return -1;
     }
+    t->managed = true;
+    t->pages = pages;
     if (st == DEV_OOM) {
         r->res.managed_on_host += op->bytes;
         return 0;
     }
-    t->managed_addr = addr;
-    t->managed_bytes = op->bytes;
+    if (!pages) /* zero bytes */
+        return 0;
+    *pages = (struct managed_pages){addr, op->bytes};
     r->managed_current += op->bytes;
     if (r->managed_current > r->res.managed_peak)
         r->res.managed_peak = r->managed_current;
@@ -474,7 +517,7 @@ static int do_record_stream(struct runner *r, const struct op *op, struct err *e
     if (!t)
         return err_set(e, ERR_INTERNAL, "op program records a stream use of tensor %llu, which is not live",
                        (unsigned long long)op->id);
-    allocator_record_stream(r->a, t->block, (uint64_t)op->stream);
+    allocator_record_stream(r->a, block_of(t), (uint64_t)op->stream);
     return 0;
 }
 
@@ -486,19 +529,21 @@ static int do_kernel(struct runner *r, const struct op *op, struct err *e)
     r->res.kernels++;
     r->res.flops += cost.flops;
     r->res.bytes_moved += cost.bytes;
-    if (current_phase(r))
-        current_phase(r)->flops += cost.flops;
+    if (r->phase)
+        r->phase->flops += cost.flops;
     if (!r->launches)
         return 0;
     const bool runs = r->runs_kernels;
-    uint64_t addrs[KERNEL_MAX_TENSORS] = {0};
+    uint64_t addrs[KERNEL_MAX_TENSORS];
+    if (runs)
+        memset(addrs, 0, sizeof addrs);
     for (unsigned i = 0; runs && i < op->kernel.ntensors && i < KERNEL_MAX_TENSORS; i++) {
         struct live_tensor *t = find_live(r, op->kernel.tensors[i]);
         if (!t)
             return err_set(e, ERR_INTERNAL, "kernel %s names tensor %llu, which is not live",
                            kernel_get(op->kernel.kernel)->name,
                            (unsigned long long)op->kernel.tensors[i]);
-        addrs[i] = t->block ? alloc_block_addr(t->block) : t->managed_addr;
+        addrs[i] = t->managed ? (t->pages ? t->pages->addr : 0) : t->block ? alloc_block_addr(t->block) : 0;
     }
     int rc = r->dev->ops->launch(r->dev, &op->kernel, &cost, runs ? addrs : NULL, e);
     if (!r->async_kernels) /* its time is known now: into this phase and step */
@@ -583,12 +628,19 @@ static __attribute__((noinline)) int execute_other(struct runner *r, const struc
     return err_set(e, ERR_INTERNAL, "op program has an op of unknown kind %d", (int)op->kind);
 }
 
+/* The hooks an op calls. */
+static inline const struct kind_hooks *hooks_of(const struct runner *r, const struct op *op)
+{
+    return &r->hooks[(unsigned)op->kind < OP_KIND_COUNT ? (unsigned)op->kind : OP_KIND_COUNT];
+}
+
 /* An op failed: later ops are refused; after an OOM the observers see the allocation that OOMed. */
 static __attribute__((noinline, cold)) int stop(struct runner *r, const struct op *op)
 {
     r->stopped = true;
-    for (size_t i = 0; r->ended_by_oom && i < r->nafter; i++)
-        r->after[i].fn(r->after[i].o, r, op, NULL, &(struct err){0});
+    const struct kind_hooks *h = hooks_of(r, op);
+    for (size_t i = 0; r->ended_by_oom && i < h->nafter; i++)
+        h->after[i].fn(h->after[i].o, r, op, NULL, &(struct err){0});
     return -1;
 }
 
@@ -597,8 +649,10 @@ static int emit(struct op_sink *sink, const struct op *op, struct err *e)
     struct runner *r = (struct runner *)sink;
     if (r->stopped)
         return -1;
-    for (size_t i = 0; i < r->nbefore; i++)
-        r->before[i].fn(r->before[i].o, op);
+    const unsigned kind = (unsigned)op->kind < OP_KIND_COUNT ? (unsigned)op->kind : OP_KIND_COUNT;
+    const struct kind_hooks *h = r->hooked >> kind & 1 ? &r->hooks[kind] : NULL;
+    for (size_t i = 0; h && i < h->nbefore; i++)
+        h->before[i].fn(h->before[i].o, op);
     struct alloc_block *block = NULL;
     int rc;
     if (op->kind == OP_ALLOC) {
@@ -614,8 +668,8 @@ static int emit(struct op_sink *sink, const struct op *op, struct err *e)
     if (rc)
         return stop(r, op);
     r->res.ops++;
-    for (size_t i = 0; i < r->nafter; i++)
-        if (r->after[i].fn(r->after[i].o, r, op, block, e))
+    for (size_t i = 0; h && i < h->nafter; i++)
+        if (h->after[i].fn(h->after[i].o, r, op, block, e))
             return -1;
     return 0;
 }
@@ -638,9 +692,12 @@ struct runner *runner_create(struct device *dev, const struct alloc_config *cfg,
     if (!r)
         return NULL;
     r->sink.emit = emit;
+    r->live.packed = true; /* ids hashed by open_index_hash_u64 */
     r->dev = dev;
     if (opt)
         r->opt = *opt;
+    else
+        r->opt.stable_names = true;
     if (!r->opt.where_unit)
         r->opt.where_unit = "op";
     snprintf(r->phase_name, sizeof r->phase_name, "start");
@@ -662,13 +719,21 @@ struct runner *runner_create(struct device *dev, const struct alloc_config *cfg,
 
 int runner_add_observer(struct runner *r, struct run_observer *o)
 {
-    if (r->nobservers == RUN_MAX_OBSERVERS)
+    if (r->nobservers == RUN_MAX_OBSERVERS || (o->on_tensor && r->tensor_obs))
         return -1;
+    if (o->on_tensor)
+        r->tensor_obs = o;
     r->observers[r->nobservers++] = o;
-    if (o->before_op)
-        r->before[r->nbefore++] = (struct before_hook){o->before_op, o};
-    if (o->on_op)
-        r->after[r->nafter++] = (struct after_hook){o->on_op, o};
+    for (unsigned k = 0; k <= OP_KIND_COUNT; k++) { /* an unknown kind (k == OP_KIND_COUNT): every kind's */
+        struct kind_hooks *h = &r->hooks[k];
+        uint32_t bit = k < OP_KIND_COUNT ? 1u << k : 0;
+        if (o->before_op && (!o->before_kinds || (o->before_kinds & bit)))
+            h->before[h->nbefore++] = (struct before_hook){o->before_op, o};
+        if (o->on_op && (!o->on_op_kinds || (o->on_op_kinds & bit)))
+            h->after[h->nafter++] = (struct after_hook){o->on_op, o};
+        if (h->nbefore || h->nafter)
+            r->hooked |= 1u << k;
+    }
     if (o->on_alloc_event)
         allocator_set_trace(r->a, on_alloc_event, r);
     return 0;
@@ -691,7 +756,7 @@ static int adopt_restored(struct runner *r, struct alloc_block **handles, const 
         else if (r->live.slots[at].item)
             rc = err_set(e, ERR_INPUT, "two live blocks at trace start have the same id 0x%llx",
                          (unsigned long long)ids[k]);
-        else if (!add_live(r, (size_t)at, ids[k], handles[k], CAT_OTHER, names ? names[k] : NULL, e))
+        else if (!add_live(r, (size_t)at, ids[k], handles[k], CAT_OTHER, names ? names[k] : NULL, true, e))
             rc = -1;
         else
             handles[k] = NULL;
@@ -727,21 +792,46 @@ int runner_restore_expandable(struct runner *r, uint64_t stream, bool small, con
     return adopt_restored(r, handles, ids, names, n, rc, e);
 }
 
+static int by_seq(const void *a, const void *b)
+{
+    uint64_t x = (*(struct live_tensor *const *)a)->seq, y = (*(struct live_tensor *const *)b)->seq;
+    return x < y ? -1 : x > y;
+}
+
+/* The live tensors in allocation order: a new array of r->live.count, or NULL without host memory. */
+static struct live_tensor **live_in_order(const struct runner *r)
+{
+    struct live_tensor **v = malloc((r->live.count + 1) * sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; v && r->live.slots && i <= r->live.mask; i++)
+        if (r->live.slots[i].item)
+            v[n++] = r->live.slots[i].item;
+    if (v)
+        qsort(v, n, sizeof *v, by_seq);
+    return v;
+}
+
 int runner_recover(struct runner *r, bool (*keep)(void *user, uint64_t id, uint8_t category), void *user,
                    struct err *e)
 {
     if (!r->ended_by_oom)
         return err_set(e, ERR_INTERNAL, "runner_recover: the run did not end with an OOM");
+    size_t n = r->live.count;
+    struct live_tensor **order = live_in_order(r);
+    if (!order)
+        return err_set(e, ERR_INTERNAL, "out of host memory recovering from an OOM");
     r->stopped = r->ended_by_oom = false;
     r->res.oom = (struct run_oom){0};
-    for (struct live_tensor *t = r->first, *next; t; t = next) {
-        next = t->next;
-        if (keep(user, t->id, t->category))
+    for (size_t k = 0; k < n; k++) { /* a FREE releases only its own tensor: the later ones stay live */
+        if (keep(user, order[k]->id, order[k]->category))
             continue;
-        struct op free_op = {.kind = OP_FREE, .id = t->id};
-        if (emit(&r->sink, &free_op, e))
+        struct op free_op = {.kind = OP_FREE, .id = order[k]->id};
+        if (emit(&r->sink, &free_op, e)) {
+            free(order);
             return -1;
+        }
     }
+    free(order);
     /* the training loop starts over: its steps are counted and timed afresh */
     r->res.steps = 0;
     r->res.samples = 0;
@@ -762,17 +852,22 @@ static int lend_workspace(void *user, uint64_t bytes, int stream, uint64_t *addr
     struct runner *r = user;
     if (r->nlent == sizeof r->lent / sizeof r->lent[0])
         return -1;
-    for (const struct live_tensor *t = r->first; t; t = t->next) {
-        if (t->category != CAT_WORKSPACE || !t->block || alloc_block_size(t->block) < bytes)
+    const struct live_tensor *first = NULL; /* the first in allocation order of the program's free to lend */
+    for (size_t k = 0; r->live.slots && k <= r->live.mask; k++) {
+        const struct live_tensor *t = r->live.slots[k].item;
+        if (!t || t->category != CAT_WORKSPACE || !block_of(t) || alloc_block_size(t->block) < bytes ||
+            (first && first->seq < t->seq))
             continue;
         bool taken = false;
         for (size_t i = 0; i < r->nlent && !taken; i++)
             taken = r->lent[i].addr == alloc_block_addr(t->block);
-        if (!taken) {
-            *addr = alloc_block_addr(t->block);
-            r->lent[r->nlent++] = (struct lent_workspace){*addr, NULL};
-            return 0;
-        }
+        if (!taken)
+            first = t;
+    }
+    if (first) {
+        *addr = alloc_block_addr(first->block);
+        r->lent[r->nlent++] = (struct lent_workspace){*addr, NULL};
+        return 0;
     }
     struct alloc_block *b = NULL;
     struct alloc_oom oom;
@@ -841,7 +936,7 @@ void runner_finish(struct runner *r, struct run_result *out)
     take_times(r);
     if (!r->ended_by_oom)
         end_point(r);
-    struct phase_peak *last = current_phase(r);
+    struct phase_peak *last = r->phase;
     if (last && !last->delta_recorded) {
         last->device_used_delta = (int64_t)device_used(r) - (int64_t)r->phase_used_start;
         last->delta_recorded = true;
@@ -859,6 +954,11 @@ void runner_destroy(struct runner *r)
 {
     if (!r)
         return;
+    for (size_t i = 0; r->live.slots && i <= r->live.mask; i++) {
+        struct live_tensor *t = r->live.slots[i].item;
+        if (t && t->managed)
+            free(t->pages);
+    }
     open_index_free(&r->live);
     bump_free_all(&r->live_mem);
     HASH_FREE_ALL(hh, r->failed);

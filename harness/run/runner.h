@@ -104,11 +104,31 @@ struct runner_options {
     const char *where_unit;
     /* The GPU's number in OOM messages ("GPU 1 has a total capacity of ..."): a replayed snapshot's device. */
     int device_index;
+    /* Every op name's pointer names the same text for the whole run (interned, as the workload generator's
+     * are), so observers may know a name by its pointer; otherwise a name's buffer may be rewritten between
+     * ops (a text trace's line). */
+    bool stable_names;
+};
+
+/* A live tensor with a block, as on_tensor sees it. */
+struct run_tensor {
+    uint64_t id;
+    uint64_t bytes;   /* its block's */
+    const char *tag;  /* the ALLOC op's name, or a restored block's (may be NULL) */
+    uint8_t category; /* enum category */
+    bool restored;    /* live at a recording's start (runner_restore_*), not allocated by an op */
+    bool stable_tag;  /* the run's names are stable (runner_options.stable_names): tag's pointer is its text */
 };
 
 /* Sees the run as it happens. Any function may be NULL; a nonzero return from on_op stops the run
  * with the error in e. */
 struct run_observer {
+    /* A tensor with a block became live (live: an ALLOC's, or a block restored live at a recording's
+     * start) or is about to be freed (a FREE, runner_recover's, an id allocated again while live under
+     * lenient ids), within the op, before on_op. *note is a word the runner keeps with the tensor for
+     * this observer: NULL when it becomes live, then what the observer left there, so the observer needs
+     * no index of its own. At most one observer of a runner has this hook. */
+    void (*on_tensor)(struct run_observer *o, const struct run_tensor *t, void **note, bool live);
     /* before the runner executes op */
     void (*before_op)(struct run_observer *o, const struct op *op);
     /* every allocator trace event (segment_alloc, segment_free, map, unmap, oom, ...) */
@@ -116,6 +136,8 @@ struct run_observer {
     /* after the runner executed op; for ALLOC, block is the new block (NULL: zero bytes, or an OOM) */
     int (*on_op)(struct run_observer *o, struct runner *r, const struct op *op, const struct alloc_block *block,
                  struct err *e);
+    /* The op kinds before_op and on_op are called for, as bits (1u << OP_...); 0: every kind. */
+    uint32_t before_kinds, on_op_kinds;
 };
 
 /* The phases of a training step proper: forward, backward, optimizer and EMA update (not load, eval,
@@ -125,12 +147,13 @@ bool phase_is_training(const char *name);
 bool phase_is_eval(const char *name);
 
 /* A runner of op programs on dev under cfg; opt NULL: a generated program's rules (the first OOM ends the
- * run; ids must be consistent). A device with library workspaces (set_workspace) takes them from the
+ * run; ids must be consistent; names are stable). A device with library workspaces (set_workspace) takes them from the
  * runner's allocator model, as PyTorch takes them from its caching allocator: a request for a cuBLAS
  * workspace the op program already allocated gets that block; anything else is a new allocation
  * (category workspace). runner_destroy gives them back, so the device may outlive the runner. */
 struct runner *runner_create(struct device *dev, const struct alloc_config *cfg, const struct runner_options *opt);
-/* Up to 6 observers, called in the order added; they must outlive the runner's last op. 0, or -1. */
+/* Up to 6 observers, called in the order added; they must outlive the runner's last op. 0, or -1 (a
+ * seventh, or a second with on_tensor). */
 int runner_add_observer(struct runner *r, struct run_observer *o);
 struct allocator *runner_allocator(struct runner *r);
 struct op_sink *runner_sink(struct runner *r);

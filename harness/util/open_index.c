@@ -12,8 +12,9 @@ int open_index_grow(struct open_index *x)
     if (!slots)
         return -1;
     struct open_index old = *x;
+    size_t limit = n < OPEN_INDEX_DENSE_SLOTS ? n / 4 : old.packed ? n / 4 * 3 : n / 2;
     *x = (struct open_index){.slots = slots, .mask = n - 1, .shift = 64 - (unsigned)__builtin_ctzll(n),
-                             .count = old.count, .limit = n >= OPEN_INDEX_DENSE_SLOTS ? n / 2 : n / 4};
+                             .count = old.count, .limit = limit, .packed = old.packed};
     for (size_t i = 0; old.slots && i <= old.mask; i++) {
         if (!old.slots[i].item)
             continue;
@@ -44,5 +45,5 @@ void open_index_shift_out(struct open_index *x, size_t i)
 void open_index_free(struct open_index *x)
 {
     free(x->slots);
-    *x = (struct open_index){0};
+    *x = (struct open_index){.packed = x->packed};
 }
