@@ -3,6 +3,8 @@
  * elementwise.h; all but the gated forms as unary activations (cpu_unary.h); ReLU on bf16/fp16
  * works on the bit patterns. */
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_unary.h"
@@ -14,22 +16,38 @@ static inline float gelu_tanh_dx(float x, float dy)
     return dy * oom_gelu_tanh_grad(x);
 }
 
-/* The normal CDF Phi(x) = (1 + erf(x / sqrt 2)) / 2 and the density phi(x) for the vectorizer: erf by
+/* The normal CDF Phi(x) = (1 + erf(x / sqrt 2)) / 2 and the density phi(x) for the vectorizer: erfc by
  * Abramowitz and Stegun 7.1.26 (erfc(z) = t P(t) e^(-z^2), t = 1 / (1 + 0.3275911 |z|), within 1.5e-7 of
- * erf), as PyTorch's vectorized CPU erf does (aten/src/ATen/cpu/vec/vec512/vec512_float.h), but with the
- * lower tail taken from erfc directly rather than 1 + erf, so it keeps its relative precision. phi shares
- * the exponential. z = x / sqrt 2 is never formed: 1 / sqrt 2 is folded into t's constant, z^2 = x^2 / 2,
- * and erfc's 1/2 into P's coefficients (with cpu_exp_nonpos's shorter tail, a sixth fewer vector operations:
- * 10-15% faster, measured). libmvec's erff is more exact in the last bits but an out-of-line call per vector,
- * twice as slow here. */
+ * erf), as PyTorch's vectorized CPU erf does (aten/src/ATen/cpu/vec/vec512/vec512_float.h), but with Phi =
+ * erfc / 2 below 0 and 1 - erfc / 2 above: PyTorch's GELU takes 1 + erf (aten/src/ATen/native/cpu/Gelu.h),
+ * 0 from x = -5.5 on, where this keeps the formula's relative error (0.2% at x = -5, 3% at -12). z = x / sqrt 2
+ * is never formed: 1 / sqrt 2 is folded into t's constant and erfc's 1/2 into P's. The exponential,
+ * e^(-x^2/2) = 2^w with w = -x^2/2 log2 e, is p(f) 2^n for n = w rounded and f = w - n in [-1/2, 1/2]: p of
+ * degree 5, fitted to 2^f's relative error (within 1e-7; a sixth degree leaves GELU's largest error as it is),
+ * 2^n from n's bits, exact products, no range reduction by ln 2, shared with phi: a fifth fewer vector
+ * operations than with e^x (measured: 12% less time on 2M elements). Below w = -118 (|x| > 12.79, GELU under
+ * 1e-36) both are 0 rather than subnormal, which could cost a microcode assist per vector. libmvec's erff is
+ * more exact in the last bits but an out-of-line call per vector, twice as slow here. */
 CPU_BODY float gelu_phi(float x, float *pdf)
 {
     const float t = 1.0f / (1.0f + 0.3275911f * 0.70710678f * fabsf(x));
     const float half_poly = t * (0.5f * 0.254829592f + t * (0.5f * -0.284496736f + t * (0.5f * 1.421413741f +
                                  t * (0.5f * -1.453152027f + t * (0.5f * 1.061405429f)))));
-    const float e = cpu_exp_nonpos(-0.5f * x * x), half_erfc = half_poly * e;
-    *pdf = e * 0.39894228f;
-    return 0.5f + copysignf(0.5f - half_erfc, x); /* half_erfc below 0, 1 - half_erfc above */
+    /* 1.5 * 2^23 + 127: adding it rounds w to an integer n in the low bits, biased by 127, so those bits
+     * shifted to the exponent's place are 2^n (n in [-118, 0] where it is used) */
+    const float magic = 12582912.0f + 127.0f;
+    const float w = x * (x * -0.72134752f), wn = w + magic, n = wn - magic, f = w - n;
+    const float p = 1.0f + f * (6.931470037e-01f + f * (2.402224243e-01f + f * (5.550733581e-02f +
+                                f * (9.671512991e-03f + f * 1.326472382e-03f))));
+    int32_t bits;
+    memcpy(&bits, &wn, sizeof bits);
+    const uint32_t scale_bits = (uint32_t)bits << 23;
+    float scale;
+    memcpy(&scale, &scale_bits, sizeof scale);
+    const int flush = w < -118.0f; /* not NaN: x NaN stays NaN */
+    const float half_erfc = flush ? 0.0f : half_poly * p * scale;
+    *pdf = flush ? 0.0f : p * 0.39894228f * scale;
+    return x >= 0.0f ? 1.0f - half_erfc : half_erfc;
 }
 
 CPU_BODY float gelu_erf_y(float x)
