@@ -33,7 +33,8 @@ __attribute__((simd("notinbranch"))) float erff(float);
  * (written by hand, or by CPU_MULTIVERSION) when the CPU has AVX2 and FMA, else name##_body(args)
  * compiled for baseline x86-64. CPU_MULTIVERSION(name, (params), (args)) compiles name##_body
  * three times, for AVX-512 (F, VL, BW, DQ: 16 floats a vector, as PyTorch's CPU kernels use where the
- * CPU has it), for AVX2 + FMA and for the baseline, and dispatches. (target_clones cannot ask for AVX2
+ * CPU has it), for AVX2 + FMA and for the baseline, and dispatches; CPU_MULTIVERSION_AVX512 likewise, with
+ * name##_avx512 written by hand. (target_clones cannot ask for AVX2
  * and FMA together, and "arch=haswell" misses AMD CPUs.) */
 #if defined(__x86_64__) && defined(__GNUC__)
 /* What every name##_avx2 (target "avx2,fma") needs of the CPU. */
@@ -59,23 +60,28 @@ static inline int cpu_has_avx512(void)
         else                                             \
             name##_base args;                            \
     }
+/* CPU_MULTIVERSION with name##_avx512 written by hand (intrinsics): name##_body compiled for AVX2 + FMA and the
+ * baseline, and the dispatch. */
+#define CPU_MULTIVERSION_AVX512(name, params, args)                                          \
+    __attribute__((target("avx2,fma"))) static void name##_avx2 params { name##_body args; } \
+    static void name##_base params { name##_body args; }                                     \
+    static void name params                                                                  \
+    {                                                                                        \
+        if (cpu_has_avx512())                                                                \
+            name##_avx512 args;                                                              \
+        else if (cpu_has_avx2_fma())                                                         \
+            name##_avx2 args;                                                                \
+        else                                                                                 \
+            name##_base args;                                                                \
+    }
 #define CPU_MULTIVERSION(name, params, args)                                                            \
     __attribute__((target(CPU_AVX512_TARGET))) static void name##_avx512 params { name##_body args; } \
-    __attribute__((target("avx2,fma"))) static void name##_avx2 params { name##_body args; }            \
-    static void name##_base params { name##_body args; }                                                \
-    static void name params                                                                             \
-    {                                                                                                   \
-        if (cpu_has_avx512())                                                                           \
-            name##_avx512 args;                                                                         \
-        else if (cpu_has_avx2_fma())                                                                    \
-            name##_avx2 args;                                                                           \
-        else                                                                                            \
-            name##_base args;                                                                           \
-    }
+    CPU_MULTIVERSION_AVX512(name, params, args)
 #else
 #define CPU_DISPATCH(name, params, args) \
     static void name params { name##_body args; }
 #define CPU_MULTIVERSION CPU_DISPATCH
+#define CPU_MULTIVERSION_AVX512 CPU_DISPATCH
 #endif
 
 /* e^x for x <= 0 (and NaN), for the vectorizer: Cephes' expf (Cody-Waite reduction by ln 2, degree-6
