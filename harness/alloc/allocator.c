@@ -28,22 +28,18 @@ void allocator_destroy(struct allocator *a)
 {
     if (!a)
         return;
-    /* Return every segment to the device, then the bookkeeping to the host. */
-    while (a->segments) {
-        struct segment *s = a->segments;
-        struct alloc_block *b = s->head;
-        while (b) {
-            struct alloc_block *next = b->next;
+    /* Return every segment to the device, then the bookkeeping (block and segment structs: slabs) to the host. */
+    for (struct segment *s = a->segments; s; s = s->next_seg) {
+        for (struct alloc_block *b = s->head; b; b = b->next) {
             if (s->expandable && b->mapped)
                 a->dev->ops->unmap(a->dev, b->addr, b->size);
-            block_delete(a, b);
-            b = next;
+            if (b->stream_uses)
+                free(b->stream_uses);
         }
         if (s->expandable)
             a->dev->ops->va_release(a->dev, s->addr, s->size);
         else
             a->dev->ops->seg_free(a->dev, s->addr, s->size);
-        segment_delete(a, s);
     }
     block_slabs_free(a);
     pool_free(&a->large);

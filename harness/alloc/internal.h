@@ -81,7 +81,9 @@ struct allocator {
     alloc_trace_fn trace;
     void *trace_ctx;
     struct alloc_block *free_structs; /* recycled block structs */
-    struct block_slab *slabs;         /* where block structs come from, freed with the allocator */
+    struct segment *free_segments;    /* recycled segment structs */
+    struct block_slab *slabs;         /* where both come from, freed with the allocator (blocks.c) */
+    char *slab_next, *slab_end;       /* the unused rest of the newest slab */
     struct stream_event *events;       /* outstanding events of freed blocks, in the order recorded */
     size_t nevents, events_cap;
     struct err *err;                   /* where device errors go during one call */
