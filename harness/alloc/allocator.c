@@ -145,14 +145,17 @@ static struct alloc_block *get_free_block(struct allocator *a, struct pool *p, u
 }
 
 /* alloc_block: a new segment from the device (or mapped pages, with expandable segments).
- * Returns the block, in its pool as get_free_block's are, or NULL with *device_error set when the device failed for another reason than OOM. */
+ * Returns the block, or NULL with *device_error set when the device failed for another reason than OOM. A new
+ * segment's block is not in its pool (*in_pool false: as PyTorch's, it enters it only as the remainder of a
+ * split); mapped expandable pages are, as get_free_block's blocks. */
 static struct alloc_block *alloc_block(struct allocator *a, struct pool *p, uint64_t size, uint64_t alloc_size,
-                                       uint64_t stream, bool is_retry, int *device_error)
+                                       uint64_t stream, bool is_retry, int *device_error, bool *in_pool)
 {
     if (is_retry)
         a->stats.num_alloc_retries++;
     if (a->has_allowed && a->total_allocated_memory + alloc_size > a->allowed_memory_maximum)
         return NULL;
+    *in_pool = a->cfg.expandable_segments;
     if (a->cfg.expandable_segments)
         return try_allocate_expandable_block(a, stream, p, size, device_error);
     uint64_t addr;
@@ -165,7 +168,6 @@ static struct alloc_block *alloc_block(struct allocator *a, struct pool *p, uint
     struct alloc_block *b = block_new(a, stream, alloc_size, p, addr);
     b->seg = segment_new(a, addr, alloc_size, stream, p->small);
     b->seg->head = b;
-    pool_insert(p, b);
     stat_array_count_up(a->stats.segment, p->small);
     stat_array_increase(a->stats.reserved_bytes, p->small, (int64_t)alloc_size);
     if (alloc_size >= a->cfg.max_split_size)
@@ -185,9 +187,10 @@ static bool should_split(const struct allocator *a, const struct alloc_block *b,
     return (small_rule & small_split) | (!small_rule & large_split);
 }
 
-/* b is in its pool; it leaves it whole, or its low `size` bytes are split off and handed out. */
+/* b is handed out whole, or its low `size` bytes are split off and handed out and the rest goes to (or stays
+ * in) the pool. b is in its pool when in_pool (a cached block), else a new segment's. */
 static struct alloc_block *alloc_found_block(struct allocator *a, struct alloc_block *b, uint64_t size,
-                                             uint64_t orig_size, uint64_t stream)
+                                             uint64_t orig_size, uint64_t stream, bool in_pool)
 {
     struct pool *p = b->pool;
     struct alloc_stats *s = &a->stats;
@@ -201,7 +204,13 @@ static struct alloc_block *alloc_found_block(struct allocator *a, struct alloc_b
         b->next = remaining;
         block_link_prev(b);
         remaining->prev = b;
-        pool_shrink_front(p, remaining, remaining->addr + size);
+        if (in_pool) {
+            pool_shrink_front(p, remaining, remaining->addr + size);
+        } else {
+            remaining->addr += size;
+            remaining->size -= size;
+            pool_insert(p, remaining);
+        }
         if (already_split && !b->expandable) {
             stat_array_decrease(s->inactive_split_bytes, p->small, (int64_t)b->size);
         } else if (!b->expandable) {
@@ -209,7 +218,8 @@ static struct alloc_block *alloc_found_block(struct allocator *a, struct alloc_b
             stat_array_count_up(s->inactive_split, p->small);
         }
     } else {
-        pool_remove(p, b);
+        if (in_pool)
+            pool_remove(p, b);
         if (already_split && !b->expandable) {
             stat_array_decrease(s->inactive_split_bytes, p->small, (int64_t)b->size);
             stat_array_count_down(s->inactive_split, p->small);
@@ -246,22 +256,22 @@ static void fill_oom(struct allocator *a, struct alloc_oom *oom, uint64_t orig, 
 }
 
 /* No cached block fits: a new segment, after releasing cached blocks if need be (malloc's chain of fallbacks).
- * 0 with *found in its pool, 1 for an OOM (filled in), -1 for a device error. Out of line: most mallocs find
+ * 0 with *found (in its pool or not: *in_pool, see alloc_block), 1 for an OOM (filled in), -1 for a device error. Out of line: most mallocs find
  * a cached block, and need not save registers for this. */
 static __attribute__((noinline)) int malloc_new_segment(struct allocator *a, struct pool *p, uint64_t orig_size,
                                                         uint64_t size, uint64_t stream, struct alloc_block **found,
-                                                        struct alloc_oom *oom)
+                                                        bool *in_pool, struct alloc_oom *oom)
 {
     uint64_t alloc_size = alloc_segment_size(size);
     int device_error = 0;
     if (gc_enabled(a))
         garbage_collect_cached_blocks(a);
-    struct alloc_block *b = alloc_block(a, p, size, alloc_size, stream, false, &device_error);
+    struct alloc_block *b = alloc_block(a, p, size, alloc_size, stream, false, &device_error, in_pool);
     if (!b && !device_error && release_available_cached_blocks(a, size, stream, p))
-        b = alloc_block(a, p, size, alloc_size, stream, false, &device_error);
+        b = alloc_block(a, p, size, alloc_size, stream, false, &device_error, in_pool);
     if (!b && !device_error) {
         release_cached_blocks(a);
-        b = alloc_block(a, p, size, alloc_size, stream, true, &device_error);
+        b = alloc_block(a, p, size, alloc_size, stream, true, &device_error, in_pool);
     }
     if (device_error)
         return -1;
@@ -289,16 +299,17 @@ static int malloc_block(struct allocator *a, uint64_t orig_size, uint64_t stream
     uint64_t size = alloc_round_size(&a->cfg, orig_size);
     struct pool *p = pick_addr(alloc_is_small(size), &a->small, &a->large);
     struct alloc_block *b = NULL;
+    bool in_pool = true;
     if (search)
         b = get_free_block(a, p, size, stream);
     else
         p->get_free_blocks_call_count++; /* the recording searched (before its release) and found nothing */
     if (!b) {
-        int rc = malloc_new_segment(a, p, orig_size, size, stream, &b, oom);
+        int rc = malloc_new_segment(a, p, orig_size, size, stream, &b, &in_pool, oom);
         if (rc)
             return rc;
     }
-    *out = alloc_found_block(a, b, size, orig_size, stream);
+    *out = alloc_found_block(a, b, size, orig_size, stream, in_pool);
     return 0;
 }
 
