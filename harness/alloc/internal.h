@@ -92,7 +92,8 @@ struct allocator {
     struct alloc_block *free_structs; /* recycled block structs */
     struct segment *free_segments;    /* recycled segment structs */
     struct block_slab *slabs;         /* where both come from, freed with the allocator (blocks.c) */
-    char *slab_next, *slab_end;       /* the unused rest of the newest slab */
+    struct slab_room { char *next, *end; } block_room, segment_room; /* each kind's newest slab's unused rest */
+    size_t blocks_with_uses;          /* blocks holding a stream_uses array (allocator_destroy frees them) */
     struct stream_event *events;       /* outstanding events of freed blocks, in the order recorded */
     size_t nevents, events_cap;
     struct err *err;                   /* where device errors go during one call */
