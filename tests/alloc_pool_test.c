@@ -1,6 +1,6 @@
 /* alloc_pool_test.c: the free-block index (harness/alloc/pool.c) keeps std::set's (stream, size, address)
- * order exactly: worked lookups across size classes and streams, and within one class of many equal sizes
- * (its first and last block are kept at hand), then random insertions, removals and front shrinks checked
+ * order exactly: worked lookups across size classes and streams, and within one class of equal sizes (its
+ * first and last block found, removed and moved), then random insertions, removals and front shrinks checked
  * against a brute-force model (lower_bound, walks forwards and backwards), over sizes of every range and over
  * three sizes of one class. */
 #include "tap.h"
@@ -122,8 +122,8 @@ static void worked(void)
     memset(present, 0, sizeof present);
 }
 
-/* The class's ends: a block before its first or after its last is linked there without a descent, best fit
- * returns the first, and removing or moving an end hands that role to its neighbour. */
+/* A class of equal sizes, filled at both ends and between: best fit returns its first (lowest address), and
+ * removing or moving an end hands that role to its neighbour. */
 static void class_ends(void)
 {
     const uint64_t S = 14 * MiB + 64 * KiB;
