@@ -258,8 +258,8 @@ static void fill_oom(struct allocator *a, struct alloc_oom *oom, uint64_t orig, 
 }
 
 /* No cached block fits: a new segment, after releasing cached blocks if need be (malloc's chain of fallbacks).
- * 0 with *found (in its pool or not: *in_pool, see alloc_block), 1 for an OOM (filled in), -1 for a device error. Out of line: most mallocs find
- * a cached block, and need not save registers for this. */
+ * 0 with *found (in its pool or not: *in_pool, see alloc_block), 1 for an OOM (filled in), -1 for a device
+ * error. Out of line: most mallocs find a cached block, and need not save registers for this. */
 static __attribute__((noinline)) int malloc_new_segment(struct allocator *a, struct pool *p, uint64_t orig_size,
                                                         uint64_t size, uint64_t stream, struct alloc_block **found,
                                                         bool *in_pool, struct alloc_oom *oom)
