@@ -148,16 +148,15 @@ static struct alloc_block *get_free_block(struct allocator *a, struct pool *p, u
 
 /* alloc_block: a new segment from the device (or mapped pages, with expandable segments).
  * Returns the block, or NULL with *device_error set when the device failed for another reason than OOM. A new
- * segment's block is not in its pool (*in_pool false: as PyTorch's, it enters it only as the remainder of a
- * split); mapped expandable pages are, as get_free_block's blocks. */
+ * segment's block is not in its pool (as PyTorch's, it enters it only as the remainder of a split); mapped
+ * expandable pages are, as get_free_block's blocks. */
 static struct alloc_block *alloc_block(struct allocator *a, struct pool *p, uint64_t size, uint64_t alloc_size,
-                                       uint64_t stream, bool is_retry, int *device_error, bool *in_pool)
+                                       uint64_t stream, bool is_retry, int *device_error)
 {
     if (is_retry)
         a->stats.num_alloc_retries++;
     if (a->has_allowed && a->total_allocated_memory + alloc_size > a->allowed_memory_maximum)
         return NULL;
-    *in_pool = a->cfg.expandable_segments;
     if (a->cfg.expandable_segments)
         return try_allocate_expandable_block(a, stream, p, size, device_error);
     uint64_t addr;
@@ -258,22 +257,22 @@ static void fill_oom(struct allocator *a, struct alloc_oom *oom, uint64_t orig, 
 }
 
 /* No cached block fits: a new segment, after releasing cached blocks if need be (malloc's chain of fallbacks).
- * 0 with *found (in its pool or not: *in_pool, see alloc_block), 1 for an OOM (filled in), -1 for a device
- * error. Out of line: most mallocs find a cached block, and need not save registers for this. */
+ * 0 with *found (in its pool only with expandable segments, see alloc_block), 1 for an OOM (filled in), -1 for
+ * a device error. Out of line: most mallocs find a cached block, and need not save registers for this. */
 static __attribute__((noinline)) int malloc_new_segment(struct allocator *a, struct pool *p, uint64_t orig_size,
                                                         uint64_t size, uint64_t stream, struct alloc_block **found,
-                                                        bool *in_pool, struct alloc_oom *oom)
+                                                        struct alloc_oom *oom)
 {
     uint64_t alloc_size = alloc_segment_size(size);
     int device_error = 0;
     if (gc_enabled(a))
         garbage_collect_cached_blocks(a);
-    struct alloc_block *b = alloc_block(a, p, size, alloc_size, stream, false, &device_error, in_pool);
+    struct alloc_block *b = alloc_block(a, p, size, alloc_size, stream, false, &device_error);
     if (!b && !device_error && release_available_cached_blocks(a, size, stream, p))
-        b = alloc_block(a, p, size, alloc_size, stream, false, &device_error, in_pool);
+        b = alloc_block(a, p, size, alloc_size, stream, false, &device_error);
     if (!b && !device_error) {
         release_cached_blocks(a);
-        b = alloc_block(a, p, size, alloc_size, stream, true, &device_error, in_pool);
+        b = alloc_block(a, p, size, alloc_size, stream, true, &device_error);
     }
     if (device_error)
         return -1;
@@ -307,9 +306,10 @@ static int malloc_block(struct allocator *a, uint64_t orig_size, uint64_t stream
     else
         p->get_free_blocks_call_count++; /* the recording searched (before its release) and found nothing */
     if (!b) {
-        int rc = malloc_new_segment(a, p, orig_size, size, stream, &b, &in_pool, oom);
+        int rc = malloc_new_segment(a, p, orig_size, size, stream, &b, oom);
         if (rc)
             return rc;
+        in_pool = a->cfg.expandable_segments;
     }
     *out = alloc_found_block(a, b, size, orig_size, stream, in_pool);
     return 0;
