@@ -1,6 +1,8 @@
 /* alloc_pool_test.c: the free-block index (harness/alloc/pool.c) keeps std::set's (stream, size, address)
- * order exactly: worked lookups across size classes and streams, then random insertions, removals and
- * front shrinks checked against a brute-force model (lower_bound, walks forwards and backwards). */
+ * order exactly: worked lookups across size classes and streams, and within one class of equal sizes (its
+ * first and last block found, removed and moved), then random insertions, removals and front shrinks checked
+ * against a brute-force model (lower_bound, walks forwards and backwards), over sizes of every range and over
+ * three sizes of one class. */
 #include "tap.h"
 
 #include "alloc/internal.h"
@@ -82,6 +84,12 @@ static uint64_t random_size(void)
     }
 }
 
+/* Three sizes in one class (14 MiB + 64 KiB, classes are 128 KiB wide there): a class of hundreds of blocks. */
+static uint64_t one_class_size(void)
+{
+    return 14 * MiB + 64 * KiB + 512 * (rnd() % 3);
+}
+
 static void put(struct pool *p, int i, uint64_t stream, uint64_t size, uint64_t addr)
 {
     blocks[i] = (struct alloc_block){.stream = stream, .size = size, .addr = addr, .mapped = true};
@@ -114,7 +122,50 @@ static void worked(void)
     memset(present, 0, sizeof present);
 }
 
-static void randomized(void)
+/* A class of equal sizes, filled at both ends and between: best fit returns its first (lowest address), and
+ * removing or moving an end hands that role to its neighbour. */
+static void class_ends(void)
+{
+    const uint64_t S = 14 * MiB + 64 * KiB;
+    struct pool p = {0};
+    put(&p, 0, 0, S, 0x5000);          /* empty class */
+    put(&p, 1, 0, S, 0x7000);          /* after the last */
+    put(&p, 2, 0, S, 0x3000);          /* before the first */
+    put(&p, 3, 0, S, 0x6000);          /* between: a descent */
+    put(&p, 4, 0, S, 0x1000);          /* before the first */
+    put(&p, 5, 0, S, 0x9000);          /* after the last */
+    put(&p, 6, 0, 40 * MiB, 0x100000); /* the next class */
+    ok(pool_lower_bound(&p, 0, S, 0) == &blocks[4], "equal sizes: best fit is the lowest address, 0x1000");
+    ok(pool_lower_bound(&p, 0, S - 512, 0) == &blocks[4], "a smaller request in the class: its first block");
+    ok(pool_lower_bound(&p, 0, S, 0x5001) == &blocks[3], "(size, 0x5001) inside the class: 0x6000");
+    ok(pool_lower_bound(&p, 0, S, 0x9001) == &blocks[6], "(size, 0x9001) past the class's last: the next class");
+    ok(pool_lower_bound(&p, 0, S + 512, 0) == &blocks[6], "a larger request in the same class: the next class");
+    uint64_t order[7], want[7] = {0x1000, 0x3000, 0x5000, 0x6000, 0x7000, 0x9000, 0x100000};
+    int n = 0;
+    for (struct alloc_block *b = pool_first(&p); b && n < 7; b = pool_next(&p, b))
+        order[n++] = b->addr;
+    ok(n == 7 && !memcmp(order, want, sizeof want), "walk: 0x1000 0x3000 0x5000 0x6000 0x7000 0x9000, then 40 MiB");
+    ok(pool_prev(&p, &blocks[6]) == &blocks[5], "back from the next class: the class's last, 0x9000");
+    pool_remove(&p, &blocks[4]);
+    present[4] = false;
+    ok(pool_lower_bound(&p, 0, S, 0) == &blocks[2], "the first removed: best fit is its successor, 0x3000");
+    pool_remove(&p, &blocks[5]);
+    present[5] = false;
+    ok(pool_prev(&p, &blocks[6]) == &blocks[1], "the last removed: its predecessor 0x7000 is the class's last");
+    ok(pool_lower_bound(&p, 0, S, 0x7001) == &blocks[6], "(size, 0x7001): past the new last");
+    pool_shrink_front(&p, &blocks[1], 0x7000 + 512); /* S - 512 sorts before every S: moves to the front */
+    ok(pool_lower_bound(&p, 0, S - 512, 0) == &blocks[1] && pool_prev(&p, &blocks[6]) == &blocks[3],
+       "the last shrunk by 512 bytes: the class's first (0x7200), and 0x6000 its last");
+    pool_shrink_front(&p, &blocks[1], 0x7000 + 1024); /* the first stays first: shrunk in place */
+    ok(pool_lower_bound(&p, 0, S - 1024, 0) == &blocks[1] && pool_lower_bound(&p, 0, S - 511, 0) == &blocks[2],
+       "the first shrunk again in place: still found first; S - 511 finds 0x3000");
+    const char *bad = check_walks(&p);
+    ok(!bad, "walks in order after the ends changed%s%s", bad ? ": " : "", bad ? bad : "");
+    pool_free(&p);
+    memset(present, 0, sizeof present);
+}
+
+static void randomized(uint64_t (*size_of)(void), const char *what)
 {
     struct pool p = {0};
     const uint64_t streams[] = {0, 1, 7, 1ULL << 63};
@@ -123,7 +174,7 @@ static void randomized(void)
     for (long op = 0; op < 60000 && !bad; op++) {
         int i = (int)(rnd() % NBLOCKS);
         if (!present[i]) {
-            put(&p, i, streams[rnd() % 4], random_size(), (uint64_t)i << 40); /* addresses unique per block */
+            put(&p, i, streams[rnd() % 4], size_of(), (uint64_t)i << 40); /* addresses unique per block */
         } else if (rnd() % 3 == 0 && blocks[i].size > 1) {
             uint64_t cut = 1 + rnd() % (blocks[i].size - 1);
             pool_shrink_front(&p, &blocks[i], blocks[i].addr + cut);
@@ -131,7 +182,7 @@ static void randomized(void)
             pool_remove(&p, &blocks[i]);
             present[i] = false;
         }
-        uint64_t stream = streams[rnd() % 4] + (rnd() % 8 == 0), size = random_size();
+        uint64_t stream = streams[rnd() % 4] + (rnd() % 8 == 0), size = size_of();
         uint64_t addr = rnd() % 2 ? 0 : (rnd() % NBLOCKS) << 40;
         lookups++;
         if (pool_lower_bound(&p, stream, size, addr) != model_lower_bound(stream, size, addr) && lookup_bad < 0)
@@ -141,16 +192,19 @@ static void randomized(void)
     }
     if (!bad && (bad = check_walks(&p)))
         bad_at = 60000;
-    ok(lookup_bad < 0, "%ld random lookups agree with the brute-force lower_bound (first disagreement at op %ld)",
-       lookups, lookup_bad);
-    ok(!bad, "walks in (stream, size, address) order after random changes%s%s (op %ld)", bad ? ": " : "",
+    ok(lookup_bad < 0, "%s: %ld random lookups agree with the brute-force lower_bound (first disagreement at op %ld)",
+       what, lookups, lookup_bad);
+    ok(!bad, "%s: walks in (stream, size, address) order after random changes%s%s (op %ld)", what, bad ? ": " : "",
        bad ? bad : "", bad_at);
     pool_free(&p);
+    memset(present, 0, sizeof present);
 }
 
 int main(void)
 {
     worked();
-    randomized();
+    class_ends();
+    randomized(random_size, "sizes of every range");
+    randomized(one_class_size, "three sizes of one class");
     return done_testing();
 }

@@ -500,6 +500,10 @@ static void test_record_stream(void)
     ok(!allocator_release_segment(r.a, w_addr), "a pending block's segment is not released");
     consistent(&r, "a refused release of a pending block");
     allocator_empty_cache(r.a);
+    /* still live at destroy, with streams recorded: allocator_destroy frees its stream_uses array (a leak
+     * under SANITIZE=1 otherwise) */
+    struct alloc_block *live = must_alloc(&r, 4 * MiB, 0);
+    allocator_record_stream(r.a, live, 2);
     rig_close(&r);
 
     /* expandable segments: growth does not take a pending block's pages (PyTorch's allocatable()) */

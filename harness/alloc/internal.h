@@ -38,7 +38,8 @@ RB_HEAD(addr_tree, alloc_block);
 RB_PROTOTYPE(size_tree, alloc_block, node, cmp_size)
 RB_PROTOTYPE(addr_tree, alloc_block, node, cmp_addr)
 
-/* One stream's free blocks in a pool: size classes (pool.c), each a tree by (size, address). */
+/* One stream's free blocks in a pool: size classes (pool.c), each a tree by (size, address). A class's root
+ * is set only while its bit is: the roots are left uninitialised until used. */
 #define POOL_COL_BITS 6 /* 64 classes per power of two: most hold one block, so most searches read one */
 #define POOL_COLS (1u << POOL_COL_BITS)
 #define POOL_ROWS 64
@@ -81,7 +82,10 @@ struct allocator {
     alloc_trace_fn trace;
     void *trace_ctx;
     struct alloc_block *free_structs; /* recycled block structs */
-    struct block_slab *slabs;         /* where block structs come from, freed with the allocator */
+    struct segment *free_segments;    /* recycled segment structs */
+    struct block_slab *slabs;         /* where both come from, freed with the allocator (blocks.c) */
+    struct slab_room { char *next, *end; } block_room, segment_room; /* each kind's newest slab's unused rest */
+    size_t blocks_with_uses;          /* blocks holding a stream_uses array (allocator_destroy frees them) */
     struct stream_event *events;       /* outstanding events of freed blocks, in the order recorded */
     size_t nevents, events_cap;
     struct err *err;                   /* where device errors go during one call */

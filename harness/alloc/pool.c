@@ -5,6 +5,7 @@
  * instead of descending one tree of every free block. Walking in order (next, prev, first, last) crosses
  * classes and streams, so callers see exactly the std::set's order. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "alloc/internal.h"
 
@@ -64,10 +65,12 @@ static __attribute__((noinline)) struct stream_bins *bins_add(struct pool *p, ui
         p->bins = grown;
         p->cap = cap;
     }
-    struct stream_bins *s = calloc(1, sizeof *s);
+    struct stream_bins *s = malloc(sizeof *s); /* a class's root is read only once its bit is set */
     if (!s)
         abort();
     s->stream = stream;
+    s->rows = 0;
+    memset(s->cols, 0, sizeof s->cols);
     for (size_t j = p->nbins; j > i; j--)
         p->bins[j] = p->bins[j - 1];
     p->bins[i] = s;

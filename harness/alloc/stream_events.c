@@ -15,7 +15,6 @@
 
 void allocator_record_stream(struct allocator *a, struct alloc_block *b, uint64_t stream)
 {
-    (void)a;
     if (!b || stream == b->stream) /* uses on the allocation stream need no synchronisation */
         return;
     for (uint32_t i = 0; i < b->nstream_uses; i++)
@@ -24,6 +23,7 @@ void allocator_record_stream(struct allocator *a, struct alloc_block *b, uint64_
     uint64_t *grown = realloc(b->stream_uses, (b->nstream_uses + 1) * sizeof *grown);
     if (!grown)
         abort(); /* out of host memory: as block_new */
+    a->blocks_with_uses += !b->stream_uses;
     b->stream_uses = grown;
     b->stream_uses[b->nstream_uses++] = stream;
 }
@@ -62,6 +62,7 @@ void insert_events(struct allocator *a, struct alloc_block *b)
     free(b->stream_uses);
     b->stream_uses = NULL;
     b->nstream_uses = 0;
+    a->blocks_with_uses--;
 }
 
 /* Drops the events for which done(ev) holds, in order, returning each block whose last event it was to
