@@ -222,14 +222,10 @@ _Static_assert(sizeof((struct run_result *)0)->peak_allocated_phase == sizeof((s
                    sizeof((struct run_result *)0)->peak_reserved_phase == sizeof((struct runner *)0)->phase_name,
                "track_peaks copies the phase name whole");
 
-static void track_peaks(struct runner *r)
+/* track_peaks' slow path: a new peak of the run or the phase. */
+static __attribute__((noinline)) void new_peaks(struct runner *r, uint64_t allocated, uint64_t reserved)
 {
-    uint64_t allocated, reserved;
-    allocator_current_bytes(r->a, &allocated, &reserved);
-    /* the run's peaks are never below the current phase's: nothing to do under the phase's */
     struct phase_peak *p = r->phase;
-    if (p && allocated <= p->peak_allocated && reserved <= p->peak_reserved)
-        return;
     if (allocated > r->res.peak_allocated) {
         r->res.peak_allocated = allocated;
         r->res.peak_allocated_step = r->res.steps;
@@ -253,6 +249,16 @@ static void track_peaks(struct runner *r)
         }
     }
 }
+/* After an allocation: the run's and the current phase's peaks. */
+static inline void track_peaks(struct runner *r)
+{
+    uint64_t allocated, reserved;
+    allocator_current_bytes(r->a, &allocated, &reserved);
+    /* the run's peaks are never below the current phase's: nothing to do under the phase's */
+    const struct phase_peak *p = r->phase;
+    if (!p || allocated > p->peak_allocated || reserved > p->peak_reserved)
+        new_peaks(r, allocated, reserved);
+}
 
 void runner_warn(struct runner *r, const char *fmt, ...)
 {
@@ -272,7 +278,7 @@ static struct live_tensor *find_live(const struct runner *r, uint64_t id)
 
 /* The live table's slot for id (open_index_slot): the slot holding it, or the empty slot add_live puts it
  * in. -1 without host memory. */
-static ptrdiff_t live_slot(struct runner *r, uint64_t id, struct err *e)
+static inline __attribute__((always_inline)) ptrdiff_t live_slot(struct runner *r, uint64_t id, struct err *e)
 {
     ptrdiff_t at = open_index_slot(&r->live, open_index_hash_u64(id));
     return at < 0 ? err_set(e, ERR_INTERNAL, "out of host memory tracking tensors") : at;
@@ -320,7 +326,7 @@ static inline void tell_tensor(struct runner *r, struct live_tensor *t, uint64_t
 }
 
 /* Releases the live tensor in slot at of the live table. */
-static inline void release_tensor(struct runner *r, size_t at)
+static inline __attribute__((always_inline)) void release_tensor(struct runner *r, size_t at)
 {
     struct live_tensor *t = r->live.slots[at].item;
     if (t->managed) {
