@@ -1,7 +1,8 @@
 /* runner_observer_test.c: what the runner's observers see. An observer that asks for some op kinds sees
  * only those (before_op and on_op each their own), one that asks for none sees every op; the on_tensor
  * observer hears of each tensor with a block becoming live and leaving (a FREE, an id allocated again
- * while live under lenient ids), not of zero-byte or managed ones, and finds its note word as it left it. */
+ * while live under lenient ids), not of zero-byte or managed ones, and finds its note word as it left it;
+ * the on_oom observer hears of each allocation that OOMs. */
 #include <string.h>
 
 #include "device/device_kind.h"
@@ -98,6 +99,53 @@ static void recover_order(void)
     dev->ops->destroy(dev);
 }
 
+/* The allocations that OOMed, as on_oom hears of them. */
+struct ooms {
+    struct run_observer base; /* first */
+    uint64_t ids[4];
+    size_t n;
+};
+
+static void on_oom(struct run_observer *o, const struct op *op)
+{
+    struct ooms *w = (struct ooms *)o;
+    if (w->n < 4)
+        w->ids[w->n++] = op->id;
+}
+
+/* on_oom hears of each ALLOC that OOMs (the run going on after them), not of the ones that fit, nor of a
+ * recorded OOM (OP_RECORDED_OOM) that OOMs again. */
+static void oom_told(void)
+{
+    struct err e = {0};
+    struct capacity cap;
+    struct device *dev = capacity_parse("64MiB", &cap, &e) ? NULL
+                         : device_open("sim", &(struct device_open_options){.capacity = cap}, &e);
+    struct alloc_config cfg;
+    alloc_config_default(&cfg);
+    struct runner *r = dev ? runner_create(dev, &cfg, &(struct runner_options){.continue_after_oom = true}) : NULL;
+    struct ooms seen = {.base = {.on_oom = on_oom}};
+    if (!ok(r && runner_add_observer(r, &seen.base) == 0, "a runner on a 64 MiB sim that goes on after OOMs")) {
+        diag("%s", e.msg);
+        return;
+    }
+    struct op ops[] = {{.kind = OP_ALLOC, .id = 1, .bytes = 8 * MiB, .name = "fits"},
+                       {.kind = OP_ALLOC, .id = 2, .bytes = 128 * MiB, .name = "big"},
+                       {.kind = OP_RECORDED_OOM, .bytes = 128 * MiB, .name = "recorded"},
+                       {.kind = OP_ALLOC, .id = 3, .bytes = 8 * MiB, .name = "fits"},
+                       {.kind = OP_ALLOC, .id = 4, .bytes = 96 * MiB, .name = "big"}};
+    struct op_sink *sink = runner_sink(r);
+    bool emitted = true;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0] && emitted; i++)
+        emitted = sink->emit(sink, &ops[i], &e) == 0;
+    if (!ok(emitted, "five ops run"))
+        diag("%s", e.msg);
+    ok(runner_peek(r)->nooms == 3, "three OOMs in the run's result (%llu)", (unsigned long long)runner_peek(r)->nooms);
+    ok(seen.n == 2 && seen.ids[0] == 2 && seen.ids[1] == 4, "on_oom: the allocations 2 and 4 (%zu told)", seen.n);
+    runner_destroy(r);
+    dev->ops->destroy(dev);
+}
+
 int main(void)
 {
     struct err e = {0};
@@ -155,5 +203,6 @@ int main(void)
     runner_destroy(r);
     dev->ops->destroy(dev);
     recover_order();
+    oom_told();
     return done_testing();
 }

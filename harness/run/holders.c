@@ -392,22 +392,20 @@ static void on_tensor(struct run_observer *base, const struct run_tensor *t, voi
         release(hs, *note, t->bytes);
 }
 
-/* An allocation (ALLOC: on_op_kinds) that OOMed: the holders at the first. */
-static int on_op(struct run_observer *base, struct runner *r, const struct op *op, const struct alloc_block *block,
-                 struct err *e)
+/* An allocation that OOMed: the holders at the first. */
+static void on_oom(struct run_observer *base, const struct op *op)
 {
     struct holders *hs = (struct holders *)base;
-    if (!block && op->bytes && !hs->res.at_oom.seen)
+    if (!hs->res.at_oom.seen)
         capture(hs, &hs->res.at_oom, hs->current, hs->step);
-    return 0;
 }
 
 struct holders *holders_create(void)
 {
     struct holders *hs = calloc(1, sizeof *hs);
     if (hs) {
-        hs->base = (struct run_observer){.on_tensor = on_tensor, .before_op = before_op, .on_op = on_op,
-                                         .before_kinds = 1u << OP_PHASE | 1u << OP_STEP, .on_op_kinds = 1u << OP_ALLOC};
+        hs->base = (struct run_observer){.on_tensor = on_tensor, .before_op = before_op, .on_oom = on_oom,
+                                         .before_kinds = 1u << OP_PHASE | 1u << OP_STEP};
         hs->uses.packed = true; /* pointers hashed by open_index_hash_u64 */
         hs->keys_end = &hs->keys;
         set_phase(hs, "start");

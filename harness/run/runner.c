@@ -297,6 +297,13 @@ static void record_oom(struct runner *r, const struct op *op, const struct alloc
     if (!r->res.oom.happened) /* the first, or the first since runner_recover */
         r->res.oom = o;
 }
+/* An ALLOC's OOM, to the observers with on_oom. */
+static void tell_oom(struct runner *r, const struct op *op)
+{
+    for (size_t i = 0; i < r->nobservers; i++)
+        if (r->observers[i]->on_oom)
+            r->observers[i]->on_oom(r->observers[i], op);
+}
 
 /* Remembers an id whose allocation failed, so its free is expected (continue_after_oom). */
 static int remember_failed(struct runner *r, uint64_t id, struct err *e)
@@ -398,6 +405,7 @@ static int do_alloc(struct runner *r, const struct op *op, struct alloc_block **
     r->res.allocs++;
     if (rc == 1) {
         record_oom(r, op, &oom);
+        tell_oom(r, op);
         if (!r->opt.continue_after_oom) {
             r->ended_by_oom = true;
             return -1;

@@ -133,6 +133,9 @@ struct run_observer {
     void (*before_op)(struct run_observer *o, const struct op *op);
     /* every allocator trace event (segment_alloc, segment_free, map, unmap, oom, ...) */
     void (*on_alloc_event)(struct run_observer *o, const struct alloc_trace_event *ev);
+    /* an ALLOC found no memory (an OOM; not an OP_RECORDED_OOM's), before on_op: the live tensors are those
+     * before it */
+    void (*on_oom)(struct run_observer *o, const struct op *op);
     /* after the runner executed op; for ALLOC, block is the new block (NULL: zero bytes, or an OOM) */
     int (*on_op)(struct run_observer *o, struct runner *r, const struct op *op, const struct alloc_block *block,
                  struct err *e);
