@@ -131,6 +131,41 @@ static void test_reused_buffer(bool stable)
     fixture_close(&f);
 }
 
+/* Under stable names, allocations in a row under one tag pointer go to one holder while the phase and the
+ * category stay (the holders keep the last one at hand), and to another as either changes. */
+static void test_same_tag_in_a_row(void)
+{
+    struct err e = {0};
+    struct fixture f;
+    if (!fixture_open(&f, NULL, &e))
+        return;
+    static const char tag[] = "enc.0.attn";
+    struct op ops[] = {{.kind = OP_PHASE, .name = "forward"},
+                       {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 1, .bytes = MiB, .name = tag},
+                       {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 2, .bytes = MiB, .name = tag},
+                       {.kind = OP_PHASE, .name = "backward"},
+                       {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 3, .bytes = 2 * MiB, .name = tag},
+                       {.kind = OP_ALLOC, .category = CAT_GRAD, .id = 4, .bytes = 4 * MiB, .name = tag}};
+    struct op_sink *sink = runner_sink(f.r);
+    bool emitted = true;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0] && emitted; i++)
+        emitted = sink->emit(sink, &ops[i], &e) == 0;
+    ok(emitted, "four allocations under one pointer, in two phases and two categories");
+    struct holders_result out;
+    ok(holders_finish(f.hs, &out) == 0, "holders finish");
+    const struct holders_view *v = &out.at_peak;
+    ok(v->n == 3, "three holders (%zu)", v->n);
+    if (v->n == 3) {
+        ok(v->top[0].bytes == 4 * MiB && v->top[0].category == CAT_GRAD && !strcmp(v->top[0].phase, "backward"),
+           "the grads, 4 MiB in backward");
+        ok(v->top[1].bytes == 2 * MiB && v->top[1].count == 2 && !strcmp(v->top[1].phase, "forward"),
+           "forward's two activations, 2 MiB");
+        ok(v->top[2].bytes == 2 * MiB && v->top[2].count == 1 && !strcmp(v->top[2].phase, "backward"),
+           "backward's one activation, 2 MiB");
+    }
+    fixture_close(&f);
+}
+
 /* A snapshot's address allocated again while live (lenient ids): the runner frees the earlier block, and its
  * bytes leave their holder. 1 MiB under a, the address again with 3 MiB under b, then 2 MiB under c: the
  * peak holds 5 MiB, b's and c's, not a's too. */
@@ -387,6 +422,7 @@ int main(void)
     }
     test_reused_buffer(false);
     test_reused_buffer(true);
+    test_same_tag_in_a_row();
     test_many_pointers();
     test_reallocated_live();
     test_restored();

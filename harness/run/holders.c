@@ -76,6 +76,8 @@ struct holders {
     int64_t peak_step;
     struct change *changes;  /* since the peak passed, while pending */
     size_t nchanges, changes_cap;
+    const char *last_tag;          /* the last tensor's tag, under stable names */
+    struct key_entry *last_key;    /* and its holder */
     bool failed;
     struct holders_result res;
 };
@@ -332,13 +334,18 @@ static inline void note_change(struct holders *hs, struct key_entry *k, uint64_t
 }
 
 /* A new live tensor to its holder, which it returns (NULL without host memory). */
-static struct key_entry *add(struct holders *hs, const struct run_tensor *t)
+static inline struct key_entry *add(struct holders *hs, const struct run_tensor *t)
 {
     uint64_t bytes = t->bytes;
-    struct key_entry *k = cached_key(hs, t->tag, t->stable_tag, t->category);
-    if (!k) {
-        hs->failed = true;
-        return NULL;
+    struct key_entry *k = hs->last_key;
+    /* a module allocates a few tensors in a row: under stable names, the last holder is mostly the one */
+    if (!(t->stable_tag && t->tag == hs->last_tag && k && k->phase_id == hs->phase_id && k->category == t->category)) {
+        if (!(k = cached_key(hs, t->tag, t->stable_tag, t->category))) {
+            hs->failed = true;
+            return NULL;
+        }
+        hs->last_tag = t->tag;
+        hs->last_key = k;
     }
     k->bytes += bytes;
     k->count++;
@@ -355,7 +362,7 @@ static struct key_entry *add(struct holders *hs, const struct run_tensor *t)
 }
 
 /* A block restored live at a recording's start: its holder is in the phase "before recording". */
-static struct key_entry *adopt(struct holders *hs, const struct run_tensor *t)
+static __attribute__((noinline)) struct key_entry *adopt(struct holders *hs, const struct run_tensor *t)
 {
     uint32_t phase_id = hs->phase_id;
     set_phase(hs, "before recording");
@@ -387,7 +394,7 @@ static void on_tensor(struct run_observer *base, const struct run_tensor *t, voi
 {
     struct holders *hs = (struct holders *)base;
     if (live)
-        *note = (t->restored ? adopt : add)(hs, t);
+        *note = t->restored ? adopt(hs, t) : add(hs, t);
     else if (*note)
         release(hs, *note, t->bytes);
 }
