@@ -1,9 +1,10 @@
 /* runner_peaks_test.c: the run's and each phase's allocated peaks, where they happened and the live bytes
  * per category at the run's: an allocation under the current phase's peak changes neither (the runner
  * skips it), one over the phase's but not over the run's moves the phase's only, and an equal one is no
- * new peak. */
+ * new peak. Every op is counted, run with no observer. */
 #include <string.h>
 
+#include "kernels.h"
 #include "run/runner.h"
 #include "sim_runner.h"
 #include "tap.h"
@@ -51,6 +52,7 @@ int main(void)
         {.kind = OP_STEP, .id = 2},
         {.kind = OP_PHASE, .name = "backward"},
         alloc(6, 3, CAT_GRAD), /* 8 MiB: the run's peak */
+        {.kind = OP_KERNEL, .kernel = {.kernel = K_FILL}},
         free_op(6),
     };
     struct op_sink *sink = runner_sink(r);
@@ -64,6 +66,9 @@ int main(void)
         diag("%s", e.msg);
     struct run_result res;
     runner_finish(r, &res);
+    ok(res.ops == sizeof ops / sizeof ops[0] && res.allocs == 6 && res.frees == 4 && res.kernels == 1,
+       "every op counted: %llu ops, %llu allocations, %llu frees, %llu kernels", (unsigned long long)res.ops,
+       (unsigned long long)res.allocs, (unsigned long long)res.frees, (unsigned long long)res.kernels);
     is_u64(res.peak_allocated, 8 * MiB, "the run's allocated peak: 8 MiB");
     is_u64((uint64_t)res.peak_allocated_step, 2, "  in step 2");
     is_str(res.peak_allocated_phase, "backward", "  in backward");

@@ -381,7 +381,7 @@ static inline struct live_tensor *add_live(struct runner *r, size_t at, uint64_t
     return t;
 }
 
-static int do_alloc(struct runner *r, const struct op *op, struct alloc_block **out, struct err *e)
+static inline __attribute__((always_inline)) int do_alloc(struct runner *r, const struct op *op, struct alloc_block **out, struct err *e)
 {
     ptrdiff_t at = live_slot(r, op->id, e);
     if (at < 0)
@@ -469,8 +469,9 @@ static int do_managed_alloc(struct runner *r, const struct op *op, struct err *e
     return 0;
 }
 
-static int do_free(struct runner *r, const struct op *op, struct err *e)
+static inline __attribute__((always_inline)) int do_free(struct runner *r, const struct op *op, struct err *e)
 {
+    r->recorded_release = r->recorded_fresh = false;
     ptrdiff_t at = open_index_first(&r->live, open_index_hash_u64(op->id));
     if (at >= 0) {
         release_tensor(r, (size_t)at);
@@ -535,7 +536,23 @@ static int do_record_stream(struct runner *r, const struct op *op, struct err *e
     return 0;
 }
 
-static int do_kernel(struct runner *r, const struct op *op, struct err *e)
+/* Launches a kernel on a device that runs it, with the addresses of the live tensors it names. */
+static __attribute__((noinline)) int launch_on_tensors(struct runner *r, const struct op *op, const struct kernel_cost *cost,
+                                                       struct err *e)
+{
+    uint64_t addrs[KERNEL_MAX_TENSORS] = {0};
+    for (unsigned i = 0; i < op->kernel.ntensors && i < KERNEL_MAX_TENSORS; i++) {
+        struct live_tensor *t = find_live(r, op->kernel.tensors[i]);
+        if (!t)
+            return err_set(e, ERR_INTERNAL, "kernel %s names tensor %llu, which is not live",
+                           kernel_get(op->kernel.kernel)->name,
+                           (unsigned long long)op->kernel.tensors[i]);
+        addrs[i] = t->managed ? (t->pages ? t->pages->addr : 0) : t->block ? alloc_block_addr(t->block) : 0;
+    }
+    return r->dev->ops->launch(r->dev, &op->kernel, cost, addrs, e);
+}
+
+static inline __attribute__((always_inline)) int do_kernel(struct runner *r, const struct op *op, struct err *e)
 {
     if (op->kernel.kernel >= K_COUNT)
         return err_set(e, ERR_INTERNAL, "op program launches unknown kernel %u", op->kernel.kernel);
@@ -547,19 +564,8 @@ static int do_kernel(struct runner *r, const struct op *op, struct err *e)
         r->phase->flops += cost.flops;
     if (!r->launches)
         return 0;
-    const bool runs = r->runs_kernels;
-    uint64_t addrs[KERNEL_MAX_TENSORS];
-    if (runs)
-        memset(addrs, 0, sizeof addrs);
-    for (unsigned i = 0; runs && i < op->kernel.ntensors && i < KERNEL_MAX_TENSORS; i++) {
-        struct live_tensor *t = find_live(r, op->kernel.tensors[i]);
-        if (!t)
-            return err_set(e, ERR_INTERNAL, "kernel %s names tensor %llu, which is not live",
-                           kernel_get(op->kernel.kernel)->name,
-                           (unsigned long long)op->kernel.tensors[i]);
-        addrs[i] = t->managed ? (t->pages ? t->pages->addr : 0) : t->block ? alloc_block_addr(t->block) : 0;
-    }
-    int rc = r->dev->ops->launch(r->dev, &op->kernel, &cost, runs ? addrs : NULL, e);
+    int rc = r->runs_kernels ? launch_on_tensors(r, op, &cost, e)
+                             : r->dev->ops->launch(r->dev, &op->kernel, &cost, NULL, e);
     if (!r->async_kernels) /* its time is known now: into this phase and step */
         take_kernel_time(r);
     return rc;
@@ -607,8 +613,8 @@ static void step_stats(struct runner *r)
 }
 
 /* A recorded segment op changes nothing by itself: observers (a replay's check) act on it. The kinds a
- * generated program is made of are emit's own; these are the rest. */
-static __attribute__((noinline)) int execute_other(struct runner *r, const struct op *op, struct err *e)
+ * generated program is made of have their own run_ functions (below); these are the rest. */
+static int execute_other(struct runner *r, const struct op *op, struct err *e)
 {
     switch (op->kind) {
     case OP_ALLOC:
@@ -658,34 +664,74 @@ static __attribute__((noinline, cold)) int stop(struct runner *r, const struct o
     return -1;
 }
 
+/* Each kind of op in its own function, so a kernel's or a free's does not pay for an allocation's registers:
+ * 0, or -1 (the op failed: the runner stops). block: where an ALLOC's block goes, or NULL. */
+static __attribute__((noinline)) int run_alloc(struct runner *r, const struct op *op, struct alloc_block **block,
+                                               struct err *e)
+{
+    struct alloc_block *b = NULL;
+    if (do_alloc(r, op, &b, e))
+        return stop(r, op);
+    r->res.ops++;
+    if (block)
+        *block = b;
+    return 0;
+}
+static __attribute__((noinline)) int run_free(struct runner *r, const struct op *op, struct err *e)
+{
+    if (do_free(r, op, e))
+        return stop(r, op);
+    r->res.ops++;
+    return 0;
+}
+static __attribute__((noinline)) int run_kernel(struct runner *r, const struct op *op, struct err *e)
+{
+    if (do_kernel(r, op, e))
+        return stop(r, op);
+    r->res.ops++;
+    return 0;
+}
+static __attribute__((noinline)) int run_other(struct runner *r, const struct op *op, struct err *e)
+{
+    if (execute_other(r, op, e))
+        return stop(r, op);
+    r->res.ops++;
+    return 0;
+}
+static inline int run_op(struct runner *r, const struct op *op, struct alloc_block **block, struct err *e)
+{
+    switch (op->kind) {
+    case OP_ALLOC: return run_alloc(r, op, block, e);
+    case OP_FREE: return run_free(r, op, e);
+    case OP_KERNEL: return run_kernel(r, op, e);
+    default: return run_other(r, op, e);
+    }
+}
+
+/* emit for an op of a kind some observer hooks. */
+static __attribute__((noinline)) int emit_hooked(struct runner *r, const struct op *op, const struct kind_hooks *h,
+                                                 struct err *e)
+{
+    for (size_t i = 0; i < h->nbefore; i++)
+        h->before[i].fn(h->before[i].o, op);
+    struct alloc_block *block = NULL;
+    if (run_op(r, op, &block, e))
+        return -1;
+    for (size_t i = 0; i < h->nafter; i++)
+        if (h->after[i].fn(h->after[i].o, r, op, block, e))
+            return -1;
+    return 0;
+}
+
 static int emit(struct op_sink *sink, const struct op *op, struct err *e)
 {
     struct runner *r = (struct runner *)sink;
     if (r->stopped)
         return -1;
     const unsigned kind = (unsigned)op->kind < OP_KIND_COUNT ? (unsigned)op->kind : OP_KIND_COUNT;
-    const struct kind_hooks *h = r->hooked >> kind & 1 ? &r->hooks[kind] : NULL;
-    for (size_t i = 0; h && i < h->nbefore; i++)
-        h->before[i].fn(h->before[i].o, op);
-    struct alloc_block *block = NULL;
-    int rc;
-    if (op->kind == OP_ALLOC) {
-        rc = do_alloc(r, op, &block, e);
-    } else if (op->kind == OP_FREE) {
-        r->recorded_release = r->recorded_fresh = false;
-        rc = do_free(r, op, e);
-    } else if (op->kind == OP_KERNEL) {
-        rc = do_kernel(r, op, e);
-    } else {
-        rc = execute_other(r, op, e);
-    }
-    if (rc)
-        return stop(r, op);
-    r->res.ops++;
-    for (size_t i = 0; h && i < h->nafter; i++)
-        if (h->after[i].fn(h->after[i].o, r, op, block, e))
-            return -1;
-    return 0;
+    if (r->hooked >> kind & 1)
+        return emit_hooked(r, op, &r->hooks[kind], e);
+    return run_op(r, op, NULL, e);
 }
 
 static void on_alloc_event(void *ctx, const struct alloc_trace_event *ev)
