@@ -708,16 +708,17 @@ static inline int run_op(struct runner *r, const struct op *op, struct alloc_blo
     }
 }
 
-/* emit for an op of a kind some observer hooks. */
-static __attribute__((noinline)) int emit_hooked(struct runner *r, const struct op *op, const struct kind_hooks *h,
-                                                 struct err *e)
+/* emit for an op of a kind some observer hooks, or of a kind other than the three most ops are. */
+static __attribute__((noinline)) int emit_hooked(struct runner *r, const struct op *op, struct err *e)
 {
-    for (size_t i = 0; i < h->nbefore; i++)
+    const unsigned kind = (unsigned)op->kind < OP_KIND_COUNT ? (unsigned)op->kind : OP_KIND_COUNT;
+    const struct kind_hooks *h = r->hooked >> kind & 1 ? &r->hooks[kind] : NULL;
+    for (size_t i = 0; h && i < h->nbefore; i++)
         h->before[i].fn(h->before[i].o, op);
     struct alloc_block *block = NULL;
     if (run_op(r, op, &block, e))
         return -1;
-    for (size_t i = 0; i < h->nafter; i++)
+    for (size_t i = 0; h && i < h->nafter; i++)
         if (h->after[i].fn(h->after[i].o, r, op, block, e))
             return -1;
     return 0;
@@ -728,10 +729,24 @@ static int emit(struct op_sink *sink, const struct op *op, struct err *e)
     struct runner *r = (struct runner *)sink;
     if (r->stopped)
         return -1;
-    const unsigned kind = (unsigned)op->kind < OP_KIND_COUNT ? (unsigned)op->kind : OP_KIND_COUNT;
-    if (r->hooked >> kind & 1)
-        return emit_hooked(r, op, &r->hooks[kind], e);
-    return run_op(r, op, NULL, e);
+    /* an allocation, a free or a kernel that no observer hooks goes straight to its kind's function */
+    const uint32_t unhooked = ~r->hooked;
+    switch (op->kind) {
+    case OP_ALLOC:
+        if (unhooked & 1u << OP_ALLOC)
+            return run_alloc(r, op, NULL, e);
+        break;
+    case OP_FREE:
+        if (unhooked & 1u << OP_FREE)
+            return run_free(r, op, e);
+        break;
+    case OP_KERNEL:
+        if (unhooked & 1u << OP_KERNEL)
+            return run_kernel(r, op, e);
+        break;
+    default: break;
+    }
+    return emit_hooked(r, op, e);
 }
 
 static void on_alloc_event(void *ctx, const struct alloc_trace_event *ev)
