@@ -1029,7 +1029,8 @@ void runner_destroy(struct runner *r)
 {
     if (!r)
         return;
-    for (size_t i = 0; r->live.slots && i <= r->live.mask; i++) {
+    /* managed pages still live: managed_current is their bytes (none without, so no walk of the table) */
+    for (size_t i = 0; r->managed_current && i <= r->live.mask; i++) {
         struct live_tensor *t = r->live.slots[i].item;
         if (t && t->managed)
             free(t->pages);
