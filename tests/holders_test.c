@@ -18,8 +18,9 @@ static struct job_result res; /* large: not on the stack */
 static void fold(const char *tag, const char *want)
 {
     char got[HOLDER_TAG_MAX];
-    holders_fold_tag(tag, got, sizeof got);
+    size_t n = holders_fold_tag(tag, got, sizeof got);
     is_str(got, want, "fold '%s'", tag);
+    is_u64(n, strlen(want), "  its length returned");
 }
 
 /* Replays text (through a file) on the default unbounded device, or on one of `capacity`. */
@@ -345,6 +346,11 @@ int main(void)
     fold("a..12.b.3", "a..*.b.3");
     fold("7", "*");
     fold("", "");
+    char cut[6];
+    size_t n = holders_fold_tag("abc.12.def", cut, sizeof cut);
+    ok(!strcmp(cut, "abc.*") && n == 5, "cut to 5 bytes: 'abc.*', length 5 (%s, %zu)", cut, n);
+    n = holders_fold_tag("abc.12.def", cut, 4);
+    ok(!strcmp(cut, "abc") && n == 3, "cut to 3 bytes: 'abc', length 3 (%s, %zu)", cut, n);
 
     struct err e = {0};
     if (ok(replay_text(trace, NULL, &e) == 0, "the worked trace replays")) {

@@ -83,7 +83,7 @@ struct holders {
 };
 
 /* The whole folded tag cut to len - 1 bytes: the text before the first all-digit part, "*", the text after. */
-void holders_fold_tag(const char *tag, char *buf, size_t len)
+size_t holders_fold_tag(const char *tag, char *buf, size_t len)
 {
     const char *part = tag, *end = NULL, *c; /* the first all-digit part: [part, end) */
     for (;;) {
@@ -108,6 +108,7 @@ void holders_fold_tag(const char *tag, char *buf, size_t len)
         at += n;
     }
     buf[at] = '\0';
+    return at;
 }
 
 /* Largest first; ties by tag, then category, so views are deterministic. */
@@ -203,8 +204,7 @@ static bool same_text(const struct raw_entry *raw, const char *tag)
 static struct raw_entry *new_raw(struct holders *hs, const char *tag, size_t n)
 {
     char text[HOLDER_TAG_MAX];
-    holders_fold_tag(tag && tag[0] ? tag : "-", text, sizeof text); /* the whole tag, then cut */
-    size_t len = strlen(text);
+    size_t len = holders_fold_tag(tag && tag[0] ? tag : "-", text, sizeof text); /* the whole tag, then cut */
     struct folded *f;
     unsigned fv = (unsigned)hash_bytes(text, len);
     HASH_FIND_BYHASHVALUE(hh, hs->folds, text, len, fv, f);

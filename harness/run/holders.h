@@ -52,7 +52,8 @@ int holders_finish(struct holders *h, struct holders_result *out);
 void holders_destroy(struct holders *h);
 
 /* A module path with its first numeric component folded: "decoder.block.3.layer.2.ffn" becomes
- * "decoder.block.*.layer.2.ffn" (the layer index; later ones name sublayers). */
-void holders_fold_tag(const char *tag, char *buf, size_t len);
+ * "decoder.block.*.layer.2.ffn" (the layer index; later ones name sublayers), in buf, cut to len - 1
+ * bytes (len >= 1). Returns its length. */
+size_t holders_fold_tag(const char *tag, char *buf, size_t len);
 
 #endif
