@@ -147,11 +147,8 @@ static void test_same_tag_in_a_row(void)
                        {.kind = OP_PHASE, .name = "backward"},
                        {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 3, .bytes = 2 * MiB, .name = tag},
                        {.kind = OP_ALLOC, .category = CAT_GRAD, .id = 4, .bytes = 4 * MiB, .name = tag}};
-    struct op_sink *sink = runner_sink(f.r);
-    bool emitted = true;
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0] && emitted; i++)
-        emitted = sink->emit(sink, &ops[i], &e) == 0;
-    ok(emitted, "four allocations under one pointer, in two phases and two categories");
+    ok(emit_ops(f.r, ops, sizeof ops / sizeof ops[0], &e),
+       "four allocations under one pointer, in two phases and two categories");
     struct holders_result out;
     ok(holders_finish(f.hs, &out) == 0, "holders finish");
     const struct holders_view *v = &out.at_peak;

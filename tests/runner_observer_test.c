@@ -134,11 +134,7 @@ static void oom_told(void)
                        {.kind = OP_RECORDED_OOM, .bytes = 128 * MiB, .name = "recorded"},
                        {.kind = OP_ALLOC, .id = 3, .bytes = 8 * MiB, .name = "fits"},
                        {.kind = OP_ALLOC, .id = 4, .bytes = 96 * MiB, .name = "big"}};
-    struct op_sink *sink = runner_sink(r);
-    bool emitted = true;
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0] && emitted; i++)
-        emitted = sink->emit(sink, &ops[i], &e) == 0;
-    if (!ok(emitted, "five ops run"))
+    if (!ok(emit_ops(r, ops, sizeof ops / sizeof ops[0], &e), "five ops run"))
         diag("%s", e.msg);
     ok(runner_peek(r)->nooms == 3, "three OOMs in the run's result (%llu)", (unsigned long long)runner_peek(r)->nooms);
     ok(seen.n == 2 && seen.ids[0] == 2 && seen.ids[1] == 4, "on_oom: the allocations 2 and 4 (%zu told)", seen.n);
@@ -173,11 +169,7 @@ int main(void)
                        {.kind = OP_FREE, .id = 2},
                        {.kind = OP_FREE, .id = 3},
                        {.kind = OP_FREE, .id = 1}};
-    struct op_sink *sink = runner_sink(r);
-    bool emitted = true;
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0] && emitted; i++)
-        emitted = sink->emit(sink, &ops[i], &e) == 0;
-    if (!ok(emitted, "ten ops run"))
+    if (!ok(emit_ops(r, ops, sizeof ops / sizeof ops[0], &e), "ten ops run"))
         diag("%s", e.msg);
     is_str(all.before, "spaamkafff", "no kinds asked: before_op sees every op");
     is_str(all.after, "spaamkafff", "  and on_op too");
@@ -194,11 +186,7 @@ int main(void)
     struct op few[] = {{.kind = OP_PHASE, .name = "forward"},
                        {.kind = OP_ALLOC, .id = 1, .bytes = MiB, .name = "a"},
                        {.kind = OP_FREE, .id = 1}};
-    sink = r ? runner_sink(r) : NULL;
-    emitted = sink != NULL;
-    for (size_t i = 0; i < 3 && emitted; i++)
-        emitted = sink->emit(sink, &few[i], &e) == 0;
-    ok(emitted && !strcmp(alone.before, "p") && !strcmp(alone.after, "a"),
+    ok(r && emit_ops(r, few, 3, &e) && !strcmp(alone.before, "p") && !strcmp(alone.after, "a"),
        "it sees the phase before and the allocation after, nothing of the free (%s, %s)", alone.before, alone.after);
     runner_destroy(r);
     dev->ops->destroy(dev);

@@ -1,5 +1,5 @@
 /* sim_runner.h: for runner tests, a runner under a generated program's rules (runner options NULL) on a sim
- * of the given capacity ("64MiB"). */
+ * of the given capacity ("64MiB"), and a list of ops emitted to a runner. */
 #ifndef OOMLAB_TESTS_SIM_RUNNER_H
 #define OOMLAB_TESTS_SIM_RUNNER_H
 
@@ -15,6 +15,16 @@ static struct runner *sim_runner(const char *capacity, struct device **dev, stru
     struct alloc_config cfg;
     alloc_config_default(&cfg);
     return *dev ? runner_create(*dev, &cfg, NULL) : NULL;
+}
+
+/* Emits n ops to r in order, stopping at the first that fails: whether all ran (e says why not). */
+static inline bool emit_ops(struct runner *r, const struct op *ops, size_t n, struct err *e)
+{
+    struct op_sink *sink = runner_sink(r);
+    for (size_t i = 0; i < n; i++)
+        if (sink->emit(sink, &ops[i], e))
+            return false;
+    return true;
 }
 
 #endif

@@ -664,39 +664,37 @@ static __attribute__((noinline, cold)) int stop(struct runner *r, const struct o
     return -1;
 }
 
+/* An op executed with result rc: counted, or the runner stops (-1). */
+static inline int op_done(struct runner *r, const struct op *op, int rc)
+{
+    if (rc)
+        return stop(r, op);
+    r->res.ops++;
+    return 0;
+}
+
 /* Each kind of op in its own function, so a kernel's or a free's does not pay for an allocation's registers:
  * 0, or -1 (the op failed: the runner stops). block: where an ALLOC's block goes, or NULL. */
 static __attribute__((noinline)) int run_alloc(struct runner *r, const struct op *op, struct alloc_block **block,
                                                struct err *e)
 {
     struct alloc_block *b = NULL;
-    if (do_alloc(r, op, &b, e))
-        return stop(r, op);
-    r->res.ops++;
+    int rc = op_done(r, op, do_alloc(r, op, &b, e));
     if (block)
         *block = b;
-    return 0;
+    return rc;
 }
 static __attribute__((noinline)) int run_free(struct runner *r, const struct op *op, struct err *e)
 {
-    if (do_free(r, op, e))
-        return stop(r, op);
-    r->res.ops++;
-    return 0;
+    return op_done(r, op, do_free(r, op, e));
 }
 static __attribute__((noinline)) int run_kernel(struct runner *r, const struct op *op, struct err *e)
 {
-    if (do_kernel(r, op, e))
-        return stop(r, op);
-    r->res.ops++;
-    return 0;
+    return op_done(r, op, do_kernel(r, op, e));
 }
 static __attribute__((noinline)) int run_other(struct runner *r, const struct op *op, struct err *e)
 {
-    if (execute_other(r, op, e))
-        return stop(r, op);
-    r->res.ops++;
-    return 0;
+    return op_done(r, op, execute_other(r, op, e));
 }
 static inline int run_op(struct runner *r, const struct op *op, struct alloc_block **block, struct err *e)
 {
