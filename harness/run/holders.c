@@ -361,7 +361,8 @@ static inline struct key_entry *add(struct holders *hs, const struct run_tensor 
     return k;
 }
 
-/* A block restored live at a recording's start: its holder is in the phase "before recording". */
+/* A block restored live at a recording's start: its holder is in the phase "before recording". Out of line
+ * (restores are rare), so add inlines into on_tensor alone. */
 static __attribute__((noinline)) struct key_entry *adopt(struct holders *hs, const struct run_tensor *t)
 {
     uint32_t phase_id = hs->phase_id;
