@@ -348,6 +348,10 @@ int main(void)
     ok(!strcmp(cut, "abc.*") && n == 5, "cut to 5 bytes: 'abc.*', length 5 (%s, %zu)", cut, n);
     n = holders_fold_tag("abc.12.def", cut, 4);
     ok(!strcmp(cut, "abc") && n == 3, "cut to 3 bytes: 'abc', length 3 (%s, %zu)", cut, n);
+    n = holders_fold_tag("abc.12.def", cut, 5);
+    ok(!strcmp(cut, "abc.") && n == 4, "cut to 4 bytes, before the '*': 'abc.', length 4 (%s, %zu)", cut, n);
+    n = holders_fold_tag("lm_head", cut, 3);
+    ok(!strcmp(cut, "lm") && n == 2, "nothing folded, cut to 2 bytes: 'lm', length 2 (%s, %zu)", cut, n);
 
     struct err e = {0};
     if (ok(replay_text(trace, NULL, &e) == 0, "the worked trace replays")) {

@@ -82,6 +82,15 @@ struct holders {
     struct holders_result res;
 };
 
+/* The n bytes at s after the at bytes in buf, cut to len - 1 bytes in all, and a NUL: the length then. */
+static size_t append(char *buf, size_t at, size_t len, const char *s, size_t n)
+{
+    n = n < len - 1 - at ? n : len - 1 - at;
+    memcpy(buf + at, s, n);
+    buf[at + n] = '\0';
+    return at + n;
+}
+
 /* The whole folded tag cut to len - 1 bytes: the text before the first all-digit part, "*", the text after. */
 size_t holders_fold_tag(const char *tag, char *buf, size_t len)
 {
@@ -98,17 +107,11 @@ size_t holders_fold_tag(const char *tag, char *buf, size_t len)
             break;
         part = c + 1;
     }
-    size_t at = 0;
-    const char *pieces[3] = {tag, "*", end};
-    size_t lens[3] = {end ? (size_t)(part - tag) : (size_t)(c - tag), end ? 1 : 0, end ? strlen(end) : 0};
-    for (int i = 0; i < 3; i++) {
-        size_t n = lens[i] < len - 1 - at ? lens[i] : len - 1 - at;
-        if (n) /* pieces[2] is NULL when there is no '*' part */
-            memcpy(buf + at, pieces[i], n);
-        at += n;
-    }
-    buf[at] = '\0';
-    return at;
+    if (!end)
+        return append(buf, 0, len, tag, (size_t)(c - tag));
+    size_t at = append(buf, 0, len, tag, (size_t)(part - tag));
+    at = append(buf, at, len, "*", 1);
+    return append(buf, at, len, end, strlen(end));
 }
 
 /* Largest first; ties by tag, then category, so views are deterministic. */
