@@ -192,14 +192,15 @@ static void test_reallocated_live(void)
 }
 
 /* More tag pointers than are remembered (65536): they are forgotten and met afresh, and every allocation
- * still lands in its holder. */
-static void test_many_pointers(void)
+ * still lands in its holder, whether names are stable (the folds kept by pointer) or not (the texts read);
+ * an allocation without a name is held by "-". */
+static void test_many_pointers(bool stable)
 {
     enum { N = 70000 };
     static char tags[N][16];
     struct err e = {0};
     struct fixture f;
-    if (!fixture_open(&f, NULL, &e))
+    if (!fixture_open(&f, stable ? NULL : &(struct runner_options){0}, &e))
         return;
     struct runner *r = f.r;
     struct holders *hs = f.hs;
@@ -211,13 +212,16 @@ static void test_many_pointers(void)
                         .name = tags[k]};
         emitted = sink->emit(sink, &op, &e) == 0;
     }
-    ok(emitted, "70000 allocations, each under its own tag pointer");
+    struct op unnamed = {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = N + 1, .bytes = 512};
+    emitted = emitted && sink->emit(sink, &unnamed, &e) == 0;
+    ok(emitted, "%s names: 70000 allocations, each under its own tag pointer, and one without", stable ? "stable" : "changing");
     struct holders_result out;
     ok(holders_finish(hs, &out) == 0, "holders finish");
     const struct holders_view *v = &out.at_peak;
-    ok(v->n == 2 && !strcmp(v->top[0].tag, "even.*.x") && v->top[0].count == N / 2 && v->top[0].bytes == 512 * N / 2 &&
-           !strcmp(v->top[1].tag, "odd.*.x") && v->top[1].count == N / 2,
-       "two holders of 35000 allocations each (%zu holders)", v->n);
+    ok(v->n == 3 && !strcmp(v->top[0].tag, "even.*.x") && v->top[0].count == N / 2 && v->top[0].bytes == 512 * N / 2 &&
+           !strcmp(v->top[1].tag, "odd.*.x") && v->top[1].count == N / 2 && !strcmp(v->top[2].tag, "-") &&
+           v->top[2].count == 1,
+       "two holders of 35000 allocations each, and '-' of one (%zu holders)", v->n);
     fixture_close(&f);
 }
 
@@ -430,7 +434,8 @@ int main(void)
     test_reused_buffer(false);
     test_reused_buffer(true);
     test_same_tag_in_a_row();
-    test_many_pointers();
+    test_many_pointers(true);
+    test_many_pointers(false);
     test_reallocated_live();
     test_restored();
     test_recovered();

@@ -34,17 +34,16 @@ struct key_entry {
     struct key_entry *next;  /* every holder, in the order they were made */
 };
 
-/* A tag pointer met, by the text it read as (its first HOLDER_TAG_MAX - 1 bytes) and that text's fold: a
- * run's tags are mostly the same interned strings again, so this skips hashing and folding the tag's text;
- * the entry is used only if the pointer's text still matches (a caller may reuse a buffer), or if the run's
- * names are stable (run_tensor.stable_tag): then the text is not kept. */
+/* A tag pointer met where names may change, by the text it read as (its first HOLDER_TAG_MAX - 1 bytes) and
+ * that text's fold: a run's tags are mostly the same strings again, so this skips hashing and folding the
+ * tag's text; the entry is used only if the pointer's text still matches (a caller may reuse a buffer). Where
+ * the run's names are stable (run_tensor.stable_tag) the pointer is its text, and the fold is kept itself. */
 struct raw_entry {
     struct folded *f;
-    size_t len; /* RAW_STABLE: a stable tag's, without its text */
+    size_t len;
     char tag[]; /* len bytes and a NUL */
 };
-#define RAW_STABLE SIZE_MAX
-#define RAWS_MAX 65536 /* then the pointers are forgotten and met afresh: ever new ones keep memory bounded */
+#define USES_MAX 65536 /* then the pointers are forgotten and met afresh: ever new ones keep memory bounded */
 
 /* With this few holders a capture at each peak passed costs less than keeping the changes since. */
 #define EAGER_KEYS 32
@@ -62,9 +61,10 @@ struct holders {
     struct key_entry *keys, **keys_end; /* every holder, in the order made; where the next goes */
     struct folded *folds;
     size_t nkeys;
-    struct open_index uses;   /* raw_entries by open_index_hash_u64 of the tag pointer */
-    struct bump raw_mem;      /* the raw_entries: freed when RAWS_MAX were made */
-    size_t nraws;
+    /* by open_index_hash_u64 of the tag pointer, the folds met under stable names, raw_entries otherwise */
+    struct open_index uses;
+    struct bump raw_mem;      /* the raw_entries: freed when USES_MAX pointers were met */
+    size_t nuses;
     struct bump mem;          /* the holders and folded tags: freed with the holders */
     uint32_t phase_id;       /* the current phase's index in phases */
     char (*phases)[32];      /* the phase names seen, cut to 31 bytes */
@@ -196,43 +196,42 @@ static void before_op(struct run_observer *base, const struct op *op)
 }
 
 /* Whether tag (not NULL) reads as raw's text: the same first HOLDER_TAG_MAX - 1 bytes, and ending where
- * raw's does if that is sooner; never as a stable tag's entry, whose text is not kept. */
+ * raw's does if that is sooner. */
 static bool same_text(const struct raw_entry *raw, const char *tag)
 {
-    return raw->len != RAW_STABLE &&
-           !strncmp(raw->tag, tag, raw->len < HOLDER_TAG_MAX - 1 ? raw->len + 1 : raw->len);
+    return !strncmp(raw->tag, tag, raw->len < HOLDER_TAG_MAX - 1 ? raw->len + 1 : raw->len);
 }
 
-/* A raw tag entry for tag's first n bytes (n RAW_STABLE: a stable tag's, without its text). */
-static struct raw_entry *new_raw(struct holders *hs, const char *tag, size_t n)
+/* The fold of tag (NULL or empty: "-"), made if new; NULL without host memory. */
+static struct folded *fold_of(struct holders *hs, const char *tag)
 {
     char text[HOLDER_TAG_MAX];
     size_t len = holders_fold_tag(tag && tag[0] ? tag : "-", text, sizeof text); /* the whole tag, then cut */
     struct folded *f;
     unsigned fv = (unsigned)hash_bytes(text, len);
     HASH_FIND_BYHASHVALUE(hh, hs->folds, text, len, fv, f);
-    if (!f) {
-        if (!(f = bump_alloc(&hs->mem, sizeof *f + len + 1)))
-            return NULL;
-        f->keys = NULL;
-        f->len = len;
-        memcpy(f->text, text, len + 1);
-        HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->folds, f->text, f->len, fv, f);
-        if (!HASH_ADDED(f))
-            return NULL;
-    }
-    bool keep_text = n != RAW_STABLE;
-    struct raw_entry *raw = bump_alloc(&hs->raw_mem, sizeof *raw + (keep_text ? n + 1 : 0));
+    if (f)
+        return f;
+    if (!(f = bump_alloc(&hs->mem, sizeof *f + len + 1)))
+        return NULL;
+    f->keys = NULL;
+    f->len = len;
+    memcpy(f->text, text, len + 1);
+    HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->folds, f->text, f->len, fv, f);
+    return HASH_ADDED(f) ? f : NULL;
+}
+
+/* A raw tag entry for tag's first n bytes, of fold f. */
+static struct raw_entry *new_raw(struct holders *hs, struct folded *f, const char *tag, size_t n)
+{
+    struct raw_entry *raw = bump_alloc(&hs->raw_mem, sizeof *raw + n + 1);
     if (!raw)
         return NULL;
     raw->f = f;
     raw->len = n;
-    if (keep_text) {
-        if (n)
-            memcpy(raw->tag, tag, n);
-        raw->tag[n] = '\0';
-    }
-    hs->nraws++;
+    if (n)
+        memcpy(raw->tag, tag, n);
+    raw->tag[n] = '\0';
     return raw;
 }
 
@@ -250,43 +249,51 @@ static __attribute__((noinline)) struct key_entry *new_key(struct holders *hs, s
     return k;
 }
 
-/* The holder of a raw tag in this phase and category, made if new. */
-static struct key_entry *key_of_raw(struct holders *hs, const struct raw_entry *raw, uint8_t category)
+/* The holder of a fold in this phase and category, made if new. */
+static struct key_entry *key_of_fold(struct holders *hs, struct folded *f, uint8_t category)
 {
-    for (struct key_entry *k = raw->f->keys; k; k = k->next_of_fold)
+    for (struct key_entry *k = f->keys; k; k = k->next_of_fold)
         if (k->phase_id == hs->phase_id && k->category == category)
             return k;
-    return new_key(hs, raw->f, category);
+    return new_key(hs, f, category);
 }
 
 /* cached_key's slow path: tag's pointer is new (at < 0), or its text changed. */
 static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders *hs, const char *tag, bool stable,
                                                                   uint8_t category, uint64_t hash, ptrdiff_t at)
 {
-    if (hs->nraws == RAWS_MAX) {
+    if (hs->nuses == USES_MAX) {
         open_index_free(&hs->uses);
         bump_free_all(&hs->raw_mem);
-        hs->nraws = 0;
+        hs->nuses = 0;
         at = -1;
     }
-    struct raw_entry *raw = new_raw(hs, tag, !tag ? 0 : stable ? RAW_STABLE : strnlen(tag, HOLDER_TAG_MAX - 1));
-    if (!raw)
+    struct folded *f = fold_of(hs, tag);
+    void *use = f;
+    if (f && !stable) /* a NULL tag reads as "" */
+        use = new_raw(hs, f, tag ? tag : "", tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0);
+    if (!use)
         return NULL;
     if (at >= 0)
-        hs->uses.slots[at].item = raw;
-    else if (open_index_insert(&hs->uses, hash, raw))
+        hs->uses.slots[at].item = use;
+    else if (open_index_insert(&hs->uses, hash, use))
         return NULL;
-    return key_of_raw(hs, raw, category);
+    hs->nuses++;
+    return key_of_fold(hs, f, category);
 }
 
-/* The holder of tag in this phase and category, made if new; stable: tag's pointer is its text. */
+/* The holder of tag in this phase and category, made if new; stable: tag's pointer is its text (the run's
+ * names are stable or not for all of it, so the uses hold folds or raw entries alike). */
 static struct key_entry *cached_key(struct holders *hs, const char *tag, bool stable, uint8_t category)
 {
     uint64_t hash = open_index_hash_u64((uint64_t)(uintptr_t)tag);
     ptrdiff_t at = open_index_first(&hs->uses, hash);
-    const struct raw_entry *raw = at >= 0 ? hs->uses.slots[at].item : NULL;
-    if (raw && (!tag || stable || same_text(raw, tag)))
-        return key_of_raw(hs, raw, category);
+    void *use = at >= 0 ? hs->uses.slots[at].item : NULL;
+    if (use && stable)
+        return key_of_fold(hs, use, category);
+    const struct raw_entry *raw = use;
+    if (raw && (!tag || same_text(raw, tag)))
+        return key_of_fold(hs, raw->f, category);
     return key_of_new_tag(hs, tag, stable, category, hash, at);
 }
 
