@@ -19,7 +19,8 @@ static uint64_t same_tensors(const struct kernel_call *k, unsigned kernel_tensor
     unsigned bit = 0;
     for (unsigned i = 1; i < n; i++)
         for (unsigned j = 0; j < i; j++, bit++)
-            same |= (uint64_t)(t[i] == t[j]) << bit;
+            if (__builtin_expect(t[i] == t[j], 0)) /* rare: a predicted branch, not a bit built per pair */
+                same |= 1ULL << bit;
     return same;
 }
 
@@ -53,9 +54,19 @@ static int memo_alloc(struct kernel_cost_memo *m)
     return 0;
 }
 
-struct kernel_cost kernel_cost_memo(struct kernel_cost_memo *m, const struct kernel_call *k)
+/* A miss: k's shape and cost into slot, under a new shape id. Out of line, so a hit saves no registers for it. */
+static __attribute__((noinline)) void fill(struct kernel_cost_slot *slot, uint64_t head, const struct kernel_call *k)
 {
     static uint64_t last_id; /* shared by every memo of the process, so a shape id is never given twice */
+    slot->shape.head = head;
+    memcpy(slot->shape.dims, k->dims, sizeof slot->shape.dims);
+    memcpy(slot->shape.fparam, k->fparam, sizeof slot->shape.fparam);
+    slot->cost = kernel_cost(k);
+    slot->cost.shape_id = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
+}
+
+struct kernel_cost kernel_cost_memo(struct kernel_cost_memo *m, const struct kernel_call *k)
+{
     if (!m->slots && memo_alloc(m) < 0)
         return kernel_cost(k);
     /* bit 31 set: a shape's head is never 0, so it never matches an empty slot */
@@ -68,13 +79,8 @@ struct kernel_cost kernel_cost_memo(struct kernel_cost_memo *m, const struct ker
                          (uint64_t)k->dims[3]),
                      alpha);
     struct kernel_cost_slot *slot = &m->slots[(h ^ h >> 32) & (KERNEL_COST_MEMO_SLOTS - 1)];
-    if (!holds(&slot->shape, head, k)) {
-        slot->shape.head = head;
-        memcpy(slot->shape.dims, k->dims, sizeof slot->shape.dims);
-        memcpy(slot->shape.fparam, k->fparam, sizeof slot->shape.fparam);
-        slot->cost = kernel_cost(k);
-        slot->cost.shape_id = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
-    }
+    if (!holds(&slot->shape, head, k))
+        fill(slot, head, k);
     return slot->cost;
 }
 

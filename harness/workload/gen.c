@@ -197,6 +197,8 @@ static void emit_mem(struct gen *g, enum op_kind kind, uint8_t category, uint64_
     gen_emit(g, op);
 }
 
+_Static_assert(sizeof(struct tensor) == 72, "struct tensor: the slab's pages (gen.h)");
+
 /* slab_get's slow way: a slot never used, growing the slab if it is full. */
 static tref slab_new(struct gen *g)
 {
@@ -280,7 +282,6 @@ static inline __attribute__((always_inline)) tref t_make(struct gen *g, const in
                          .refs = 1,
                          .grad = TNONE,
                          .param = -1,
-                         .next_free = -1,
                          .id = ++g->next_id};
     int64_t n;
     if (!dims_fit(t, dims, dt, &n)) {
