@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(sizeof(struct node) == 152, "struct node: the tape's pages (gen.h)");
+
 struct node *tape_push(struct gen *g, enum node_kind kind, tref out, const char *tag)
 {
     if ((size_t)g->ntape == g->cap_tape &&

@@ -220,18 +220,34 @@ static inline tref slab_get(struct gen *g)
     return x;
 }
 
+/* A bound per dim, by the dims' count, under which no product of the dims reaches 2^56 bytes' worth of
+ * elements, below every dtype's limit (SIZE_LIMIT / 8 = 2^59 elements): such dims need no check each. */
+static const uint64_t dims_small[TMAX_DIMS + 1] = {1, UINT64_C(1) << 56, UINT64_C(1) << 28, UINT64_C(1) << 18,
+                                                   UINT64_C(1) << 14};
+_Static_assert(SIZE_LIMIT / 8 >= UINT64_C(1) << 56, "dims_small: every dtype's limit is at least 2^56 elements");
+
 /* Copies the dims to t and says whether a tensor of them fits SIZE_LIMIT bytes, with its element count in
  * *numel if so. Every partial product of the dims is checked, in the order t_numel multiplies them, so no
- * later product of this tensor's dims can overflow. */
+ * later product of this tensor's dims can overflow; most tensors' dims are under dims_small (none negative:
+ * a negative dim is above it as unsigned), and their product is taken without a check. */
 static inline __attribute__((always_inline)) bool dims_fit(struct tensor *t, const int64_t *dims, enum dtype dt,
                                                          int64_t *numel)
 {
     const unsigned size = dtype_size(dt); /* a power of two: a shift, not a division, per tensor */
-    const uint64_t most = size ? SIZE_LIMIT >> __builtin_ctz(size) : 0;
-    uint64_t n = 1;
-    bool over = false; /* a dim is negative, or a partial product is above most (a product after that is moot) */
+    uint64_t n = 1, any = 0;
     for (int i = 0; i < t->ndim; i++) {
         t->dims[i] = dims[i];
+        any |= (uint64_t)dims[i];
+        n *= (uint64_t)dims[i]; /* unsigned: wraps, and is taken only when every dim is small */
+    }
+    if (__builtin_expect(any < dims_small[t->ndim] && size, 1)) {
+        *numel = (int64_t)n;
+        return true;
+    }
+    const uint64_t most = size ? SIZE_LIMIT >> __builtin_ctz(size) : 0;
+    bool over = false; /* a dim is negative, or a partial product is above most (a product after that is moot) */
+    n = 1;
+    for (int i = 0; i < t->ndim; i++) {
         over |= dims[i] < 0;
         over |= __builtin_mul_overflow(n, (uint64_t)dims[i], &n);
         over |= n > most;

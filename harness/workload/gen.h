@@ -94,10 +94,10 @@ enum node_kind {
 #define NODE_MAX_SAVED 8
 #define NODE_MAX_IN (1 + CKPT_EXTRAS) /* a checkpoint's input and extras */
 
-struct node {
+struct node {            /* 152 bytes, no padding: the tape of a step holds thousands */
     uint8_t kind;
-    uint16_t flags;
     uint8_t dtype;        /* compute dtype (attention) */
+    uint16_t flags;
     float f;              /* op-specific scalar (dropout p, scale alpha, attention scale, sub's beta) */
     int32_t kv_heads;     /* attention: key/value heads before repeat_kv */
     tref out;
