@@ -51,7 +51,8 @@ static void node_release(struct gen *g, const struct node *n)
     for (int i = 0; i < NODE_MAX_SAVED; i++)
         t_release(g, n->saved[i]);
     for (int i = 0; i < NODE_MAX_IN; i++)
-        t_unhold(g, n->in[i]);
+        if (n->in[i] != TNONE) /* most slots are: no call for them */
+            t_unhold(g, n->in[i]);
     t_unhold(g, n->out);
 }
 

@@ -213,7 +213,13 @@ tref t_new2(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category ca
 /* An [a, b] tensor in unified memory (cudaMallocManaged), outside the caching allocator. */
 tref t_new_managed(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category cat, const char *tag);
 tref t_like(struct gen *g, tref x, enum dtype dt, enum category cat, const char *tag);
-tref t_ref(struct gen *g, tref x);
+/* A new reference to x (TNONE: nothing), returned. Inline: autograd takes one for every tensor it saves. */
+static inline tref t_ref(struct gen *g, tref x)
+{
+    if (x != TNONE)
+        g->t[x].refs++;
+    return x;
+}
 /* x's storage freed, or allocated again (bytes, a new id), while references to x remain: a sharded
  * parameter's gathered copy, freed after use and gathered again (FSDP, ZeRO-3). */
 void t_storage_free(struct gen *g, tref x);
