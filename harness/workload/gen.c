@@ -78,8 +78,10 @@ static bool format_part(char *part, size_t len, const char *fmt, va_list ap)
     for (const char *f = fmt; *f && at + 1 < len; f++) {
         char num[16];
         const char *text = f;
-        size_t n = 1;
-        if (*f == '%') {
+        size_t n = strcspn(f, "%"); /* a run of plain text, copied at once */
+        if (n) {
+            f += n - 1;
+        } else {
             f++;
             if (*f == 's') {
                 text = va_arg(ap, const char *);
