@@ -346,13 +346,15 @@ static void slab_put(struct gen *g, tref x)
 void t_release_last(struct gen *g, tref x)
 {
     struct tensor *t = &g->t[x];
-    if (!t->unbacked) {
-        emit_mem(g, OP_FREE, 0, t->id, 0, NULL);
+    const bool backed = !t->unbacked;
+    const uint64_t id = t->id;
+    if (backed)
         g->live_bytes -= (int64_t)t->bytes;
-    }
     t->unbacked = false;
     if (t->holds == 0 && t->grad == TNONE)
         slab_put(g, x);
+    if (backed) /* last: only g lives across the sink's call (the sink never reads the slab) */
+        emit_mem(g, OP_FREE, 0, id, 0, NULL);
 }
 
 void t_storage_free(struct gen *g, tref x)
