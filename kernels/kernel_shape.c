@@ -19,7 +19,8 @@ static uint64_t same_tensors(const struct kernel_call *k, unsigned kernel_tensor
     unsigned bit = 0;
     for (unsigned i = 1; i < n; i++)
         for (unsigned j = 0; j < i; j++, bit++)
-            same |= (uint64_t)(t[i] == t[j]) << bit;
+            if (__builtin_expect(t[i] == t[j], 0)) /* rare: a predicted branch, not a bit built per pair */
+                same |= 1ULL << bit;
     return same;
 }
 
@@ -39,25 +40,26 @@ static bool holds(const struct kernel_shape *a, uint64_t head, const struct kern
     return !diff;
 }
 
-/* The slots, and after them each kernel's tensor count: a call's shape reads it, and a lookup here is cheaper
- * than a call to kernel_get per launch. */
-static int memo_alloc(struct kernel_cost_memo *m)
+/* A miss: k's shape and cost into slot, under a new shape id. Out of line, and called last (a tail call), so
+ * a hit saves no registers for it. */
+static __attribute__((noinline)) struct kernel_cost fill(struct kernel_cost_slot *slot, uint64_t head,
+                                                         const struct kernel_call *k)
 {
-    const size_t slots = KERNEL_COST_MEMO_SLOTS * sizeof *m->slots;
-    if (!(m->slots = calloc(1, slots + K_COUNT)))
-        return -1;
-    uint8_t *n = (uint8_t *)m->slots + slots;
-    for (unsigned i = 0; i < K_COUNT; i++)
-        n[i] = kernel_get(i)->ntensors;
-    m->kernel_tensors = n;
-    return 0;
+    static uint64_t last_id; /* shared by every memo of the process, so a shape id is never given twice */
+    slot->shape.head = head;
+    memcpy(slot->shape.dims, k->dims, sizeof slot->shape.dims);
+    memcpy(slot->shape.fparam, k->fparam, sizeof slot->shape.fparam);
+    slot->cost = kernel_cost(k);
+    slot->cost.shape_id = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
+    return slot->cost;
 }
+
+static struct kernel_cost first_call(struct kernel_cost_memo *m, const struct kernel_call *k);
 
 struct kernel_cost kernel_cost_memo(struct kernel_cost_memo *m, const struct kernel_call *k)
 {
-    static uint64_t last_id; /* shared by every memo of the process, so a shape id is never given twice */
-    if (!m->slots && memo_alloc(m) < 0)
-        return kernel_cost(k);
+    if (__builtin_expect(!m->slots, 0))
+        return first_call(m, k);
     /* bit 31 set: a shape's head is never 0, so it never matches an empty slot */
     const uint64_t head = (uint64_t)k->kernel | (uint64_t)k->dtype << 16 | (uint64_t)k->ntensors << 24 | 1ULL << 31 |
                           same_tensors(k, m->kernel_tensors[k->kernel]) << 32;
@@ -68,14 +70,24 @@ struct kernel_cost kernel_cost_memo(struct kernel_cost_memo *m, const struct ker
                          (uint64_t)k->dims[3]),
                      alpha);
     struct kernel_cost_slot *slot = &m->slots[(h ^ h >> 32) & (KERNEL_COST_MEMO_SLOTS - 1)];
-    if (!holds(&slot->shape, head, k)) {
-        slot->shape.head = head;
-        memcpy(slot->shape.dims, k->dims, sizeof slot->shape.dims);
-        memcpy(slot->shape.fparam, k->fparam, sizeof slot->shape.fparam);
-        slot->cost = kernel_cost(k);
-        slot->cost.shape_id = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
-    }
+    if (!holds(&slot->shape, head, k))
+        return fill(slot, head, k);
     return slot->cost;
+}
+
+/* The memo's first call: the slots, and after them each kernel's tensor count (a call's shape reads it, and a
+ * lookup there is cheaper than a call to kernel_get per launch); then the call asked again. */
+static __attribute__((cold, noinline)) struct kernel_cost first_call(struct kernel_cost_memo *m,
+                                                                     const struct kernel_call *k)
+{
+    const size_t slots = KERNEL_COST_MEMO_SLOTS * sizeof *m->slots;
+    if (!(m->slots = calloc(1, slots + K_COUNT)))
+        return kernel_cost(k);
+    uint8_t *n = (uint8_t *)m->slots + slots;
+    for (unsigned i = 0; i < K_COUNT; i++)
+        n[i] = kernel_get(i)->ntensors;
+    m->kernel_tensors = n;
+    return kernel_cost_memo(m, k);
 }
 
 void kernel_cost_memo_free(struct kernel_cost_memo *m)

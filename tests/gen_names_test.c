@@ -2,6 +2,7 @@
  * cuts the result to its buffer as snprintf("%s.%s") would; gen_push and gen_tag build the module scope
  * and the interned tags under it (the scope's own tag kept until the scope changes); gen_tag_is tells a
  * tag equal to what gen_tag would give, without building it. */
+#include <stdio.h>
 #include <string.h>
 
 #include "tap.h"
@@ -92,6 +93,16 @@ static void scope_tags(void)
     gen_pop(&g);
     gen_push(&g, "%s%s", name, "");
     ok(strlen(plain) == 255 && gen_tag(&g, NULL) == plain, "a part of 299 characters is cut to 255, by \"%%s\" as by other formats");
+    gen_pop(&g);
+    gen_push(&g, "blocks.%d.attn", 7);
+    is_str(gen_tag(&g, NULL), "blocks.7.attn", "plain text before and after a %%d (copied a run at a time)");
+    gen_pop(&g);
+    char longfmt[300], want[256];
+    memset(longfmt, 'q', 297);
+    strcpy(longfmt + 297, "%d");
+    gen_push(&g, longfmt, 5);
+    snprintf(want, sizeof want, longfmt, 5);
+    is_str(gen_tag(&g, NULL), want, "a run of 297 characters and a %%d: cut to 255 as snprintf cuts it");
     gen_pop(&g);
     is_int(g.failed, 0, "nothing failed");
     strpool_destroy(g.pool);

@@ -1,6 +1,7 @@
 /* gen_tensors_test.c: the generator's tensor slab (workload/gen.c): sizes at the 4 EiB limit for every
  * dtype (t_new2 and t_new: the limit is a shift by the dtype's size), partial products past it refused
- * even when a later dim is 0, negative dims an internal error; reference counts (t_ref, t_release's
+ * even when a later dim is 0, negative dims an internal error; small dims (multiplied unchecked) exact at
+ * their bound's edge and refused past it; reference counts (t_ref, t_release's
  * inline drop) with one FREE at the last drop, and freed slots taken again. */
 #include <stdint.h>
 
@@ -78,6 +79,53 @@ static void limits(void)
     gen_close(&g);
 }
 
+/* Dims under gen.c's per-dim bound (2^56 elements over all dims) are multiplied without a check each: at the
+ * bound's edge the counts are exact, and past it (a product that wraps 64 bits, or passes the limit) refused. */
+static void small_dims(void)
+{
+    static const int64_t bound[5] = {0, INT64_C(1) << 56, INT64_C(1) << 28, INT64_C(1) << 18, INT64_C(1) << 14};
+    for (int nd = 1; nd <= 4; nd++) {
+        struct err e = {0};
+        struct rec_sink s;
+        struct gen g;
+        gen_open(&g, &e, &s);
+        int64_t d[4];
+        uint64_t want = 2;
+        for (int i = 0; i < nd; i++) {
+            d[i] = bound[nd] - 1;
+            want *= (uint64_t)d[i];
+        }
+        tref x = t_new(&g, d, nd, DT_BF16, CAT_ACTIVATION, "edge");
+        ok(!g.failed && s.last_bytes == want && t_numel(&g, x) == (int64_t)(want / 2),
+           "%d dims of 2^%d - 1, bf16: %llu bytes", nd, __builtin_ctzll((uint64_t)bound[nd]), (unsigned long long)want);
+        for (int i = 0; i < nd; i++)
+            d[i] = bound[nd];
+        t_new(&g, d, nd, DT_U8, CAT_ACTIVATION, "bound");
+        ok(!g.failed && s.last_bytes == UINT64_C(1) << (nd * __builtin_ctzll((uint64_t)bound[nd])),
+           "  %d dims at the bound, u8: counted the checked way, still exact", nd);
+        gen_close(&g);
+    }
+    struct err e = {0};
+    struct rec_sink s;
+    struct gen g;
+    gen_open(&g, &e, &s);
+    int64_t wrap[4] = {INT64_C(1) << 16, INT64_C(1) << 16, INT64_C(1) << 16, INT64_C(1) << 16};
+    t_new(&g, wrap, 4, DT_U8, CAT_ACTIVATION, "wrap");
+    ok(g.failed && e.code == ERR_INPUT && s.allocs == 0, "four dims of 2^16 (a product that wraps to 0): refused");
+    gen_close(&g);
+    gen_open(&g, &e, &s);
+    e = (struct err){0};
+    t_new2(&g, INT64_C(1) << 30, INT64_C(1) << 30, DT_I64, CAT_ACTIVATION, "big");
+    ok(g.failed && e.code == ERR_INPUT && s.allocs == 0, "2^30 x 2^30 i64 (2^63 bytes, no wrap): refused");
+    gen_close(&g);
+    gen_open(&g, &e, &s);
+    e = (struct err){0};
+    int64_t neg[3] = {2, -1, 3};
+    t_new(&g, neg, 3, DT_F32, CAT_ACTIVATION, "neg");
+    ok(g.failed && e.code == ERR_INTERNAL && s.allocs == 0, "a negative dim among small ones: an internal error");
+    gen_close(&g);
+}
+
 static void references(void)
 {
     struct err e = {0};
@@ -96,6 +144,13 @@ static void references(void)
     is_int(s.frees, 1, "dropping no tensor: nothing");
     tref b = t_new2(&g, 5, 1, DT_F32, CAT_ACTIVATION, "b");
     ok(b == a && s.last_id == id + 1, "a freed slot is taken again, under a new id");
+    tref p = t_new2(&g, 1, 1, DT_U8, CAT_ACTIVATION, "p"), q = t_new2(&g, 1, 1, DT_U8, CAT_ACTIVATION, "q");
+    t_release(&g, p);
+    t_release(&g, q); /* q's slot now links to p's */
+    tref r = t_new2(&g, 1, 1, DT_U8, CAT_ACTIVATION, "r");
+    ok(r == q && g.t[q].param == -1 && g.t[q].refs == 1 && g.t[q].holds == 0 && g.free_t == p,
+       "  taken again: no parameter (the word held the free list's link to %d), one reference", p);
+    t_release(&g, r);
     for (int i = 0; i < 3000; i++)
         t_new2(&g, 1, 1, DT_U8, CAT_ACTIVATION, "many");
     ok(!g.failed && g.nt == 3001 && g.t[b].bytes == 20, "the slab grown past its first mapping, earlier tensors kept");
@@ -106,6 +161,7 @@ static void references(void)
 int main(void)
 {
     limits();
+    small_dims();
     references();
     return done_testing();
 }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(sizeof(struct node) == 152, "struct node: the tape's pages (gen.h)");
+
 struct node *tape_push(struct gen *g, enum node_kind kind, tref out, const char *tag)
 {
     if ((size_t)g->ntape == g->cap_tape &&
@@ -49,7 +51,8 @@ static void node_release(struct gen *g, const struct node *n)
     for (int i = 0; i < NODE_MAX_SAVED; i++)
         t_release(g, n->saved[i]);
     for (int i = 0; i < NODE_MAX_IN; i++)
-        t_unhold(g, n->in[i]);
+        if (n->in[i] != TNONE) /* most slots are: no call for them */
+            t_unhold(g, n->in[i]);
     t_unhold(g, n->out);
 }
 

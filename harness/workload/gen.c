@@ -78,8 +78,10 @@ static bool format_part(char *part, size_t len, const char *fmt, va_list ap)
     for (const char *f = fmt; *f && at + 1 < len; f++) {
         char num[16];
         const char *text = f;
-        size_t n = 1;
-        if (*f == '%') {
+        size_t n = strcspn(f, "%"); /* a run of plain text, copied at once */
+        if (n) {
+            f += n - 1;
+        } else {
             f++;
             if (*f == 's') {
                 text = va_arg(ap, const char *);
@@ -197,6 +199,8 @@ static void emit_mem(struct gen *g, enum op_kind kind, uint8_t category, uint64_
     gen_emit(g, op);
 }
 
+_Static_assert(sizeof(struct tensor) == 72, "struct tensor: the slab's pages (gen.h)");
+
 /* slab_get's slow way: a slot never used, growing the slab if it is full. */
 static tref slab_new(struct gen *g)
 {
@@ -218,18 +222,34 @@ static inline tref slab_get(struct gen *g)
     return x;
 }
 
+/* A bound per dim, by the dims' count, under which no product of the dims reaches 2^56 bytes' worth of
+ * elements, below every dtype's limit (SIZE_LIMIT / 8 = 2^59 elements): such dims need no check each. */
+static const uint64_t dims_small[TMAX_DIMS + 1] = {1, UINT64_C(1) << 56, UINT64_C(1) << 28, UINT64_C(1) << 18,
+                                                   UINT64_C(1) << 14};
+_Static_assert(SIZE_LIMIT / 8 >= UINT64_C(1) << 56, "dims_small: every dtype's limit is at least 2^56 elements");
+
 /* Copies the dims to t and says whether a tensor of them fits SIZE_LIMIT bytes, with its element count in
  * *numel if so. Every partial product of the dims is checked, in the order t_numel multiplies them, so no
- * later product of this tensor's dims can overflow. */
+ * later product of this tensor's dims can overflow; most tensors' dims are under dims_small (none negative:
+ * a negative dim is above it as unsigned), and their product is taken without a check. */
 static inline __attribute__((always_inline)) bool dims_fit(struct tensor *t, const int64_t *dims, enum dtype dt,
                                                          int64_t *numel)
 {
     const unsigned size = dtype_size(dt); /* a power of two: a shift, not a division, per tensor */
-    const uint64_t most = size ? SIZE_LIMIT >> __builtin_ctz(size) : 0;
-    uint64_t n = 1;
-    bool over = false; /* a dim is negative, or a partial product is above most (a product after that is moot) */
+    uint64_t n = 1, any = 0;
     for (int i = 0; i < t->ndim; i++) {
         t->dims[i] = dims[i];
+        any |= (uint64_t)dims[i];
+        n *= (uint64_t)dims[i]; /* unsigned: wraps, and is taken only when every dim is small */
+    }
+    if (__builtin_expect(any < dims_small[t->ndim] && size, 1)) {
+        *numel = (int64_t)n;
+        return true;
+    }
+    const uint64_t most = size ? SIZE_LIMIT >> __builtin_ctz(size) : 0;
+    bool over = false; /* a dim is negative, or a partial product is above most (a product after that is moot) */
+    n = 1;
+    for (int i = 0; i < t->ndim; i++) {
         over |= dims[i] < 0;
         over |= __builtin_mul_overflow(n, (uint64_t)dims[i], &n);
         over |= n > most;
@@ -266,7 +286,7 @@ static __attribute__((cold, noinline)) void refuse_size(struct gen *g, struct te
         t->dims[i] = 1;
 }
 
-/* Inlined into t_new and t_new2, where the dims' count is often a constant. */
+/* Inlined into t_new, t_new2 (the dims' count a constant) and t_like (a third of the tensors made). */
 static inline __attribute__((always_inline)) tref t_make(struct gen *g, const int64_t *dims, int ndim, enum dtype dt,
                                                          enum category cat, const char *tag, enum op_kind kind)
 {
@@ -280,7 +300,6 @@ static inline __attribute__((always_inline)) tref t_make(struct gen *g, const in
                          .refs = 1,
                          .grad = TNONE,
                          .param = -1,
-                         .next_free = -1,
                          .id = ++g->next_id};
     int64_t n;
     if (!dims_fit(t, dims, dt, &n)) {
@@ -312,16 +331,9 @@ tref t_new2(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category ca
 
 tref t_like(struct gen *g, tref x, enum dtype dt, enum category cat, const char *tag)
 {
-    int64_t d[TMAX_DIMS];
+    int64_t d[TMAX_DIMS]; /* a copy: taking a slot may move the slab */
     memcpy(d, g->t[x].dims, sizeof d);
-    return t_new(g, d, g->t[x].ndim, dt, cat, tag);
-}
-
-tref t_ref(struct gen *g, tref x)
-{
-    if (x != TNONE)
-        g->t[x].refs++;
-    return x;
+    return t_make(g, d, g->t[x].ndim, dt, cat, tag, OP_ALLOC);
 }
 
 static void slab_put(struct gen *g, tref x)
@@ -334,13 +346,15 @@ static void slab_put(struct gen *g, tref x)
 void t_release_last(struct gen *g, tref x)
 {
     struct tensor *t = &g->t[x];
-    if (!t->unbacked) {
-        emit_mem(g, OP_FREE, 0, t->id, 0, NULL);
+    const bool backed = !t->unbacked;
+    const uint64_t id = t->id;
+    if (backed)
         g->live_bytes -= (int64_t)t->bytes;
-    }
     t->unbacked = false;
     if (t->holds == 0 && t->grad == TNONE)
         slab_put(g, x);
+    if (backed) /* last: only g lives across the sink's call (the sink never reads the slab) */
+        emit_mem(g, OP_FREE, 0, id, 0, NULL);
 }
 
 void t_storage_free(struct gen *g, tref x)

@@ -36,8 +36,10 @@ struct tensor {
     int32_t refs;         /* storage references; FREE at zero */
     int32_t holds;        /* tape nodes naming this tensor */
     tref grad;            /* gradient accumulated during backward */
-    int32_t param;        /* parameter index of a sharded parameter's gathered copy, or -1 */
-    int32_t next_free;
+    union {               /* 72 bytes, not 80: flux.1-dev's slab peaks near 6,000 tensors */
+        int32_t param;     /* in use: parameter index of a sharded parameter's gathered copy, or -1 */
+        int32_t next_free; /* on the free list (refs -1): the next free slot */
+    };
 };
 
 struct param {
@@ -92,10 +94,10 @@ enum node_kind {
 #define NODE_MAX_SAVED 8
 #define NODE_MAX_IN (1 + CKPT_EXTRAS) /* a checkpoint's input and extras */
 
-struct node {
+struct node {            /* 152 bytes, no padding: the tape of a step holds thousands */
     uint8_t kind;
-    uint16_t flags;
     uint8_t dtype;        /* compute dtype (attention) */
+    uint16_t flags;
     float f;              /* op-specific scalar (dropout p, scale alpha, attention scale, sub's beta) */
     int32_t kv_heads;     /* attention: key/value heads before repeat_kv */
     tref out;
@@ -211,7 +213,13 @@ tref t_new2(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category ca
 /* An [a, b] tensor in unified memory (cudaMallocManaged), outside the caching allocator. */
 tref t_new_managed(struct gen *g, int64_t a, int64_t b, enum dtype dt, enum category cat, const char *tag);
 tref t_like(struct gen *g, tref x, enum dtype dt, enum category cat, const char *tag);
-tref t_ref(struct gen *g, tref x);
+/* A new reference to x (TNONE: nothing), returned. Inline: autograd takes one for every tensor it saves. */
+static inline tref t_ref(struct gen *g, tref x)
+{
+    if (x != TNONE)
+        g->t[x].refs++;
+    return x;
+}
 /* x's storage freed, or allocated again (bytes, a new id), while references to x remain: a sharded
  * parameter's gathered copy, freed after use and gathered again (FSDP, ZeRO-3). */
 void t_storage_free(struct gen *g, tref x);
