@@ -526,6 +526,33 @@ static void test_record_stream(void)
     rig_close(&r);
 }
 
+/* A block handed out whole from its pool starts with no stream uses: while free, the same bytes held its tree
+ * links (the 96-byte block, harness/alloc/internal.h). And record_stream on a block that is not allocated is
+ * ignored: PyTorch's recordStream finds only allocated blocks (get_allocated_block). */
+static void test_reused_block_uses(void)
+{
+    struct rig r;
+    rig_open(&r, 1 * GiB, "");
+    struct alloc_block *a = must_alloc(&r, 12 * MiB, 0), *b = must_alloc(&r, 12 * MiB, 0); /* two segments */
+    uint64_t a_addr = alloc_block_addr(a);
+    ok(a_addr < alloc_block_addr(b), "a below b");
+    allocator_free(r.a, a); /* a: its class's root */
+    allocator_free(r.a, b); /* b: a's right child, so a's links are not all NULL */
+    allocator_record_stream(r.a, b, 1); /* b is free: ignored */
+    struct alloc_block *again = must_alloc(&r, 12 * MiB, 0);
+    is_u64(alloc_block_addr(again), a_addr, "a reused whole (the lower address)");
+    allocator_free(r.a, again);
+    is_u64(allocator_pending_frees(r.a, NULL), 0, "its free waits for no stream: no uses left from its links");
+    is_int(st(&r, "active_bytes.all.current"), 0, "active_bytes 0");
+    struct alloc_block *x = must_alloc(&r, 12 * MiB, 0), *y = must_alloc(&r, 12 * MiB, 0);
+    is_int(st(&r, "num_device_alloc"), 2, "both 12 MiB blocks reused: still two segments");
+    allocator_free(r.a, x);
+    allocator_free(r.a, y);
+    is_u64(allocator_pending_frees(r.a, NULL), 0, "record_stream on the free b recorded nothing");
+    consistent(&r, "reused blocks and a record_stream on a free block");
+    rig_close(&r);
+}
+
 int main(void)
 {
     test_rounding_table();
@@ -538,5 +565,6 @@ int main(void)
     test_gc();
     test_stat_resets();
     test_record_stream();
+    test_reused_block_uses();
     return done_testing();
 }

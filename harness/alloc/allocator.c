@@ -35,8 +35,8 @@ void allocator_destroy(struct allocator *a)
         for (struct alloc_block *b = s->expandable || a->blocks_with_uses ? s->head : NULL; b; b = b->next) {
             if (s->expandable && b->mapped)
                 a->dev->ops->unmap(a->dev, b->addr, b->size);
-            if (b->stream_uses)
-                free(b->stream_uses);
+            if (b->allocated && b->uses.stream_uses) /* only blocks outside the trees have uses */
+                free(b->uses.stream_uses);
         }
         if (s->expandable)
             a->dev->ops->va_release(a->dev, s->addr, s->size);
@@ -182,7 +182,7 @@ static struct alloc_block *alloc_block(struct allocator *a, struct pool *p, uint
 static bool should_split(const struct allocator *a, const struct alloc_block *b, uint64_t size)
 {
     uint64_t remaining = b->size - size;
-    bool small_rule = b->pool->small | a->cfg.expandable_segments;
+    bool small_rule = b->small | a->cfg.expandable_segments;
     bool small_split = remaining >= 512;
     bool large_split = (size < a->cfg.max_split_size) & (remaining > MiB);
     return (small_rule & small_split) | (!small_rule & large_split);
@@ -193,7 +193,7 @@ static bool should_split(const struct allocator *a, const struct alloc_block *b,
 static struct alloc_block *alloc_found_block(struct allocator *a, struct alloc_block *b, uint64_t size,
                                              uint64_t orig_size, uint64_t stream, bool in_pool)
 {
-    struct pool *p = b->pool;
+    struct pool *p = block_pool(a, b);
     struct alloc_stats *s = &a->stats;
     bool already_split = block_is_split(b);
     if (should_split(a, b, size)) {
@@ -219,8 +219,10 @@ static struct alloc_block *alloc_found_block(struct allocator *a, struct alloc_b
             stat_array_count_up(s->inactive_split, p->small);
         }
     } else {
-        if (in_pool)
+        if (in_pool) {
             pool_remove(p, b);
+            block_clear_uses(b);
+        }
         if (already_split && !b->expandable) {
             stat_array_decrease(s->inactive_split_bytes, p->small, (int64_t)b->size);
             stat_array_count_down(s->inactive_split, p->small);
@@ -331,14 +333,14 @@ void allocator_free(struct allocator *a, struct alloc_block *b)
 {
     if (!b)
         return;
-    struct pool *p = b->pool;
+    struct pool *p = block_pool(a, b);
     b->allocated = false;
     stat_array_count_down(a->stats.allocation, p->small);
     stat_array_decrease(a->stats.allocated_bytes, p->small, (int64_t)b->size);
     record_trace(a, ACT_FREE_REQUESTED, b->addr, b->requested_size, b->stream);
     if (b->size >= a->cfg.max_split_size)
         stat_count_down(&a->stats.oversize_allocations);
-    if (b->nstream_uses)
+    if (b->uses.nstream_uses)
         insert_events(a, b); /* back to the pool once the other streams are done with it */
     else
         free_block(a, b);

@@ -37,7 +37,7 @@ static __attribute__((noinline)) void slab_grow(struct allocator *a, struct slab
     room->end = (char *)slab + SLAB_BYTES;
 }
 
-/* size bytes from room's slab (a multiple of SLAB_ALIGN, far below SLAB_BYTES). */
+/* size bytes from room's slab (a multiple of 32, far below SLAB_BYTES). */
 static void *slab_take(struct allocator *a, struct slab_room *room, size_t size)
 {
     if ((size_t)(room->end - room->next) < size)
@@ -46,8 +46,6 @@ static void *slab_take(struct allocator *a, struct slab_room *room, size_t size)
     room->next += size;
     return p;
 }
-
-#define SLAB_SIZE(type) ((sizeof(type) + SLAB_ALIGN - 1) / SLAB_ALIGN * SLAB_ALIGN)
 
 void block_slabs_free(struct allocator *a)
 {
@@ -67,34 +65,28 @@ struct alloc_block *block_new(struct allocator *a, uint64_t stream, uint64_t siz
     if (b)
         a->free_structs = b->next;
     else
-        b = slab_take(a, &a->block_room, SLAB_SIZE(struct alloc_block));
+        b = slab_take(a, &a->block_room, sizeof(struct alloc_block));
     /* field by field: a compound literal clears the whole struct with rep stos first */
-    memset(&b->node, 0, sizeof b->node);
-    b->stream = stream;
     b->size = size;
     b->addr = addr;
-    b->requested_size = 0;
-    b->pool = pool;
-    b->prev = b->next = NULL;
-    b->seg = NULL;
+    b->uses = (struct block_uses){0};
     b->gc_count_base = 0;
-    b->stream_uses = NULL;
-    b->nstream_uses = 0;
-    b->event_count = 0;
+    b->size_class = 0;
     b->allocated = false;
     b->mapped = true;
     b->expandable = false;
-    b->size_class = 0;
+    b->small = pool->small;
+    b->pending = false;
+    b->stream = stream;
+    b->requested_size = 0;
+    b->prev = b->next = NULL;
+    b->seg = NULL;
     return b;
 }
 
+/* b is free (merged away or released): it holds no stream uses, insert_events took them. */
 void block_delete(struct allocator *a, struct alloc_block *b)
 {
-    if (b->stream_uses) { /* rare: spare the call */
-        free(b->stream_uses);
-        b->stream_uses = NULL;
-        a->blocks_with_uses--;
-    }
     b->next = a->free_structs;
     a->free_structs = b;
 }
@@ -105,7 +97,7 @@ struct segment *segment_new(struct allocator *a, uint64_t addr, uint64_t size, u
     if (s)
         a->free_segments = s->next_seg;
     else
-        s = slab_take(a, &a->segment_room, SLAB_SIZE(struct segment));
+        s = slab_take(a, &a->segment_room, sizeof(struct segment));
     *s = (struct segment){.addr = addr, .size = size, .stream = stream, .small = small, .next_seg = a->segments};
     if (a->segments)
         a->segments->prev_seg = s;
@@ -133,7 +125,7 @@ static inline uint64_t merge_blocks(struct allocator *a, struct alloc_block *dst
     /* a missing neighbour reads as an allocated one, so the state checks are one bitwise test */
     static const struct alloc_block none = {.allocated = true};
     const struct alloc_block *s = pick_addr(src != NULL, src, &none);
-    bool mergeable = !s->allocated & (s->event_count == 0) & (dst->mapped == s->mapped);
+    bool mergeable = !s->allocated & !s->pending & (dst->mapped == s->mapped);
     if (!mergeable)
         return 0;
     if (dst->prev == src) { /* [src dst] */
@@ -163,7 +155,7 @@ void free_block(struct allocator *a, struct alloc_block *b)
 {
     record_trace(a, ACT_FREE_COMPLETED, b->addr, b->requested_size, b->stream);
     uint64_t original_size = b->size, requested = b->requested_size;
-    struct pool *p = b->pool;
+    struct pool *p = block_pool(a, b);
     int64_t split_blocks = 0, split_bytes = 0;
     struct alloc_block *next = b->next;
     uint64_t subsumed = merge_blocks(a, b, b->prev, p); /* blocks are never empty: 0 = not merged */

@@ -74,7 +74,7 @@ static bool map_block(struct allocator *a, struct alloc_block *to_map, uint64_t 
         *device_error = st == DEV_ERROR;
         return false;
     }
-    struct pool *p = to_map->pool;
+    struct pool *p = block_pool(a, to_map);
     RB_REMOVE(addr_tree, &p->unmapped, to_map);
     to_map->mapped = true;
     if (mapped < to_map->size) {
@@ -124,7 +124,7 @@ void unmap_block(struct allocator *a, struct alloc_block *b)
     uint64_t begin = page_ceil(seg, b->addr), end = page_floor(seg, b->addr + b->size);
     if (begin >= end)
         return;
-    struct pool *p = b->pool;
+    struct pool *p = block_pool(a, b);
     pool_remove(p, b);
     uint64_t before = begin - b->addr, unmapped = end - begin, after = b->size - before - unmapped;
     if (before) {
@@ -163,7 +163,7 @@ void unmap_block(struct allocator *a, struct alloc_block *b)
 void release_expandable_segment(struct allocator *a, struct alloc_block *b)
 {
     struct segment *seg = b->seg;
-    RB_REMOVE(addr_tree, &b->pool->unmapped, b);
+    RB_REMOVE(addr_tree, &block_pool(a, b)->unmapped, b);
     a->dev->ops->va_release(a->dev, seg->addr, seg->size);
     segment_delete(a, seg);
     block_delete(a, b);

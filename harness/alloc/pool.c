@@ -250,7 +250,9 @@ static __attribute__((noinline)) void tree_insert(struct size_tree *t, struct al
     }
     RB_SET(b, parent, node);
     /* the side picked with a mask: it is as random as the descent */
-    *(struct alloc_block **)pick_addr(right, &RB_RIGHT(parent, node), &RB_LEFT(parent, node)) = b;
+    uintptr_t links = (uintptr_t)parent + offsetof(struct alloc_block, node); /* packed: no member address */
+    *(struct alloc_block **)pick_addr(right, (const void *)(links + offsetof(struct block_links, rbe_right)),
+                                      (const void *)(links + offsetof(struct block_links, rbe_left))) = b;
     size_tree_RB_INSERT_COLOR(t, b);
 }
 
@@ -288,7 +290,7 @@ static inline void class_remove(struct stream_bins *s, struct alloc_block *b)
 
 void pool_insert(struct pool *p, struct alloc_block *b)
 {
-    b->gc_count_base = p->get_free_blocks_call_count;
+    b->gc_count_base = (uint32_t)p->get_free_blocks_call_count;
     class_insert(bins_get(p, b->stream), size_class(b->size), b);
 }
 
@@ -304,7 +306,7 @@ void pool_shrink_front(struct pool *p, struct alloc_block *b, uint64_t addr)
 {
     uint64_t size = b->size - (addr - b->addr);
     unsigned c = size_class(size);
-    b->gc_count_base = p->get_free_blocks_call_count;
+    b->gc_count_base = (uint32_t)p->get_free_blocks_call_count;
     if (c == b->size_class) {
         struct alloc_block *prev = RB_PREV(size_tree, NULL, b);
         if (!prev || block_before(prev, size, addr)) {

@@ -7,7 +7,7 @@
 
 void release_block(struct allocator *a, struct alloc_block *b)
 {
-    struct pool *p = b->pool;
+    struct pool *p = block_pool(a, b);
     a->stats.num_device_free++;
     record_trace(a, ACT_SEGMENT_FREE, b->addr, b->size, b->stream);
     a->dev->ops->seg_free(a->dev, b->addr, b->size);

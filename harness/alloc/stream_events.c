@@ -15,17 +15,20 @@
 
 void allocator_record_stream(struct allocator *a, struct alloc_block *b, uint64_t stream)
 {
-    if (!b || stream == b->stream) /* uses on the allocation stream need no synchronisation */
+    /* uses on the allocation stream need no synchronisation; PyTorch's recordStream finds only allocated
+     * blocks (get_allocated_block) */
+    if (!b || !b->allocated || stream == b->stream)
         return;
-    for (uint32_t i = 0; i < b->nstream_uses; i++)
-        if (b->stream_uses[i] == stream)
+    struct block_uses *u = &b->uses;
+    for (uint32_t i = 0; i < u->nstream_uses; i++)
+        if (u->stream_uses[i] == stream)
             return;
-    uint64_t *grown = realloc(b->stream_uses, (b->nstream_uses + 1) * sizeof *grown);
+    uint64_t *grown = realloc(u->stream_uses, (u->nstream_uses + 1) * sizeof *grown);
     if (!grown)
         abort(); /* out of host memory: as block_new */
-    a->blocks_with_uses += !b->stream_uses;
-    b->stream_uses = grown;
-    b->stream_uses[b->nstream_uses++] = stream;
+    a->blocks_with_uses += !u->stream_uses;
+    u->stream_uses = grown;
+    u->stream_uses[u->nstream_uses++] = stream;
 }
 
 void allocator_stream_sync(struct allocator *a, uint64_t stream)
@@ -44,7 +47,7 @@ size_t allocator_pending_frees(const struct allocator *a, uint64_t *bytes)
 
 void insert_events(struct allocator *a, struct alloc_block *b)
 {
-    size_t need = a->nevents + b->nstream_uses;
+    size_t need = a->nevents + b->uses.nstream_uses;
     if (need > a->events_cap) {
         size_t cap = a->events_cap ? a->events_cap : 16;
         while (cap < need)
@@ -55,13 +58,15 @@ void insert_events(struct allocator *a, struct alloc_block *b)
         a->events = grown;
         a->events_cap = cap;
     }
-    for (uint32_t i = 0; i < b->nstream_uses; i++)
-        a->events[a->nevents++] = (struct stream_event){.block = b, .stream = b->stream_uses[i]};
-    b->event_count += b->nstream_uses;
-    stat_block_pending(&a->stats, b->pool->small, 1, (int64_t)b->size);
-    free(b->stream_uses);
-    b->stream_uses = NULL;
-    b->nstream_uses = 0;
+    struct block_uses *u = &b->uses;
+    for (uint32_t i = 0; i < u->nstream_uses; i++)
+        a->events[a->nevents++] = (struct stream_event){.block = b, .stream = u->stream_uses[i]};
+    u->event_count += u->nstream_uses;
+    b->pending = true;
+    stat_block_pending(&a->stats, b->small, 1, (int64_t)b->size);
+    free(u->stream_uses);
+    u->stream_uses = NULL;
+    u->nstream_uses = 0;
     a->blocks_with_uses--;
 }
 
@@ -76,8 +81,9 @@ static void free_events(struct allocator *a, bool all)
             a->events[kept++] = ev;
             continue;
         }
-        if (--ev.block->event_count == 0) {
-            stat_block_pending(&a->stats, ev.block->pool->small, -1, (int64_t)ev.block->size);
+        if (--ev.block->uses.event_count == 0) {
+            ev.block->pending = false;
+            stat_block_pending(&a->stats, ev.block->small, -1, (int64_t)ev.block->size);
             free_block(a, ev.block);
         }
     }
