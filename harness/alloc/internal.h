@@ -54,8 +54,16 @@ RB_HEAD(addr_tree, alloc_block);
 RB_PROTOTYPE(size_tree, alloc_block, node, cmp_size)
 RB_PROTOTYPE(addr_tree, alloc_block, node, cmp_addr)
 
-/* One stream's free blocks in a pool: size classes (pool.c), each a tree by (size, address). A class's root
- * is set only while its bit is: the roots are left uninitialised until used. */
+/* A size class: a tree by (size, address), and its first and last block. Many free blocks often share one
+ * size (a model's repeated layers: flux.1-dev leaves thousands of 14 MiB segments), and best fit takes the
+ * first of them: the ends answer most searches, and most insertions land at one of them. */
+struct pool_class {
+    struct size_tree tree;
+    struct alloc_block *min, *max;
+};
+
+/* One stream's free blocks in a pool: size classes (pool.c). A class is set only while its bit is: the
+ * classes are left uninitialised until used. */
 #define POOL_COL_BITS 6 /* 64 classes per power of two: most hold one block, so most searches read one */
 #define POOL_COLS (1u << POOL_COL_BITS)
 #define POOL_ROWS 64
@@ -64,7 +72,7 @@ struct stream_bins {
     uint64_t stream;
     uint64_t rows;            /* bit r: some class of row r is non-empty */
     uint64_t cols[POOL_ROWS]; /* bit c of cols[r]: class r * POOL_COLS + c is non-empty */
-    struct size_tree classes[POOL_CLASSES];
+    struct pool_class classes[POOL_CLASSES];
 };
 
 struct pool {

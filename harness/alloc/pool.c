@@ -1,8 +1,9 @@
 /* pool.c: a pool's free blocks in PyTorch's order (std::set by (stream, size, address), BlockComparatorSize in
  * c10/cuda/CUDACachingAllocator.cpp), indexed for a fast best fit. Each stream's blocks are split into size
  * classes, 64 per power of two (a two-level bitmap says which are non-empty, as in TLSF), each class a
- * libbsd red-black tree by (size, address): lower_bound reads one small tree and at most two bitmap words
- * instead of descending one tree of every free block. Walking in order (next, prev, first, last) crosses
+ * libbsd red-black tree by (size, address) with its first and last block at hand: lower_bound reads at most
+ * two bitmap words and one small tree (or only an end of it) instead of descending one tree of every free
+ * block. Walking in order (next, prev, first, last) crosses
  * classes and streams, so callers see exactly the std::set's order. */
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +66,7 @@ static __attribute__((noinline)) struct stream_bins *bins_add(struct pool *p, ui
         p->bins = grown;
         p->cap = cap;
     }
-    struct stream_bins *s = malloc(sizeof *s); /* a class's root is read only once its bit is set */
+    struct stream_bins *s = malloc(sizeof *s); /* the classes are read only once their bits are set */
     if (!s)
         abort();
     s->stream = stream;
@@ -129,22 +130,13 @@ static unsigned class_at_or_before(const struct stream_bins *s, unsigned c)
     return row * POOL_COLS + 63u - (unsigned)__builtin_clzll(s->cols[row]);
 }
 
-/* The smallest block of a non-empty class (most hold one: the root). */
-static inline struct alloc_block *class_min(const struct size_tree *t)
-{
-    struct alloc_block *b = RB_ROOT(t);
-    while (RB_LEFT(b, node))
-        b = RB_LEFT(b, node);
-    return b;
-}
-
 /* The smallest block of streams[i..], or NULL. */
 static struct alloc_block *first_from(const struct pool *p, size_t i)
 {
     for (; i < p->nbins; i++) {
         unsigned c = class_at_or_after(p->bins[i], 0);
         if (c < POOL_CLASSES)
-            return class_min(&p->bins[i]->classes[c]);
+            return p->bins[i]->classes[c].min;
     }
     return NULL;
 }
@@ -155,7 +147,7 @@ static struct alloc_block *last_before(const struct pool *p, size_t i)
     while (i-- > 0) {
         unsigned c = class_at_or_before(p->bins[i], POOL_CLASSES - 1);
         if (c < POOL_CLASSES)
-            return RB_MAX(size_tree, &p->bins[i]->classes[c]);
+            return p->bins[i]->classes[c].max;
     }
     return NULL;
 }
@@ -165,7 +157,7 @@ static inline struct alloc_block *first_after_class(const struct pool *p, struct
 {
     unsigned next = c + 1 < POOL_CLASSES ? class_at_or_after(s, c + 1) : POOL_CLASSES;
     if (next < POOL_CLASSES)
-        return class_min(&s->classes[next]);
+        return s->classes[next].min;
     return first_from(p, bins_index(p, s) + 1);
 }
 
@@ -174,7 +166,7 @@ static struct alloc_block *last_before_class(const struct pool *p, struct stream
 {
     unsigned prev = c ? class_at_or_before(s, c - 1) : POOL_CLASSES;
     if (prev < POOL_CLASSES)
-        return RB_MAX(size_tree, &s->classes[prev]);
+        return s->classes[prev].max;
     return last_before(p, bins_index(p, s));
 }
 
@@ -214,14 +206,19 @@ struct alloc_block *pool_lower_bound(const struct pool *p, uint64_t stream, uint
     /* the bitmap first: an empty class's head is not worth a cache miss */
     if (!(s->cols[c / POOL_COLS] >> (c % POOL_COLS) & 1))
         return first_after_class(p, s, c);
-    struct alloc_block *n = RB_ROOT(&s->classes[c]), *res = NULL;
+    const struct pool_class *k = &s->classes[c];
+    if (!block_before(k->min, size, addr))
+        return k->min;
+    if (block_before(k->max, size, addr))
+        return first_after_class(p, s, c);
+    struct alloc_block *n = RB_ROOT(&k->tree), *res = NULL; /* min < key <= max: found in the class */
     while (n) {
         bool before = block_before(n, size, addr);
         struct alloc_block *l = RB_LEFT(n, node), *r = RB_RIGHT(n, node);
         res = pick(before, res, n);
         n = pick(before, r, l);
     }
-    return res ? res : first_after_class(p, s, c);
+    return res;
 }
 
 struct alloc_block *pool_next(const struct pool *p, struct alloc_block *b)
@@ -236,24 +233,36 @@ struct alloc_block *pool_prev(const struct pool *p, struct alloc_block *b)
     return n ? n : last_before_class(p, bins_of(p, b->stream), b->size_class);
 }
 
-/* RB_INSERT's descent (keys are unique: no two free blocks share an address), then libbsd's rebalancing.
- * Out of line: the common insertion is into an empty class (pool_insert). */
-static __attribute__((noinline)) void tree_insert(struct size_tree *t, struct alloc_block *b)
+/* RB_INSERT's descent (keys are unique: no two free blocks share an address), then libbsd's rebalancing. A
+ * block before the class's first or after its last hangs off that end without a descent. Out of line: the
+ * common insertion is into an empty class (class_insert). */
+static __attribute__((noinline)) void tree_insert(struct pool_class *k, struct alloc_block *b)
 {
-    struct alloc_block *parent = NULL, *n = RB_ROOT(t);
-    bool right = false;
-    while (n) {
-        parent = n;
-        right = block_before(n, b->size, b->addr);
-        struct alloc_block *l = RB_LEFT(n, node), *r = RB_RIGHT(n, node);
-        n = pick(right, r, l);
+    struct alloc_block *parent;
+    bool right;
+    if (block_before(b, k->min->size, k->min->addr)) {
+        parent = k->min;
+        right = false;
+        k->min = b;
+    } else if (block_before(k->max, b->size, b->addr)) {
+        parent = k->max;
+        right = true;
+        k->max = b;
+    } else {
+        struct alloc_block *n = RB_ROOT(&k->tree);
+        do {
+            parent = n;
+            right = block_before(n, b->size, b->addr);
+            struct alloc_block *l = RB_LEFT(n, node), *r = RB_RIGHT(n, node);
+            n = pick(right, r, l);
+        } while (n);
     }
     RB_SET(b, parent, node);
     /* the side picked with a mask: it is as random as the descent */
     uintptr_t links = (uintptr_t)parent + offsetof(struct alloc_block, node); /* packed: no member address */
     *(struct alloc_block **)pick_addr(right, (const void *)(links + offsetof(struct block_links, rbe_right)),
                                       (const void *)(links + offsetof(struct block_links, rbe_left))) = b;
-    size_tree_RB_INSERT_COLOR(t, b);
+    size_tree_RB_INSERT_COLOR(&k->tree, b);
 }
 
 /* Most classes hold at most one block: inserting into an empty class is making b a black root (what RB_INSERT
@@ -261,14 +270,14 @@ static __attribute__((noinline)) void tree_insert(struct size_tree *t, struct al
 static inline void class_insert(struct stream_bins *s, unsigned c, struct alloc_block *b)
 {
     b->size_class = (uint16_t)c;
-    struct size_tree *t = &s->classes[c];
+    struct pool_class *k = &s->classes[c];
     if (s->cols[c / POOL_COLS] >> (c % POOL_COLS) & 1) { /* the bitmap is at hand; the class head may not be */
-        tree_insert(t, b);
+        tree_insert(k, b);
         return;
     }
     RB_LEFT(b, node) = RB_RIGHT(b, node) = RB_PARENT(b, node) = NULL;
     RB_COLOR(b, node) = RB_BLACK;
-    RB_ROOT(t) = b;
+    RB_ROOT(&k->tree) = k->min = k->max = b;
     s->cols[c / POOL_COLS] |= 1ULL << (c % POOL_COLS);
     s->rows |= 1ULL << (c / POOL_COLS);
 }
@@ -276,12 +285,17 @@ static inline void class_insert(struct stream_bins *s, unsigned c, struct alloc_
 static inline void class_remove(struct stream_bins *s, struct alloc_block *b)
 {
     unsigned c = b->size_class;
-    struct size_tree *t = &s->classes[c];
+    struct pool_class *k = &s->classes[c];
     if (RB_PARENT(b, node) || RB_LEFT(b, node) || RB_RIGHT(b, node)) {
-        RB_REMOVE(size_tree, t, b);
+        /* an end's neighbour is a step away: the first block has no left child, the last no right one */
+        if (b == k->min)
+            k->min = RB_NEXT(size_tree, NULL, b);
+        else if (b == k->max)
+            k->max = RB_PREV(size_tree, NULL, b);
+        RB_REMOVE(size_tree, &k->tree, b);
         return; /* the class still holds the others */
     }
-    RB_ROOT(t) = NULL;
+    RB_ROOT(&k->tree) = NULL;
     unsigned row = c / POOL_COLS;
     s->cols[row] &= ~(1ULL << (c % POOL_COLS));
     if (!s->cols[row])
