@@ -161,6 +161,18 @@ static void class_ends(void)
        "the first shrunk again in place: still found first; S - 511 finds 0x3000");
     const char *bad = check_walks(&p);
     ok(!bad, "walks in order after the ends changed%s%s", bad ? ": " : "", bad ? bad : "");
+    for (int i = 0; i < 4; i++) { /* the class emptied, then refilled: ends from before must not count */
+        pool_remove(&p, &blocks[i]);
+        present[i] = false;
+    }
+    put(&p, 7, 0, S, 0x8000);
+    put(&p, 8, 0, S, 0x4000); /* its second block: before the first, 0x8000 */
+    put(&p, 9, 0, S, 0xa000); /* after the last */
+    ok(pool_lower_bound(&p, 0, S, 0) == &blocks[8] && pool_prev(&p, &blocks[6]) == &blocks[9],
+       "refilled class: best fit 0x4000, last 0xa000");
+    ok(pool_lower_bound(&p, 0, S, 0x4001) == &blocks[7], "refilled class: (size, 0x4001) finds 0x8000");
+    bad = check_walks(&p);
+    ok(!bad, "walks in order after the class was emptied and refilled%s%s", bad ? ": " : "", bad ? bad : "");
     pool_free(&p);
     memset(present, 0, sizeof present);
 }

@@ -54,16 +54,16 @@ RB_HEAD(addr_tree, alloc_block);
 RB_PROTOTYPE(size_tree, alloc_block, node, cmp_size)
 RB_PROTOTYPE(addr_tree, alloc_block, node, cmp_addr)
 
-/* A size class: a tree by (size, address), and its first and last block. Many free blocks often share one
- * size (a model's repeated layers: flux.1-dev leaves thousands of 14 MiB segments), and best fit takes the
- * first of them: the ends answer most searches, and most insertions land at one of them. */
-struct pool_class {
-    struct size_tree tree;
+/* A size class's first and last block, kept while it holds two blocks or more (a lone block is its root).
+ * Many free blocks often share one size (a model's repeated layers: flux.1-dev leaves thousands of 14 MiB
+ * segments), and best fit takes the first of them: the ends answer most searches, and most insertions land
+ * at one of them. Apart from the roots, so the classes of one block (most) cost no more cache than before. */
+struct class_ends {
     struct alloc_block *min, *max;
 };
 
-/* One stream's free blocks in a pool: size classes (pool.c). A class is set only while its bit is: the
- * classes are left uninitialised until used. */
+/* One stream's free blocks in a pool: size classes (pool.c), each a tree by (size, address). A class is set
+ * only while its bit is: the classes are left uninitialised until used. */
 #define POOL_COL_BITS 6 /* 64 classes per power of two: most hold one block, so most searches read one */
 #define POOL_COLS (1u << POOL_COL_BITS)
 #define POOL_ROWS 64
@@ -72,7 +72,8 @@ struct stream_bins {
     uint64_t stream;
     uint64_t rows;            /* bit r: some class of row r is non-empty */
     uint64_t cols[POOL_ROWS]; /* bit c of cols[r]: class r * POOL_COLS + c is non-empty */
-    struct pool_class classes[POOL_CLASSES];
+    struct size_tree classes[POOL_CLASSES];
+    struct class_ends ends[POOL_CLASSES];
 };
 
 struct pool {

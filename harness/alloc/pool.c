@@ -130,13 +130,32 @@ static unsigned class_at_or_before(const struct stream_bins *s, unsigned c)
     return row * POOL_COLS + 63u - (unsigned)__builtin_clzll(s->cols[row]);
 }
 
+/* A class's only block has no children; a class of two or more has its ends kept. */
+static inline bool class_lone(const struct alloc_block *root)
+{
+    return !RB_LEFT(root, node) && !RB_RIGHT(root, node);
+}
+
+/* The first and last block of non-empty class c. */
+static inline struct alloc_block *class_min(const struct stream_bins *s, unsigned c)
+{
+    struct alloc_block *root = RB_ROOT(&s->classes[c]);
+    return class_lone(root) ? root : s->ends[c].min;
+}
+
+static inline struct alloc_block *class_max(const struct stream_bins *s, unsigned c)
+{
+    struct alloc_block *root = RB_ROOT(&s->classes[c]);
+    return class_lone(root) ? root : s->ends[c].max;
+}
+
 /* The smallest block of streams[i..], or NULL. */
 static struct alloc_block *first_from(const struct pool *p, size_t i)
 {
     for (; i < p->nbins; i++) {
         unsigned c = class_at_or_after(p->bins[i], 0);
         if (c < POOL_CLASSES)
-            return p->bins[i]->classes[c].min;
+            return class_min(p->bins[i], c);
     }
     return NULL;
 }
@@ -147,7 +166,7 @@ static struct alloc_block *last_before(const struct pool *p, size_t i)
     while (i-- > 0) {
         unsigned c = class_at_or_before(p->bins[i], POOL_CLASSES - 1);
         if (c < POOL_CLASSES)
-            return p->bins[i]->classes[c].max;
+            return class_max(p->bins[i], c);
     }
     return NULL;
 }
@@ -157,7 +176,7 @@ static inline struct alloc_block *first_after_class(const struct pool *p, struct
 {
     unsigned next = c + 1 < POOL_CLASSES ? class_at_or_after(s, c + 1) : POOL_CLASSES;
     if (next < POOL_CLASSES)
-        return s->classes[next].min;
+        return class_min(s, next);
     return first_from(p, bins_index(p, s) + 1);
 }
 
@@ -166,7 +185,7 @@ static struct alloc_block *last_before_class(const struct pool *p, struct stream
 {
     unsigned prev = c ? class_at_or_before(s, c - 1) : POOL_CLASSES;
     if (prev < POOL_CLASSES)
-        return s->classes[prev].max;
+        return class_max(s, prev);
     return last_before(p, bins_index(p, s));
 }
 
@@ -206,12 +225,17 @@ struct alloc_block *pool_lower_bound(const struct pool *p, uint64_t stream, uint
     /* the bitmap first: an empty class's head is not worth a cache miss */
     if (!(s->cols[c / POOL_COLS] >> (c % POOL_COLS) & 1))
         return first_after_class(p, s, c);
-    const struct pool_class *k = &s->classes[c];
-    if (!block_before(k->min, size, addr))
-        return k->min;
-    if (block_before(k->max, size, addr))
+    struct alloc_block *n = RB_ROOT(&s->classes[c]), *res = NULL;
+    struct alloc_block *min = n, *max = n;
+    if (!class_lone(n)) {
+        min = s->ends[c].min;
+        max = s->ends[c].max;
+    }
+    if (!block_before(min, size, addr))
+        return min;
+    if (block_before(max, size, addr))
         return first_after_class(p, s, c);
-    struct alloc_block *n = RB_ROOT(&k->tree), *res = NULL; /* min < key <= max: found in the class */
+    /* min < key <= max: found in the class */
     while (n) {
         bool before = block_before(n, size, addr);
         struct alloc_block *l = RB_LEFT(n, node), *r = RB_RIGHT(n, node);
@@ -236,10 +260,12 @@ struct alloc_block *pool_prev(const struct pool *p, struct alloc_block *b)
 /* RB_INSERT's descent (keys are unique: no two free blocks share an address), then libbsd's rebalancing. A
  * block before the class's first or after its last hangs off that end without a descent. Out of line: the
  * common insertion is into an empty class (class_insert). */
-static __attribute__((noinline)) void tree_insert(struct pool_class *k, struct alloc_block *b)
+static __attribute__((noinline)) void tree_insert(struct size_tree *t, struct class_ends *k, struct alloc_block *b)
 {
-    struct alloc_block *parent;
+    struct alloc_block *parent, *root = RB_ROOT(t);
     bool right;
+    if (class_lone(root))
+        k->min = k->max = root; /* its second block: the ends start being kept */
     if (block_before(b, k->min->size, k->min->addr)) {
         parent = k->min;
         right = false;
@@ -249,7 +275,7 @@ static __attribute__((noinline)) void tree_insert(struct pool_class *k, struct a
         right = true;
         k->max = b;
     } else {
-        struct alloc_block *n = RB_ROOT(&k->tree);
+        struct alloc_block *n = root;
         do {
             parent = n;
             right = block_before(n, b->size, b->addr);
@@ -262,7 +288,7 @@ static __attribute__((noinline)) void tree_insert(struct pool_class *k, struct a
     uintptr_t links = (uintptr_t)parent + offsetof(struct alloc_block, node); /* packed: no member address */
     *(struct alloc_block **)pick_addr(right, (const void *)(links + offsetof(struct block_links, rbe_right)),
                                       (const void *)(links + offsetof(struct block_links, rbe_left))) = b;
-    size_tree_RB_INSERT_COLOR(&k->tree, b);
+    size_tree_RB_INSERT_COLOR(t, b);
 }
 
 /* Most classes hold at most one block: inserting into an empty class is making b a black root (what RB_INSERT
@@ -270,14 +296,14 @@ static __attribute__((noinline)) void tree_insert(struct pool_class *k, struct a
 static inline void class_insert(struct stream_bins *s, unsigned c, struct alloc_block *b)
 {
     b->size_class = (uint16_t)c;
-    struct pool_class *k = &s->classes[c];
+    struct size_tree *t = &s->classes[c];
     if (s->cols[c / POOL_COLS] >> (c % POOL_COLS) & 1) { /* the bitmap is at hand; the class head may not be */
-        tree_insert(k, b);
+        tree_insert(t, &s->ends[c], b);
         return;
     }
     RB_LEFT(b, node) = RB_RIGHT(b, node) = RB_PARENT(b, node) = NULL;
     RB_COLOR(b, node) = RB_BLACK;
-    RB_ROOT(&k->tree) = k->min = k->max = b;
+    RB_ROOT(t) = b;
     s->cols[c / POOL_COLS] |= 1ULL << (c % POOL_COLS);
     s->rows |= 1ULL << (c / POOL_COLS);
 }
@@ -285,17 +311,19 @@ static inline void class_insert(struct stream_bins *s, unsigned c, struct alloc_
 static inline void class_remove(struct stream_bins *s, struct alloc_block *b)
 {
     unsigned c = b->size_class;
-    struct pool_class *k = &s->classes[c];
+    struct size_tree *t = &s->classes[c];
     if (RB_PARENT(b, node) || RB_LEFT(b, node) || RB_RIGHT(b, node)) {
-        /* an end's neighbour is a step away: the first block has no left child, the last no right one */
+        struct class_ends *k = &s->ends[c];
+        /* an end's neighbour is a step away: the first block has no left child, the last no right one (kept
+         * alike when one block remains: the ends are then not read) */
         if (b == k->min)
             k->min = RB_NEXT(size_tree, NULL, b);
         else if (b == k->max)
             k->max = RB_PREV(size_tree, NULL, b);
-        RB_REMOVE(size_tree, &k->tree, b);
+        RB_REMOVE(size_tree, t, b);
         return; /* the class still holds the others */
     }
-    RB_ROOT(&k->tree) = NULL;
+    RB_ROOT(t) = NULL;
     unsigned row = c / POOL_COLS;
     s->cols[row] &= ~(1ULL << (c % POOL_COLS));
     if (!s->cols[row])
