@@ -7,11 +7,14 @@
 // 462 -> 392 instructions per op, BM_AllocatorMix 20.6-22.5 M ops/s (medians of 7 repetitions on a quiet VM).
 // For the flux.1-dev one-step stream (many large blocks, 3,371 segments): block and segment structs cut from
 // slabs, and a new segment's block not put into its pool only to be taken out again: 337 -> 326 instructions
-// per allocator_malloc or allocator_free call (inclusive) under callgrind. Keeping each size class's first and
-// last block (flux's classes of thousands of equal blocks) cut 8 more, but measured 4-7% slower here on real
-// hardware, so it was dropped. Blocks cut from 128 to 96 bytes (tree links and stream uses share bytes, the pool a
-// flag): flux.1-dev 925 -> 868 page faults; on this mix (500k ops under callgrind, loop included) 387.8 -> 384.8
-// instructions per op, paired BM_AllocatorMix medians 18.4-20.1 -> 18.9-21.5 M ops/s on the loaded VM.
+// per allocator_malloc or allocator_free call (inclusive) under callgrind. Blocks cut from 128 to 96 bytes (tree
+// links and stream uses share bytes, the pool a flag): flux.1-dev 925 -> 868 page faults; on this mix (500k ops
+// under callgrind, loop included) 387.8 -> 384.8 instructions per op, paired BM_AllocatorMix medians 18.4-20.1 ->
+// 18.9-21.5 M ops/s on the loaded VM. Each size class's first and last block (flux's classes of thousands of
+// equal blocks skip the descent): kept in every class entry it measured 4-7% slower on this mix; kept in a side
+// array only for classes of two blocks or more (pool.c), flux.1-dev 35.15 -> 34.26 M instructions and this mix
+// at parity with the build before it (3 paired rounds on a quiet VM, medians of 5: 20.85 / 21.03 / 21.58 against
+// 20.85 / 21.74 / 20.83 M ops/s).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
