@@ -173,14 +173,11 @@ static void test_reallocated_live(void)
     struct fixture f;
     if (!fixture_open(&f, &(struct runner_options){.lenient_ids = true, .where_unit = "event"}, &e))
         return;
-    struct op_sink *sink = runner_sink(f.r);
     struct op ops[] = {{.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 7, .bytes = 1 * MiB, .name = "a"},
                        {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 7, .bytes = 3 * MiB, .name = "b"},
                        {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 8, .bytes = 2 * MiB, .name = "c"}};
-    bool emitted = true;
-    for (size_t i = 0; i < 3 && emitted; i++)
-        emitted = sink->emit(sink, &ops[i], &e) == 0;
-    ok(emitted, "an address allocated again while live is taken (lenient ids)");
+    ok(emit_ops(f.r, ops, sizeof ops / sizeof ops[0], &e),
+       "an address allocated again while live is taken (lenient ids)");
     struct holders_result out;
     ok(holders_finish(f.hs, &out) == 0, "holders finish");
     const struct holders_view *v = &out.at_peak;
@@ -240,14 +237,10 @@ static void test_restored(void)
     uint64_t addr;
     ok(runner_restore_segment(f.r, 20 * MiB, 0, false, blocks, (const uint64_t[]){100, 200}, names, 2, &addr, &e) == 0,
        "a segment of two live blocks restored");
-    struct op_sink *sink = runner_sink(f.r);
     struct op ops[] = {{.kind = OP_PHASE, .name = "forward"},
                        {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 7, .bytes = 1 * MiB, .name = "x"},
                        {.kind = OP_FREE, .id = 100}};
-    bool emitted = true;
-    for (size_t i = 0; i < 3 && emitted; i++)
-        emitted = sink->emit(sink, &ops[i], &e) == 0;
-    ok(emitted, "an allocation, then the site's block freed");
+    ok(emit_ops(f.r, ops, sizeof ops / sizeof ops[0], &e), "an allocation, then the site's block freed");
     struct holders *other = holders_create();
     ok(other && runner_add_observer(f.r, holders_base(other)) == -1, "a second observer with on_tensor is refused");
     holders_destroy(other);
@@ -287,8 +280,8 @@ static void test_recovered(void)
     struct op ops[] = {{.kind = OP_ALLOC, .category = CAT_PARAM, .id = 1, .bytes = 8 * MiB, .name = "w"},
                        {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 2, .bytes = 8 * MiB, .name = "act"},
                        {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 3, .bytes = 16 * MiB, .name = "big"}};
-    bool emitted = sink->emit(sink, &ops[0], &e) == 0 && sink->emit(sink, &ops[1], &e) == 0;
-    ok(emitted && sink->emit(sink, &ops[2], &e) != 0 && runner_stopped_by_oom(f.r), "16 MiB more OOMs");
+    ok(emit_ops(f.r, ops, 2, &e) && sink->emit(sink, &ops[2], &e) != 0 && runner_stopped_by_oom(f.r),
+       "16 MiB more OOMs");
     ok(runner_recover(f.r, keep_params, NULL, &e) == 0, "recovered, the activation dropped");
     struct op again = {.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 4, .bytes = 12 * MiB, .name = "retry"};
     ok(sink->emit(sink, &again, &e) == 0, "12 MiB then fit");
