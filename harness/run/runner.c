@@ -648,10 +648,16 @@ static int execute_other(struct runner *r, const struct op *op, struct err *e)
     return err_set(e, ERR_INTERNAL, "op program has an op of unknown kind %d", (int)op->kind);
 }
 
+/* An op's row of hooks and bit of r->hooked: its kind, or OP_KIND_COUNT for an unknown kind. */
+static inline unsigned hook_row(const struct op *op)
+{
+    return (unsigned)op->kind < OP_KIND_COUNT ? (unsigned)op->kind : OP_KIND_COUNT;
+}
+
 /* The hooks an op calls. */
 static inline const struct kind_hooks *hooks_of(const struct runner *r, const struct op *op)
 {
-    return &r->hooks[(unsigned)op->kind < OP_KIND_COUNT ? (unsigned)op->kind : OP_KIND_COUNT];
+    return &r->hooks[hook_row(op)];
 }
 
 /* An op failed: later ops are refused; after an OOM the observers see the allocation that OOMed. */
@@ -706,17 +712,16 @@ static inline int run_op(struct runner *r, const struct op *op, struct alloc_blo
     }
 }
 
-/* emit for an op of a kind some observer hooks, or of a kind other than the three most ops are. */
+/* emit for an op of a kind some observer hooks: its before_op hooks, the op, its on_op hooks. */
 static __attribute__((noinline)) int emit_hooked(struct runner *r, const struct op *op, struct err *e)
 {
-    const unsigned kind = (unsigned)op->kind < OP_KIND_COUNT ? (unsigned)op->kind : OP_KIND_COUNT;
-    const struct kind_hooks *h = r->hooked >> kind & 1 ? &r->hooks[kind] : NULL;
-    for (size_t i = 0; h && i < h->nbefore; i++)
+    const struct kind_hooks *h = hooks_of(r, op);
+    for (size_t i = 0; i < h->nbefore; i++)
         h->before[i].fn(h->before[i].o, op);
     struct alloc_block *block = NULL;
     if (run_op(r, op, &block, e))
         return -1;
-    for (size_t i = 0; h && i < h->nafter; i++)
+    for (size_t i = 0; i < h->nafter; i++)
         if (h->after[i].fn(h->after[i].o, r, op, block, e))
             return -1;
     return 0;
@@ -727,23 +732,9 @@ static int emit(struct op_sink *sink, const struct op *op, struct err *e)
     struct runner *r = (struct runner *)sink;
     if (r->stopped)
         return -1;
-    /* an allocation, a free or a kernel that no observer hooks goes straight to its kind's function */
-    const uint32_t unhooked = ~r->hooked;
-    switch (op->kind) {
-    case OP_ALLOC:
-        if (unhooked & 1u << OP_ALLOC)
-            return run_alloc(r, op, NULL, e);
-        break;
-    case OP_FREE:
-        if (unhooked & 1u << OP_FREE)
-            return run_free(r, op, e);
-        break;
-    case OP_KERNEL:
-        if (unhooked & 1u << OP_KERNEL)
-            return run_kernel(r, op, e);
-        break;
-    default: break;
-    }
+    /* an op of a kind no observer hooks goes straight to its kind's function */
+    if (!(r->hooked >> hook_row(op) & 1))
+        return run_op(r, op, NULL, e);
     return emit_hooked(r, op, e);
 }
 
