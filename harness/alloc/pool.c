@@ -1,10 +1,10 @@
 /* pool.c: a pool's free blocks in PyTorch's order (std::set by (stream, size, address), BlockComparatorSize in
  * c10/cuda/CUDACachingAllocator.cpp), indexed for a fast best fit. Each stream's blocks are split into size
  * classes, 64 per power of two (a two-level bitmap says which are non-empty, as in TLSF), each class a
- * libbsd red-black tree by (size, address) with its first and last block at hand: lower_bound reads at most
- * two bitmap words and one small tree (or only an end of it) instead of descending one tree of every free
- * block. Walking in order (next, prev, first, last) crosses
- * classes and streams, so callers see exactly the std::set's order. */
+ * libbsd red-black tree by (size, address), a class of two blocks or more with its first and last block at
+ * hand: lower_bound reads at most two bitmap words and one small tree (or only an end of it) instead of
+ * descending one tree of every free block. Walking in order (next, prev, first, last) crosses classes and
+ * streams, so callers see exactly the std::set's order. */
 #include <stdlib.h>
 #include <string.h>
 
