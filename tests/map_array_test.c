@@ -1,8 +1,11 @@
-/* map_array_test.c: the generator's arrays grown by mremap (workload/map_array.h): capacity in whole
- * pages of elements, contents kept across growth (also past the first mapping and when asked for far more
- * than twice), new elements zero, and refusals (elements over a page, sizes that overflow) leave the array
- * as it was. */
+/* map_array_test.c: the generator's arrays grown by mremap (workload/map_array.h): capacity in 16 KiB
+ * stretches of elements, contents kept across growth (also past the first mapping and when asked for far
+ * more than twice), new elements zero, the stretches past the first prefaulted (resident before any touch,
+ * on a kernel with MADV_POPULATE_WRITE) and the first not, and refusals (elements over a page, sizes that
+ * overflow) leave the array as it was. */
+#define _GNU_SOURCE
 #include <stdint.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -23,6 +26,30 @@ static int all_zero(const void *p, size_t n)
     return 1;
 }
 
+/* How many of the pages of [p, p + n) (page-aligned) are resident. */
+static size_t resident(const void *p, size_t n, size_t page)
+{
+    unsigned char v[64];
+    size_t pages = n / page, count = 0;
+    if (pages > sizeof v || mincore((void *)p, n, v) != 0)
+        return (size_t)-1;
+    for (size_t i = 0; i < pages; i++)
+        count += v[i] & 1;
+    return count;
+}
+
+/* Whether this kernel populates pages on MADV_POPULATE_WRITE (Linux 5.14 on): map_array's prefaulting is
+ * best effort, and without it only the contents are checked. */
+static int kernel_populates(size_t page)
+{
+    void *m = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return 0;
+    int yes = madvise(m, page, MADV_POPULATE_WRITE) == 0;
+    munmap(m, page);
+    return yes;
+}
+
 int main(void)
 {
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -31,7 +58,13 @@ int main(void)
     is_int(map_array_grow((void **)&v, &cap, 0, sizeof *v), 0, "nothing needed: nothing mapped");
     ok(v == NULL && cap == 0, "still empty");
     is_int(map_array_grow((void **)&v, &cap, 1, sizeof *v), 0, "one element");
-    is_u64(cap, 64 * 1024 / sizeof *v, "the first mapping: 64 KiB of elements");
+    const size_t step = 16 * 1024;
+    is_u64(cap, step / sizeof *v, "the first stretch: 16 KiB of elements");
+    const int populates = kernel_populates(page);
+    if (populates)
+        is_u64(resident(v, step, page), 0, "the first stretch is not prefaulted");
+    else
+        ok(1, "residency # SKIP MADV_POPULATE_WRITE unsupported by this kernel");
     ok(all_zero(v, cap * sizeof *v), "a new mapping reads as zeros");
     for (size_t i = 0; i < cap; i++)
         v[i] = (struct elem){.a = i * 7919, .b = (uint32_t)i};
@@ -40,7 +73,20 @@ int main(void)
     is_int(map_array_grow((void **)&v, &cap, first / 2, sizeof *v), 0, "within capacity");
     ok(v == before && cap == first, "within capacity: the same array");
     is_int(map_array_grow((void **)&v, &cap, first + 1, sizeof *v), 0, "one past capacity");
-    is_u64(cap, 2 * first, "doubled");
+    is_u64(cap, 2 * first, "one stretch more");
+    ok(v == before, "within the first mapping: not moved");
+    if (populates)
+        is_u64(resident(v + first, step, page), step / page, "the second stretch prefaulted, before any touch");
+    else
+        ok(1, "residency # SKIP MADV_POPULATE_WRITE unsupported by this kernel");
+    is_int(map_array_grow((void **)&v, &cap, cap + 1, sizeof *v), 0, "a third stretch");
+    is_int(map_array_grow((void **)&v, &cap, cap + 1, sizeof *v), 0, "a fourth stretch: the first mapping full");
+    is_u64(cap, 4 * first, "64 KiB of elements");
+    for (size_t i = first; i < cap; i++)
+        v[i] = (struct elem){.a = i * 7919, .b = (uint32_t)i};
+    first = cap;
+    is_int(map_array_grow((void **)&v, &cap, first + 1, sizeof *v), 0, "past the first mapping");
+    is_u64(cap, first + step / sizeof *v, "one stretch more past the first mapping");
     int kept = 1;
     for (size_t i = 0; i < first; i++)
         kept &= v[i].a == i * 7919 && v[i].b == (uint32_t)i;

@@ -1,6 +1,8 @@
 /* open_index.c: the open-addressing index (see open_index.h): growth and deletion. */
 #include "util/open_index.h"
+#include "util/prefault.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #define MIN_SLOTS 64
@@ -8,7 +10,8 @@
 int open_index_grow(struct open_index *x)
 {
     size_t n = x->slots ? 2 * (x->mask + 1) : MIN_SLOTS;
-    struct open_slot *slots = calloc(n, sizeof *slots);
+    /* the slots are cleared whole, then filled all over: their pages prefaulted, not faulted in one by one */
+    struct open_slot *slots = n <= SIZE_MAX / sizeof *slots ? prefault_calloc(n * sizeof *slots) : NULL;
     if (!slots)
         return -1;
     struct open_index old = *x;

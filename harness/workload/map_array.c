@@ -1,15 +1,18 @@
-/* map_array.c: arrays in anonymous mappings, grown by mremap, their pages populated ahead in steps (see
- * map_array.h). */
+/* map_array.c: arrays in anonymous mappings, grown by mremap, their pages prefaulted a stretch at a time
+ * (see map_array.h). */
 #define _GNU_SOURCE
 #include "workload/map_array.h"
+#include "util/prefault.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
 #define FIRST_BYTES (64 * 1024)
-/* Past the first mapping the usable part grows by this much at a time (or to what is needed), populated at
- * once: at most 16 pages populated and never touched, per array. */
-#define STEP_BYTES (64 * 1024)
+/* The usable part grows a stretch of this many bytes at a time (or to what is needed), prefaulted at once
+ * but for the first: at most 3 pages prefaulted and never touched per array, and a run that uses a few
+ * pages of an array faults just those. Populating 4 pages in one call costs about half of faulting them
+ * in (measured: 1.8 us against 3.2 us), the call itself some 0.1 us. */
+#define STEP_BYTES (16 * 1024)
 
 static size_t page_bytes(void)
 {
@@ -24,8 +27,9 @@ static size_t usable_bytes(size_t n, size_t elem, size_t page)
     return (n * elem + page - 1) / page * page;
 }
 
-/* The mapping's length: FIRST_BYTES times the least power of two that holds the usable bytes. Growth keeps
- * the usable part past half the mapping (past the first mapping, when any), so the length follows from it. */
+/* The mapping's length: FIRST_BYTES times the least power of two that holds the usable bytes. The mapping
+ * grows only when the usable part outgrows it, and then to hold more than half of it anew, so the length
+ * follows from the usable bytes (the caller keeps only the capacity). */
 static size_t mapping_bytes(size_t usable)
 {
     size_t n = FIRST_BYTES;
@@ -43,29 +47,19 @@ int map_array_grow(void **p, size_t *cap, size_t need, size_t elem)
         return -1;
     const size_t usable = *p ? usable_bytes(*cap, elem, page) : 0;
     const size_t old_map = *p ? mapping_bytes(usable) : 0;
-    const size_t want = usable_bytes(need, elem, page);
-    size_t map = old_map;
-    if (want > map)
-        map = mapping_bytes(want > 2 * old_map ? want : 2 * old_map);
+    /* the next stretch boundary holding need (past usable: need is above the capacity) */
+    const size_t end = (usable_bytes(need, elem, page) + STEP_BYTES - 1) / STEP_BYTES * STEP_BYTES;
     void *np = *p;
-    if (map != old_map) {
+    if (end > old_map) {
+        size_t map = mapping_bytes(end > 2 * old_map ? end : 2 * old_map);
         np = old_map ? mremap(*p, old_map, map, MREMAP_MAYMOVE)
                      : mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (np == MAP_FAILED)
             return -1;
     }
-    size_t end = (want + STEP_BYTES - 1) / STEP_BYTES * STEP_BYTES;
-    if (end < FIRST_BYTES)
-        end = FIRST_BYTES;
-    if (end > map)
-        end = map;
-    /* A page populated in bulk costs about half a page first touched (on the flux.1-dev one-step run, the
-     * tensor slab and the tape fill some 200 pages past their first mappings). The first mapping is left to
-     * fault page by page: most runs use a few of its pages. A kernel without MADV_POPULATE_WRITE (before
-     * Linux 5.14) refuses it, and the pages fault in on first use as they would have. */
-    const size_t from = usable > FIRST_BYTES ? usable : FIRST_BYTES;
+    const size_t from = usable > STEP_BYTES ? usable : STEP_BYTES;
     if (end > from)
-        (void)madvise((char *)np + from, end - from, MADV_POPULATE_WRITE);
+        prefault((char *)np + from, end - from);
     *p = np;
     *cap = end / elem;
     return 0;

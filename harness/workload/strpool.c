@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "util/hash.h"
+#include "util/prefault.h"
 
 #define CHUNK_BYTES (64 * 1024)
 
@@ -58,7 +59,7 @@ void strpool_destroy(struct strpool *p)
 static int grow(struct strpool *p)
 {
     size_t n = p->nslots * 2;
-    struct slot *s = calloc(n, sizeof *s);
+    struct slot *s = n <= SIZE_MAX / sizeof *s ? prefault_calloc(n * sizeof *s) : NULL; /* cleared whole, then filled */
     if (!s)
         return -1;
     for (size_t i = 0; i < p->nslots; i++) {
