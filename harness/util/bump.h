@@ -1,5 +1,7 @@
 /* bump.h: memory handed out by bumping a pointer through chunks, all freed at once (tables whose entries
- * live as long as the table: a malloc and a free per entry cost more than the entry's work). */
+ * live as long as the table: a malloc and a free per entry cost more than the entry's work). A chunk's
+ * memory is handed out 16 KiB at a time, its pages prefaulted then (bump.c): on the flux.1-dev one-step run
+ * the runner's ~6,000 live tensors fill some 80 pages. */
 #ifndef OOMLAB_UTIL_BUMP_H
 #define OOMLAB_UTIL_BUMP_H
 
@@ -9,10 +11,10 @@ struct bump_chunk;
 
 struct bump {
     struct bump_chunk *chunks; /* the head is the one being filled */
-    char *at, *end;            /* free space in the head */
+    char *at, *end;            /* free space in the head's stretches so far */
 };
 
-/* bump_alloc's slow path: a new chunk. */
+/* bump_alloc's slow path: the head's next stretch, or a new chunk. */
 void *bump_alloc_chunk(struct bump *b, size_t n);
 
 /* n bytes aligned for any object (max_align_t), NULL without host memory. */
