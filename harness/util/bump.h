@@ -17,15 +17,21 @@ struct bump {
 /* bump_alloc's slow path: the head's next stretch, or a new chunk. */
 void *bump_alloc_chunk(struct bump *b, size_t n);
 
-/* n bytes aligned for any object (max_align_t), NULL without host memory. */
-static inline void *bump_alloc(struct bump *b, size_t n)
+/* n bytes with no alignment (text), NULL without host memory. Only for a bump whose pieces are all taken
+ * so: after one, bump_alloc's pieces would be misaligned. */
+static inline void *bump_alloc_unaligned(struct bump *b, size_t n)
 {
-    n = (n + _Alignof(max_align_t) - 1) & ~(size_t)(_Alignof(max_align_t) - 1);
     if ((size_t)(b->end - b->at) < n)
         return bump_alloc_chunk(b, n);
     void *p = b->at;
     b->at += n;
     return p;
+}
+
+/* n bytes aligned for any object (max_align_t), NULL without host memory. */
+static inline void *bump_alloc(struct bump *b, size_t n)
+{
+    return bump_alloc_unaligned(b, (n + _Alignof(max_align_t) - 1) & ~(size_t)(_Alignof(max_align_t) - 1));
 }
 
 /* Frees every chunk; the bump is empty again. */

@@ -1,20 +1,14 @@
-/* strpool.c: interning string pool: an open-addressing hash table over strings kept in big chunks. */
+/* strpool.c: interning string pool: an open-addressing hash table over strings kept in a bump allocator's
+ * chunks (util/bump.h: one after another, their pages prefaulted a stretch at a time). */
 #include "workload/strpool.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/bump.h"
 #include "util/hash.h"
 #include "util/prefault.h"
-
-#define CHUNK_BYTES (64 * 1024)
-
-struct chunk {
-    struct chunk *next;
-    size_t used, cap;
-    char data[];
-};
 
 /* A string with its hash: growing does not hash again, and a probe compares hashes before text. */
 struct slot {
@@ -25,7 +19,7 @@ struct slot {
 struct strpool {
     struct slot *slots;
     size_t nslots, count, bytes;
-    struct chunk *chunks;
+    struct bump text; /* the strings, each right after the last */
 };
 
 struct strpool *strpool_create(void)
@@ -47,11 +41,7 @@ void strpool_destroy(struct strpool *p)
 {
     if (!p)
         return;
-    while (p->chunks) {
-        struct chunk *c = p->chunks;
-        p->chunks = c->next;
-        free(c);
-    }
+    bump_free_all(&p->text);
     free(p->slots);
     free(p);
 }
@@ -79,21 +69,11 @@ static int grow(struct strpool *p)
 
 static char *store(struct strpool *p, const char *s, size_t len)
 {
-    struct chunk *c = p->chunks;
-    if (!c || c->cap - c->used < len + 1) {
-        size_t cap = len + 1 > CHUNK_BYTES ? len + 1 : CHUNK_BYTES;
-        c = malloc(sizeof *c + cap);
-        if (!c)
-            return NULL;
-        c->used = 0;
-        c->cap = cap;
-        c->next = p->chunks;
-        p->chunks = c;
-        p->bytes += sizeof *c + cap;
-    }
-    char *r = c->data + c->used;
+    char *r = bump_alloc_unaligned(&p->text, len + 1);
+    if (!r)
+        return NULL;
     memcpy(r, s, len + 1);
-    c->used += len + 1;
+    p->bytes += len + 1;
     return r;
 }
 
