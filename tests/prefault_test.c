@@ -1,6 +1,7 @@
 /* prefault_test.c: util/prefault.h: prefault makes the whole pages of a range resident before any touch
  * (on a kernel with MADV_POPULATE_WRITE) and leaves the partial pages at its ends alone, keeping what the
- * pages hold; prefault_calloc gives zeroed memory, small and large, over memory used before. */
+ * pages hold; prefault_fresh tells untouched memory by its last whole page; prefault_calloc gives zeroed
+ * memory, small and large, over memory used before. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,6 +55,17 @@ int main(void)
     prefault(m + 1, page - 2);
     ok(1, "empty ranges and ranges within one page: nothing to do");
     munmap(m, 8 * page);
+
+    unsigned char *f = mmap(NULL, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (f == MAP_FAILED)
+        tap_skip_all("no anonymous mapping");
+    ok(prefault_fresh(f, 4 * page), "untouched memory is fresh");
+    f[0] = 1;
+    ok(prefault_fresh(f, 4 * page), "its first page touched: still fresh (a neighbour's, at the heap's top)");
+    f[3 * page + 5] = 1;
+    ok(!prefault_fresh(f, 4 * page), "its last whole page touched: not fresh");
+    ok(prefault_fresh(f + 3 * page + 8, page - 16), "no whole page within: taken as fresh");
+    munmap(f, 4 * page);
 
     const size_t sizes[] = {16, 16 * 1024 - 1, 16 * 1024, 100 * 1024 + 8, 512 * 1024};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {

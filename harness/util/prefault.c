@@ -31,6 +31,16 @@ void prefault(void *p, size_t n)
         (void)madvise((void *)from, to - from, MADV_POPULATE_WRITE);
 }
 
+bool prefault_fresh(void *p, size_t n)
+{
+    const size_t page = page_bytes();
+    uintptr_t last = (((uintptr_t)p + n) & ~(uintptr_t)(page - 1)) - page;
+    unsigned char v;
+    if (last < (uintptr_t)p || mincore((void *)last, page, &v) != 0)
+        return true;
+    return !(v & 1);
+}
+
 void *prefault_calloc(size_t n)
 {
     if (n < PREFAULT_MIN_BYTES)
@@ -38,6 +48,7 @@ void *prefault_calloc(size_t n)
     void *p = malloc(n);
     if (!p)
         return NULL;
-    prefault(p, n);
+    if (prefault_fresh(p, n))
+        prefault(p, n);
     return memset(p, 0, n);
 }
