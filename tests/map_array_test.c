@@ -120,5 +120,40 @@ int main(void)
     map_array_free(v, cap, sizeof *v);
     map_array_free(NULL, 0, sizeof *v);
     ok(1, "freed");
+
+    /* Arrays grown in turn by uneven amounts, so their mappings lie side by side: freeing one unmaps its
+     * whole mapping and nothing of its neighbours' (a wrong length would leave pages behind, or take a
+     * neighbour's, which the reads after would fault on). */
+    enum { K = 6 };
+    uint32_t *arr[K] = {0};
+    size_t caps[K] = {0}, used[K] = {0};
+    uint64_t seed = 42;
+    int grew = 1;
+    for (int round = 0; round < 400 && grew; round++) {
+        int k = round % K;
+        seed = seed * 6364136223846793005u + 1442695040888963407u;
+        size_t need = used[k] + 1 + (size_t)(seed >> 33) % (k == 0 ? 40000 : 3000);
+        grew = map_array_grow((void **)&arr[k], &caps[k], need, sizeof **arr) == 0 && caps[k] >= need;
+        for (size_t i = used[k]; grew && i < need; i++)
+            arr[k][i] = (uint32_t)(i * 31 + (size_t)k);
+        used[k] = need;
+    }
+    ok(grew, "six arrays grown in turn");
+    int intact = 1;
+    for (int k = 0; k < K; k += 2)
+        map_array_free(arr[k], caps[k], sizeof **arr);
+    for (int k = 1; k < K; k += 2)
+        for (size_t i = 0; i < used[k]; i++)
+            intact &= arr[k][i] == (uint32_t)(i * 31 + (size_t)k);
+    ok(intact, "freeing every other array leaves the rest intact");
+    int gone = 1;
+    for (int k = 0; k < K; k += 2) {
+        unsigned char vec;
+        size_t last = (caps[k] * sizeof **arr - 1) / page * page; /* the last usable page */
+        gone &= mincore((char *)arr[k] + last, page, &vec) != 0;
+    }
+    ok(gone, "their last usable pages are unmapped");
+    for (int k = 1; k < K; k += 2)
+        map_array_free(arr[k], caps[k], sizeof **arr);
     return done_testing();
 }
