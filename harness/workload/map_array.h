@@ -5,7 +5,7 @@
  * in their own anonymous mapping, extended by mremap, which moves the pages already touched instead of
  * copying them. The capacity grows 16 KiB at a time, each stretch past the first prefaulted at once
  * (util/prefault.h: half the cost of faulting its pages in one by one), since an array filled that far
- * goes on filling: on the flux.1-dev one-step run some 230 pages of the tensor slab, the tape and the
+ * goes on filling: on the flux.1-dev one-step run some 210 pages of the tensor slab, the tape and the
  * parameters. */
 #ifndef OOMLAB_WORKLOAD_MAP_ARRAY_H
 #define OOMLAB_WORKLOAD_MAP_ARRAY_H
