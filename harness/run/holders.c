@@ -266,15 +266,19 @@ static struct key_entry *key_of_fold(struct holders *hs, struct folded *f, uint8
     return new_key(hs, f, category);
 }
 
-/* cached_key's slow path: tag's pointer is new (at < 0), or its text changed. */
+/* cached_key's slow path: tag's pointer is new (slot at of uses is the empty one ending its probe run), or
+ * its text changed (at holds its entry). */
 static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders *hs, const char *tag, bool stable,
-                                                                  uint8_t category, uint64_t hash, ptrdiff_t at)
+                                                                  uint8_t category, uint64_t hash, size_t at)
 {
     if (hs->nuses == USES_MAX) {
         open_index_free(&hs->uses);
         bump_free_all(&hs->raw_mem);
         hs->nuses = 0;
-        at = -1;
+        ptrdiff_t i = open_index_slot(&hs->uses, hash);
+        if (i < 0)
+            return NULL;
+        at = (size_t)i;
     }
     struct folded *f = fold_of(hs, tag);
     void *use = f;
@@ -282,10 +286,10 @@ static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders
         use = new_raw(hs, f, tag ? tag : "", tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0);
     if (!use)
         return NULL;
-    if (at >= 0)
+    if (hs->uses.slots[at].item)
         hs->uses.slots[at].item = use;
-    else if (open_index_insert(&hs->uses, hash, use))
-        return NULL;
+    else
+        open_index_put(&hs->uses, at, hash, use);
     hs->nuses++;
     return key_of_fold(hs, f, category);
 }
@@ -295,14 +299,16 @@ static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders
 static struct key_entry *cached_key(struct holders *hs, const char *tag, bool stable, uint8_t category)
 {
     uint64_t hash = open_index_hash_u64((uint64_t)(uintptr_t)tag);
-    ptrdiff_t at = open_index_first(&hs->uses, hash);
-    void *use = at >= 0 ? hs->uses.slots[at].item : NULL;
+    ptrdiff_t at = open_index_slot(&hs->uses, hash); /* one probe finds the pointer or where it goes */
+    if (at < 0)
+        return NULL;
+    void *use = hs->uses.slots[at].item;
     if (use && stable)
         return key_of_fold(hs, use, category);
     const struct raw_entry *raw = use;
     if (raw && (!tag || same_text(raw, tag)))
         return key_of_fold(hs, raw->f, category);
-    return key_of_new_tag(hs, tag, stable, category, hash, at);
+    return key_of_new_tag(hs, tag, stable, category, hash, (size_t)at);
 }
 
 static void apply(const struct change *c, bool undo)
