@@ -76,8 +76,11 @@ struct holders {
     int64_t peak_step;
     struct change *changes;  /* since the peak passed, while pending */
     size_t nchanges, changes_cap;
-    const char *last_tag;          /* the last tensor's tag, under stable names */
-    struct key_entry *last_key;    /* and its holder */
+    /* the last tensor's tag and category under stable names, and its holder in this phase (NULL: none, as
+     * after a phase change) */
+    const char *last_tag;
+    uint8_t last_category;
+    struct key_entry *last_key;
     bool failed;
     struct holders_result res;
 };
@@ -172,6 +175,7 @@ static void step_boundary(struct holders *hs)
 /* The current phase becomes name's (cut to 31 bytes), numbered in the order phases are first met. */
 static void set_phase(struct holders *hs, const char *name)
 {
+    hs->last_key = NULL; /* a holder of the phase before */
     char cut[sizeof *hs->phases];
     snprintf(cut, sizeof cut, "%s", name);
     for (hs->phase_id = 0; hs->phase_id < hs->nphases; hs->phase_id++)
@@ -363,13 +367,16 @@ static inline struct key_entry *add(struct holders *hs, const struct run_tensor 
     uint64_t bytes = t->bytes;
     struct key_entry *k = hs->last_key;
     /* a module allocates a few tensors in a row: under stable names, the last holder is mostly the one */
-    if (!(t->stable_tag && t->tag == hs->last_tag && k && k->phase_id == hs->phase_id && k->category == t->category)) {
+    if (!(k && t->tag == hs->last_tag && t->category == hs->last_category)) {
         if (!(k = cached_key(hs, t->tag, t->stable_tag, t->category))) {
             hs->failed = true;
             return NULL;
         }
-        hs->last_tag = t->tag;
-        hs->last_key = k;
+        if (t->stable_tag) {
+            hs->last_tag = t->tag;
+            hs->last_category = t->category;
+            hs->last_key = k;
+        }
     }
     k->bytes += bytes;
     k->count++;
@@ -393,6 +400,7 @@ static __attribute__((noinline)) struct key_entry *adopt(struct holders *hs, con
     set_phase(hs, "before recording");
     struct key_entry *k = add(hs, t);
     hs->phase_id = phase_id;
+    hs->last_key = NULL; /* a holder of "before recording" */
     return k;
 }
 
