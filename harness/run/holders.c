@@ -32,6 +32,8 @@ struct key_entry {
     uint64_t grown;
     struct key_entry *next_of_fold; /* the fold's next holder */
     struct key_entry *next;  /* every holder, in the order they were made */
+    uint64_t peak_bytes, peak_count; /* bytes and count at the pending peak, if peak_epoch is its epoch */
+    uint64_t peak_epoch;
 };
 
 /* A tag pointer met where names may change, by the text it read as (its first HOLDER_TAG_MAX - 1 bytes) and
@@ -45,22 +47,10 @@ struct raw_entry {
 };
 #define USES_MAX 65536 /* then the pointers are forgotten and met afresh: ever new ones keep memory bounded */
 
-/* With this few holders a capture at each peak passed costs less than keeping the changes since. */
-#define EAGER_KEYS 32
-
-/* A change to a holder after the last peak, so finishing can go back to the peak and capture it then (a
- * capture at every new peak walks every holder, and most peaks are passed again soon after). */
-struct change {
-    struct key_entry *k;
-    int64_t bytes; /* added (> 0: a block's bytes are never 0) or, negative, released */
-};
-#define CHANGES_MAX 65536 /* then the peak is captured and changes are no longer kept */
-
 struct holders {
     struct run_observer base; /* first */
     struct key_entry *keys, **keys_end; /* every holder, in the order made; where the next goes */
     struct open_index folds;  /* by hash_bytes of the text: a run's few hundred folds, a small table */
-    size_t nkeys;
     /* by open_index_hash_u64 of the tag pointer, the folds met under stable names, raw_entries otherwise */
     struct open_index uses;
     struct bump raw_mem;      /* the raw_entries: freed when USES_MAX pointers were met */
@@ -72,10 +62,12 @@ struct holders {
     int64_t step;
     uint64_t current, peak;
     bool rising;             /* a new peak not yet passed (the state at the next free is the peak's) */
-    bool pending;            /* the peak passed at step peak_step, not captured: undo changes to see it */
+    /* The peak passed at step peak_step, not captured (a capture at every peak passed walks every holder, and
+     * most are passed again soon after): a holder changed since keeps its bytes at the peak, once per peak
+     * passed (its peak_epoch is then epoch), and finishing captures the peak from those. */
+    bool pending;
     int64_t peak_step;
-    struct change *changes;  /* since the peak passed, while pending */
-    size_t nchanges, changes_cap;
+    uint64_t epoch;          /* peaks passed */
     /* the last tensor's tag and category under stable names, and its holder in this phase (NULL: none, as
      * after a phase change) */
     const char *last_tag;
@@ -130,8 +122,8 @@ static int by_bytes(const struct key_entry *x, const struct key_entry *y)
 }
 
 /* The largest holders now, as sorting every nonzero holder by by_bytes (a stable sort) and keeping the
- * first HOLDERS_TOP would: each enters after the ones that compare equal to it. Runs at every new peak,
- * so it keeps pointers and copies the holders once. */
+ * first HOLDERS_TOP would: each enters after the ones that compare equal to it. It keeps pointers and
+ * copies the holders kept once. */
 static void capture(struct holders *hs, struct holders_view *v, uint64_t total, int64_t step)
 {
     const struct key_entry *top[HOLDERS_TOP];
@@ -257,7 +249,6 @@ static __attribute__((noinline)) struct key_entry *new_key(struct holders *hs, s
     f->keys = k;
     *hs->keys_end = k;
     hs->keys_end = &k->next;
-    hs->nkeys++;
     return k;
 }
 
@@ -315,50 +306,39 @@ static struct key_entry *cached_key(struct holders *hs, const char *tag, bool st
     return key_of_new_tag(hs, tag, stable, category, hash, (size_t)at);
 }
 
-static void apply(const struct change *c, bool undo)
+/* Swaps the holders changed since the pending peak with their state at it (twice: back). */
+static void swap_peak(struct holders *hs)
 {
-    int64_t bytes = undo ? -c->bytes : c->bytes;
-    c->k->bytes += (uint64_t)bytes;
-    c->k->count += bytes > 0 ? 1 : (uint64_t)-1;
+    for (struct key_entry *k = hs->keys; k; k = k->next) {
+        if (k->peak_epoch != hs->epoch)
+            continue;
+        uint64_t bytes = k->bytes, count = k->count;
+        k->bytes = k->peak_bytes;
+        k->count = k->peak_count;
+        k->peak_bytes = bytes;
+        k->peak_count = count;
+    }
 }
 
-/* Captures the pending peak: the holders with the changes since undone, then redone. */
+/* Captures the pending peak: the holders as they were at it. */
 static void capture_pending(struct holders *hs)
 {
     if (!hs->pending)
         return;
-    for (size_t i = hs->nchanges; i-- > 0;)
-        apply(&hs->changes[i], true);
+    swap_peak(hs);
     capture(hs, &hs->res.at_peak, hs->peak, hs->peak_step);
-    for (size_t i = 0; i < hs->nchanges; i++)
-        apply(&hs->changes[i], false);
-    hs->nchanges = 0;
+    swap_peak(hs);
     hs->pending = false;
 }
 
-/* note_change's slow path: no room for c in changes (it grows), or CHANGES_MAX kept (the peak is captured). */
-static __attribute__((noinline)) void keep_change(struct holders *hs, struct change c)
+/* Before k changes while a peak is pending: its state at the peak, if not kept yet. */
+static inline void note_change(struct holders *hs, struct key_entry *k)
 {
-    if (hs->nchanges == CHANGES_MAX ||
-        vec_grow((void **)&hs->changes, &hs->changes_cap, hs->nchanges + 1, sizeof *hs->changes)) {
-        apply(&c, true);
-        capture_pending(hs);
-        apply(&c, false);
-        return;
+    if (hs->pending && k->peak_epoch != hs->epoch) {
+        k->peak_bytes = k->bytes;
+        k->peak_count = k->count;
+        k->peak_epoch = hs->epoch;
     }
-    hs->changes[hs->nchanges++] = c;
-}
-
-/* Keeps a change (already applied) while a peak is pending. */
-static inline void note_change(struct holders *hs, struct key_entry *k, uint64_t bytes, bool added)
-{
-    if (!hs->pending)
-        return;
-    struct change c = {.k = k, .bytes = added ? (int64_t)bytes : -(int64_t)bytes};
-    if (hs->nchanges < hs->changes_cap && hs->nchanges < CHANGES_MAX)
-        hs->changes[hs->nchanges++] = c;
-    else
-        keep_change(hs, c);
 }
 
 /* A new live tensor to its holder, which it returns (NULL without host memory). */
@@ -378,17 +358,16 @@ static inline struct key_entry *add(struct holders *hs, const struct run_tensor 
             hs->last_key = k;
         }
     }
-    k->bytes += bytes;
-    k->count++;
     hs->current += bytes;
     if (hs->current > hs->peak) {
         hs->peak = hs->current;
         hs->rising = true;
         hs->pending = false; /* a higher peak */
-        hs->nchanges = 0;
     } else {
-        note_change(hs, k, bytes, true);
+        note_change(hs, k);
     }
+    k->bytes += bytes;
+    k->count++;
     return k;
 }
 
@@ -409,17 +388,14 @@ static void release(struct holders *hs, struct key_entry *k, uint64_t bytes)
 {
     if (hs->rising) { /* the peak was just before this free */
         hs->rising = false;
-        if (hs->nkeys <= EAGER_KEYS) {
-            capture(hs, &hs->res.at_peak, hs->peak, hs->step);
-        } else {
-            hs->pending = true;
-            hs->peak_step = hs->step;
-        }
+        hs->pending = true;
+        hs->peak_step = hs->step;
+        hs->epoch++;
     }
+    note_change(hs, k);
     k->bytes -= bytes;
     k->count--;
     hs->current -= bytes;
-    note_change(hs, k, bytes, false);
 }
 
 /* The runner's live tensors: the note it keeps with each is the tensor's holder (NULL: host memory ran out). */
@@ -503,7 +479,6 @@ void holders_destroy(struct holders *hs)
     free(hs->phases);
     open_index_free(&hs->uses);
     bump_free_all(&hs->raw_mem);
-    free(hs->changes);
     bump_free_all(&hs->mem);
     free(hs);
 }
