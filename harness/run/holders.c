@@ -207,13 +207,14 @@ static struct folded *fold_of(struct holders *hs, const char *tag)
     char text[HOLDER_TAG_MAX];
     size_t len = holders_fold_tag(tag && tag[0] ? tag : "-", text, sizeof text); /* the whole tag, then cut */
     uint64_t hash = hash_bytes(text, len);
-    ptrdiff_t at = open_index_slot(&hs->folds, hash);
-    if (at < 0)
+    ptrdiff_t slot = open_index_slot(&hs->folds, hash);
+    if (slot < 0)
         return NULL;
-    for (; hs->folds.slots[at].item; at = (ptrdiff_t)open_index_seek(&hs->folds, hash, ((size_t)at + 1) & hs->folds.mask)) {
-        struct folded *f = hs->folds.slots[at].item;
+    size_t at = (size_t)slot; /* the folds under hash, then the empty slot ending their run */
+    for (struct folded *f; (f = hs->folds.slots[at].item);) {
         if (f->len == len && !memcmp(f->text, text, len))
             return f;
+        at = open_index_seek(&hs->folds, hash, (at + 1) & hs->folds.mask);
     }
     struct folded *f = bump_alloc(&hs->mem, sizeof *f + len + 1);
     if (!f)
@@ -221,7 +222,7 @@ static struct folded *fold_of(struct holders *hs, const char *tag)
     f->keys = NULL;
     f->len = len;
     memcpy(f->text, text, len + 1);
-    open_index_put(&hs->folds, (size_t)at, hash, f);
+    open_index_put(&hs->folds, at, hash, f);
     return f;
 }
 
