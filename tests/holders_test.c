@@ -222,6 +222,52 @@ static void test_many_pointers(bool stable)
     fixture_close(&f);
 }
 
+/* The peak passed, then the holders change: each keeps its state at the peak once (the view at the end is
+ * the peak's, whatever came after). Forty holders (more than a capture per peak passed would walk) of 1 MiB
+ * each; a first peak of 41 MiB with 1 MiB under "a" is passed, a higher one of 42 MiB (2 MiB under "a") is
+ * reached and passed; then 100000 allocations and frees of 512 bytes churn "a" and a holder made after the
+ * peak, "late", and "a" drops to nothing: the peak holds 42 MiB, "a" its 2 MiB in 2 blocks, and no "late". */
+static void test_changes_after_peak(void)
+{
+    enum { KEYS = 40, CHURN = 100000 };
+    static char tags[KEYS][16];
+    struct err e = {0};
+    struct fixture f;
+    if (!fixture_open(&f, NULL, &e))
+        return;
+    struct op_sink *sink = runner_sink(f.r);
+    bool emitted = true;
+    uint64_t id = 0;
+#define EMIT(...) (emitted = emitted && sink->emit(sink, &(struct op){__VA_ARGS__}, &e) == 0)
+    for (int k = 0; k < KEYS; k++) {
+        snprintf(tags[k], sizeof tags[k], "h%d", k);
+        EMIT(.kind = OP_ALLOC, .category = CAT_PARAM, .id = ++id, .bytes = MiB, .name = tags[k]);
+    }
+    EMIT(.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 1001, .bytes = MiB, .name = "a"); /* 41 MiB */
+    EMIT(.kind = OP_FREE, .id = 1001);                                                        /* passed */
+    EMIT(.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 1002, .bytes = MiB, .name = "a");
+    EMIT(.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 1003, .bytes = MiB, .name = "a"); /* 42 MiB */
+    EMIT(.kind = OP_FREE, .id = 1002);                                                        /* passed */
+    for (uint64_t i = 0; i < CHURN && emitted; i++) {
+        EMIT(.kind = OP_ALLOC, .category = CAT_ACTIVATION, .id = 2000 + i, .bytes = 512, .name = i % 2 ? "a" : "late");
+        EMIT(.kind = OP_FREE, .id = 2000 + i);
+    }
+    EMIT(.kind = OP_FREE, .id = 1003);
+#undef EMIT
+    ok(emitted, "40 holders, two peaks passed, then 200000 changes");
+    struct holders_result out;
+    ok(holders_finish(f.hs, &out) == 0, "holders finish");
+    const struct holders_view *v = &out.at_peak;
+    ok(v->seen && v->total == 42 * MiB && v->n == HOLDERS_TOP, "the view at the 42 MiB peak (%llu bytes, %zu holders)",
+       (unsigned long long)v->total, v->n);
+    bool late = false;
+    for (size_t i = 0; i < v->n; i++)
+        late |= !strcmp(v->top[i].tag, "late");
+    ok(v->n && !strcmp(v->top[0].tag, "a") && v->top[0].bytes == 2 * MiB && v->top[0].count == 2 && !late,
+       "'a' first with its 2 MiB in 2 blocks, then 1 MiB holders; no 'late' (first: %s)", v->n ? v->top[0].tag : "-");
+    fixture_close(&f);
+}
+
 /* Blocks live at a recording's start are held "before recording" by their site (NULL: "-") and leave their
  * holder when freed; holders keep no index of their own, so a second observer keeping notes is refused. 4 MiB
  * at a site, 2 MiB without one, then 1 MiB allocated in forward: the peak holds 7 MiB, before the site's
@@ -433,5 +479,6 @@ int main(void)
     test_restored();
     test_recovered();
     test_many_phases();
+    test_changes_after_peak();
     return done_testing();
 }

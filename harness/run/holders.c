@@ -1,4 +1,5 @@
 /* holders.c: live bytes by holder, the largest at the peak and at the OOM, and leaks (see holders.h). */
+#define _GNU_SOURCE /* strchrnul */
 #include "run/holders.h"
 
 #include <stddef.h>
@@ -15,7 +16,6 @@
  * phases and categories, under as many raw tags as there are layers. */
 struct folded {
     struct key_entry *keys; /* its holders (key_entry.next_of_fold) */
-    UT_hash_handle hh;      /* keyed by text */
     size_t len;
     char text[]; /* the folded tag, under HOLDER_TAG_MAX bytes */
 };
@@ -32,6 +32,8 @@ struct key_entry {
     uint64_t grown;
     struct key_entry *next_of_fold; /* the fold's next holder */
     struct key_entry *next;  /* every holder, in the order they were made */
+    uint64_t peak_bytes, peak_count; /* bytes and count at the pending peak, if peak_epoch is its epoch */
+    uint64_t peak_epoch;
 };
 
 /* A tag pointer met where names may change, by the text it read as (its first HOLDER_TAG_MAX - 1 bytes) and
@@ -45,22 +47,10 @@ struct raw_entry {
 };
 #define USES_MAX 65536 /* then the pointers are forgotten and met afresh: ever new ones keep memory bounded */
 
-/* With this few holders a capture at each peak passed costs less than keeping the changes since. */
-#define EAGER_KEYS 32
-
-/* A change to a holder after the last peak, so finishing can go back to the peak and capture it then (a
- * capture at every new peak walks every holder, and most peaks are passed again soon after). */
-struct change {
-    struct key_entry *k;
-    int64_t bytes; /* added (> 0: a block's bytes are never 0) or, negative, released */
-};
-#define CHANGES_MAX 65536 /* then the peak is captured and changes are no longer kept */
-
 struct holders {
     struct run_observer base; /* first */
     struct key_entry *keys, **keys_end; /* every holder, in the order made; where the next goes */
-    struct folded *folds;
-    size_t nkeys;
+    struct open_index folds;  /* by hash_bytes of the text: a run's few hundred folds, a small table */
     /* by open_index_hash_u64 of the tag pointer, the folds met under stable names, raw_entries otherwise */
     struct open_index uses;
     struct bump raw_mem;      /* the raw_entries: freed when USES_MAX pointers were met */
@@ -72,12 +62,17 @@ struct holders {
     int64_t step;
     uint64_t current, peak;
     bool rising;             /* a new peak not yet passed (the state at the next free is the peak's) */
-    bool pending;            /* the peak passed at step peak_step, not captured: undo changes to see it */
+    /* The peak passed at step peak_step, not captured (a capture at every peak passed walks every holder, and
+     * most are passed again soon after): a holder changed since keeps its bytes at the peak, once per peak
+     * passed (its peak_epoch is then epoch), and finishing captures the peak from those. */
+    bool pending;
     int64_t peak_step;
-    struct change *changes;  /* since the peak passed, while pending */
-    size_t nchanges, changes_cap;
-    const char *last_tag;          /* the last tensor's tag, under stable names */
-    struct key_entry *last_key;    /* and its holder */
+    uint64_t epoch;          /* peaks passed */
+    /* the last tensor's tag and category under stable names, and its holder in this phase (NULL: none, as
+     * after a phase change) */
+    const char *last_tag;
+    uint8_t last_category;
+    struct key_entry *last_key;
     bool failed;
     struct holders_result res;
 };
@@ -91,7 +86,9 @@ static size_t append(char *buf, size_t at, size_t len, const char *s, size_t n)
     return at + n;
 }
 
-/* The whole folded tag cut to len - 1 bytes: the text before the first all-digit part, "*", the text after. */
+/* The whole folded tag cut to len - 1 bytes: the text before the first all-digit part, "*", the text after.
+ * A tag is met once per pointer; strchrnul finds a part's end with no per-call setup (strcspn's was half the
+ * cost of a fold). */
 size_t holders_fold_tag(const char *tag, char *buf, size_t len)
 {
     const char *part = tag, *end = NULL, *c; /* the first all-digit part: [part, end) */
@@ -102,7 +99,7 @@ size_t holders_fold_tag(const char *tag, char *buf, size_t len)
             end = c;
             break;
         }
-        c += strcspn(c, "."); /* not digits: on to the next part */
+        c = strchrnul(c, '.'); /* not digits: on to the next part */
         if (*c == '\0')
             break;
         part = c + 1;
@@ -110,7 +107,8 @@ size_t holders_fold_tag(const char *tag, char *buf, size_t len)
     if (!end)
         return append(buf, 0, len, tag, (size_t)(c - tag));
     size_t at = append(buf, 0, len, tag, (size_t)(part - tag));
-    at = append(buf, at, len, "*", 1);
+    buf[at] = '*';
+    at += at < len - 1;
     return append(buf, at, len, end, strlen(end));
 }
 
@@ -124,8 +122,8 @@ static int by_bytes(const struct key_entry *x, const struct key_entry *y)
 }
 
 /* The largest holders now, as sorting every nonzero holder by by_bytes (a stable sort) and keeping the
- * first HOLDERS_TOP would: each enters after the ones that compare equal to it. Runs at every new peak,
- * so it keeps pointers and copies the holders once. */
+ * first HOLDERS_TOP would: each enters after the ones that compare equal to it. It keeps pointers and
+ * copies the holders kept once. */
 static void capture(struct holders *hs, struct holders_view *v, uint64_t total, int64_t step)
 {
     const struct key_entry *top[HOLDERS_TOP];
@@ -169,6 +167,7 @@ static void step_boundary(struct holders *hs)
 /* The current phase becomes name's (cut to 31 bytes), numbered in the order phases are first met. */
 static void set_phase(struct holders *hs, const char *name)
 {
+    hs->last_key = NULL; /* a holder of the phase before */
     char cut[sizeof *hs->phases];
     snprintf(cut, sizeof cut, "%s", name);
     for (hs->phase_id = 0; hs->phase_id < hs->nphases; hs->phase_id++)
@@ -207,18 +206,24 @@ static struct folded *fold_of(struct holders *hs, const char *tag)
 {
     char text[HOLDER_TAG_MAX];
     size_t len = holders_fold_tag(tag && tag[0] ? tag : "-", text, sizeof text); /* the whole tag, then cut */
-    struct folded *f;
-    unsigned fv = (unsigned)hash_bytes(text, len);
-    HASH_FIND_BYHASHVALUE(hh, hs->folds, text, len, fv, f);
-    if (f)
-        return f;
-    if (!(f = bump_alloc(&hs->mem, sizeof *f + len + 1)))
+    uint64_t hash = hash_bytes(text, len);
+    ptrdiff_t slot = open_index_slot(&hs->folds, hash);
+    if (slot < 0)
+        return NULL;
+    size_t at = (size_t)slot; /* the folds under hash, then the empty slot ending their run */
+    for (struct folded *f; (f = hs->folds.slots[at].item);) {
+        if (f->len == len && !memcmp(f->text, text, len))
+            return f;
+        at = open_index_seek(&hs->folds, hash, (at + 1) & hs->folds.mask);
+    }
+    struct folded *f = bump_alloc(&hs->mem, sizeof *f + len + 1);
+    if (!f)
         return NULL;
     f->keys = NULL;
     f->len = len;
     memcpy(f->text, text, len + 1);
-    HASH_ADD_KEYPTR_BYHASHVALUE(hh, hs->folds, f->text, f->len, fv, f);
-    return HASH_ADDED(f) ? f : NULL;
+    open_index_put(&hs->folds, at, hash, f);
+    return f;
 }
 
 /* A raw tag entry for tag's first n bytes, of fold f. */
@@ -245,7 +250,6 @@ static __attribute__((noinline)) struct key_entry *new_key(struct holders *hs, s
     f->keys = k;
     *hs->keys_end = k;
     hs->keys_end = &k->next;
-    hs->nkeys++;
     return k;
 }
 
@@ -258,15 +262,19 @@ static struct key_entry *key_of_fold(struct holders *hs, struct folded *f, uint8
     return new_key(hs, f, category);
 }
 
-/* cached_key's slow path: tag's pointer is new (at < 0), or its text changed. */
+/* cached_key's slow path: tag's pointer is new (slot at of uses is the empty one ending its probe run), or
+ * its text changed (at holds its entry). */
 static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders *hs, const char *tag, bool stable,
-                                                                  uint8_t category, uint64_t hash, ptrdiff_t at)
+                                                                  uint8_t category, uint64_t hash, size_t at)
 {
     if (hs->nuses == USES_MAX) {
         open_index_free(&hs->uses);
         bump_free_all(&hs->raw_mem);
         hs->nuses = 0;
-        at = -1;
+        ptrdiff_t i = open_index_slot(&hs->uses, hash);
+        if (i < 0)
+            return NULL;
+        at = (size_t)i;
     }
     struct folded *f = fold_of(hs, tag);
     void *use = f;
@@ -274,10 +282,10 @@ static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders
         use = new_raw(hs, f, tag ? tag : "", tag ? strnlen(tag, HOLDER_TAG_MAX - 1) : 0);
     if (!use)
         return NULL;
-    if (at >= 0)
+    if (hs->uses.slots[at].item)
         hs->uses.slots[at].item = use;
-    else if (open_index_insert(&hs->uses, hash, use))
-        return NULL;
+    else
+        open_index_put(&hs->uses, at, hash, use);
     hs->nuses++;
     return key_of_fold(hs, f, category);
 }
@@ -287,60 +295,51 @@ static __attribute__((noinline)) struct key_entry *key_of_new_tag(struct holders
 static struct key_entry *cached_key(struct holders *hs, const char *tag, bool stable, uint8_t category)
 {
     uint64_t hash = open_index_hash_u64((uint64_t)(uintptr_t)tag);
-    ptrdiff_t at = open_index_first(&hs->uses, hash);
-    void *use = at >= 0 ? hs->uses.slots[at].item : NULL;
+    ptrdiff_t at = open_index_slot(&hs->uses, hash); /* one probe finds the pointer or where it goes */
+    if (at < 0)
+        return NULL;
+    void *use = hs->uses.slots[at].item;
     if (use && stable)
         return key_of_fold(hs, use, category);
     const struct raw_entry *raw = use;
     if (raw && (!tag || same_text(raw, tag)))
         return key_of_fold(hs, raw->f, category);
-    return key_of_new_tag(hs, tag, stable, category, hash, at);
+    return key_of_new_tag(hs, tag, stable, category, hash, (size_t)at);
 }
 
-static void apply(const struct change *c, bool undo)
+/* Swaps the holders changed since the pending peak with their state at it (twice: back). */
+static void swap_peak(struct holders *hs)
 {
-    int64_t bytes = undo ? -c->bytes : c->bytes;
-    c->k->bytes += (uint64_t)bytes;
-    c->k->count += bytes > 0 ? 1 : (uint64_t)-1;
+    for (struct key_entry *k = hs->keys; k; k = k->next) {
+        if (k->peak_epoch != hs->epoch)
+            continue;
+        uint64_t bytes = k->bytes, count = k->count;
+        k->bytes = k->peak_bytes;
+        k->count = k->peak_count;
+        k->peak_bytes = bytes;
+        k->peak_count = count;
+    }
 }
 
-/* Captures the pending peak: the holders with the changes since undone, then redone. */
+/* Captures the pending peak: the holders as they were at it. */
 static void capture_pending(struct holders *hs)
 {
     if (!hs->pending)
         return;
-    for (size_t i = hs->nchanges; i-- > 0;)
-        apply(&hs->changes[i], true);
+    swap_peak(hs);
     capture(hs, &hs->res.at_peak, hs->peak, hs->peak_step);
-    for (size_t i = 0; i < hs->nchanges; i++)
-        apply(&hs->changes[i], false);
-    hs->nchanges = 0;
+    swap_peak(hs);
     hs->pending = false;
 }
 
-/* note_change's slow path: no room for c in changes (it grows), or CHANGES_MAX kept (the peak is captured). */
-static __attribute__((noinline)) void keep_change(struct holders *hs, struct change c)
+/* Before k changes while a peak is pending: its state at the peak, if not kept yet. */
+static inline void note_change(struct holders *hs, struct key_entry *k)
 {
-    if (hs->nchanges == CHANGES_MAX ||
-        vec_grow((void **)&hs->changes, &hs->changes_cap, hs->nchanges + 1, sizeof *hs->changes)) {
-        apply(&c, true);
-        capture_pending(hs);
-        apply(&c, false);
-        return;
+    if (hs->pending && k->peak_epoch != hs->epoch) {
+        k->peak_bytes = k->bytes;
+        k->peak_count = k->count;
+        k->peak_epoch = hs->epoch;
     }
-    hs->changes[hs->nchanges++] = c;
-}
-
-/* Keeps a change (already applied) while a peak is pending. */
-static inline void note_change(struct holders *hs, struct key_entry *k, uint64_t bytes, bool added)
-{
-    if (!hs->pending)
-        return;
-    struct change c = {.k = k, .bytes = added ? (int64_t)bytes : -(int64_t)bytes};
-    if (hs->nchanges < hs->changes_cap && hs->nchanges < CHANGES_MAX)
-        hs->changes[hs->nchanges++] = c;
-    else
-        keep_change(hs, c);
 }
 
 /* A new live tensor to its holder, which it returns (NULL without host memory). */
@@ -349,25 +348,27 @@ static inline struct key_entry *add(struct holders *hs, const struct run_tensor 
     uint64_t bytes = t->bytes;
     struct key_entry *k = hs->last_key;
     /* a module allocates a few tensors in a row: under stable names, the last holder is mostly the one */
-    if (!(t->stable_tag && t->tag == hs->last_tag && k && k->phase_id == hs->phase_id && k->category == t->category)) {
+    if (!(k && t->tag == hs->last_tag && t->category == hs->last_category)) {
         if (!(k = cached_key(hs, t->tag, t->stable_tag, t->category))) {
             hs->failed = true;
             return NULL;
         }
-        hs->last_tag = t->tag;
-        hs->last_key = k;
+        if (t->stable_tag) {
+            hs->last_tag = t->tag;
+            hs->last_category = t->category;
+            hs->last_key = k;
+        }
     }
-    k->bytes += bytes;
-    k->count++;
     hs->current += bytes;
     if (hs->current > hs->peak) {
         hs->peak = hs->current;
         hs->rising = true;
         hs->pending = false; /* a higher peak */
-        hs->nchanges = 0;
     } else {
-        note_change(hs, k, bytes, true);
+        note_change(hs, k);
     }
+    k->bytes += bytes;
+    k->count++;
     return k;
 }
 
@@ -379,6 +380,7 @@ static __attribute__((noinline)) struct key_entry *adopt(struct holders *hs, con
     set_phase(hs, "before recording");
     struct key_entry *k = add(hs, t);
     hs->phase_id = phase_id;
+    hs->last_key = NULL; /* a holder of "before recording" */
     return k;
 }
 
@@ -387,17 +389,14 @@ static void release(struct holders *hs, struct key_entry *k, uint64_t bytes)
 {
     if (hs->rising) { /* the peak was just before this free */
         hs->rising = false;
-        if (hs->nkeys <= EAGER_KEYS) {
-            capture(hs, &hs->res.at_peak, hs->peak, hs->step);
-        } else {
-            hs->pending = true;
-            hs->peak_step = hs->step;
-        }
+        hs->pending = true;
+        hs->peak_step = hs->step;
+        hs->epoch++;
     }
+    note_change(hs, k);
     k->bytes -= bytes;
     k->count--;
     hs->current -= bytes;
-    note_change(hs, k, bytes, false);
 }
 
 /* The runner's live tensors: the note it keeps with each is the tensor's holder (NULL: host memory ran out). */
@@ -477,11 +476,10 @@ void holders_destroy(struct holders *hs)
 {
     if (!hs)
         return;
-    HASH_CLEAR(hh, hs->folds);
+    open_index_free(&hs->folds);
     free(hs->phases);
     open_index_free(&hs->uses);
     bump_free_all(&hs->raw_mem);
-    free(hs->changes);
     bump_free_all(&hs->mem);
     free(hs);
 }
