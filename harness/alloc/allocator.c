@@ -1,6 +1,7 @@
-/* allocator.c: DeviceCachingAllocator::malloc and free: the free-block search (get_free_block), the chain
- * of fallbacks before an OOM, splitting a found block (alloc_found_block), and new cudaMalloc segments
- * (alloc_block). Release paths are in release.c, expandable segments in expandable.c. */
+/* allocator.c: DeviceCachingAllocator::malloc: the free-block search (get_free_block), the chain of fallbacks
+ * before an OOM, splitting a found block (alloc_found_block), and new cudaMalloc segments (alloc_block). free
+ * is in blocks.c (with free_block, which it runs inline), release paths in release.c, expandable segments in
+ * expandable.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -198,10 +199,14 @@ static struct alloc_block *alloc_found_block(struct allocator *a, struct alloc_b
     bool already_split = block_is_split(b);
     if (should_split(a, b, size)) {
         struct alloc_block *remaining = b;
+        /* read before block_new's stores, which then are replaced rather than done twice */
+        struct segment *seg = remaining->seg;
+        struct alloc_block *prev = remaining->prev;
+        bool expandable = remaining->expandable;
         b = block_new(a, stream, size, p, remaining->addr);
-        b->seg = remaining->seg;
-        b->expandable = remaining->expandable;
-        b->prev = remaining->prev;
+        b->seg = seg;
+        b->expandable = expandable;
+        b->prev = prev;
         b->next = remaining;
         block_link_prev(b);
         remaining->prev = b;
@@ -327,23 +332,6 @@ int allocator_malloc_fresh(struct allocator *a, uint64_t size, uint64_t stream, 
                            struct alloc_oom *oom, struct err *e)
 {
     return malloc_block(a, size, stream, false, out, oom, e);
-}
-
-void allocator_free(struct allocator *a, struct alloc_block *b)
-{
-    if (!b)
-        return;
-    struct pool *p = block_pool(a, b);
-    b->allocated = false;
-    stat_array_count_down(a->stats.allocation, p->small);
-    stat_array_decrease(a->stats.allocated_bytes, p->small, (int64_t)b->size);
-    record_trace(a, ACT_FREE_REQUESTED, b->addr, b->requested_size, b->stream);
-    if (b->size >= a->cfg.max_split_size)
-        stat_count_down(&a->stats.oversize_allocations);
-    if (b->uses.nstream_uses)
-        insert_events(a, b); /* back to the pool once the other streams are done with it */
-    else
-        free_block(a, b);
 }
 
 uint64_t allocator_largest_free_block(const struct allocator *a)

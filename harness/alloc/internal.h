@@ -123,7 +123,33 @@ static inline void block_clear_uses(struct alloc_block *b)
 }
 
 /* blocks.c */
-struct alloc_block *block_new(struct allocator *a, uint64_t stream, uint64_t size, struct pool *pool, uint64_t addr);
+struct alloc_block *block_take_slab(struct allocator *a); /* a new struct, when none is recycled */
+/* Inline: a split sets some fields again, and its caller's stores then replace these. */
+static inline struct alloc_block *block_new(struct allocator *a, uint64_t stream, uint64_t size,
+                                            const struct pool *pool, uint64_t addr)
+{
+    struct alloc_block *b = a->free_structs;
+    if (b)
+        a->free_structs = b->next;
+    else
+        b = block_take_slab(a);
+    /* field by field: a compound literal clears the whole struct with rep stos first */
+    b->size = size;
+    b->addr = addr;
+    b->uses = (struct block_uses){0};
+    b->gc_count_base = 0;
+    b->size_class = 0;
+    b->allocated = false;
+    b->mapped = true;
+    b->expandable = false;
+    b->small = pool->small;
+    b->pending = false;
+    b->stream = stream;
+    b->requested_size = 0;
+    b->prev = b->next = NULL;
+    b->seg = NULL;
+    return b;
+}
 /* block_new, linked into seg after prev (at its head when prev is NULL) (restore.c). */
 struct alloc_block *block_append(struct allocator *a, struct segment *seg, struct pool *p, struct alloc_block *prev,
                                  uint64_t addr, uint64_t size);

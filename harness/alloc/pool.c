@@ -213,6 +213,18 @@ static inline struct alloc_block *pick(bool c, struct alloc_block *x, struct all
     return pick_addr(c, x, y);
 }
 
+/* n's left child's link, or its right child's when right: the two are neighbours, so the side is an index, not
+ * a select. Only for stores: a descent loads both children with the key, so that the next node's address
+ * does not wait for the comparison (indexing there took fewer instructions, the mix no less time). Packed
+ * links: computed from the block's address, not taken from a member. */
+static inline struct alloc_block **child_link(struct alloc_block *n, bool right)
+{
+    _Static_assert(offsetof(struct block_links, rbe_right) == offsetof(struct block_links, rbe_left) + sizeof(void *),
+                   "right link right after the left one");
+    return (struct alloc_block **)((char *)n + offsetof(struct alloc_block, node) +
+                                   offsetof(struct block_links, rbe_left) + right * sizeof(void *));
+}
+
 struct alloc_block *pool_lower_bound(const struct pool *p, uint64_t stream, uint64_t size, uint64_t addr)
 {
     bool exact;
@@ -284,10 +296,7 @@ static __attribute__((noinline)) void tree_insert(struct size_tree *t, struct cl
         } while (n);
     }
     RB_SET(b, parent, node);
-    /* the side picked with a mask: it is as random as the descent */
-    uintptr_t links = (uintptr_t)parent + offsetof(struct alloc_block, node); /* packed: no member address */
-    *(struct alloc_block **)pick_addr(right, (const void *)(links + offsetof(struct block_links, rbe_right)),
-                                      (const void *)(links + offsetof(struct block_links, rbe_left))) = b;
+    *child_link(parent, right) = b;
     size_tree_RB_INSERT_COLOR(t, b);
 }
 
