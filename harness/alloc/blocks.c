@@ -135,7 +135,7 @@ uint64_t try_merge_blocks(struct allocator *a, struct alloc_block *dst, struct a
 static inline __attribute__((always_inline)) void return_block(struct allocator *a, struct alloc_block *b)
 {
     record_trace(a, ACT_FREE_COMPLETED, b->addr, b->requested_size, b->stream);
-    uint64_t original_size = b->size, requested = b->requested_size;
+    uint64_t requested = b->requested_size;
     struct pool *p = block_pool(a, b);
     int64_t split_blocks = 0, split_bytes = 0;
     struct alloc_block *next = b->next;
@@ -154,7 +154,6 @@ static inline __attribute__((always_inline)) void return_block(struct allocator 
         stat_array_change(s->inactive_split, p->small, split_blocks);
         stat_array_change(s->inactive_split_bytes, p->small, split_bytes);
     }
-    stat_block_inactive(s, p->small, (int64_t)original_size);
     stat_array_decrease(s->requested_bytes, p->small, (int64_t)requested);
 }
 
