@@ -79,6 +79,7 @@ struct stream_bins {
 struct pool {
     struct stream_bins **bins; /* free mapped blocks, by stream (ascending) */
     size_t nbins, cap;
+    struct stream_bins *recent; /* one of bins, the stream last looked up (pool.c), or NULL */
     struct addr_tree unmapped; /* unmapped expandable ranges */
     bool small;
     int64_t get_free_blocks_call_count;

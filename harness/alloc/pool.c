@@ -30,9 +30,14 @@ static inline unsigned size_class(uint64_t size)
     return (unsigned)(size >> sh) + sh * POOL_COLS;
 }
 
-/* The stream's classes, or the first of a later stream (*exact false), or NULL. Streams are few: a scan. */
+/* The stream's classes, or the first of a later stream (*exact false), or NULL. Streams are few: a scan, after
+ * the stream last looked up (most calls are for it). */
 static inline struct stream_bins *bins_at_or_after(const struct pool *p, uint64_t stream, bool *exact)
 {
+    if (p->recent && p->recent->stream == stream) {
+        *exact = true;
+        return p->recent;
+    }
     for (size_t i = 0; i < p->nbins; i++) {
         if (p->bins[i]->stream >= stream) {
             *exact = p->bins[i]->stream == stream;
@@ -43,12 +48,28 @@ static inline struct stream_bins *bins_at_or_after(const struct pool *p, uint64_
     return NULL;
 }
 
-static inline struct stream_bins *bins_of(const struct pool *p, uint64_t stream)
+static struct stream_bins *bins_scan(const struct pool *p, uint64_t stream)
 {
     for (size_t i = 0; i < p->nbins; i++)
         if (p->bins[i]->stream == stream)
             return p->bins[i];
     return NULL;
+}
+
+static inline struct stream_bins *bins_of(const struct pool *p, uint64_t stream)
+{
+    return p->recent && p->recent->stream == stream ? p->recent : bins_scan(p, stream);
+}
+
+/* bins_of, remembered as the pool's recent stream: for the updates, which may write the pool. */
+static inline struct stream_bins *bins_find(struct pool *p, uint64_t stream)
+{
+    if (p->recent && p->recent->stream == stream)
+        return p->recent;
+    struct stream_bins *s = bins_scan(p, stream);
+    if (s)
+        p->recent = s;
+    return s;
 }
 
 /* A stream's first free block in this pool: a new set of classes, in stream order. Out of line, so the
@@ -70,6 +91,7 @@ static __attribute__((noinline)) struct stream_bins *bins_add(struct pool *p, ui
     if (!s)
         abort();
     s->stream = stream;
+    p->recent = s;
     s->rows = 0;
     memset(s->cols, 0, sizeof s->cols);
     for (size_t j = p->nbins; j > i; j--)
@@ -81,7 +103,7 @@ static __attribute__((noinline)) struct stream_bins *bins_add(struct pool *p, ui
 
 static inline struct stream_bins *bins_get(struct pool *p, uint64_t stream)
 {
-    struct stream_bins *s = bins_of(p, stream);
+    struct stream_bins *s = bins_find(p, stream);
     return s ? s : bins_add(p, stream);
 }
 
@@ -91,6 +113,7 @@ void pool_free(struct pool *p)
         free(p->bins[i]);
     free(p->bins);
     p->bins = NULL;
+    p->recent = NULL;
     p->nbins = p->cap = 0;
 }
 
@@ -347,7 +370,7 @@ void pool_insert(struct pool *p, struct alloc_block *b)
 
 void pool_remove(struct pool *p, struct alloc_block *b)
 {
-    class_remove(bins_of(p, b->stream), b);
+    class_remove(bins_find(p, b->stream), b);
 }
 
 /* A smaller key still sorts before b's successor: b keeps its place when it stays in its class and sorts
@@ -366,7 +389,7 @@ void pool_shrink_front(struct pool *p, struct alloc_block *b, uint64_t addr)
             return;
         }
     }
-    struct stream_bins *s = bins_of(p, b->stream);
+    struct stream_bins *s = bins_find(p, b->stream);
     class_remove(s, b);
     b->addr = addr;
     b->size = size;
