@@ -17,6 +17,7 @@ struct allocator *allocator_create(struct device *dev, const struct alloc_config
         return NULL;
     a->dev = dev;
     a->cfg = *cfg;
+    a->divisions = alloc_config_has_divisions(cfg);
     RB_INIT(&a->large.unmapped);
     RB_INIT(&a->small.unmapped);
     a->small.small = true;
@@ -54,6 +55,7 @@ void allocator_destroy(struct allocator *a)
 void allocator_set_config(struct allocator *a, const struct alloc_config *cfg)
 {
     a->cfg = *cfg;
+    a->divisions = alloc_config_has_divisions(cfg);
     allocator_set_memory_fraction(a, cfg->per_process_memory_fraction);
 }
 
@@ -304,7 +306,7 @@ static int malloc_block(struct allocator *a, uint64_t orig_size, uint64_t stream
     a->err = e;
     if (a->nevents)
         process_events(a); /* blocks whose stream events completed return to their pools first */
-    uint64_t size = alloc_round_size(&a->cfg, orig_size);
+    uint64_t size = a->divisions ? alloc_round_size(&a->cfg, orig_size) : alloc_round_min_block(orig_size);
     struct pool *p = pick_addr(alloc_is_small(size), &a->small, &a->large);
     struct alloc_block *b = NULL;
     bool in_pool = true;

@@ -99,6 +99,7 @@ struct segment {
 struct allocator {
     struct device *dev;
     struct alloc_config cfg;
+    bool divisions; /* alloc_config_has_divisions(&cfg): only then does a malloc look its divisions up */
     struct alloc_stats stats;
     struct pool large, small;
     struct segment *segments; /* list of live segments */
