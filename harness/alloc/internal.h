@@ -57,9 +57,11 @@ RB_PROTOTYPE(addr_tree, alloc_block, node, cmp_addr)
 /* A size class's first and last block, kept while it holds two blocks or more (a lone block is its root).
  * Many free blocks often share one size (a model's repeated layers: flux.1-dev leaves thousands of 14 MiB
  * segments), and best fit takes the first of them: the ends answer most searches, and most insertions land
- * at one of them. Apart from the roots, so the classes of one block (most) cost no more cache than before. */
+ * at one of them. Apart from the roots, so the classes of one block (most) cost no more cache than before.
+ * hint: a block of the class near the last change (the last inserted, or the parent of the last removed):
+ * a block freed back often hangs next to it (flux.1-dev: 2,906 of the 4,851 insertions between the ends). */
 struct class_ends {
-    struct alloc_block *min, *max;
+    struct alloc_block *min, *max, *hint;
 };
 
 /* One stream's free blocks in a pool: size classes (pool.c), each a tree by (size, address). A class is set

@@ -237,9 +237,9 @@ static inline struct alloc_block *pick(bool c, struct alloc_block *x, struct all
 }
 
 /* n's left child's link, or its right child's when right: the two are neighbours, so the side is an index, not
- * a select. Only for stores: a descent loads both children with the key, so that the next node's address
- * does not wait for the comparison (indexing there took fewer instructions, the mix no less time). Packed
- * links: computed from the block's address, not taken from a member. */
+ * a select. Not in the descents: they load both children with the key, so that the next node's address does
+ * not wait for the comparison (indexing there took fewer instructions, the mix no less time). Packed links:
+ * computed from the block's address, not taken from a member. */
 static inline struct alloc_block **child_link(struct alloc_block *n, bool right)
 {
     _Static_assert(offsetof(struct block_links, rbe_right) == offsetof(struct block_links, rbe_left) + sizeof(void *),
@@ -292,15 +292,63 @@ struct alloc_block *pool_prev(const struct pool *p, struct alloc_block *b)
     return n ? n : last_before_class(p, bins_of(p, b->stream), b->size_class);
 }
 
-/* RB_INSERT's descent (keys are unique: no two free blocks share an address), then libbsd's rebalancing. A
- * block before the class's first or after its last hangs off that end without a descent. Out of line: the
- * common insertion is into an empty class (class_insert). */
+/* Where b hangs if it is an in-order neighbour of h (both in one class): off h's free link on b's side, or
+ * off the nearest block on that side, whose link towards h is free. false when another block sorts between
+ * them. The walk from h is as long as the descent only when h is far from its neighbour in the tree. */
+static inline bool place_by_hint(struct alloc_block *h, const struct alloc_block *b, struct alloc_block **parent,
+                                 bool *right)
+{
+    bool after = block_before(h, b->size, b->addr);
+    struct alloc_block *n = *child_link(h, after);
+    if (n) { /* the neighbour is the nearest block of that subtree */
+        while (*child_link(n, !after))
+            n = *child_link(n, !after);
+        if (block_before(n, b->size, b->addr) == after)
+            return false;
+        *parent = n;
+        *right = !after;
+        return true;
+    }
+    /* the neighbour is the first ancestor reached from the other side (none: h is an end) */
+    struct alloc_block *x = h, *up = RB_PARENT(h, node);
+    while (up && *child_link(up, after) == x) {
+        x = up;
+        up = RB_PARENT(up, node);
+    }
+    if (up && block_before(up, b->size, b->addr) == after)
+        return false;
+    *parent = h;
+    *right = after;
+    return true;
+}
+
+/* The parent b hangs from (on its right when *right) between the class's ends: next to the hint, or found by
+ * RB_INSERT's descent (keys are unique: no two free blocks share an address). */
+static inline struct alloc_block *inner_parent(struct alloc_block *root, struct alloc_block *hint,
+                                               const struct alloc_block *b, bool *right)
+{
+    struct alloc_block *parent;
+    if (place_by_hint(hint, b, &parent, right))
+        return parent;
+    struct alloc_block *n = root;
+    do {
+        parent = n;
+        *right = block_before(n, b->size, b->addr);
+        struct alloc_block *l = RB_LEFT(n, node), *r = RB_RIGHT(n, node);
+        n = pick(*right, r, l);
+    } while (n);
+    return parent;
+}
+
+/* A block before the class's first or after its last hangs off that end, others next to the hint or where the
+ * descent ends; then libbsd's rebalancing. Out of line: the common insertion is into an empty class
+ * (class_insert). */
 static __attribute__((noinline)) void tree_insert(struct size_tree *t, struct class_ends *k, struct alloc_block *b)
 {
     struct alloc_block *parent, *root = RB_ROOT(t);
     bool right;
     if (class_lone(root))
-        k->min = k->max = root; /* its second block: the ends start being kept */
+        k->min = k->max = k->hint = root; /* its second block: the ends start being kept */
     if (block_before(b, k->min->size, k->min->addr)) {
         parent = k->min;
         right = false;
@@ -310,16 +358,11 @@ static __attribute__((noinline)) void tree_insert(struct size_tree *t, struct cl
         right = true;
         k->max = b;
     } else {
-        struct alloc_block *n = root;
-        do {
-            parent = n;
-            right = block_before(n, b->size, b->addr);
-            struct alloc_block *l = RB_LEFT(n, node), *r = RB_RIGHT(n, node);
-            n = pick(right, r, l);
-        } while (n);
+        parent = inner_parent(root, k->hint, b, &right);
     }
     RB_SET(b, parent, node);
     *child_link(parent, right) = b;
+    k->hint = b;
     size_tree_RB_INSERT_COLOR(t, b);
 }
 
@@ -352,6 +395,7 @@ static inline void class_remove(struct stream_bins *s, struct alloc_block *b)
             k->min = RB_NEXT(size_tree, NULL, b);
         else if (b == k->max)
             k->max = RB_PREV(size_tree, NULL, b);
+        k->hint = RB_PARENT(b, node) ? RB_PARENT(b, node) : k->min; /* either stays in the class (min: updated) */
         RB_REMOVE(size_tree, t, b);
         return; /* the class still holds the others */
     }
