@@ -3,7 +3,8 @@
  * classes, 64 per power of two (a two-level bitmap says which are non-empty, as in TLSF), each class a
  * libbsd red-black tree by (size, address), a class of two blocks or more with its first and last block at
  * hand: lower_bound reads at most two bitmap words and one small tree (or only an end of it) instead of
- * descending one tree of every free block. Walking in order (next, prev, first, last) crosses classes and
+ * descending one tree of every free block; an insertion lands at an end, or next to the class's hint (the
+ * place of its last change), or descends. Walking in order (next, prev, first, last) crosses classes and
  * streams, so callers see exactly the std::set's order. */
 #include <stdlib.h>
 #include <string.h>
