@@ -1,7 +1,8 @@
 /* alloc_limits_test.c: the allocator model at the edges of its numbers: a restored block whose offset +
  * size would wrap past 2^64 (or whose requested size exceeds it) is refused, and at the largest capacity
  * oomlab accepts (SIZE_LIMIT, 4 EiB) the cumulative stats stop at INT64_MAX instead of overflowing
- * while current and peak stay exact (UBSan in `make test SANITIZE=1` catches any signed overflow). */
+ * while current and peak stay exact (UBSan in `make test SANITIZE=1` catches any signed overflow), and freed
+ * (derived from allocated and current, stats.h) stays exact while allocated has stopped. */
 #include "tap.h"
 
 #include "alloc/allocator.h"
@@ -79,9 +80,49 @@ static void largest_capacity(void)
     dev->ops->destroy(dev);
 }
 
+/* Two ~1 EiB blocks kept, a third allocated and freed over and over: allocated passes INT64_MAX long before
+ * freed does, and freed, which is not counted but derived from allocated, must not stop with it. */
+static void freed_past_saturated_allocated(void)
+{
+    struct device *dev = sim_device_create("sim:4EiB", SIZE_LIMIT, 0, NULL);
+    struct alloc_config cfg;
+    alloc_config_default(&cfg);
+    struct allocator *a = allocator_create(dev, &cfg);
+    const int64_t big = (INT64_C(1) << 60) - 2 * (int64_t)MiB;
+    struct err e = {0};
+    struct alloc_oom oom;
+    struct alloc_block *kept[2] = {0}, *b = NULL;
+    int fails = 0;
+    for (int k = 0; k < 2; k++)
+        fails += allocator_malloc(a, (uint64_t)big, 0, &kept[k], &oom, &e) != 0;
+    for (int i = 0; i < 7; i++) { /* 9 x big allocated in all (past INT64_MAX), 6 x big freed (below it) */
+        allocator_free(a, b);
+        fails += allocator_malloc(a, (uint64_t)big, 0, &b, &oom, &e) != 0;
+    }
+    is_int(fails, 0, "nine ~1 EiB allocations, three live at a time");
+    const struct alloc_stats *s = allocator_stats(a);
+    is_int(s->allocated_bytes[STAT_LARGE_POOL].allocated, INT64_MAX, "allocated has stopped at INT64_MAX");
+    is_int(s->allocated_bytes[STAT_LARGE_POOL].freed, 6 * big, "freed is exact: 6 x (2^60 - 2 MiB)");
+    is_int(s->active_bytes[STAT_ALL].freed, 6 * big, "as is active_bytes' freed");
+    is_int(s->allocation[STAT_ALL].freed, 6, "six frees counted");
+    allocator_reset_accumulated_stats(a);
+    allocator_free(a, b);
+    allocator_free(a, kept[0]);
+    s = allocator_stats(a);
+    is_int(s->allocated_bytes[STAT_ALL].allocated, 0, "after reset_accumulated: nothing allocated since");
+    is_int(s->allocated_bytes[STAT_ALL].freed, 2 * big, "two blocks freed since, exactly");
+    is_int(s->active_bytes[STAT_LARGE_POOL].freed, 2 * big, "active_bytes counts them too");
+    is_int(s->allocation[STAT_LARGE_POOL].freed, 2, "two frees since the reset");
+    is_int(s->allocated_bytes[STAT_ALL].current, big, "one block still allocated");
+    allocator_free(a, kept[1]);
+    allocator_destroy(a);
+    dev->ops->destroy(dev);
+}
+
 int main(void)
 {
     restore_refusals();
     largest_capacity();
+    freed_past_saturated_allocated();
     return done_testing();
 }

@@ -2,7 +2,7 @@
  * order exactly: worked lookups across size classes and streams, and within one class of equal sizes (its
  * first and last block found, removed and moved), then random insertions, removals and front shrinks checked
  * against a brute-force model (lower_bound, walks forwards and backwards), over sizes of every range and over
- * three sizes of one class. */
+ * three sizes of one class, there also with removed blocks put back at once (next to the class's hint). */
 #include "tap.h"
 
 #include "alloc/internal.h"
@@ -177,14 +177,18 @@ static void class_ends(void)
     memset(present, 0, sizeof present);
 }
 
-static void randomized(uint64_t (*size_of)(void), const char *what)
+/* put_back: half the time, the block last removed is the one picked, so that it goes back where it was. */
+static void randomized(uint64_t (*size_of)(void), bool put_back, const char *what)
 {
     struct pool p = {0};
     const uint64_t streams[] = {0, 1, 7, 1ULL << 63};
     const char *bad = NULL;
     long bad_at = -1, lookups = 0, lookup_bad = -1;
+    int removed = -1;
     for (long op = 0; op < 60000 && !bad; op++) {
         int i = (int)(rnd() % NBLOCKS);
+        if (put_back && removed >= 0 && rnd() % 2)
+            i = removed;
         if (!present[i]) {
             put(&p, i, streams[rnd() % 4], size_of(), (uint64_t)i << 40); /* addresses unique per block */
         } else if (rnd() % 3 == 0 && blocks[i].size > 1) {
@@ -193,6 +197,7 @@ static void randomized(uint64_t (*size_of)(void), const char *what)
         } else {
             pool_remove(&p, &blocks[i]);
             present[i] = false;
+            removed = i;
         }
         uint64_t stream = streams[rnd() % 4] + (rnd() % 8 == 0), size = size_of();
         uint64_t addr = rnd() % 2 ? 0 : (rnd() % NBLOCKS) << 40;
@@ -216,7 +221,8 @@ int main(void)
 {
     worked();
     class_ends();
-    randomized(random_size, "sizes of every range");
-    randomized(one_class_size, "three sizes of one class");
+    randomized(random_size, false, "sizes of every range");
+    randomized(one_class_size, false, "three sizes of one class");
+    randomized(one_class_size, true, "three sizes of one class, removed blocks put back");
     return done_testing();
 }

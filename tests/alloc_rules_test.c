@@ -137,6 +137,24 @@ static void test_roundup(void)
     for (int i = 0; i < 7; i++)
         is_int(alloc_config_divisions(&c, mb2[i] * MiB), want2[i], "[128:8,...,>:2] divisions(%llu MiB)",
                (unsigned long long)mb2[i]);
+    /* through the allocator's mallocs: the divisions it was made with (none), then those of each
+     * allocator_set_config (it looks them up only when some apply) */
+    struct rig r;
+    rig_open(&r, 8 * GiB, "");
+    struct alloc_block *b = must_alloc(&r, 84 * MiB + 1, 0);
+    is_u64(alloc_block_size(b), 84 * MiB + 512, "no divisions: 84 MiB + 1 -> 84 MiB + 512");
+    allocator_free(r.a, b);
+    ok(alloc_config_parse(&c, "roundup_power2_divisions:4", &e) == 0, "divisions 4 parse");
+    allocator_set_config(r.a, &c);
+    b = must_alloc(&r, 84 * MiB, 0);
+    is_u64(alloc_block_size(b), 96 * MiB, "set_config's divisions 4 apply: 84 MiB -> 96 MiB");
+    allocator_free(r.a, b);
+    ok(alloc_config_parse(&c, "roundup_power2_divisions:8", &e) == 0, "divisions 8 parse");
+    allocator_set_config(r.a, &c);
+    b = must_alloc(&r, 84 * MiB, 0);
+    is_u64(alloc_block_size(b), 88 * MiB, "then divisions 8: 84 MiB -> 88 MiB");
+    allocator_free(r.a, b);
+    rig_close(&r);
 }
 
 static void test_best_fit_and_split(void)

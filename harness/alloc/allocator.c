@@ -1,6 +1,7 @@
-/* allocator.c: DeviceCachingAllocator::malloc and free: the free-block search (get_free_block), the chain
- * of fallbacks before an OOM, splitting a found block (alloc_found_block), and new cudaMalloc segments
- * (alloc_block). Release paths are in release.c, expandable segments in expandable.c. */
+/* allocator.c: DeviceCachingAllocator::malloc: the free-block search (get_free_block), the chain of fallbacks
+ * before an OOM, splitting a found block (alloc_found_block), and new cudaMalloc segments (alloc_block). free
+ * is in blocks.c (with free_block, which it runs inline), release paths in release.c, expandable segments in
+ * expandable.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,7 @@ struct allocator *allocator_create(struct device *dev, const struct alloc_config
         return NULL;
     a->dev = dev;
     a->cfg = *cfg;
+    a->divisions = alloc_config_has_divisions(cfg);
     RB_INIT(&a->large.unmapped);
     RB_INIT(&a->small.unmapped);
     a->small.small = true;
@@ -53,6 +55,7 @@ void allocator_destroy(struct allocator *a)
 void allocator_set_config(struct allocator *a, const struct alloc_config *cfg)
 {
     a->cfg = *cfg;
+    a->divisions = alloc_config_has_divisions(cfg);
     allocator_set_memory_fraction(a, cfg->per_process_memory_fraction);
 }
 
@@ -198,10 +201,14 @@ static struct alloc_block *alloc_found_block(struct allocator *a, struct alloc_b
     bool already_split = block_is_split(b);
     if (should_split(a, b, size)) {
         struct alloc_block *remaining = b;
+        /* read before block_new's stores, which then are replaced rather than done twice */
+        struct segment *seg = remaining->seg;
+        struct alloc_block *prev = remaining->prev;
+        bool expandable = remaining->expandable;
         b = block_new(a, stream, size, p, remaining->addr);
-        b->seg = remaining->seg;
-        b->expandable = remaining->expandable;
-        b->prev = remaining->prev;
+        b->seg = seg;
+        b->expandable = expandable;
+        b->prev = prev;
         b->next = remaining;
         block_link_prev(b);
         remaining->prev = b;
@@ -299,7 +306,7 @@ static int malloc_block(struct allocator *a, uint64_t orig_size, uint64_t stream
     a->err = e;
     if (a->nevents)
         process_events(a); /* blocks whose stream events completed return to their pools first */
-    uint64_t size = alloc_round_size(&a->cfg, orig_size);
+    uint64_t size = a->divisions ? alloc_round_size(&a->cfg, orig_size) : alloc_round_min_block(orig_size);
     struct pool *p = pick_addr(alloc_is_small(size), &a->small, &a->large);
     struct alloc_block *b = NULL;
     bool in_pool = true;
@@ -327,23 +334,6 @@ int allocator_malloc_fresh(struct allocator *a, uint64_t size, uint64_t stream, 
                            struct alloc_oom *oom, struct err *e)
 {
     return malloc_block(a, size, stream, false, out, oom, e);
-}
-
-void allocator_free(struct allocator *a, struct alloc_block *b)
-{
-    if (!b)
-        return;
-    struct pool *p = block_pool(a, b);
-    b->allocated = false;
-    stat_array_count_down(a->stats.allocation, p->small);
-    stat_array_decrease(a->stats.allocated_bytes, p->small, (int64_t)b->size);
-    record_trace(a, ACT_FREE_REQUESTED, b->addr, b->requested_size, b->stream);
-    if (b->size >= a->cfg.max_split_size)
-        stat_count_down(&a->stats.oversize_allocations);
-    if (b->uses.nstream_uses)
-        insert_events(a, b); /* back to the pool once the other streams are done with it */
-    else
-        free_block(a, b);
 }
 
 uint64_t allocator_largest_free_block(const struct allocator *a)

@@ -1,5 +1,6 @@
 /* blocks.c: block bookkeeping for the allocator model: the unmapped-range tree, block and segment
- * records, merging with free neighbours (try_merge_blocks) and returning a block to its pool (free_block). */
+ * records, merging with free neighbours (try_merge_blocks), returning a block to its pool (free_block) and
+ * DeviceCachingAllocator::free (allocator_free), here so that free_block runs inline in it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,29 +60,9 @@ void block_slabs_free(struct allocator *a)
     a->block_room = a->segment_room = (struct slab_room){NULL, NULL};
 }
 
-struct alloc_block *block_new(struct allocator *a, uint64_t stream, uint64_t size, struct pool *pool, uint64_t addr)
+struct alloc_block *block_take_slab(struct allocator *a)
 {
-    struct alloc_block *b = a->free_structs;
-    if (b)
-        a->free_structs = b->next;
-    else
-        b = slab_take(a, &a->block_room, sizeof(struct alloc_block));
-    /* field by field: a compound literal clears the whole struct with rep stos first */
-    b->size = size;
-    b->addr = addr;
-    b->uses = (struct block_uses){0};
-    b->gc_count_base = 0;
-    b->size_class = 0;
-    b->allocated = false;
-    b->mapped = true;
-    b->expandable = false;
-    b->small = pool->small;
-    b->pending = false;
-    b->stream = stream;
-    b->requested_size = 0;
-    b->prev = b->next = NULL;
-    b->seg = NULL;
-    return b;
+    return slab_take(a, &a->block_room, sizeof(struct alloc_block));
 }
 
 /* b is free (merged away or released): it holds no stream uses, insert_events took them. */
@@ -151,10 +132,10 @@ uint64_t try_merge_blocks(struct allocator *a, struct alloc_block *dst, struct a
     return merge_blocks(a, dst, src, p);
 }
 
-void free_block(struct allocator *a, struct alloc_block *b)
+static inline __attribute__((always_inline)) void return_block(struct allocator *a, struct alloc_block *b)
 {
     record_trace(a, ACT_FREE_COMPLETED, b->addr, b->requested_size, b->stream);
-    uint64_t original_size = b->size, requested = b->requested_size;
+    uint64_t requested = b->requested_size;
     struct pool *p = block_pool(a, b);
     int64_t split_blocks = 0, split_bytes = 0;
     struct alloc_block *next = b->next;
@@ -173,6 +154,27 @@ void free_block(struct allocator *a, struct alloc_block *b)
         stat_array_change(s->inactive_split, p->small, split_blocks);
         stat_array_change(s->inactive_split_bytes, p->small, split_bytes);
     }
-    stat_block_inactive(s, p->small, (int64_t)original_size);
     stat_array_decrease(s->requested_bytes, p->small, (int64_t)requested);
+}
+
+void free_block(struct allocator *a, struct alloc_block *b)
+{
+    return_block(a, b);
+}
+
+void allocator_free(struct allocator *a, struct alloc_block *b)
+{
+    if (!b)
+        return;
+    struct pool *p = block_pool(a, b);
+    b->allocated = false;
+    stat_array_count_down(a->stats.allocation, p->small);
+    stat_array_decrease(a->stats.allocated_bytes, p->small, (int64_t)b->size);
+    record_trace(a, ACT_FREE_REQUESTED, b->addr, b->requested_size, b->stream);
+    if (b->size >= a->cfg.max_split_size)
+        stat_count_down(&a->stats.oversize_allocations);
+    if (b->uses.nstream_uses)
+        insert_events(a, b); /* back to the pool once the other streams are done with it */
+    else
+        return_block(a, b);
 }

@@ -57,9 +57,11 @@ RB_PROTOTYPE(addr_tree, alloc_block, node, cmp_addr)
 /* A size class's first and last block, kept while it holds two blocks or more (a lone block is its root).
  * Many free blocks often share one size (a model's repeated layers: flux.1-dev leaves thousands of 14 MiB
  * segments), and best fit takes the first of them: the ends answer most searches, and most insertions land
- * at one of them. Apart from the roots, so the classes of one block (most) cost no more cache than before. */
+ * at one of them. Apart from the roots, so the classes of one block (most) cost no more cache than before.
+ * hint: a block of the class near the last change (the last inserted, or the parent of the last removed):
+ * a block freed back often hangs next to it (flux.1-dev: 2,906 of the 4,851 insertions between the ends). */
 struct class_ends {
-    struct alloc_block *min, *max;
+    struct alloc_block *min, *max, *hint;
 };
 
 /* One stream's free blocks in a pool: size classes (pool.c), each a tree by (size, address). A class is set
@@ -79,6 +81,7 @@ struct stream_bins {
 struct pool {
     struct stream_bins **bins; /* free mapped blocks, by stream (ascending) */
     size_t nbins, cap;
+    struct stream_bins *recent; /* one of bins, the stream last looked up (pool.c), or NULL */
     struct addr_tree unmapped; /* unmapped expandable ranges */
     bool small;
     int64_t get_free_blocks_call_count;
@@ -98,6 +101,7 @@ struct segment {
 struct allocator {
     struct device *dev;
     struct alloc_config cfg;
+    bool divisions; /* alloc_config_has_divisions(&cfg): only then does a malloc look its divisions up */
     struct alloc_stats stats;
     struct pool large, small;
     struct segment *segments; /* list of live segments */
@@ -123,7 +127,33 @@ static inline void block_clear_uses(struct alloc_block *b)
 }
 
 /* blocks.c */
-struct alloc_block *block_new(struct allocator *a, uint64_t stream, uint64_t size, struct pool *pool, uint64_t addr);
+struct alloc_block *block_take_slab(struct allocator *a); /* a new struct, when none is recycled */
+/* Inline: a split sets some fields again, and its caller's stores then replace these. */
+static inline struct alloc_block *block_new(struct allocator *a, uint64_t stream, uint64_t size,
+                                            const struct pool *pool, uint64_t addr)
+{
+    struct alloc_block *b = a->free_structs;
+    if (b)
+        a->free_structs = b->next;
+    else
+        b = block_take_slab(a);
+    /* field by field: a compound literal clears the whole struct with rep stos first */
+    b->size = size;
+    b->addr = addr;
+    b->uses = (struct block_uses){0};
+    b->gc_count_base = 0;
+    b->size_class = 0;
+    b->allocated = false;
+    b->mapped = true;
+    b->expandable = false;
+    b->small = pool->small;
+    b->pending = false;
+    b->stream = stream;
+    b->requested_size = 0;
+    b->prev = b->next = NULL;
+    b->seg = NULL;
+    return b;
+}
 /* block_new, linked into seg after prev (at its head when prev is NULL) (restore.c). */
 struct alloc_block *block_append(struct allocator *a, struct segment *seg, struct pool *p, struct alloc_block *prev,
                                  uint64_t addr, uint64_t size);

@@ -3,7 +3,8 @@
  * classes, 64 per power of two (a two-level bitmap says which are non-empty, as in TLSF), each class a
  * libbsd red-black tree by (size, address), a class of two blocks or more with its first and last block at
  * hand: lower_bound reads at most two bitmap words and one small tree (or only an end of it) instead of
- * descending one tree of every free block. Walking in order (next, prev, first, last) crosses classes and
+ * descending one tree of every free block; an insertion lands at an end, or next to the class's hint (the
+ * place of its last change), or descends. Walking in order (next, prev, first, last) crosses classes and
  * streams, so callers see exactly the std::set's order. */
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +31,14 @@ static inline unsigned size_class(uint64_t size)
     return (unsigned)(size >> sh) + sh * POOL_COLS;
 }
 
-/* The stream's classes, or the first of a later stream (*exact false), or NULL. Streams are few: a scan. */
+/* The stream's classes, or the first of a later stream (*exact false), or NULL. Streams are few: a scan, after
+ * the stream last looked up (most calls are for it). */
 static inline struct stream_bins *bins_at_or_after(const struct pool *p, uint64_t stream, bool *exact)
 {
+    if (p->recent && p->recent->stream == stream) {
+        *exact = true;
+        return p->recent;
+    }
     for (size_t i = 0; i < p->nbins; i++) {
         if (p->bins[i]->stream >= stream) {
             *exact = p->bins[i]->stream == stream;
@@ -43,12 +49,28 @@ static inline struct stream_bins *bins_at_or_after(const struct pool *p, uint64_
     return NULL;
 }
 
-static inline struct stream_bins *bins_of(const struct pool *p, uint64_t stream)
+static struct stream_bins *bins_scan(const struct pool *p, uint64_t stream)
 {
     for (size_t i = 0; i < p->nbins; i++)
         if (p->bins[i]->stream == stream)
             return p->bins[i];
     return NULL;
+}
+
+static inline struct stream_bins *bins_of(const struct pool *p, uint64_t stream)
+{
+    return p->recent && p->recent->stream == stream ? p->recent : bins_scan(p, stream);
+}
+
+/* bins_of, remembered as the pool's recent stream: for the updates, which may write the pool. */
+static inline struct stream_bins *bins_find(struct pool *p, uint64_t stream)
+{
+    if (p->recent && p->recent->stream == stream)
+        return p->recent;
+    struct stream_bins *s = bins_scan(p, stream);
+    if (s)
+        p->recent = s;
+    return s;
 }
 
 /* A stream's first free block in this pool: a new set of classes, in stream order. Out of line, so the
@@ -70,6 +92,7 @@ static __attribute__((noinline)) struct stream_bins *bins_add(struct pool *p, ui
     if (!s)
         abort();
     s->stream = stream;
+    p->recent = s;
     s->rows = 0;
     memset(s->cols, 0, sizeof s->cols);
     for (size_t j = p->nbins; j > i; j--)
@@ -81,7 +104,7 @@ static __attribute__((noinline)) struct stream_bins *bins_add(struct pool *p, ui
 
 static inline struct stream_bins *bins_get(struct pool *p, uint64_t stream)
 {
-    struct stream_bins *s = bins_of(p, stream);
+    struct stream_bins *s = bins_find(p, stream);
     return s ? s : bins_add(p, stream);
 }
 
@@ -91,6 +114,7 @@ void pool_free(struct pool *p)
         free(p->bins[i]);
     free(p->bins);
     p->bins = NULL;
+    p->recent = NULL;
     p->nbins = p->cap = 0;
 }
 
@@ -213,6 +237,18 @@ static inline struct alloc_block *pick(bool c, struct alloc_block *x, struct all
     return pick_addr(c, x, y);
 }
 
+/* n's left child's link, or its right child's when right: the two are neighbours, so the side is an index, not
+ * a select. Not in the descents: they load both children with the key, so that the next node's address does
+ * not wait for the comparison (indexing there took fewer instructions, the mix no less time). Packed links:
+ * computed from the block's address, not taken from a member. */
+static inline struct alloc_block **child_link(struct alloc_block *n, bool right)
+{
+    _Static_assert(offsetof(struct block_links, rbe_right) == offsetof(struct block_links, rbe_left) + sizeof(void *),
+                   "right link right after the left one");
+    return (struct alloc_block **)((char *)n + offsetof(struct alloc_block, node) +
+                                   offsetof(struct block_links, rbe_left) + right * sizeof(void *));
+}
+
 struct alloc_block *pool_lower_bound(const struct pool *p, uint64_t stream, uint64_t size, uint64_t addr)
 {
     bool exact;
@@ -257,15 +293,63 @@ struct alloc_block *pool_prev(const struct pool *p, struct alloc_block *b)
     return n ? n : last_before_class(p, bins_of(p, b->stream), b->size_class);
 }
 
-/* RB_INSERT's descent (keys are unique: no two free blocks share an address), then libbsd's rebalancing. A
- * block before the class's first or after its last hangs off that end without a descent. Out of line: the
- * common insertion is into an empty class (class_insert). */
+/* Where b hangs if it is an in-order neighbour of h (both in one class): off h's free link on b's side, or
+ * off the nearest block on that side, whose link towards h is free. false when another block sorts between
+ * them. The walk from h is as long as the descent only when h is far from its neighbour in the tree. */
+static inline bool place_by_hint(struct alloc_block *h, const struct alloc_block *b, struct alloc_block **parent,
+                                 bool *right)
+{
+    bool after = block_before(h, b->size, b->addr);
+    struct alloc_block *n = *child_link(h, after);
+    if (n) { /* the neighbour is the nearest block of that subtree */
+        while (*child_link(n, !after))
+            n = *child_link(n, !after);
+        if (block_before(n, b->size, b->addr) == after)
+            return false;
+        *parent = n;
+        *right = !after;
+        return true;
+    }
+    /* the neighbour is the first ancestor reached from the other side (none: h is an end) */
+    struct alloc_block *x = h, *up = RB_PARENT(h, node);
+    while (up && *child_link(up, after) == x) {
+        x = up;
+        up = RB_PARENT(up, node);
+    }
+    if (up && block_before(up, b->size, b->addr) == after)
+        return false;
+    *parent = h;
+    *right = after;
+    return true;
+}
+
+/* The parent b hangs from (on its right when *right) between the class's ends: next to the hint, or found by
+ * RB_INSERT's descent (keys are unique: no two free blocks share an address). */
+static inline struct alloc_block *inner_parent(struct alloc_block *root, struct alloc_block *hint,
+                                               const struct alloc_block *b, bool *right)
+{
+    struct alloc_block *parent;
+    if (place_by_hint(hint, b, &parent, right))
+        return parent;
+    struct alloc_block *n = root;
+    do {
+        parent = n;
+        *right = block_before(n, b->size, b->addr);
+        struct alloc_block *l = RB_LEFT(n, node), *r = RB_RIGHT(n, node);
+        n = pick(*right, r, l);
+    } while (n);
+    return parent;
+}
+
+/* A block before the class's first or after its last hangs off that end, others next to the hint or where the
+ * descent ends; then libbsd's rebalancing. Out of line: the common insertion is into an empty class
+ * (class_insert). */
 static __attribute__((noinline)) void tree_insert(struct size_tree *t, struct class_ends *k, struct alloc_block *b)
 {
     struct alloc_block *parent, *root = RB_ROOT(t);
     bool right;
     if (class_lone(root))
-        k->min = k->max = root; /* its second block: the ends start being kept */
+        k->min = k->max = k->hint = root; /* its second block: the ends start being kept */
     if (block_before(b, k->min->size, k->min->addr)) {
         parent = k->min;
         right = false;
@@ -275,19 +359,11 @@ static __attribute__((noinline)) void tree_insert(struct size_tree *t, struct cl
         right = true;
         k->max = b;
     } else {
-        struct alloc_block *n = root;
-        do {
-            parent = n;
-            right = block_before(n, b->size, b->addr);
-            struct alloc_block *l = RB_LEFT(n, node), *r = RB_RIGHT(n, node);
-            n = pick(right, r, l);
-        } while (n);
+        parent = inner_parent(root, k->hint, b, &right);
     }
     RB_SET(b, parent, node);
-    /* the side picked with a mask: it is as random as the descent */
-    uintptr_t links = (uintptr_t)parent + offsetof(struct alloc_block, node); /* packed: no member address */
-    *(struct alloc_block **)pick_addr(right, (const void *)(links + offsetof(struct block_links, rbe_right)),
-                                      (const void *)(links + offsetof(struct block_links, rbe_left))) = b;
+    *child_link(parent, right) = b;
+    k->hint = b;
     size_tree_RB_INSERT_COLOR(t, b);
 }
 
@@ -320,6 +396,7 @@ static inline void class_remove(struct stream_bins *s, struct alloc_block *b)
             k->min = RB_NEXT(size_tree, NULL, b);
         else if (b == k->max)
             k->max = RB_PREV(size_tree, NULL, b);
+        k->hint = RB_PARENT(b, node) ? RB_PARENT(b, node) : k->min; /* either stays in the class (min: updated) */
         RB_REMOVE(size_tree, t, b);
         return; /* the class still holds the others */
     }
@@ -338,7 +415,7 @@ void pool_insert(struct pool *p, struct alloc_block *b)
 
 void pool_remove(struct pool *p, struct alloc_block *b)
 {
-    class_remove(bins_of(p, b->stream), b);
+    class_remove(bins_find(p, b->stream), b);
 }
 
 /* A smaller key still sorts before b's successor: b keeps its place when it stays in its class and sorts
@@ -357,7 +434,7 @@ void pool_shrink_front(struct pool *p, struct alloc_block *b, uint64_t addr)
             return;
         }
     }
-    struct stream_bins *s = bins_of(p, b->stream);
+    struct stream_bins *s = bins_find(p, b->stream);
     class_remove(s, b);
     b->addr = addr;
     b->size = size;

@@ -31,14 +31,29 @@ static inline uint64_t alloc_round_to_division(uint64_t n, uint32_t divisions)
     return (n + step - 1) / step * step;
 }
 
-static inline uint64_t alloc_round_size(const struct alloc_config *cfg, uint64_t size)
+/* round_size without power-of-two divisions: a multiple of kMinBlockSize, at least one. */
+static inline uint64_t alloc_round_min_block(uint64_t size)
 {
     if (size < ALLOC_MIN_BLOCK_SIZE)
         return ALLOC_MIN_BLOCK_SIZE;
+    return ALLOC_MIN_BLOCK_SIZE * ((size + ALLOC_MIN_BLOCK_SIZE - 1) / ALLOC_MIN_BLOCK_SIZE);
+}
+
+static inline uint64_t alloc_round_size(const struct alloc_config *cfg, uint64_t size)
+{
     uint32_t d = alloc_config_divisions(cfg, size);
     if (d > 1 && size > ALLOC_MIN_BLOCK_SIZE * d)
         return alloc_round_to_division(size, d);
-    return ALLOC_MIN_BLOCK_SIZE * ((size + ALLOC_MIN_BLOCK_SIZE - 1) / ALLOC_MIN_BLOCK_SIZE);
+    return alloc_round_min_block(size);
+}
+
+/* Whether any size's rounding uses divisions (alloc_round_size is then more than alloc_round_min_block). */
+static inline bool alloc_config_has_divisions(const struct alloc_config *cfg)
+{
+    for (int i = 0; i < ALLOC_ROUNDUP_INTERVALS; i++)
+        if (cfg->roundup_power2_divisions[i] > 1)
+            return true;
+    return false;
 }
 
 static inline uint64_t alloc_segment_size(uint64_t rounded)

@@ -36,6 +36,25 @@ static void reset_accumulated(struct stat *st)
 {
     st->allocated = 0;
     st->freed = 0;
+    st->excess = 0;
+    st->base = st->current;
+}
+
+/* Past INT64_MAX, allocated stays there and the rest goes to excess, itself kept below 2^62: freed is
+ * allocated + excess - (current - base), current - base is at most SIZE_LIMIT (2^62) in size, so an excess
+ * of 2^62 already puts freed at INT64_MAX, where it stops as well. */
+#define STAT_EXCESS_CAP (INT64_C(1) << 62)
+void stat_allocated_overflow(struct stat *st, int64_t n)
+{
+    int64_t over = n - (INT64_MAX - st->allocated); /* > 0: the sum did not fit */
+    st->allocated = INT64_MAX;
+    st->excess = st->excess > STAT_EXCESS_CAP - over ? STAT_EXCESS_CAP : st->excess + over;
+}
+
+static void settle_freed(struct stat *st)
+{
+    __int128 freed = (__int128)st->allocated + st->excess - st->current + st->base;
+    st->freed = freed > INT64_MAX ? INT64_MAX : (int64_t)freed;
 }
 
 void stat_raise_active_peaks(struct alloc_stats *s, int small)
@@ -64,7 +83,9 @@ static void settle_active(struct alloc_stats *s)
     }
     for (int t = STAT_SMALL_POOL; t <= STAT_LARGE_POOL; t++) { /* every allocated block becomes active */
         s->active[t].allocated = s->allocation[t].allocated;
+        s->active[t].excess = s->allocation[t].excess;
         s->active_bytes[t].allocated = s->allocated_bytes[t].allocated;
+        s->active_bytes[t].excess = s->allocated_bytes[t].excess;
     }
 }
 
@@ -72,11 +93,15 @@ void alloc_stats_settle(struct alloc_stats *s)
 {
     settle_active(s);
 #define SETTLE(name)                                                                                         \
+    settle_freed(&s->name[STAT_SMALL_POOL]);                                                                 \
+    settle_freed(&s->name[STAT_LARGE_POOL]);                                                                 \
     s->name[STAT_ALL].allocated =                                                                            \
         stat_saturating_add(s->name[STAT_SMALL_POOL].allocated, s->name[STAT_LARGE_POOL].allocated);        \
     s->name[STAT_ALL].freed = stat_saturating_add(s->name[STAT_SMALL_POOL].freed, s->name[STAT_LARGE_POOL].freed);
     STAT_ARRAYS(SETTLE)
 #undef SETTLE
+    settle_freed(&s->oversize_allocations);
+    settle_freed(&s->oversize_segments);
 }
 
 void alloc_stats_reset_peak(struct alloc_stats *s)
@@ -91,6 +116,7 @@ void alloc_stats_reset_peak(struct alloc_stats *s)
 
 void alloc_stats_reset_accumulated(struct alloc_stats *s)
 {
+    settle_active(s); /* the active stats' base is their current */
     for_each_stat(s, reset_accumulated);
     s->num_alloc_retries = 0;
     s->num_ooms = 0;

@@ -5,9 +5,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One Stat: current, peak, allocated (cumulative increases), freed (cumulative decreases). */
+/* One Stat: current, peak, allocated (cumulative increases), freed (cumulative decreases). A live allocator's
+ * updates leave freed out: every decrease is one of current, so freed is allocated - (current - base), which
+ * alloc_stats_settle fills in (base: current at the last reset of the cumulative counters; excess: what the
+ * increases added beyond the INT64_MAX at which allocated stops, so that freed stays exact past it). */
 struct stat {
     int64_t current, peak, allocated, freed;
+    int64_t base, excess;
 };
 
 enum stat_type { STAT_ALL, STAT_SMALL_POOL, STAT_LARGE_POOL, STAT_TYPES };
@@ -46,6 +50,18 @@ static inline int64_t stat_saturating_add(int64_t a, int64_t n)
     return __builtin_add_overflow(a, n, &sum) ? INT64_MAX : sum;
 }
 
+/* allocated reached INT64_MAX: the rest of n goes to excess (stats.c, out of line: 8 EiB of traffic first). */
+void stat_allocated_overflow(struct stat *s, int64_t n);
+
+static inline void stat_add_allocated(struct stat *s, int64_t n)
+{
+    int64_t sum;
+    if (__builtin_add_overflow(s->allocated, n, &sum))
+        stat_allocated_overflow(s, n);
+    else
+        s->allocated = sum;
+}
+
 /* A new peak is rare once a run is past its ramp-up, and a ramp-up raises it every time: either way a
  * predicted branch, cheaper than storing the peak on every increase. */
 static inline void stat_raise_peak(struct stat *s)
@@ -57,14 +73,13 @@ static inline void stat_raise_peak(struct stat *s)
 static inline void stat_increase(struct stat *s, int64_t n)
 {
     s->current += n;
-    s->allocated = stat_saturating_add(s->allocated, n);
+    stat_add_allocated(s, n);
     stat_raise_peak(s);
 }
 
 static inline void stat_decrease(struct stat *s, int64_t n)
 {
-    s->current -= n;
-    s->freed = stat_saturating_add(s->freed, n);
+    s->current -= n; /* freed: alloc_stats_settle */
 }
 
 /* Counts (blocks, segments) move by one per operation: their cumulative counters cannot get near INT64_MAX
@@ -79,7 +94,6 @@ static inline void stat_count_up(struct stat *s)
 static inline void stat_count_down(struct stat *s)
 {
     s->current--;
-    s->freed++;
 }
 
 /* The pool's entry of a stat array: STAT_LARGE_POOL - 1 is STAT_SMALL_POOL, one subtraction instead of a select. */
@@ -126,14 +140,13 @@ static inline void stat_array_count_down(struct stat *a, int small)
  * sign (the free path's split counts go either way at random). */
 static inline void stat_array_change(struct stat *a, int small, int64_t delta)
 {
-    int64_t up = delta > 0 ? delta : 0, down = up - delta;
+    int64_t up = delta > 0 ? delta : 0;
     struct stat *all = &a[STAT_ALL], *pool = stat_of_pool(a, small);
     all->current += delta;
     stat_raise_peak(all);
     pool->current += delta;
     stat_raise_peak(pool);
-    pool->allocated = stat_saturating_add(pool->allocated, up);
-    pool->freed = stat_saturating_add(pool->freed, down);
+    stat_add_allocated(pool, up);
 }
 
 /* The active peaks while blocks wait for stream events (only then does active exceed allocation). */
@@ -160,16 +173,8 @@ static inline void stat_block_pending(struct alloc_stats *s, int small, int64_t 
     s->pending_bytes[stat_pool_type(small)] += change * size;
 }
 
-/* A block left the active ones (its free completed): their cumulative counters. */
-static inline void stat_block_inactive(struct alloc_stats *s, int small, int64_t size)
-{
-    stat_of_pool(s->active, small)->freed++;
-    struct stat *bytes = stat_of_pool(s->active_bytes, small);
-    bytes->freed = stat_saturating_add(bytes->freed, size);
-}
-
-/* Fills in what the updates above leave out (the active stats, the aggregate entries' cumulative counters)
- * before they are read. */
+/* Fills in what the updates above leave out (the active stats, the freed counters, the aggregate entries'
+ * cumulative counters) before they are read. */
 void alloc_stats_settle(struct alloc_stats *s);
 
 void alloc_stats_reset_peak(struct alloc_stats *s);
