@@ -64,8 +64,8 @@ static pthread_mutex_t pool_user = PTHREAD_MUTEX_INITIALIZER; /* held by the cal
 /* How long a worker that finished a job, or a caller waiting for its workers, keeps looking before it sleeps on
  * a condition variable: a sleep and a wake-up between the two cores of this VM cost 26 us at best, 47 in the
  * median (a condition-variable round trip, measured under load), a tenth of a two-thread GELU over 2M elements,
- * and a model's kernels come back to back. Meanwhile it yields the core to anything else that can run, as
- * OpenBLAS's and OpenMP's waiting threads do. */
+ * and a model's kernels come back to back. A waiting worker yields its core to anything else that can run, as
+ * OpenBLAS's waiting threads do; the caller, in the middle of its kernel, keeps it. */
 #define CPU_SPIN_NS 100000L
 
 static void cpu_relax(void)
@@ -85,8 +85,8 @@ static int workers_out(const void *unused)
     return atomic_load_explicit(&pool.busy, memory_order_acquire) == 0;
 }
 
-/* Checks done(arg) for up to CPU_SPIN_NS. */
-static void spin_for(int (*done)(const void *), const void *arg)
+/* Checks done(arg) for up to CPU_SPIN_NS, yielding the core between checks if `yield`. */
+static void spin_for(int (*done)(const void *), const void *arg, int yield)
 {
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -99,7 +99,8 @@ static void spin_for(int (*done)(const void *), const void *arg)
         clock_gettime(CLOCK_MONOTONIC, &t);
         if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > CPU_SPIN_NS)
             return;
-        sched_yield();
+        if (yield)
+            sched_yield();
     }
 }
 
@@ -111,7 +112,7 @@ static void *worker(void *arg)
     for (;;) {
         if (pool.seq == seen) {
             pthread_mutex_unlock(&pool.mu);
-            spin_for(seq_moved, &seen);
+            spin_for(seq_moved, &seen, 1);
             pthread_mutex_lock(&pool.mu);
         }
         while (pool.seq == seen)
@@ -186,7 +187,7 @@ static void run_split(struct job *j, size_t threads)
         pool.job = NULL;
         if (pool.busy) {
             pthread_mutex_unlock(&pool.mu);
-            spin_for(workers_out, NULL);
+            spin_for(workers_out, NULL, 0);
             pthread_mutex_lock(&pool.mu);
         }
         while (pool.busy)
