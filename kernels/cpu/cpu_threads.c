@@ -64,8 +64,9 @@ static pthread_mutex_t pool_user = PTHREAD_MUTEX_INITIALIZER; /* held by the cal
 /* How long a worker that finished a job, or a caller waiting for its workers, keeps looking before it sleeps on
  * a condition variable: a sleep and a wake-up between the two cores of this VM cost 26 us at best, 47 in the
  * median (a condition-variable round trip, measured under load), a tenth of a two-thread GELU over 2M elements,
- * and a model's kernels come back to back. A waiting worker yields its core to anything else that can run, as
- * OpenBLAS's waiting threads do; the caller, in the middle of its kernel, keeps it. */
+ * and a model's kernels often come back to back. A worker looks only if its last job came that soon after the one
+ * before, and yields its core meanwhile to anything else that can run, as OpenBLAS's waiting threads do; the
+ * caller, in the middle of its kernel, keeps it. */
 #define CPU_SPIN_NS 100000L
 
 static void cpu_relax(void)
@@ -85,19 +86,24 @@ static int workers_out(const void *unused)
     return atomic_load_explicit(&pool.busy, memory_order_acquire) == 0;
 }
 
+static long mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
 /* Checks done(arg) for up to CPU_SPIN_NS, yielding the core between checks if `yield`. */
 static void spin_for(int (*done)(const void *), const void *arg, int yield)
 {
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const long t0 = mono_ns();
     for (;;) {
         for (int i = 0; i < 64; i++) {
             if (done(arg))
                 return;
             cpu_relax();
         }
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > CPU_SPIN_NS)
+        if (mono_ns() - t0 > CPU_SPIN_NS)
             return;
         if (yield)
             sched_yield();
@@ -108,15 +114,19 @@ static void *worker(void *arg)
 {
     const size_t id = (size_t)(uintptr_t)arg;
     uint64_t seen = 0;
+    int spin = 1; /* the last job came within CPU_SPIN_NS: so may the next (not when a GEMM runs between) */
     pthread_mutex_lock(&pool.mu);
     for (;;) {
         if (pool.seq == seen) {
             pthread_mutex_unlock(&pool.mu);
-            spin_for(seq_moved, &seen, 1);
+            const long t0 = mono_ns();
+            if (spin)
+                spin_for(seq_moved, &seen, 1);
             pthread_mutex_lock(&pool.mu);
+            while (pool.seq == seen)
+                pthread_cond_wait(&pool.wake, &pool.mu);
+            spin = mono_ns() - t0 <= CPU_SPIN_NS;
         }
-        while (pool.seq == seen)
-            pthread_cond_wait(&pool.wake, &pool.mu);
         seen = pool.seq;
         struct job *j = pool.job;
         if (!j || id >= pool.want)
