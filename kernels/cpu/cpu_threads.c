@@ -40,8 +40,8 @@ static void run_job(struct job *j)
         if (!atomic_compare_exchange_weak_explicit(&j->next, &c, c + take, memory_order_relaxed,
                                                    memory_order_relaxed))
             continue;
-        for (size_t i0 = c * j->chunk, end = (c + take) * j->chunk < j->n ? (c + take) * j->chunk : j->n; i0 < end;
-             i0 += j->chunk)
+        const size_t end = (c + take) * j->chunk < j->n ? (c + take) * j->chunk : j->n;
+        for (size_t i0 = c * j->chunk; i0 < end; i0 += j->chunk)
             j->fn(j->k, j->t, i0, end - i0 < j->chunk ? end - i0 : j->chunk);
         c = atomic_load_explicit(&j->next, memory_order_relaxed);
     }
