@@ -1,7 +1,8 @@
 /* kernels_threads_test.c: the split of chunked CPU kernels over the cores (kernels/cpu/cpu_threads.c): every
- * element visited once in whole chunks, whatever the thread limit; a split started from inside a chunk
- * function (the pool busy), kernels run from two threads at once, and a split in a child of fork (which has no
- * workers) finish, with the results of a run alone. */
+ * element visited once in whole chunks, whatever the thread limit; a worker stalled in its first chunk leaves
+ * the chunks it has not claimed to the others; a split started from inside a chunk function (the pool busy),
+ * kernels run from two threads at once, and a split in a child of fork (which has no workers) finish, with the
+ * results of a run alone. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
@@ -45,6 +46,23 @@ static void nest(const struct kernel_call *k, void *const *t, size_t i0, size_t 
     }
 }
 
+static pthread_t caller;
+static atomic_int stalled;         /* a worker has slept in its first chunk */
+static atomic_size_t stalled_runs; /* chunks that worker ran */
+static _Thread_local int is_stalled;
+
+/* visit, where the first worker to come sleeps 50 ms in its first chunk. */
+static void stall(const struct kernel_call *k, void *const *t, size_t i0, size_t len)
+{
+    if (!pthread_equal(pthread_self(), caller) && !is_stalled && !atomic_exchange(&stalled, 1)) {
+        is_stalled = 1;
+        usleep(50000);
+    }
+    if (is_stalled)
+        atomic_fetch_add(&stalled_runs, 1);
+    visit(k, t, i0, len);
+}
+
 struct adds {
     float *a, *b, *y;
     size_t n;
@@ -71,6 +89,14 @@ int main(void)
         snprintf(what, sizeof what, "split with thread limit %u", limit);
         count_visits(what);
     }
+    caller = pthread_self();
+    kernel_cpu_set_threads(2);
+    cpu_for_chunks(&k, NULL, N, CHUNK, stall);
+    const size_t chunks = (N + CHUNK - 1) / CHUNK;
+    ok(atomic_load(&stalled_runs) < chunks / 2,
+       "a worker stalled 50 ms ran %zu of %zu chunks, less than a fixed half (%s)", atomic_load(&stalled_runs), chunks,
+       atomic_load(&stalled) ? "it stalled" : "no worker came");
+    count_visits("the split with a stalled worker");
     kernel_cpu_set_threads(0);
     cpu_for_chunks(&k, NULL, N, CHUNK, nest);
     ok(atomic_load(&nested_done) == 1, "a split inside a chunk function finishes");
