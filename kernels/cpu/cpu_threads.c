@@ -149,7 +149,8 @@ static void pool_forget(void)
     pthread_cond_init(&pool.done, NULL);
     pthread_mutex_init(&pool_user, NULL);
     pool.job = NULL;
-    pool.nworkers = pool.want = pool.busy = 0;
+    pool.nworkers = pool.want = 0;
+    atomic_store(&pool.busy, 0);
 }
 
 /* Workers 1 .. want - 1 started (as many as can be): how many threads the pool can run at once. */
