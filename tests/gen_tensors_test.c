@@ -8,7 +8,7 @@
 #include "tap.h"
 #include "util/size.h"
 #include "workload/gen.h"
-#include "workload/map_array.h"
+#include "util/map_array.h"
 #include "workload/strpool.h"
 
 struct rec_sink {

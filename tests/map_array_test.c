@@ -1,4 +1,4 @@
-/* map_array_test.c: the generator's arrays grown by mremap (workload/map_array.h): capacity in 16 KiB
+/* map_array_test.c: the generator's arrays grown by mremap (util/map_array.h): capacity in 16 KiB
  * stretches of elements, contents kept across growth (also past the first mapping and when asked for far
  * more than twice), new elements zero, the stretches past the first prefaulted (resident before any touch,
  * on a kernel with MADV_POPULATE_WRITE) and the first not, and refusals (elements over a page, sizes that
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "tap.h"
-#include "workload/map_array.h"
+#include "util/map_array.h"
 
 struct elem {
     uint64_t a;

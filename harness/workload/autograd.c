@@ -2,7 +2,7 @@
  * each consuming its output's gradient, allocating its inputs' gradients, accumulating .grad, and
  * freeing what it saved. Checkpointed segments run their forward again here, then their backward. */
 #include "workload/gen.h"
-#include "workload/map_array.h"
+#include "util/map_array.h"
 
 #include <stdlib.h>
 #include <string.h>

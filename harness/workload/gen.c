@@ -1,7 +1,7 @@
 /* gen.c: the generator context's plumbing: interned tag strings, module scopes, the tensor slab with
  * reference counts, and the emission of ALLOC / FREE / KERNEL / PHASE / MARK ops to the sink. */
 #include "workload/gen.h"
-#include "workload/map_array.h"
+#include "util/map_array.h"
 #include "workload/strpool.h"
 #include "util/size.h"
 

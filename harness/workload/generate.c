@@ -8,7 +8,7 @@
 #include "workload/diffusion_job.h"
 #include "workload/gen.h"
 #include "workload/job_kinds.h"
-#include "workload/map_array.h"
+#include "util/map_array.h"
 #include "workload/models/models.h"
 #include "workload/optimizer.h"
 #include "workload/parallel.h"

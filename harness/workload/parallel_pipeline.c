@@ -47,7 +47,7 @@
 #include "workload/parallel_pipeline.h"
 
 #include "workload/gen.h"
-#include "workload/map_array.h"
+#include "util/map_array.h"
 #include "workload/models/models.h"
 #include "workload/parallel_tensor.h"
 

@@ -5,7 +5,7 @@
  * attention and MLP): the forward takes each by its tag, the cursor making the common in-order case
  * a comparison. */
 #include "workload/gen.h"
-#include "workload/map_array.h"
+#include "util/map_array.h"
 #include "util/hash.h"
 
 #include <stdlib.h>

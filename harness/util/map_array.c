@@ -1,7 +1,7 @@
 /* map_array.c: arrays in anonymous mappings, grown by mremap, their pages prefaulted a stretch at a time
  * (see map_array.h). */
 #define _GNU_SOURCE
-#include "workload/map_array.h"
+#include "util/map_array.h"
 #include "util/prefault.h"
 
 #include <sys/mman.h>
