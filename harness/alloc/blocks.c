@@ -34,8 +34,7 @@ static __attribute__((noinline)) void slab_grow(struct allocator *a, struct slab
     struct block_slab *slab = aligned_alloc(SLAB_ALIGN, SLAB_BYTES);
     if (!slab)
         abort(); /* out of host memory: nothing sensible to return to */
-    if (prefault_fresh(slab, SLAB_BYTES))
-        prefault(slab, SLAB_BYTES);
+    prefault_if_fresh(slab, SLAB_BYTES);
     slab->next = a->slabs;
     a->slabs = slab;
     room->next = (char *)(slab + 1);

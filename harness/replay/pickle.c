@@ -82,8 +82,8 @@ static void *arena_alloc_chunk(struct pickle_doc *doc, size_t n)
     /* A second shared chunk is filled front to back like the first: its pages made present in one call
      * (util/prefault.h; DeComFL replay: page faults 1,572 -> 1,342, task-clock -0.2 to -0.5 ms). The first
      * is left to fault in page by page: a small pickle touches a page or two of it. */
-    if (!own && head && prefault_fresh(c, sizeof *c + size))
-        prefault(c, sizeof *c + size);
+    if (!own && head)
+        prefault_if_fresh(c, sizeof *c + size);
     c->size = size;
     c->used = n;
     if (own && head) {

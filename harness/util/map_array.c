@@ -5,7 +5,6 @@
 #include "util/prefault.h"
 
 #include <sys/mman.h>
-#include <unistd.h>
 
 #define FIRST_BYTES (64 * 1024)
 /* The usable part grows a stretch of this many bytes at a time (or to what is needed), prefaulted at once
@@ -13,12 +12,6 @@
  * pages of an array faults just those. Populating 4 pages in one call costs about half of faulting them
  * in (measured: 1.8 us against 3.2 us), the call itself some 0.1 us. */
 #define STEP_BYTES (16 * 1024)
-
-static size_t page_bytes(void)
-{
-    long n = sysconf(_SC_PAGESIZE);
-    return n > 0 ? (size_t)n : 4096;
-}
 
 /* The whole pages holding n elements: the usable bytes give cap = bytes / elem back, rounded down, so
  * rounding cap * elem up to the page gives the bytes back when elem is at most a page. */
@@ -42,7 +35,7 @@ int map_array_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;
-    const size_t page = page_bytes();
+    const size_t page = host_page_bytes();
     if (elem == 0 || elem > page || need > ((size_t)-1 / 4 - page - STEP_BYTES) / elem)
         return -1;
     const size_t usable = *p ? usable_bytes(*cap, elem, page) : 0;
@@ -68,5 +61,5 @@ int map_array_grow(void **p, size_t *cap, size_t need, size_t elem)
 void map_array_free(void *p, size_t cap, size_t elem)
 {
     if (p)
-        munmap(p, mapping_bytes(usable_bytes(cap, elem, page_bytes())));
+        munmap(p, mapping_bytes(usable_bytes(cap, elem, host_page_bytes())));
 }

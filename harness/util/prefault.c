@@ -12,7 +12,7 @@
  * saves. */
 #define PREFAULT_MIN_BYTES (16 * 1024)
 
-static size_t page_bytes(void)
+size_t host_page_bytes(void)
 {
     static size_t page;
     if (!page) {
@@ -24,7 +24,7 @@ static size_t page_bytes(void)
 
 void prefault(void *p, size_t n)
 {
-    const size_t page = page_bytes();
+    const size_t page = host_page_bytes();
     uintptr_t from = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
     uintptr_t to = ((uintptr_t)p + n) & ~(uintptr_t)(page - 1);
     if (to > from)
@@ -33,12 +33,18 @@ void prefault(void *p, size_t n)
 
 bool prefault_fresh(void *p, size_t n)
 {
-    const size_t page = page_bytes();
+    const size_t page = host_page_bytes();
     uintptr_t last = (((uintptr_t)p + n) & ~(uintptr_t)(page - 1)) - page;
     unsigned char v;
     if (last < (uintptr_t)p || mincore((void *)last, page, &v) != 0)
         return true;
     return !(v & 1);
+}
+
+void prefault_if_fresh(void *p, size_t n)
+{
+    if (prefault_fresh(p, n))
+        prefault(p, n);
 }
 
 void *prefault_calloc(size_t n)
@@ -48,7 +54,6 @@ void *prefault_calloc(size_t n)
     void *p = malloc(n);
     if (!p)
         return NULL;
-    if (prefault_fresh(p, n))
-        prefault(p, n);
+    prefault_if_fresh(p, n);
     return memset(p, 0, n);
 }

@@ -21,6 +21,13 @@ void prefault(void *p, size_t n);
  * heap's top may share only its first page with what lies before it. True when it cannot tell. */
 bool prefault_fresh(void *p, size_t n);
 
+/* prefault(p, n) when [p, p + n) looks fresh (prefault_fresh): for heap memory about to be filled front to
+ * back (a slab, an arena chunk), which the heap may hand out again already present. */
+void prefault_if_fresh(void *p, size_t n);
+
+/* The host's page size in bytes (sysconf, asked once). */
+size_t host_page_bytes(void);
+
 /* A zeroed allocation of n bytes, as calloc, its pages prefaulted first when it spans several and looks
  * fresh: for tables cleared whole and then filled (a hash table's slots). NULL without host memory. */
 void *prefault_calloc(size_t n);
